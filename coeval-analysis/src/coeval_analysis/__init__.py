@@ -1,0 +1,1 @@
+"""coeval-analysis: see plugin.py for what this distribution registers."""

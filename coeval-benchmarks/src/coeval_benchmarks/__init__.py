@@ -1,0 +1,1 @@
+"""coeval-benchmarks: see plugin.py for what this distribution registers."""

@@ -1,0 +1,38 @@
+"""``coeval plugins``: what is installed and what each plugin registered."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def plugins_command(as_json: bool) -> None:
+    """List installed plugins and the interfaces, phases, metrics... each registered.
+
+    Set COEVAL_DISABLE_PLUGINS=name,... to turn plugins off.
+    """
+    from coeval.plugins import get_plugin_manager, plugin_distributions, registries
+
+    pm = get_plugin_manager()
+    regs = registries()
+    dists = plugin_distributions()
+    names = sorted({pm.get_name(p) or "" for p in pm.get_plugins()} - {""})
+    report = []
+    for name in names:
+        entry = {"name": name, "distribution": dists.get(name, "")}
+        for kind, registry in regs.all().items():
+            items = registry.by_plugin(name)
+            if items:
+                entry[kind] = items
+        report.append(entry)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    for entry in report:
+        click.echo(f"{entry['name']}  ({entry['distribution']})")
+        for kind in regs.all():
+            if kind in entry:
+                click.echo(f"  {kind}: {', '.join(entry[kind])}")

@@ -1,0 +1,226 @@
+"""Credentials: where keys come from, and how they stay out of everything we write.
+
+Key file search order: ``--keys PATH`` -> ``$COEVAL_KEYS_FILE`` -> ``./keys.yaml`` ->
+``~/.coeval/keys.yaml``. Per model: ``access_key`` in the config > the key file's entry for
+the provider > the provider's usual environment variables.
+
+:class:`Credentials` never shows a secret in ``repr``/``str``; :func:`redact` scrubs known
+secrets from any text before it reaches a log, a record or an exception message.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+__all__ = [
+    "KEYS_ENV",
+    "Credentials",
+    "KeyFileError",
+    "KeyStore",
+    "find_keys_file",
+    "redact",
+    "register_secret",
+]
+
+KEYS_ENV = "COEVAL_KEYS_FILE"
+
+#: Environment variables each provider's SDK conventionally reads, in order of preference.
+PROVIDER_ENV_VARS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "azure_openai": ("AZURE_OPENAI_API_KEY",),
+    "azure_ai": ("AZURE_AI_API_KEY", "GITHUB_TOKEN"),
+    "bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),
+    "vertex": (),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "deepinfra": ("DEEPINFRA_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+    "cohere": ("COHERE_API_KEY", "CO_API_KEY"),
+    "huggingface_api": ("HF_TOKEN", "HUGGINGFACE_API_KEY"),
+    "huggingface": ("HF_TOKEN",),
+    "ollama": (),
+    "vllm": ("VLLM_API_KEY",),
+}
+
+#: Structured key-file entries: field -> environment variable fallback.
+PROVIDER_ENV_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
+    "azure_openai": {"endpoint": ("AZURE_OPENAI_ENDPOINT",), "api_version": ("OPENAI_API_VERSION",)},
+    "bedrock": {
+        "access_key_id": ("AWS_ACCESS_KEY_ID",),
+        "secret_access_key": ("AWS_SECRET_ACCESS_KEY",),
+        "session_token": ("AWS_SESSION_TOKEN",),
+        "region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+    },
+    "vertex": {
+        "project": ("GOOGLE_CLOUD_PROJECT",),
+        "location": ("GOOGLE_CLOUD_LOCATION",),
+        "service_account_key": ("GOOGLE_APPLICATION_CREDENTIALS",),
+    },
+    "ollama": {"base_url": ("OLLAMA_HOST",)},
+}
+
+#: Fields of structured entries that are secret.
+SECRET_FIELDS = frozenset({"api_key", "secret_access_key", "session_token", "access_key_id"})
+
+_secrets: set[str] = set()
+_secrets_lock = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret so :func:`redact` removes it from any text."""
+    if value and len(value) >= 6:
+        with _secrets_lock:
+            _secrets.add(value)
+
+
+def redact(text: str) -> str:
+    """Replace every known secret in ``text`` with a marker."""
+    if not _secrets or not text:
+        return text
+    with _secrets_lock:
+        secrets = sorted(_secrets, key=len, reverse=True)
+    for s in secrets:
+        if s in text:
+            text = text.replace(s, "***")
+    return text
+
+
+class KeyFileError(ValueError):
+    """The key file exists but cannot be read or has the wrong shape."""
+
+
+@attrs.frozen(repr=False)
+class Credentials:
+    """What one model needs to authenticate. Never printable."""
+
+    provider: str
+    api_key: str | None = None
+    fields: Mapping[str, Any] = attrs.field(factory=dict)
+    source: str | None = None  # "access_key" | "keys_file" | "env" | None
+
+    def __repr__(self) -> str:
+        shown = {k: ("***" if k in SECRET_FIELDS else v) for k, v in self.fields.items()}
+        key = "***" if self.api_key else None
+        return f"Credentials(provider={self.provider!r}, api_key={key}, fields={shown}, source={self.source!r})"
+
+    __str__ = __repr__
+
+    def get(self, field: str, default: Any = None) -> Any:
+        if field == "api_key":
+            return self.api_key if self.api_key is not None else default
+        return self.fields.get(field, default)
+
+    def fingerprint(self) -> str:
+        """A stable string identifying the credential (hash it before showing it)."""
+        return f"{self.api_key or ''}|{sorted(self.fields.items())!r}"
+
+    @property
+    def present(self) -> bool:
+        return bool(self.api_key) or any(self.fields.get(k) for k in self.fields)
+
+
+def find_keys_file(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path | None:
+    """The key file to use, following the documented search order; None if there is none."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get(KEYS_ENV)
+    if env:
+        return Path(env).expanduser()
+    for candidate in ((cwd or Path.cwd()) / "keys.yaml", Path.home() / ".coeval" / "keys.yaml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@attrs.define
+class KeyStore:
+    """Provider entries from the key file, resolved against the environment on demand."""
+
+    entries: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    path: Path | None = None
+
+    @classmethod
+    def load(cls, explicit: str | os.PathLike[str] | None = None) -> KeyStore:
+        path = find_keys_file(explicit)
+        if path is None:
+            return cls()
+        if not path.is_file():
+            raise KeyFileError(f"{path}: key file not found")
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 1}" if mark is not None else ""
+            raise KeyFileError(f"{path}:{where} not valid YAML") from None
+        if not isinstance(raw, dict):
+            raise KeyFileError(f"{path}: expected a mapping with a 'providers' section")
+        entries = raw.get("providers", raw)
+        if not isinstance(entries, dict):
+            raise KeyFileError(f"{path}: 'providers' must be a mapping of provider -> key")
+        for name, value in entries.items():
+            if not isinstance(value, str | dict) or value is None:
+                raise KeyFileError(f"{path}: providers.{name} must be a string or a mapping")
+            _register_entry_secrets(value)
+        return cls(entries=dict(entries), path=path)
+
+    def for_provider(self, provider: str, access_key: str | None = None) -> Credentials:
+        fields: dict[str, Any] = {}
+        api_key: str | None = None
+        source: str | None = None
+        entry = self.entries.get(provider)
+        if isinstance(entry, str):
+            api_key, source = entry, "keys_file"
+        elif isinstance(entry, dict):
+            fields = {k: v for k, v in entry.items() if k != "api_key"}
+            if entry.get("api_key"):
+                api_key, source = str(entry["api_key"]), "keys_file"
+            elif fields:
+                source = "keys_file"
+        for field, env_names in PROVIDER_ENV_FIELDS.get(provider, {}).items():
+            if fields.get(field) is None:
+                value = _first_env(env_names)
+                if value is not None:
+                    fields[field] = value
+                    source = source or "env"
+        if access_key:
+            api_key, source = access_key, "access_key"
+        elif api_key is None:
+            value = _first_env(PROVIDER_ENV_VARS.get(provider, ()))
+            if value is not None:
+                api_key, source = value, source or "env"
+        register_secret(api_key)
+        for k in SECRET_FIELDS:
+            if isinstance(fields.get(k), str):
+                register_secret(fields[k])
+        return Credentials(provider=provider, api_key=api_key, fields=fields, source=source)
+
+    def has_provider(self, provider: str) -> bool:
+        return self.for_provider(provider).present
+
+
+def _first_env(names: Iterable[str]) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def _register_entry_secrets(value: Any) -> None:
+    if isinstance(value, str):
+        register_secret(value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if k in SECRET_FIELDS and isinstance(v, str):
+                register_secret(v)

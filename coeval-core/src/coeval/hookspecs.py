@@ -1,0 +1,96 @@
+"""The hooks a CoEval plugin can implement.
+
+Every hook is a *registration* hook: it receives a ``register`` callable and calls it once
+per thing it contributes, so one plugin can add several interfaces, metrics or commands.
+pluggy has no async hooks, so hooks only register; the core owns the event loop and calls
+what was registered. Plugins must keep imports of heavy libraries (torch, provider SDKs)
+out of module import time and out of these hooks: import them when an adapter is first used.
+
+A plugin is a module (or object) with functions decorated by :data:`hookimpl`, published
+through the ``coeval`` entry-point group::
+
+    [project.entry-points.coeval]
+    my_plugin = "my_package.coeval_plugin"
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+PROJECT_NAME = "coeval"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def register_interfaces(register: Any) -> None:
+    """Register model interfaces.
+
+    Call ``register(name, factory)`` where ``factory(model, credentials)`` returns an
+    :class:`coeval.interfaces.Interface`. ``name`` is the value users write in
+    ``models[].interface``. Pass ``requires_model=False`` for interfaces that need no
+    ``parameters.model`` (virtual ones such as ``benchmark``).
+    """
+
+
+@hookspec
+def register_batch_runners(register: Any) -> None:
+    """Register provider batch runners.
+
+    Call ``register(interface_name, factory)`` where ``factory(model, credentials)``
+    returns a :class:`coeval.batching.BatchRunner`. At most one runner per interface.
+    """
+
+
+@hookspec
+def register_phases(register: Any) -> None:
+    """Register pipeline phases.
+
+    Call ``register(phase)`` with an object implementing :class:`coeval.phases.Phase`.
+    The five standard phases are registered by the core this way; a third party can add
+    a phase, which runs after the phases it declares in ``after``.
+    """
+
+
+@hookspec
+def register_evaluators(register: Any) -> None:
+    """Register phase-5 evaluators (LLM judge, label exact-match, metric scorers).
+
+    Call ``register(name, evaluator)`` where ``evaluator`` implements
+    :class:`coeval.evaluators.Evaluator`.
+    """
+
+
+@hookspec
+def register_metrics(register: Any) -> None:
+    """Register reference-based metrics such as ``bleu``, ``bertscore``, ``exact_match``.
+
+    Call ``register(name, factory)`` where ``factory()`` returns an object with
+    ``score(candidates: list[str], references: list[str]) -> list[float]`` in [0, 1].
+    Rubric factors name them with ``{metric: NAME}``.
+    """
+
+
+@hookspec
+def register_benchmarks(register: Any) -> None:
+    """Register benchmark ingest adapters for ``coeval ingest``.
+
+    Call ``register(name, adapter)`` with an object implementing
+    :class:`coeval_benchmarks.BenchmarkAdapter`-like behaviour (the core only stores it).
+    """
+
+
+@hookspec
+def register_commands(cli: Any) -> None:
+    """Add subcommands to the ``coeval`` click group ``cli`` (``cli.add_command(...)``)."""
+
+
+@hookspec
+def register_reports(register: Any) -> None:
+    """Register analysis report writers: ``register(name, writer)``.
+
+    ``writer(analysis, out_dir)`` writes files into ``out_dir`` and returns their paths.
+    """

@@ -1,0 +1,29 @@
+"""Model interfaces: the contract, the built-in ``mock`` and the list of known names."""
+
+from coeval.interfaces.base import (
+    FatalModelError,
+    GenerateRequest,
+    GenerateResult,
+    Interface,
+    MalformedResponseError,
+    ModelError,
+    RateLimitError,
+    TransientModelError,
+    Usage,
+)
+from coeval.interfaces.known import KNOWN_INTERFACES, BATCHABLE_INTERFACES, providing_distribution
+
+__all__ = [
+    "BATCHABLE_INTERFACES",
+    "KNOWN_INTERFACES",
+    "FatalModelError",
+    "GenerateRequest",
+    "GenerateResult",
+    "Interface",
+    "MalformedResponseError",
+    "ModelError",
+    "RateLimitError",
+    "TransientModelError",
+    "Usage",
+    "providing_distribution",
+]

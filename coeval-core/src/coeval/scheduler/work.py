@@ -1,0 +1,58 @@
+"""Work items: what the phases hand to the scheduler, and what comes back.
+
+A phase turns the run folder's state into :class:`WorkItem` objects (one model call each),
+skipping items whose records already exist. The scheduler runs them and calls
+``item.on_done(outcome)`` exactly once per item, synchronously, and that callback writes the
+record (appended and flushed) before the item counts as done. Items that never ran (quota or
+budget reached, run cancelled) are reported with ``outcome.status == "skipped"`` and write no
+record, so ``--continue`` picks them up later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import attrs
+
+from coeval.config.model import ModelConfig
+from coeval.interfaces.base import GenerateRequest, GenerateResult, Usage
+
+__all__ = ["OutputParseError", "WorkItem", "WorkOutcome"]
+
+
+class OutputParseError(ValueError):
+    """The model answered but the reply cannot be used (unparseable JSON, missing factor).
+
+    Raised by ``WorkItem.parse``. Retried up to ``experiment.generation_retries`` times, then
+    the item fails with kind ``unparseable``; never turned into a guessed value.
+    """
+
+
+@attrs.frozen
+class WorkOutcome:
+    item: WorkItem
+    status: Literal["ok", "failed", "skipped"]
+    #: What ``parse`` returned for the last successful reply (``result.text`` without a parser).
+    value: Any = None
+    result: GenerateResult | None = None
+    error_kind: str | None = None  # rate_limit | transient | malformed | fatal | unparseable | quota | budget | cancelled
+    error: str | None = None  # message, secrets removed
+    attempts: int = 0
+    usage: Usage = attrs.field(factory=Usage)  # summed over attempts
+    cost_usd: float | None = None
+
+
+@attrs.frozen
+class WorkItem:
+    """One model call to make. ``key`` is unique within a run (the record id)."""
+
+    key: str
+    phase: str
+    model: ModelConfig
+    request: GenerateRequest
+    on_done: Callable[[WorkOutcome], None]
+    #: Turns the reply into the value to store; raises OutputParseError to ask for a retry.
+    parse: Callable[[GenerateResult], Any] | None = None
+    #: Free-form context for the record builder (task, teacher, student, ...).
+    meta: dict[str, Any] = attrs.field(factory=dict)

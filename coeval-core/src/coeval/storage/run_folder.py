@@ -1,0 +1,212 @@
+"""The run folder: paths, atomic JSON artifacts, locked ``meta.json``, append-only JSONL.
+
+Layout (kept from the earlier tool so its runs load unchanged)::
+
+    {storage_folder}/{experiment_id}/
+      meta.json  config.yaml  run.log
+      phase1_attributes/{task}.target_attrs.json, {task}.nuanced_attrs.json
+      phase2_rubric/{task}.rubric.json
+      phase3_datapoints/{task}.{teacher}.datapoints.jsonl
+      phase4_responses/{task}.{teacher}.{student}.responses.jsonl
+      phase5_evaluations/{task}.{teacher}.{judge}.evaluations.jsonl
+
+File names are for people: model names contain dots, so readers never parse them and rely
+on record fields instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from filelock import FileLock
+
+__all__ = [
+    "PHASE_DIRS",
+    "JsonlWriter",
+    "RunFolder",
+    "atomic_write_json",
+    "atomic_write_text",
+    "iter_jsonl",
+    "utc_now",
+]
+
+PHASE_DIRS = {
+    "attribute_mapping": "phase1_attributes",
+    "rubric_mapping": "phase2_rubric",
+    "data_generation": "phase3_datapoints",
+    "response_collection": "phase4_responses",
+    "evaluation": "phase5_evaluations",
+}
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temp file in the same folder and rename: readers see old or new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
+
+
+def iter_jsonl(path: Path, *, on_bad_line: Callable[[int, str], None] | None = None) -> Iterator[dict[str, Any]]:
+    """Records of a JSONL file. A line that does not parse (a crash mid-write leaves at most
+    the last one truncated) is skipped and reported to ``on_bad_line(lineno, text)``."""
+    try:
+        fh = path.open("r", encoding="utf-8")
+    except FileNotFoundError:
+        return
+    with fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                if on_bad_line is not None:
+                    on_bad_line(lineno, line)
+                continue
+            if isinstance(rec, dict):
+                yield rec
+            elif on_bad_line is not None:
+                on_bad_line(lineno, line)
+
+
+class JsonlWriter:
+    """Appends one JSON object per line and flushes each before returning.
+
+    If the file ends without a newline (a crash cut the last write), a newline is added
+    first so the next record never merges into the truncated line.
+    """
+
+    def __init__(self, path: Path, *, fsync: bool = False) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._fsync = fsync
+        self._fh: TextIO = path.open("a+", encoding="utf-8")
+        self._repair_tail()
+
+    def _repair_tail(self) -> None:
+        size = self._fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        with self.path.open("rb") as raw:
+            raw.seek(size - 1)
+            if raw.read(1) != b"\n":
+                self._fh.write("\n")
+                self._fh.flush()
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._fh.flush()
+        if self._fsync:
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RunFolder:
+    """One experiment's folder on disk."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    @classmethod
+    def for_experiment(cls, storage_folder: str | os.PathLike[str], experiment_id: str) -> RunFolder:
+        return cls(Path(storage_folder) / experiment_id)
+
+    # ---- paths -------------------------------------------------------------------------
+    @property
+    def meta_path(self) -> Path:
+        return self.root / "meta.json"
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / "run.log"
+
+    def phase_dir(self, phase_id: str) -> Path:
+        return self.root / PHASE_DIRS[phase_id]
+
+    def target_attrs_path(self, task: str) -> Path:
+        return self.phase_dir("attribute_mapping") / f"{task}.target_attrs.json"
+
+    def nuanced_attrs_path(self, task: str) -> Path:
+        return self.phase_dir("attribute_mapping") / f"{task}.nuanced_attrs.json"
+
+    def rubric_path(self, task: str) -> Path:
+        return self.phase_dir("rubric_mapping") / f"{task}.rubric.json"
+
+    def datapoints_path(self, task: str, teacher: str) -> Path:
+        return self.phase_dir("data_generation") / f"{task}.{teacher}.datapoints.jsonl"
+
+    def responses_path(self, task: str, teacher: str, student: str) -> Path:
+        return self.phase_dir("response_collection") / f"{task}.{teacher}.{student}.responses.jsonl"
+
+    def evaluations_path(self, task: str, teacher: str, judge: str) -> Path:
+        return self.phase_dir("evaluation") / f"{task}.{teacher}.{judge}.evaluations.jsonl"
+
+    def jsonl_files(self, phase_id: str) -> list[Path]:
+        d = self.phase_dir(phase_id)
+        return sorted(d.glob("*.jsonl")) if d.is_dir() else []
+
+    def iter_records(self, phase_id: str, **kw: Any) -> Iterator[dict[str, Any]]:
+        for path in self.jsonl_files(phase_id):
+            yield from iter_jsonl(path, **kw)
+
+    # ---- meta.json -----------------------------------------------------------------------
+    def exists(self) -> bool:
+        return self.meta_path.is_file()
+
+    def read_meta(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.meta_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+
+    def _meta_lock(self) -> FileLock:
+        return FileLock(str(self.root / ".meta.lock"))
+
+    def update_meta(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """Read-modify-write ``meta.json`` under a file lock (shards share the folder)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self._meta_lock():
+            meta = self.read_meta()
+            change(meta)
+            meta["updated_at"] = utc_now()
+            atomic_write_json(self.meta_path, meta)
+            return meta
+
+    def read_json(self, path: Path) -> Any:
+        return json.loads(path.read_text(encoding="utf-8"))

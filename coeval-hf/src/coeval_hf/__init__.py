@@ -1,0 +1,1 @@
+"""coeval-hf: see plugin.py for what this distribution registers."""

@@ -1,0 +1,1 @@
+"""coeval-providers: see plugin.py for what this distribution registers."""

