@@ -94,3 +94,19 @@ def register_reports(register: Any) -> None:
 
     ``writer(analysis, out_dir)`` writes files into ``out_dir`` and returns their paths.
     """
+
+
+@hookspec(firstresult=True)
+def resolve_auto_interface(model: Any, has_credentials: Any) -> str | None:
+    """Pick a concrete interface for a model configured with ``interface: auto``.
+
+    ``model`` is the raw model mapping (``parameters.model`` names the model);
+    ``has_credentials(interface) -> bool`` says whether credentials exist for an interface.
+    Return the interface name, or None to let another plugin decide.
+    """
+
+
+@hookspec(firstresult=True)
+def model_price(interface: str, model_id: str) -> Any:
+    """Price of a model as ``{"input": usd_per_1m, "output": usd_per_1m, "batch_discount": 0.5}``
+    (``batch_discount`` is the price multiplier in batch mode), or None when unknown."""

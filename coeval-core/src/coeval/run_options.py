@@ -1,0 +1,21 @@
+"""Options of one ``coeval run`` (CLI flags or Python callers), separate from the config file."""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ["RunOptions"]
+
+
+@attrs.frozen
+class RunOptions:
+    continue_run: bool = False  # --continue: resume in place
+    only_models: tuple[str, ...] = ()  # --only-models: shard by model
+    keys_file: str | None = None  # --keys
+    resume_from: str | None = None  # --resume: overrides experiment.resume_from
+    probe_mode: str | None = None  # overrides experiment.probe_mode
+    probe_on_fail: str | None = None
+    log_level: str | None = None
+    estimate_only: bool = False
+    estimate_samples: int | None = None
+    progress: bool = True  # progress bars on the terminal
