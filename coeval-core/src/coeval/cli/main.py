@@ -1,37 +1,91 @@
-"""The ``coeval`` command line. Subcommands live in sibling modules; plugins add more
-through the ``register_commands`` hook."""
+"""The ``coeval`` command line.
+
+Core subcommands live in sibling modules ``coeval.cli.<name>_cmd`` exposing ``command``;
+they are imported only when invoked, so ``coeval --help`` stays fast. Plugins add more
+through the ``register_commands`` hook.
+"""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import sys
 
 import click
 
-from coeval.cli.plugins_cmd import plugins_command
+#: subcommand -> (module, one-line help shown by `coeval --help` without importing it)
+CORE_COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("coeval.cli.run_cmd", "Run an experiment (or --dry-run to validate and print the plan)."),
+    "status": ("coeval.cli.status_cmd", "Show a run's progress, failures, spend and pending batches."),
+    "repair": ("coeval.cli.repair_cmd", "Fix truncated lines, duplicates and failed records of a run."),
+    "probe": ("coeval.cli.probe_cmd", "Check that every model in a config answers."),
+    "models": ("coeval.cli.models_cmd", "List the models each configured provider offers."),
+    "plan": ("coeval.cli.plan_cmd", "Estimate calls, tokens, cost and time before running."),
+    "generate": ("coeval.cli.generate_cmd", "Run phases 1-2 and write a config with static attributes and rubric."),
+    "describe": ("coeval.cli.describe_cmd", "Write a self-contained HTML page describing an experiment."),
+    "wizard": ("coeval.cli.wizard_cmd", "Build an experiment config interactively."),
+    "schema": ("coeval.cli.schema_cmd", "Print the JSON Schema of the config file (for editors)."),
+    "plugins": ("coeval.cli.plugins_cmd", "List installed plugins and what each registered."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def _available(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+class CoevalGroup(click.Group):
+    """Loads core subcommands lazily and plugin subcommands once."""
+
+    _plugins_loaded = False
+
+    def _load_plugin_commands(self) -> None:
+        if CoevalGroup._plugins_loaded:
+            return
+        CoevalGroup._plugins_loaded = True
+        from coeval.plugins import get_plugin_manager
+
+        get_plugin_manager().hook.register_commands(cli=self)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugin_commands()
+        core = [name for name, (mod, _) in CORE_COMMANDS.items() if _available(mod)]
+        return sorted(set(core) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in CORE_COMMANDS and name not in self.commands:
+            module, _ = CORE_COMMANDS[name]
+            if _available(module):
+                return importlib.import_module(module).command  # type: ignore[no-any-return]
+        self._load_plugin_commands()
+        return self.commands.get(name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in CORE_COMMANDS:
+                rows.append((name, CORE_COMMANDS[name][1]))
+            else:
+                cmd = self.commands[name]
+                rows.append((name, cmd.get_short_help_str(limit=80)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=CoevalGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="coeval-core", prog_name="coeval")
 def cli() -> None:
     """CoEval: benchmark language models with language models.
 
     Teachers write an evaluation set from a task description, students answer it, and an
     ensemble of judges scores every answer. One YAML file describes an experiment.
+
+    Start with `coeval run --config examples/quickstart.yaml --dry-run`.
     """
 
 
-cli.add_command(plugins_command)
-
-
-def _add_plugin_commands() -> None:
-    from coeval.plugins import get_plugin_manager
-
-    get_plugin_manager().hook.register_commands(cli=cli)
-
-
 def main(argv: list[str] | None = None) -> None:
-    _add_plugin_commands()
-    cli.main(args=argv, prog_name="coeval", standalone_mode=True)
+    cli.main(args=argv, prog_name="coeval")
 
 
 if __name__ == "__main__":  # pragma: no cover

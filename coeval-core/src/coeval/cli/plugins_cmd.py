@@ -9,7 +9,7 @@ import click
 
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-def plugins_command(as_json: bool) -> None:
+def command(as_json: bool) -> None:
     """List installed plugins and the interfaces, phases, metrics... each registered.
 
     Set COEVAL_DISABLE_PLUGINS=name,... to turn plugins off.
