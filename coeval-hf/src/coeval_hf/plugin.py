@@ -1,5 +1,20 @@
-"""Hook implementations of coeval-hf (registered through the `coeval` entry point)."""
+"""Hook implementations of coeval-hf (registered through the `coeval` entry point).
+
+Only names and classes are registered here; torch, transformers and xllamacpp are imported
+when a model is first loaded.
+"""
 
 from __future__ import annotations
 
-from coeval.hookspecs import hookimpl  # noqa: F401
+from typing import Any
+
+from coeval.hookspecs import hookimpl
+
+
+@hookimpl
+def register_interfaces(register: Any) -> None:
+    from coeval_hf.huggingface import HuggingFaceInterface
+    from coeval_hf.llamacpp import LlamaCppInterface
+
+    register("huggingface", HuggingFaceInterface)
+    register("llamacpp", LlamaCppInterface, requires_model=False)

@@ -1,0 +1,104 @@
+"""The ``huggingface`` interface: transformers models, batched, on the GPU by default.
+
+``parameters``:
+
+* ``model``: a hub id (``Qwen/Qwen2.5-1.5B-Instruct``) or a local folder. Hub ids are read
+  from the cache first (``HF_HOME`` / ``HF_HUB_CACHE`` / ``cache_dir``) and downloaded only
+  when missing and the hub is not offline (``HF_HUB_OFFLINE=1``).
+* ``device``: ``auto`` (default: the GPU; stops with a clear error when there is none),
+  ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+* ``dtype``: ``auto`` (bf16/fp16 on GPUs, fp32 on CPU), ``float32``, ``float16``, ``bfloat16``.
+* ``load_in_4bit`` / ``load_in_8bit``: bitsandbytes quantisation (CUDA only).
+* ``batch_size`` (default 32) and ``batch_tokens`` (default 32768): the largest batch,
+  in prompts and in tokens (rows x (longest prompt + max_tokens)).
+* ``revision``, ``trust_remote_code`` (default false), ``cache_dir``.
+* sampling, shared with ``llamacpp``: ``max_new_tokens`` / ``max_tokens`` (default 512),
+  ``temperature`` (0 = greedy; default 0.7), ``top_p``, ``top_k``, ``seed``,
+  ``repetition_penalty``; ``system_prompt``.
+
+Calls that arrive together are answered together: the scheduler keeps up to
+``2 x batch_size`` calls in flight, and the local-model host runs the waiting ones as one
+padded batch (see :mod:`coeval_hf._transformers_engine`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
+from coeval_hf._devices import check_gpu_cheaply, validate_device, validate_dtype
+from coeval_hf._host import ModelSlot, get_host
+from coeval_hf._params import ParameterError, read_bool, read_int, read_sampling
+from coeval_hf._transformers_engine import LoadSpec, TransformersEngine
+
+if TYPE_CHECKING:
+    from coeval.config.model import ModelConfig
+    from coeval.credentials import Credentials
+
+__all__ = ["HuggingFaceInterface"]
+
+
+class HuggingFaceInterface(Interface):
+    name = "huggingface"
+
+    def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
+        super().__init__(model, credentials)
+        self.label = f"model {model.name!r} (huggingface)"
+        self.spec = self._load_spec(model.parameters)
+        check_gpu_cheaply(self.spec.device, self.label)
+        read_sampling(model.parameters, self.label)
+        for role, overrides in model.role_parameters.items():
+            read_sampling({**model.parameters, **overrides}, f"{self.label} role_parameters.{role}")
+        self.default_concurrency = 2 * self.spec.batch_size  # one batch runs while the next gathers
+        self.max_concurrency = max(self.max_concurrency, self.default_concurrency)
+        self._slot: ModelSlot | None = None
+
+    def _load_spec(self, params: Any) -> LoadSpec:
+        label = self.label
+        source = params.get("model")
+        if not isinstance(source, str) or not source.strip():
+            raise ParameterError(f"{label}: parameters.model must be a Hugging Face model id or a local folder")
+        source = source.strip()
+        if source.startswith(("/", "./", "../", "~")) and not Path(source).expanduser().is_dir():
+            raise ParameterError(f"{label}: parameters.model: no model folder at {source!r}")
+        four = read_bool(params, "load_in_4bit", label)
+        eight = read_bool(params, "load_in_8bit", label)
+        if four and eight:
+            raise ParameterError(f"{label}: parameters.load_in_4bit and load_in_8bit cannot both be true")
+        revision = params.get("revision")
+        cache_dir = params.get("cache_dir")
+        for field, value in (("revision", revision), ("cache_dir", cache_dir)):
+            if value is not None and not isinstance(value, str):
+                raise ParameterError(f"{label}: parameters.{field} must be a string, got {value!r}")
+        token = self.credentials.get("api_key") if self.credentials is not None else None
+        return LoadSpec(
+            model=source,
+            device=validate_device(params.get("device"), label),
+            dtype=validate_dtype(params.get("dtype", params.get("torch_dtype")), label),
+            load_in_4bit=four,
+            load_in_8bit=eight,
+            revision=revision,
+            trust_remote_code=read_bool(params, "trust_remote_code", label),
+            cache_dir=cache_dir,
+            batch_size=read_int(params, "batch_size", label, minimum=1, default=32) or 32,
+            batch_tokens=read_int(params, "batch_tokens", label, minimum=16, default=32768) or 32768,
+            token=token,
+        )
+
+    def _load(self) -> TransformersEngine:
+        return TransformersEngine(self.spec, self.label)
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        read_sampling(request.params, self.label)
+        if self._slot is None:
+            self._slot = get_host().acquire(self.spec.key(), self._load, self.label)
+        return await get_host().submit(self._slot, request)
+
+    def connection_key(self) -> str:
+        return f"{self.name}:{self.model.name}"
+
+    async def aclose(self) -> None:
+        if self._slot is not None:
+            get_host().release(self._slot)
+            self._slot = None

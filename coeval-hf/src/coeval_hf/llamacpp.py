@@ -1,0 +1,213 @@
+"""The ``llamacpp`` interface: GGUF models on the CPU through the prebuilt ``xllamacpp`` wheel.
+
+``xllamacpp`` embeds llama.cpp's server in-process (no HTTP, no compiler needed) and speaks
+OpenAI-shaped chat completions, including ``response_format: json_schema``, which turns a
+schema into a grammar: even a 135M model then returns parseable JSON, which is what lets
+the embedded model act as teacher and judge.
+
+A llama.cpp server is not safe to call from several threads, so calls run one at a time in
+the local-model worker thread (:mod:`coeval_hf._host`); entries that load the same file
+with the same options share one server, whatever their sampling settings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coeval.interfaces.base import (
+    FatalModelError,
+    GenerateRequest,
+    GenerateResult,
+    Interface,
+    MalformedResponseError,
+    ModelError,
+    TransientModelError,
+    Usage,
+)
+from coeval_hf._host import ModelSlot, PendingCall, get_host
+from coeval_hf._params import ParameterError, read_bool, read_int, read_sampling
+from coeval_hf.embedded import DEFAULT_MODEL, EmbeddedModelMissing, embedded_model_path, is_embedded_name
+
+if TYPE_CHECKING:
+    from coeval.config.model import ModelConfig
+    from coeval.credentials import Credentials
+
+__all__ = ["LlamaCppEngine", "LlamaCppInterface", "build_chat_payload", "default_threads"]
+
+DEFAULT_CONTEXT = 4096
+
+
+def default_threads() -> int:
+    """The CPUs this process may use (llama.cpp's own default ignores CPU affinity)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def build_chat_payload(request: GenerateRequest, label: str) -> dict[str, Any]:
+    """The chat-completions body for one request (sampling keys shared with ``huggingface``)."""
+    sampling = read_sampling(request.params, label)
+    system = request.system or request.params.get("system_prompt")
+    messages: list[dict[str, str]] = []
+    if system:
+        messages.append({"role": "system", "content": str(system)})
+    messages.append({"role": "user", "content": request.prompt})
+    body: dict[str, Any] = {"messages": messages, "max_tokens": sampling.max_tokens, "temperature": sampling.temperature}
+    if sampling.top_p is not None:
+        body["top_p"] = sampling.top_p
+    if sampling.top_k is not None:
+        body["top_k"] = sampling.top_k
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
+    if sampling.repetition_penalty is not None:
+        body["repeat_penalty"] = sampling.repetition_penalty
+    if request.json_schema is not None:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": request.schema_name, "schema": dict(request.json_schema)},
+        }
+    return body
+
+
+class LlamaCppEngine:
+    """One loaded GGUF file: an in-process llama.cpp server, driven by the worker thread."""
+
+    def __init__(self, path: Path, *, n_ctx: int, threads: int, n_gpu_layers: int, verbose: bool, label: str) -> None:
+        import xllamacpp
+
+        self.label = label
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = n_ctx
+        params.n_parallel = 1
+        params.n_gpu_layers = n_gpu_layers
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.warmup = False
+        if not verbose:
+            params.verbosity = -1  # llama.cpp's server logs every request to stderr otherwise
+        self._server: Any = xllamacpp.Server(params)
+
+    def select_batch(self, pending: Sequence[PendingCall]) -> list[PendingCall]:
+        return [pending[0]]  # one at a time: the server is not re-entrant
+
+    def run_batch(self, calls: Sequence[PendingCall]) -> list[GenerateResult | ModelError]:
+        return [self._run_one(call.request) for call in calls]
+
+    def _run_one(self, request: GenerateRequest) -> GenerateResult | ModelError:
+        try:
+            body = build_chat_payload(request, self.label)
+            reply = self._server.handle_chat_completions(body)
+        except ModelError as exc:
+            return exc
+        except Exception as exc:  # noqa: BLE001 - the engine reports, the scheduler decides
+            return TransientModelError(f"{self.label}: llama.cpp failed: {type(exc).__name__}: {exc}")
+        return parse_reply(reply, self.label)
+
+    def unload(self) -> None:
+        self._server = None
+
+
+def parse_reply(reply: Any, label: str) -> GenerateResult | ModelError:
+    """Turn the server's chat-completion dict (or its error dict) into a result or an error."""
+    if not isinstance(reply, Mapping):
+        return MalformedResponseError(f"{label}: llama.cpp returned {type(reply).__name__}, not a JSON object")
+    error = reply.get("error")
+    if error:
+        detail = error.get("message", error) if isinstance(error, Mapping) else error
+        code = error.get("code") if isinstance(error, Mapping) else None
+        if code is not None and 400 <= int(code) < 500:
+            return FatalModelError(f"{label}: {detail}")
+        return TransientModelError(f"{label}: {detail}")
+    try:
+        choice = reply["choices"][0]
+        text = choice["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return MalformedResponseError(f"{label}: reply without choices[0].message.content")
+    usage = reply.get("usage") or {}
+    return GenerateResult(
+        text=text or "",
+        usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+        cost_usd=0.0,
+        model=str(reply.get("model") or "") or None,
+    )
+
+
+class LlamaCppInterface(Interface):
+    """GGUF models through llama.cpp on the CPU; no ``model`` means the embedded SmolLM2.
+
+    ``parameters``: ``model`` (a ``.gguf`` path or ``smollm2-135m``), ``n_ctx`` (context
+    tokens, default 4096), ``threads`` (default: the CPUs this process may use),
+    ``n_gpu_layers`` (default 0), ``verbose`` (llama.cpp's own log, default off), and the
+    shared sampling keys (``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``seed``,
+    ``repetition_penalty``).
+    """
+
+    name = "llamacpp"
+    default_concurrency = 4  # calls run one at a time; a few queued keep the worker busy
+    max_concurrency = 8
+
+    def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
+        super().__init__(model, credentials)
+        self.label = f"model {model.name!r} (llamacpp)"
+        params = model.parameters
+        self.path = self._model_path(params.get("model"))
+        self.n_ctx = read_int(params, "n_ctx", self.label, minimum=64, default=DEFAULT_CONTEXT) or DEFAULT_CONTEXT
+        self.threads = read_int(params, "threads", self.label, minimum=1, default=default_threads()) or 1
+        self.n_gpu_layers = read_int(params, "n_gpu_layers", self.label, default=0) or 0
+        self.verbose = read_bool(params, "verbose", self.label)
+        read_sampling(params, self.label)  # bad sampling values fail now, not at the first call
+        for role, overrides in model.role_parameters.items():
+            read_sampling({**params, **overrides}, f"{self.label} role_parameters.{role}")
+        self._slot: ModelSlot | None = None
+
+    def _model_path(self, value: Any) -> Path:
+        if value is None or (isinstance(value, str) and is_embedded_name(value)):
+            try:
+                return embedded_model_path(value or DEFAULT_MODEL)
+            except EmbeddedModelMissing as exc:
+                raise FatalModelError(f"{self.label}: {exc}") from None
+        if not isinstance(value, str) or not value.strip():
+            raise ParameterError(f"{self.label}: parameters.model must be a .gguf path or {DEFAULT_MODEL!r}, got {value!r}")
+        path = Path(value).expanduser()
+        if not path.is_file():
+            raise ParameterError(
+                f"{self.label}: parameters.model: no GGUF file at {str(path)!r} "
+                f"(use {DEFAULT_MODEL!r} for the embedded model)"
+            )
+        return path
+
+    @property
+    def slot_key(self) -> str:
+        return f"llamacpp|{self.path.resolve()}|ctx={self.n_ctx}|threads={self.threads}|gpu={self.n_gpu_layers}"
+
+    def _load(self) -> LlamaCppEngine:
+        return LlamaCppEngine(
+            self.path, n_ctx=self.n_ctx, threads=self.threads, n_gpu_layers=self.n_gpu_layers,
+            verbose=self.verbose, label=self.label,
+        )
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        if self._slot is None:
+            self._slot = get_host().acquire(self.slot_key, self._load, self.label)
+        read_sampling(request.params, self.label)
+        return await get_host().submit(self._slot, request)
+
+    async def list_models(self) -> list[str]:
+        try:
+            embedded_model_path(DEFAULT_MODEL)
+        except EmbeddedModelMissing:
+            return []
+        return [DEFAULT_MODEL]
+
+    def connection_key(self) -> str:
+        return f"{self.name}:{self.model.name}"
+
+    async def aclose(self) -> None:
+        if self._slot is not None:
+            get_host().release(self._slot)
+            self._slot = None
