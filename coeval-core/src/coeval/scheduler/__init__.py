@@ -1,6 +1,25 @@
 """Async execution of work items: concurrency per connection, retries, quota, budget, progress."""
 
-from coeval.scheduler.core import Scheduler, SchedulerLimits, SchedulerStats
+from coeval.scheduler.adaptive import AdaptiveLimit, LimitCounters
+from coeval.scheduler.batch import BatchExecutor
+from coeval.scheduler.clock import Clock, ManualClock, SystemClock
+from coeval.scheduler.core import LaneStats, Scheduler, SchedulerLimits, SchedulerStats
+from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
 
-__all__ = ["OutputParseError", "Scheduler", "SchedulerLimits", "SchedulerStats", "WorkItem", "WorkOutcome"]
+__all__ = [
+    "AdaptiveLimit",
+    "BatchExecutor",
+    "Clock",
+    "LaneStats",
+    "LimitCounters",
+    "ManualClock",
+    "OutputParseError",
+    "RetryPolicy",
+    "Scheduler",
+    "SchedulerLimits",
+    "SchedulerStats",
+    "SystemClock",
+    "WorkItem",
+    "WorkOutcome",
+]

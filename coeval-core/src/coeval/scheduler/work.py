@@ -36,9 +36,11 @@ class WorkOutcome:
     #: What ``parse`` returned for the last successful reply (``result.text`` without a parser).
     value: Any = None
     result: GenerateResult | None = None
-    error_kind: str | None = None  # rate_limit | transient | malformed | fatal | unparseable | quota | budget | cancelled
+    #: failed: rate_limit | transient | malformed | fatal | unparseable | parse_error | batch;
+    #: skipped: quota | budget | cancelled | batch_pending
+    error_kind: str | None = None
     error: str | None = None  # message, secrets removed
-    attempts: int = 0
+    attempts: int = 0  # calls made for this item (bounded by SchedulerLimits.max_attempts)
     usage: Usage = attrs.field(factory=Usage)  # summed over attempts
     cost_usd: float | None = None
 

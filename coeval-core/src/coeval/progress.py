@@ -1,0 +1,175 @@
+"""Progress of a run: one bar per phase on a terminal, a plain summary line per phase always.
+
+The scheduler reports into a :class:`PhaseTracker` (plain counters, a few nanoseconds per
+item); the bars are drawn by rich's refresh thread, which reads those counters ten times a
+second. So a phase of a million zero-latency mock calls pays nothing for its progress bar.
+
+    reporter = ProgressReporter()            # bars only when stderr is a terminal
+    scheduler = Scheduler(interfaces, limits, progress=reporter)
+    ...
+    reporter.close()
+
+Bars show done/total, rate, ETA, retries, failures and spend. Off a terminal (CI, pipes,
+``enabled=False``) nothing is drawn, and each phase still ends with one summary line::
+
+    evaluation: 10000/10000 done (9990 ok, 10 failed, 0 skipped) in 31.2 s, 320.5/s, 45 retries, $0.1200
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console, RenderableType
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TextColumn, TimeRemainingColumn
+from rich.text import Text
+
+__all__ = ["NullProgress", "PhaseTracker", "ProgressReporter"]
+
+
+class PhaseTracker:
+    """Counters of one phase. Written by the event-loop thread, read by the display."""
+
+    __slots__ = ("_finished", "_reporter", "done", "failed", "ok", "phase_id", "retries", "skipped",
+                 "spend_usd", "started", "stopped", "total")
+
+    def __init__(self, phase_id: str, total: int, reporter: ProgressReporter | None = None) -> None:
+        self.phase_id = phase_id
+        self.total = total
+        self.done = self.ok = self.failed = self.skipped = self.retries = 0
+        self.spend_usd = 0.0
+        self.started = time.monotonic()
+        self.stopped: float | None = None
+        self._reporter = reporter
+        self._finished = False
+
+    def item_done(self, status: str) -> None:
+        self.done += 1
+        if status == "ok":
+            self.ok += 1
+        elif status == "failed":
+            self.failed += 1
+        else:
+            self.skipped += 1
+
+    def retried(self) -> None:
+        self.retries += 1
+
+    def set_spend(self, usd: float) -> None:
+        self.spend_usd = usd
+
+    @property
+    def elapsed(self) -> float:
+        return (self.stopped if self.stopped is not None else time.monotonic()) - self.started
+
+    @property
+    def rate(self) -> float:
+        elapsed = self.elapsed
+        return self.done / elapsed if elapsed > 0 else 0.0
+
+    def summary_line(self) -> str:
+        return (
+            f"{self.phase_id}: {self.done}/{self.total} done ({self.ok} ok, {self.failed} failed, "
+            f"{self.skipped} skipped) in {self.elapsed:.1f} s, {self.rate:.1f}/s, "
+            f"{self.retries} retries, ${self.spend_usd:.4f}"
+        )
+
+    def finish(self) -> None:
+        """End the phase: freeze its clock and print the summary line (once)."""
+        if self._finished:
+            return
+        self._finished = True
+        self.stopped = time.monotonic()
+        if self._reporter is not None:
+            self._reporter._phase_finished(self)
+
+
+class _CountsColumn(ProgressColumn):
+    def render(self, task: Task) -> RenderableType:
+        f = task.fields
+        return Text(
+            f"{f.get('done', 0)}/{task.total or 0}  {f.get('rate', 0.0):.1f}/s  "
+            f"retries {f.get('retries', 0)}  failed {f.get('failed', 0)}  ${f.get('spend', 0.0):.4f}"
+        )
+
+
+class _LiveProgress(Progress):
+    """A rich Progress that pulls the trackers' counters just before each redraw."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.trackers: list[tuple[PhaseTracker, TaskID]] = []
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        for tracker, task_id in list(self.trackers):
+            self.update(
+                task_id,
+                completed=tracker.done,
+                done=tracker.done,
+                rate=tracker.rate,
+                retries=tracker.retries,
+                failed=tracker.failed,
+                spend=tracker.spend_usd,
+            )
+        yield from super().get_renderables()
+
+
+class ProgressReporter:
+    """Progress bars for a run (rich), or only summary lines when not on a terminal.
+
+    ``enabled=None`` draws bars only when the console is a terminal. ``summary=False`` also
+    silences the summary lines (for embedding).
+    """
+
+    def __init__(self, *, enabled: bool | None = None, console: Console | None = None, summary: bool = True) -> None:
+        self.console = console or Console(stderr=True)
+        self.enabled = self.console.is_terminal if enabled is None else enabled
+        self.summary = summary
+        self.trackers: list[PhaseTracker] = []
+        self._live: _LiveProgress | None = None
+
+    def start_phase(self, phase_id: str, total: int) -> PhaseTracker:
+        tracker = PhaseTracker(phase_id, total, self)
+        self.trackers.append(tracker)
+        if self.enabled:
+            if self._live is None:
+                self._live = _LiveProgress(
+                    TextColumn("[bold]{task.description}"),
+                    BarColumn(),
+                    _CountsColumn(),
+                    TimeRemainingColumn(),
+                    console=self.console,
+                    refresh_per_second=8,
+                )
+                self._live.start()
+            task_id = self._live.add_task(phase_id, total=total)
+            self._live.trackers.append((tracker, task_id))
+        return tracker
+
+    def _phase_finished(self, tracker: PhaseTracker) -> None:
+        if self._live is not None:
+            for t, task_id in self._live.trackers:
+                if t is tracker:
+                    self._live.update(task_id, completed=tracker.done, total=max(tracker.total, tracker.done))
+            self._live.refresh()
+        if self.summary:
+            self.console.print(tracker.summary_line(), markup=False, highlight=False, soft_wrap=True)
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def __enter__(self) -> ProgressReporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class NullProgress(ProgressReporter):
+    """Counts, draws and prints nothing (tests, embedding)."""
+
+    def __init__(self) -> None:
+        super().__init__(enabled=False, console=Console(quiet=True), summary=False)
