@@ -98,8 +98,8 @@ class _LiveProgress(Progress):
     """A rich Progress that pulls the trackers' counters just before each redraw."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.trackers: list[tuple[PhaseTracker, TaskID]] = []  # before super(): it renders once
         super().__init__(*args, **kwargs)
-        self.trackers: list[tuple[PhaseTracker, TaskID]] = []
 
     def get_renderables(self) -> Iterable[RenderableType]:
         for tracker, task_id in list(self.trackers):

@@ -347,8 +347,13 @@ def _bounds(schema: Mapping[str, Any], low: float, high: float) -> tuple[float, 
         high = float(schema["maximum"])
     if "exclusiveMaximum" in schema and not isinstance(schema["exclusiveMaximum"], bool):
         high = float(schema["exclusiveMaximum"]) - 1e-6
-    if high < low:
-        high = low + (10.0 if "maximum" not in schema else 0.0)
+    if high < low:  # only one bound given, on the far side of the default range
+        span = 10.0
+        has_min = "minimum" in schema or "exclusiveMinimum" in schema
+        if has_min:
+            high = low + span
+        else:
+            low = high - span
     return low, high
 
 
