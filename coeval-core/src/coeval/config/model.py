@@ -41,6 +41,9 @@ class ModelConfig:
     role_parameters: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
     access_key: str | None = attrs.field(default=None, repr=False)
     batch_enabled: bool | None = None
+    #: The interface as written in the config when it differs from ``interface`` (``"auto"``
+    #: resolved at load time to a concrete provider); None when used as written.
+    requested_interface: str | None = None
 
     def params_for(self, role: str) -> dict[str, Any]:
         """``parameters`` with this role's overrides merged on top (only given keys change)."""
@@ -136,6 +139,9 @@ class Config:
     experiment: ExperimentConfig
     #: Where the YAML came from (None when built in Python); errors and snapshots name it.
     source: str | None = attrs.field(default=None, eq=False)
+    #: Problems that do not stop a run (:class:`coeval.config.ValidationIssue` with
+    #: severity "warning"), for the CLI and the run log to show.
+    warnings: tuple[Any, ...] = attrs.field(default=(), eq=False)
 
     def model(self, name: str) -> ModelConfig:
         for m in self.models:

@@ -1,0 +1,96 @@
+"""One way for every command to fail on bad input: a clear message, exit code 2, no traceback.
+
+Wrap a click command's callback with :func:`user_errors` (``run``, ``plan``, ``describe``
+and plugin commands all do)::
+
+    @click.command("plan")
+    @user_errors
+    def command(...): ...
+
+It turns :class:`coeval.config.ConfigError` (every validation issue with its rule, path,
+line and fix), :class:`coeval.credentials.KeyFileError` and :class:`UserError` (raise it
+anywhere for a problem the user must fix, e.g. an interface whose distribution is not
+installed) into text on stderr and exit code 2. Secrets are scrubbed from the text.
+Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["EXIT_USAGE", "UserError", "echo_issues", "report_user_error", "user_errors"]
+
+EXIT_USAGE = 2
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class UserError(Exception):
+    """A problem the user fixes (bad input, missing file, missing plugin), not a bug.
+
+    ``hint`` is an optional one-line fix shown under the message.
+    """
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def echo_issues(issues: Any, *, err: bool = True) -> None:
+    """Print validation issues (errors and warnings), one block each."""
+    for issue in issues:
+        prefix = "warning" if getattr(issue, "severity", "error") == "warning" else "error"
+        text = issue.format()
+        style = "yellow" if prefix == "warning" else "red"
+        head, _, rest = text.partition("\n")
+        click.secho(head, fg=style, err=err)
+        if rest:
+            click.echo(rest, err=err)
+
+
+def report_user_error(exc: BaseException) -> int | None:
+    """Print ``exc`` if it is a user error and return the exit code; None for anything else."""
+    from coeval.config.errors import ConfigError
+    from coeval.credentials import KeyFileError, redact
+
+    if isinstance(exc, ConfigError):
+        n = len(exc.errors)
+        where = exc.source or "config"
+        click.secho(f"{where}: {n} problem{'s' if n != 1 else ''} found", fg="red", bold=True, err=True)
+        echo_issues(exc.issues)
+        return EXIT_USAGE
+    if isinstance(exc, KeyFileError):
+        click.secho(f"key file error: {redact(str(exc))}", fg="red", err=True)
+        click.echo(
+            "    fix: the key file holds `providers:` with one entry per provider (see docs/configuration.md)",
+            err=True,
+        )
+        return EXIT_USAGE
+    if isinstance(exc, UserError):
+        click.secho(f"error: {redact(str(exc))}", fg="red", err=True)
+        if exc.hint:
+            click.echo(f"    fix: {redact(exc.hint)}", err=True)
+        return EXIT_USAGE
+    return None
+
+
+def user_errors(func: F) -> F:
+    """Decorator: user errors raised by ``func`` end the command with exit code 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:  # re-raised below unless it is a user error
+            code = report_user_error(exc)
+            if code is None:
+                raise
+            sys.exit(code)
+
+    return wrapper  # type: ignore[return-value]

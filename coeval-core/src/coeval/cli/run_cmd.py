@@ -1,0 +1,209 @@
+"""``coeval run``: validate a config, print its plan, and run the five phases."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from coeval.cli.errors import UserError, echo_issues, user_errors
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def parse_model_list(value: str | None) -> tuple[str, ...]:
+    """``"a,b, c"`` -> ``("a", "b", "c")``."""
+    if not value:
+        return ()
+    return tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+
+
+def check_only_models(config: Any, names: tuple[str, ...]) -> None:
+    """V-36: ``--only-models`` must name models of the config."""
+    from coeval.config.errors import ConfigError, ValidationIssue
+    from coeval.config.validate import did_you_mean
+
+    known = [m.name for m in config.models]
+    issues = []
+    for name in names:
+        if name not in known:
+            guess = did_you_mean(name, known)
+            issues.append(
+                ValidationIssue(
+                    "V-36",
+                    "--only-models",
+                    f"'{name}' is not a model of this config"
+                    + (f" (did you mean '{guess}'?)" if guess else ""),
+                    f"use names from models[].name: {', '.join(known)}",
+                    source=config.source,
+                )
+            )
+    if issues:
+        raise ConfigError(issues, source=config.source)
+
+
+def load_for_cli(
+    config_path: str,
+    *,
+    keys: str | None,
+    continue_run: bool = False,
+    resume: str | None = None,
+    only_models: tuple[str, ...] = (),
+    dry_run: bool = False,
+) -> Any:
+    """Load and validate a config the way every config-taking command does.
+
+    An explicitly given key file is read first so a malformed one fails cleanly even when
+    no model needs it yet. Warnings go to stderr.
+    """
+    from coeval.config import load_config
+    from coeval.credentials import KeyStore
+
+    if keys:
+        KeyStore.load(keys)
+    config = load_config(
+        config_path,
+        continue_run=continue_run,
+        keys_file=keys,
+        resume_from=resume,
+        allow_existing_run=bool(only_models),
+        environment_as_warnings=dry_run,
+    )
+    check_only_models(config, only_models)
+    if config.warnings:
+        echo_issues(config.warnings)
+    return config
+
+
+@click.command("run")
+@click.option("--config", "config_path", required=True, metavar="PATH", help="Experiment YAML file.")
+@click.option("--dry-run", is_flag=True, help="Validate and print the plan; make no call and write no file.")
+@click.option(
+    "--continue",
+    "continue_run",
+    is_flag=True,
+    help="Resume the run in place: completed phases are skipped, missing items filled.",
+)
+@click.option(
+    "--only-models",
+    metavar="A,B",
+    help="Only these models make calls (teachers in phases 1-3, "
+    "students in 4, judges in 5); several processes can share one run this way.",
+)
+@click.option(
+    "--keys",
+    metavar="PATH",
+    help="Provider key file (default: $COEVAL_KEYS_FILE, ./keys.yaml, ~/.coeval/keys.yaml).",
+)
+@click.option(
+    "--resume",
+    "resume",
+    metavar="ID",
+    help="Fork phases 1-2 from this earlier run (overrides experiment.resume_from).",
+)
+@click.option(
+    "--probe",
+    "probe_mode",
+    type=click.Choice(["full", "resume", "disable"]),
+    help="Check that models answer before the run (default: experiment.probe_mode).",
+)
+@click.option("--probe-on-fail", type=click.Choice(["abort", "warn"]), help="What a failed probe does.")
+@click.option("--skip-probe", is_flag=True, help="Same as --probe disable.")
+@click.option("--estimate-only", is_flag=True, help="Print the call and cost estimate, then exit.")
+@click.option(
+    "--estimate-samples",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Live sample calls per model for the estimate (0 = heuristics only).",
+)
+@click.option(
+    "--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), help="Override experiment.log_level."
+)
+@click.pass_context
+@user_errors
+def command(
+    ctx: click.Context,
+    config_path: str,
+    dry_run: bool,
+    continue_run: bool,
+    only_models: str | None,
+    keys: str | None,
+    resume: str | None,
+    probe_mode: str | None,
+    probe_on_fail: str | None,
+    skip_probe: bool,
+    estimate_only: bool,
+    estimate_samples: int | None,
+    log_level: str | None,
+) -> None:
+    """Run an experiment: phases 1-5, checkpointed item by item.
+
+    \b
+    coeval run --config my.yaml --dry-run      validate, print the plan, no calls
+    coeval run --config my.yaml                run
+    coeval run --config my.yaml --continue     resume an interrupted run
+    """
+    from coeval.planning import format_plan, plan_experiment
+
+    models = parse_model_list(only_models)
+    if skip_probe:
+        probe_mode = "disable"
+    config = load_for_cli(
+        config_path, keys=keys, continue_run=continue_run, resume=resume, only_models=models, dry_run=dry_run
+    )
+    if dry_run:
+        plan = plan_experiment(config, only_models=models)
+        click.echo(format_plan(plan), nl=False)
+        click.echo("Dry run: config is valid; no call made, no file written.")
+        return
+    if estimate_only:
+        _estimate_only(config, models, keys=keys, continue_run=continue_run, samples=estimate_samples)
+        return
+
+    from coeval.run_options import RunOptions
+
+    options = RunOptions(
+        continue_run=continue_run,
+        only_models=models,
+        keys_file=keys,
+        resume_from=resume,
+        probe_mode=probe_mode,
+        probe_on_fail=probe_on_fail,
+        log_level=log_level.upper() if log_level else None,
+        estimate_only=False,
+        estimate_samples=estimate_samples,
+        progress=sys.stderr.isatty(),
+    )
+    try:
+        from coeval.runner import run_experiment
+    except ImportError as exc:
+        if exc.name and exc.name.startswith("coeval.runner"):
+            raise UserError(
+                "this installation has no pipeline runner (coeval.runner)", "reinstall coeval-core"
+            ) from None
+        raise
+    result = run_experiment(config, options)
+    ctx.exit(int(getattr(result, "exit_code", 0)))
+
+
+def _estimate_only(
+    config: Any, models: tuple[str, ...], *, keys: str | None, continue_run: bool, samples: int | None
+) -> None:
+    """``--estimate-only``: the cost estimate when the cost planner is installed, else the plan."""
+    try:
+        from coeval.cost import estimate_and_report  # type: ignore[attr-defined]
+    except ImportError:
+        from coeval.planning import format_plan, plan_experiment
+
+        click.echo(format_plan(plan_experiment(config, only_models=models)), nl=False)
+        click.echo("Estimate only: no call made.")
+        return
+    estimate_and_report(
+        config,
+        only_models=models,
+        keys_file=keys,
+        continue_run=continue_run,
+        samples=samples,
+        write_file=True,
+    )

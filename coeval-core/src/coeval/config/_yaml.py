@@ -1,0 +1,155 @@
+"""Read YAML while remembering where every value came from.
+
+Validation messages point at lines, so the loader keeps, for every YAML path
+(``("models", 1, "roles", 0)``), the line it was written on. It also catches what PyYAML
+lets through silently: a key written twice in one mapping keeps only the last value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import attrs
+import yaml
+
+__all__ = ["LineMap", "YamlProblem", "read_yaml"]
+
+Path = tuple[str | int, ...]
+
+
+@attrs.frozen
+class YamlProblem:
+    """The text is not a usable YAML document (syntax error, duplicate key...)."""
+
+    message: str
+    fix: str
+    line: int | None
+    path: Path = ()
+
+
+@attrs.define
+class LineMap:
+    """YAML path -> 1-based line. Paths that do not exist map to their nearest ancestor."""
+
+    lines: dict[Path, int] = attrs.field(factory=dict)
+
+    def line(self, path: Sequence[str | int]) -> int | None:
+        p = tuple(path)
+        while True:
+            if p in self.lines:
+                return self.lines[p]
+            if not p:
+                return None
+            p = p[:-1]
+
+
+class _TrackingLoader(yaml.SafeLoader):
+    """SafeLoader that records the line of each mapping key and sequence item."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.key_lines: dict[int, dict[Any, int]] = {}
+        self.item_lines: dict[int, list[int]] = {}
+        self.duplicates: list[tuple[int, int, str]] = []  # (id of mapping, line, key)
+        self._alive: list[Any] = []  # keep constructed objects alive so their ids stay unique
+
+    def construct_tracked_map(self, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
+        data: dict[Any, Any] = {}
+        yield data
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                line = key_node.start_mark.line + 1
+                if key_node.value in seen:
+                    self.duplicates.append((id(data), line, key_node.value))
+                seen[key_node.value] = line
+        data.update(self.construct_mapping(node))
+        lines: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            try:
+                key = self.construct_object(key_node)
+                lines[key] = key_node.start_mark.line + 1
+            except (TypeError, yaml.YAMLError):  # unhashable keys are reported by validation
+                continue
+        self.key_lines[id(data)] = lines
+        self._alive.append(data)
+
+    def construct_tracked_seq(self, node: yaml.SequenceNode) -> Iterator[list[Any]]:
+        data: list[Any] = []
+        yield data
+        data.extend(self.construct_sequence(node))
+        self.item_lines[id(data)] = [n.start_mark.line + 1 for n in node.value]
+        self._alive.append(data)
+
+
+_TrackingLoader.add_constructor("tag:yaml.org,2002:map", _TrackingLoader.construct_tracked_map)
+_TrackingLoader.add_constructor("tag:yaml.org,2002:seq", _TrackingLoader.construct_tracked_seq)
+
+
+def read_yaml(text: str) -> tuple[Any, LineMap, list[YamlProblem]]:
+    """Parse one YAML document. Returns the data, its line map and any problems found.
+
+    A syntax error returns ``(None, LineMap(), [problem])``.
+    """
+    loader = _TrackingLoader(text)
+    try:
+        data = loader.get_single_data()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return (
+            None,
+            LineMap(),
+            [
+                YamlProblem(
+                    f"not valid YAML: {problem}",
+                    "check indentation, colons and quotes on that line (a value containing ': ' or '#' needs quotes)",
+                    line,
+                )
+            ],
+        )
+    finally:
+        loader.dispose()
+    lines = LineMap()
+    paths: dict[int, Path] = {}
+    _collect_lines(data, (), loader, lines, set(), paths)
+    problems = [
+        YamlProblem(
+            f"key {key!r} is written twice in the same mapping; YAML keeps only the last one",
+            f"remove or merge the repeated {key!r} entries",
+            line,
+            (*paths.get(owner, ()), key),
+        )
+        for owner, line, key in loader.duplicates
+    ]
+    return data, lines, problems
+
+
+def _collect_lines(
+    obj: Any, path: Path, loader: _TrackingLoader, out: LineMap, active: set[int], paths: dict[int, Path]
+) -> None:
+    if id(obj) in active:  # a recursive alias
+        return
+    paths.setdefault(id(obj), path)
+    if isinstance(obj, dict):
+        active.add(id(obj))
+        key_lines = loader.key_lines.get(id(obj), {})
+        for key, value in obj.items():
+            if not isinstance(key, str | int):
+                key = str(key)
+            child = (*path, key)
+            if key in key_lines:
+                out.lines[child] = key_lines[key]
+            _collect_lines(value, child, loader, out, active, paths)
+        active.discard(id(obj))
+    elif isinstance(obj, list):
+        active.add(id(obj))
+        item_lines = loader.item_lines.get(id(obj), [])
+        for i, value in enumerate(obj):
+            child = (*path, i)
+            if i < len(item_lines):
+                out.lines[child] = item_lines[i]
+            _collect_lines(value, child, loader, out, active, paths)
+        active.discard(id(obj))

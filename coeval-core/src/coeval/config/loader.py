@@ -1,0 +1,322 @@
+"""Load an experiment config: YAML -> raw mapping with line numbers -> validation -> attrs.
+
+:func:`load_config` is the one entry point (the CLI and the Python API use it). It reports
+every problem of a file at once as a :class:`ConfigError`; only a config that passed every
+rule is structured (with cattrs) into the classes of :mod:`coeval.config.model`, with the
+defaults the seed's minimal examples rely on filled in.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import cattrs
+
+from coeval.config._yaml import LineMap, read_yaml
+from coeval.config.errors import ConfigError, ValidationIssue, format_path
+from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
+from coeval.config.validate import KNOWN_METRICS, Validator
+from coeval.interfaces.known import AUTO_INTERFACE, KNOWN_INTERFACES
+
+__all__ = ["RESUME_DEFAULT_MODES", "load_config", "read_config_file", "structure_config", "validate_config"]
+
+#: Modes of phases a config leaves out when it forks an earlier run with ``resume_from``.
+RESUME_DEFAULT_MODES = {
+    "attribute_mapping": "Keep",
+    "rubric_mapping": "Keep",
+    "data_generation": "Keep",
+    "response_collection": "Extend",
+    "evaluation": "Extend",
+}
+
+ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
+
+
+def read_config_file(path: str | os.PathLike[str]) -> tuple[Any, LineMap, list[ValidationIssue]]:
+    """Read a YAML config. Returns ``(raw, lines, problems)``; problems are V-00 issues."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, LineMap(), [_file_issue(source, "file not found", "check the path passed to --config")]
+    except IsADirectoryError:
+        return (
+            None,
+            LineMap(),
+            [_file_issue(source, "is a directory, not a YAML file", "pass the YAML file itself")],
+        )
+    except (OSError, UnicodeDecodeError) as exc:
+        return (
+            None,
+            LineMap(),
+            [
+                _file_issue(
+                    source,
+                    f"cannot be read ({exc.__class__.__name__})",
+                    "check the file's permissions and that it is UTF-8 text",
+                )
+            ],
+        )
+    data, lines, problems = read_yaml(text)
+    issues = [
+        ValidationIssue("V-00", format_path(p.path), p.message, p.fix, line=p.line, source=source)
+        for p in problems
+    ]
+    return data, lines, issues
+
+
+def _file_issue(source: str, message: str, fix: str) -> ValidationIssue:
+    return ValidationIssue("V-00", "(file)", message, fix, source=source)
+
+
+def _registered() -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Interfaces (name -> registration options) and metrics that installed plugins provide."""
+    from coeval.plugins import registries
+
+    regs = registries()
+    interfaces = {entry.name: dict(entry.options) for entry in regs.interfaces}
+    return interfaces, regs.metrics.names()
+
+
+def validate_config(
+    path_or_mapping: ConfigSource,
+    *,
+    continue_run: bool = False,
+    check_filesystem: bool = True,
+    keys_file: str | os.PathLike[str] | None = None,
+    resume_from: str | None = None,
+    allow_existing_run: bool = False,
+    environment_as_warnings: bool = False,
+) -> list[ValidationIssue]:
+    """Every problem of a config (errors and warnings), without raising.
+
+    Same arguments as :func:`load_config`; an empty list means the config loads cleanly.
+    """
+    try:
+        config = load_config(
+            path_or_mapping,
+            continue_run=continue_run,
+            check_filesystem=check_filesystem,
+            keys_file=keys_file,
+            resume_from=resume_from,
+            allow_existing_run=allow_existing_run,
+            environment_as_warnings=environment_as_warnings,
+        )
+    except ConfigError as exc:
+        return list(exc.issues)
+    return list(config.warnings)
+
+
+def load_config(
+    path_or_mapping: ConfigSource,
+    *,
+    continue_run: bool = False,
+    check_filesystem: bool = True,
+    keys_file: str | os.PathLike[str] | None = None,
+    resume_from: str | None = None,
+    allow_existing_run: bool = False,
+    environment_as_warnings: bool = False,
+) -> Config:
+    """Load, validate and structure an experiment config.
+
+    ``path_or_mapping`` is a YAML file or an already-parsed mapping (no line numbers then).
+    ``continue_run`` checks the run can be resumed in place (V-14) instead of that it is new
+    (V-11); ``check_filesystem=False`` skips the rules that look at the disk (V-10, V-11,
+    V-14). ``keys_file`` is used to resolve ``interface: auto``. ``resume_from`` overrides
+    ``experiment.resume_from`` (``coeval run --resume``). ``allow_existing_run`` lets a new
+    run join an existing folder (``--only-models`` shards). ``environment_as_warnings``
+    reports rules that depend on the disk, credentials and plugins as warnings rather than
+    errors (``--dry-run``).
+
+    Raises :class:`ConfigError` listing every problem; warnings end up in ``config.warnings``.
+    """
+    if isinstance(path_or_mapping, Mapping):
+        raw: Any = copy.deepcopy(dict(path_or_mapping))
+        lines, source, issues = LineMap(), None, []
+    else:
+        source = str(path_or_mapping)
+        raw, lines, issues = read_config_file(path_or_mapping)
+        if raw is None and issues:
+            raise ConfigError(issues, source=source)
+    if resume_from is not None and isinstance(raw, dict):
+        experiment = raw.get("experiment")
+        if isinstance(experiment, dict):
+            experiment["resume_from"] = resume_from
+
+    interfaces, metrics = _registered()
+    validator = Validator(
+        raw,
+        lines=lines,
+        source=source,
+        continue_run=continue_run,
+        check_filesystem=check_filesystem,
+        allow_existing_run=allow_existing_run,
+        environment_as_warnings=environment_as_warnings,
+        interfaces=interfaces,
+        metrics=[*metrics, *KNOWN_METRICS],
+    )
+    issues += validator.run()
+    if not any(i.is_error for i in issues):
+        already = len(validator.issues)
+        _resolve_auto_interfaces(raw, validator, keys_file, set(KNOWN_INTERFACES) | set(interfaces))
+        issues += validator.issues[already:]
+    if any(i.is_error for i in issues):
+        raise ConfigError(issues, source=source)
+    config = structure_config(raw, source=source)
+    warnings = tuple(i for i in issues if not i.is_error)
+    return _with_warnings(config, warnings)
+
+
+def _with_warnings(config: Config, warnings: tuple[ValidationIssue, ...]) -> Config:
+    import attrs
+
+    return attrs.evolve(config, warnings=warnings)
+
+
+def _resolve_auto_interfaces(
+    raw: dict[str, Any], validator: Validator, keys_file: Any, valid: set[str]
+) -> None:
+    """Replace ``interface: auto`` by the provider the routing plugin picks (V-35).
+
+    The original value is kept under ``requested_interface`` so plans can show the choice.
+    """
+    autos = [(i, m) for i, m in enumerate(raw.get("models", [])) if m.get("interface") == AUTO_INTERFACE]
+    if not autos:
+        return
+    from coeval.credentials import KeyStore
+    from coeval.plugins import get_plugin_manager
+
+    keys = KeyStore.load(keys_file)
+    hook = get_plugin_manager().hook.resolve_auto_interface
+    for i, model in autos:
+        has_credentials: Callable[[str], bool] = keys.has_provider
+        chosen = hook(model=copy.deepcopy(model), has_credentials=has_credentials)
+        wanted = (model.get("parameters") or {}).get("model", "?")
+        if not chosen:
+            routing = (
+                "" if hook.get_hookimpls() else " (no installed plugin routes auto; install coeval-providers)"
+            )
+            validator.add(
+                "V-35",
+                ("models", i, "interface"),
+                f"interface auto found no provider with credentials that serves '{wanted}'{routing}",
+                "add a key for one of the providers serving this model to keys.yaml, or name the interface",
+            )
+            continue
+        if chosen not in valid:
+            validator.add(
+                "V-35",
+                ("models", i, "interface"),
+                f"interface auto resolved '{wanted}' to unknown interface '{chosen}'",
+                "name the interface explicitly",
+            )
+            continue
+        model["interface"] = chosen
+        model["requested_interface"] = AUTO_INTERFACE
+
+
+# ---- structuring ---------------------------------------------------------------------------
+
+
+def _pair(value: Any) -> tuple[int, int]:
+    """``n``, ``[n]`` and ``[min, max]`` -> ``(min, max)``."""
+    if isinstance(value, int):
+        return (value, value)
+    values = list(value)
+    return (int(values[0]), int(values[-1]))
+
+
+def _attribute_map(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): tuple(str(v) for v in vals) for k, vals in value.items()}
+    return value
+
+
+def _normalise_task(task: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(task)
+    for key in (
+        "target_attributes",
+        "nuanced_attributes",
+        "target_attributes_seed",
+        "nuanced_attributes_seed",
+    ):
+        if key in out and out[key] is not None:
+            out[key] = _attribute_map(out[key])
+    nuanced = out.get("nuanced_attributes", {})
+    sampling = dict(out.get("sampling") or {})
+    target = sampling.get("target", [1, 1])
+    sampling["target"] = "all" if target == "all" else _pair(target)
+    has_nuance = nuanced == "auto" or (isinstance(nuanced, Mapping) and len(nuanced) > 0)
+    sampling["nuance"] = _pair(sampling.get("nuance", [1, 1] if has_nuance else [0, 0]))
+    sampling["total"] = int(sampling.get("total", SamplingConfig().total))
+    out["sampling"] = sampling
+    if isinstance(out.get("rubric"), Mapping):
+        out["rubric"] = {
+            str(k): (dict(v) if isinstance(v, Mapping) else str(v)) for k, v in out["rubric"].items()
+        }
+    if out.get("output_description") is None:
+        out.pop("output_description", None)
+    return out
+
+
+def _normalise(raw: Mapping[str, Any]) -> dict[str, Any]:
+    experiment = dict(raw["experiment"])
+    phases = dict(experiment.get("phases") or {})
+    defaults = RESUME_DEFAULT_MODES if experiment.get("resume_from") else dict.fromkeys(PHASE_IDS, "New")
+    experiment["phases"] = {p: phases.get(p, defaults[p]) for p in PHASE_IDS}
+    for key in ("storage_folder", "budget_usd", "resume_from"):
+        if experiment.get(key) is None:
+            experiment.pop(key, None)
+    models = []
+    for model in raw["models"]:
+        m = dict(model)
+        m["roles"] = tuple(m.get("roles", ()))
+        m["parameters"] = dict(m.get("parameters") or {})
+        m["role_parameters"] = {r: dict(p or {}) for r, p in (m.get("role_parameters") or {}).items()}
+        models.append(m)
+    return {
+        "models": models,
+        "tasks": [_normalise_task(t) for t in raw["tasks"]],
+        "experiment": experiment,
+    }
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter()
+    tf = attrs_fields(TaskConfig)
+
+    def passthrough(value: Any, _type: Any) -> Any:
+        return value
+
+    conv.register_structure_hook(tf["target_attributes"], passthrough)
+    conv.register_structure_hook(tf["nuanced_attributes"], passthrough)
+    conv.register_structure_hook(tf["rubric"], passthrough)
+    conv.register_structure_hook(attrs_fields(SamplingConfig)["target"], passthrough)
+    return conv
+
+
+def attrs_fields(cls: type) -> dict[str, Any]:
+    import attrs
+
+    attrs.resolve_types(cls)
+    return {f.name: f.type for f in attrs.fields(cls)}
+
+
+_converter: cattrs.Converter | None = None
+
+
+def structure_config(raw: Mapping[str, Any], *, source: str | None = None) -> Config:
+    """Turn a *valid* raw mapping into :class:`Config`, filling in defaults."""
+    global _converter
+    if _converter is None:
+        _converter = _make_converter()
+    config = _converter.structure(_normalise(raw), Config)
+    if source is not None:
+        import attrs
+
+        config = attrs.evolve(config, source=source)
+    return config

@@ -1,0 +1,621 @@
+"""Config validation: rules V-01..V-17 of the seed documentation plus our own V-18 onward.
+
+Validation runs on the raw mapping read from YAML, before anything is structured, and
+collects *every* problem so a user fixes their file in one pass. The shape rules (types,
+allowed values, unknown keys) come from the shipped JSON Schema (see ``_schema_check``);
+this module adds the rules a schema cannot express: uniqueness, references between
+sections, the roles the phases need, and the state of the disk.
+
+Rules (docs/configuration.md has the full table):
+
+=====  =====================================================================================
+V-00   the file exists, is YAML, holds one mapping and no key twice in a mapping
+V-01   ``models`` and ``tasks`` present and non-empty
+V-02   model names unique                      V-03  task names unique
+V-04   names: letters, digits, ``-``, ``_``, ``.``; no ``__``
+V-05   every model has >= 1 role among teacher, student, judge
+V-06   interface known (or ``auto``)           V-07  a teacher, a student, and a judge when
+                                                     some factor needs one
+V-08   mode ``Model`` not for phases 1-2       V-09  ``rubric: extend`` needs ``resume_from``
+V-10   ``resume_from`` exists on disk          V-11  a new run's folder must not exist
+V-12   ``generation_retries`` integer >= 0     V-13  batch: batchable interfaces, valid phases
+V-14   ``--continue``: folder and meta.json exist, same experiment id
+V-15   ``probe_mode``                          V-16  ``probe_on_fail``
+V-17   ``label_attributes`` are target attribute names
+V-18   unknown key (with a did-you-mean)       V-19  required key missing
+V-20   wrong type or value elsewhere           V-21  phase names and modes
+V-22   ``evaluation_mode``                     V-23  sampling shapes and ranges
+V-24   ``log_level``                           V-25  quota shape and model names
+V-26   batch values and ``batch_enabled``      V-27  ``parameters.model`` where needed
+V-28   prompt_library ids, models, variables   V-29  metric factors name known metrics
+V-30   ``label_attributes`` shape              V-31  ``budget_usd`` >= 0
+V-32   ``seed`` integer                        V-33  ``role_parameters`` roles
+V-34   attribute maps and rubric shapes        V-35  ``interface: auto`` resolves
+V-36   ``--only-models`` names configured models
+=====  =====================================================================================
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import string
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from coeval.config._schema_check import did_you_mean, schema_issues
+from coeval.config._yaml import LineMap
+from coeval.config.errors import Severity, ValidationIssue, format_path
+from coeval.config.model import ROLES
+from coeval.interfaces.known import (
+    AUTO_INTERFACE,
+    BATCHABLE_INTERFACES,
+    KNOWN_INTERFACES,
+    MODEL_OPTIONAL_INTERFACES,
+)
+
+__all__ = [
+    "ENVIRONMENT_RULES",
+    "KNOWN_METRICS",
+    "TEMPLATE_VARIABLES",
+    "Validator",
+    "judged_factors",
+    "resolve_run_reference",
+    "run_folder_path",
+]
+
+#: Rules that depend on the disk, the credentials or the installed plugins rather than on
+#: the file itself. ``coeval run --dry-run`` reports them as warnings so a plan prints anywhere.
+ENVIRONMENT_RULES = frozenset({"V-10", "V-11", "V-14", "V-35"})
+
+#: Metrics a rubric factor may name even when the distribution providing them
+#: (coeval-analysis) is not installed; installed plugins may register more.
+KNOWN_METRICS = ("bleu", "bertscore", "exact_match")
+
+#: Variables each prompt template may use (the seed documentation's names, plus the longer
+#: names of the earlier tool's templates so that its overrides keep working).
+TEMPLATE_VARIABLES: dict[str, frozenset[str]] = {
+    "map_target_attrs": frozenset({"task_description", "output_description", "target_attributes_seed"}),
+    "map_nuanced_attrs": frozenset({"task_description", "output_description", "nuanced_attributes_seed"}),
+    "autorubric": frozenset({"task_description", "output_description", "target_attributes", "rubric"}),
+    "sample": frozenset(
+        {"task_description", "output_description", "target_attributes", "nuanced_attributes"}
+    ),
+    "test": frozenset({"input", "task_description", "output_description"}),
+    "evaluate_single": frozenset(
+        {
+            "input",
+            "response",
+            "reference",
+            "reference_response",
+            "rubric",
+            "task_description",
+            "output_description",
+            "target_attributes",
+        }
+    ),
+    "evaluate_per_factor": frozenset(
+        {
+            "input",
+            "response",
+            "reference",
+            "reference_response",
+            "factor",
+            "criterion",
+            "rubric_factor_name",
+            "rubric_factor_description",
+            "task_description",
+            "output_description",
+            "target_attributes",
+        }
+    ),
+}
+
+_BATCH_PHASES = ("data_generation", "response_collection", "evaluation")
+Path_ = tuple[str | int, ...]
+
+
+def run_folder_path(experiment: Mapping[str, Any]) -> Path:
+    """``storage_folder/id`` of a raw or structured experiment section."""
+    storage = experiment.get("storage_folder") or "./eval_runs"
+    return Path(str(storage)).expanduser() / str(experiment.get("id", ""))
+
+
+def resolve_run_reference(storage_folder: str, reference: str) -> Path:
+    """Where ``resume_from`` points: an experiment id under ``storage_folder``, or a path.
+
+    An id is tried first (the seed examples use ids); a reference that is not found there
+    is taken as a path, relative to the current directory.
+    """
+    under_storage = Path(storage_folder).expanduser() / reference
+    if under_storage.is_dir():
+        return under_storage
+    return Path(reference).expanduser()
+
+
+def judged_factors(task: Mapping[str, Any] | Any) -> list[str] | None:
+    """Rubric factors an LLM judge scores for a task (raw mapping or TaskConfig).
+
+    Metric factors (``{metric: ...}``) and factors named after a label attribute are scored
+    without a judge. None when the rubric is not static (``auto`` / ``extend``): its factors
+    are only known after phase 2.
+    """
+    rubric = task.get("rubric", "auto") if isinstance(task, Mapping) else task.rubric
+    labels = task.get("label_attributes", ()) if isinstance(task, Mapping) else task.label_attributes
+    if not isinstance(rubric, Mapping):
+        return None
+    labels = set(labels or ()) if isinstance(labels, list | tuple) else set()
+    return [
+        str(name)
+        for name, spec in rubric.items()
+        if not (isinstance(spec, Mapping) and spec.get("metric")) and name not in labels
+    ]
+
+
+def _items(section: Any) -> list[tuple[int, dict[str, Any]]]:
+    if not isinstance(section, list):
+        return []
+    return [(i, item) for i, item in enumerate(section) if isinstance(item, dict)]
+
+
+def _roles(model: Mapping[str, Any]) -> list[str]:
+    roles = model.get("roles")
+    return [r for r in roles if isinstance(r, str)] if isinstance(roles, list) else []
+
+
+@attrs.define
+class Validator:
+    """Applies every rule to one raw config and collects the issues."""
+
+    raw: Any
+    lines: LineMap = attrs.field(factory=LineMap)
+    source: str | None = None
+    continue_run: bool = False
+    check_filesystem: bool = True
+    allow_existing_run: bool = False
+    environment_as_warnings: bool = False
+    interfaces: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)  # registered name -> options
+    metrics: Iterable[str] = ()
+    issues: list[ValidationIssue] = attrs.field(factory=list)
+
+    # ---- collecting ------------------------------------------------------------------------
+    def add(
+        self, rule: str, path: Sequence[str | int], message: str, fix: str, severity: Severity = "error"
+    ) -> None:
+        if rule in ENVIRONMENT_RULES and self.environment_as_warnings:
+            severity = "warning"
+        self.issues.append(
+            ValidationIssue(
+                rule=rule,
+                path=format_path(path),
+                message=message,
+                fix=fix,
+                line=self.lines.line(path),
+                source=self.source,
+                severity=severity,
+            )
+        )
+
+    def run(self) -> list[ValidationIssue]:
+        if not isinstance(self.raw, dict):
+            got = "an empty file" if self.raw is None else f"a {type(self.raw).__name__}"
+            self.add(
+                "V-00",
+                (),
+                f"the config must be a mapping with models, tasks and experiment; got {got}",
+                "start from docs/examples/minimal.yaml",
+            )
+            return self.issues
+        for rule, path, message, fix in schema_issues(self.raw):
+            self.add(rule, path, message, fix)
+        for check in self._checks():
+            check()
+        return self.issues
+
+    def _checks(self) -> list[Callable[[], None]]:
+        checks = [
+            self._unique_names,
+            self._interfaces,
+            self._roles_needed,
+            self._phase_modes,
+            self._rubric_extend,
+            self._batch,
+            self._label_attributes,
+            self._sampling_ranges,
+            self._quota_models,
+            self._model_parameter,
+            self._prompt_library,
+            self._metrics,
+            self._role_parameters,
+        ]
+        if self.check_filesystem:
+            checks += [self._resume_source, self._run_folder]
+        return checks
+
+    # ---- views of the raw mapping ---------------------------------------------------------
+    @property
+    def models(self) -> list[tuple[int, dict[str, Any]]]:
+        return _items(self.raw.get("models"))
+
+    @property
+    def tasks(self) -> list[tuple[int, dict[str, Any]]]:
+        return _items(self.raw.get("tasks"))
+
+    @property
+    def experiment(self) -> dict[str, Any]:
+        exp = self.raw.get("experiment")
+        return exp if isinstance(exp, dict) else {}
+
+    @property
+    def model_names(self) -> list[str]:
+        return [m["name"] for _, m in self.models if isinstance(m.get("name"), str)]
+
+    def _known_interfaces(self) -> set[str]:
+        return set(KNOWN_INTERFACES) | set(self.interfaces)
+
+    # ---- rules ------------------------------------------------------------------------------
+    def _unique_names(self) -> None:
+        for section, rule, what in (("models", "V-02", "model"), ("tasks", "V-03", "task")):
+            first: dict[str, int] = {}
+            for i, item in _items(self.raw.get(section)):
+                name = item.get("name")
+                if not isinstance(name, str):
+                    continue
+                if name in first:
+                    self.add(
+                        rule,
+                        (section, i, "name"),
+                        f"{what} name '{name}' is already used by {section}[{first[name]}]",
+                        f"give each {what} a unique name (e.g. '{name}-2')",
+                    )
+                else:
+                    first[name] = i
+
+    def _interfaces(self) -> None:
+        known = self._known_interfaces()
+        for i, model in self.models:
+            iface = model.get("interface")
+            if not isinstance(iface, str) or not iface or iface == AUTO_INTERFACE or iface in known:
+                continue
+            guess = did_you_mean(iface, sorted(known | {AUTO_INTERFACE}))
+            message = f"unknown interface '{iface}'" + (f" (did you mean '{guess}'?)" if guess else "")
+            fix = (
+                f"replace '{iface}' with '{guess}'"
+                if guess
+                else "use one of: " + ", ".join(sorted(known | {AUTO_INTERFACE}))
+            )
+            self.add("V-06", ("models", i, "interface"), message, fix)
+
+    def _needs_judge(self) -> bool:
+        for _, task in self.tasks:
+            factors = judged_factors(task)
+            if factors is None or factors:
+                return True
+        return False
+
+    def _roles_needed(self) -> None:
+        models = self.models
+        if not models:
+            return  # V-01 already reported
+        held = {r for _, m in models for r in _roles(m)}
+        needs = {
+            "teacher": ("phases 1-3 need at least one teacher to write the evaluation set", True),
+            "student": ("phase 4 needs at least one student to answer it", True),
+            "judge": ("phase 5 needs at least one judge to score the answers", self._needs_judge()),
+        }
+        for role, (why, required) in needs.items():
+            if required and role not in held:
+                self.add(
+                    "V-07",
+                    ("models",),
+                    f"no model has the {role} role; {why}",
+                    f"add {role} to the roles of a model, e.g. roles: [{role}]",
+                )
+
+    def _phase_modes(self) -> None:
+        phases = self.experiment.get("phases")
+        if not isinstance(phases, dict):
+            return
+        for phase in ("attribute_mapping", "rubric_mapping"):
+            if phases.get(phase) == "Model":
+                self.add(
+                    "V-08",
+                    ("experiment", "phases", phase),
+                    f"mode Model is only valid for phases 3-5, not {phase}",
+                    "use New, Keep or Extend for phases 1-2",
+                )
+
+    def _rubric_extend(self) -> None:
+        if self.experiment.get("resume_from"):
+            return
+        for i, task in self.tasks:
+            if task.get("rubric") == "extend":
+                self.add(
+                    "V-09",
+                    ("tasks", i, "rubric"),
+                    "rubric: extend adds to the rubric of an earlier run, but experiment.resume_from is not set",
+                    "set experiment.resume_from to the earlier run, or use rubric: auto",
+                )
+
+    def _batch(self) -> None:
+        batch = self.experiment.get("batch")
+        if isinstance(batch, dict):
+            for iface in batch:
+                if iface in BATCHABLE_INTERFACES:
+                    continue
+                if iface in self._known_interfaces():
+                    message = f"interface '{iface}' has no batch API"
+                    fix = f"remove '{iface}'; batch works with: {', '.join(sorted(BATCHABLE_INTERFACES))}"
+                else:
+                    guess = did_you_mean(str(iface), sorted(BATCHABLE_INTERFACES))
+                    message = f"'{iface}' is not a batchable interface" + (
+                        f" (did you mean '{guess}'?)" if guess else ""
+                    )
+                    fix = (
+                        f"replace '{iface}' with '{guess}'"
+                        if guess
+                        else f"use one of: {', '.join(sorted(BATCHABLE_INTERFACES))}"
+                    )
+                self.add("V-13", ("experiment", "batch", iface), message, fix)
+        for i, model in self.models:
+            iface = model.get("interface")
+            if (
+                model.get("batch_enabled") is True
+                and isinstance(iface, str)
+                and iface != AUTO_INTERFACE
+                and iface not in BATCHABLE_INTERFACES
+            ):
+                self.add(
+                    "V-26",
+                    ("models", i, "batch_enabled"),
+                    f"batch_enabled is true but interface '{iface}' has no batch API",
+                    f"remove batch_enabled; batch works with: {', '.join(sorted(BATCHABLE_INTERFACES))}",
+                )
+
+    def _label_attributes(self) -> None:
+        for i, task in self.tasks:
+            labels = task.get("label_attributes")
+            target = task.get("target_attributes")
+            if not isinstance(labels, list) or not isinstance(target, dict):
+                continue
+            for j, label in enumerate(labels):
+                if isinstance(label, str) and label not in target:
+                    guess = did_you_mean(label, [str(k) for k in target])
+                    message = f"label attribute '{label}' is not one of the task's target_attributes ({', '.join(map(str, target))})"
+                    fix = (
+                        f"replace '{label}' with '{guess}'"
+                        if guess
+                        else f"add '{label}' to target_attributes or remove it here"
+                    )
+                    self.add("V-17", ("tasks", i, "label_attributes", j), message, fix)
+
+    def _sampling_ranges(self) -> None:
+        for i, task in self.tasks:
+            sampling = task.get("sampling")
+            if not isinstance(sampling, dict):
+                continue
+            for key, attrs_key in (("target", "target_attributes"), ("nuance", "nuanced_attributes")):
+                value = sampling.get(key)
+                if not (
+                    isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)
+                ):
+                    continue
+                low, high = value
+                if low > high:
+                    self.add(
+                        "V-23",
+                        ("tasks", i, "sampling", key),
+                        f"min {low} is greater than max {high}",
+                        f"write it as [{high}, {low}]",
+                    )
+                    continue
+                attributes = task.get(attrs_key, {} if key == "nuance" else None)
+                if isinstance(attributes, dict) and low > len(attributes):
+                    self.add(
+                        "V-23",
+                        ("tasks", i, "sampling", key),
+                        f"asks for at least {low} {attrs_key} per item but the task defines {len(attributes)}",
+                        f"lower the minimum to {len(attributes)} or add attributes",
+                        severity="warning",
+                    )
+
+    def _quota_models(self) -> None:
+        quota = self.experiment.get("quota")
+        if not isinstance(quota, dict):
+            return
+        names = self.model_names
+        for name in quota:
+            if name not in names:
+                guess = did_you_mean(str(name), names)
+                message = f"quota names '{name}', which is not a model of this config" + (
+                    f" (did you mean '{guess}'?)" if guess else ""
+                )
+                fix = f"replace '{name}' with '{guess}'" if guess else f"use one of: {', '.join(names)}"
+                self.add("V-25", ("experiment", "quota", name), message, fix)
+
+    def _requires_model(self, interface: str) -> bool:
+        if interface in MODEL_OPTIONAL_INTERFACES:
+            return False
+        options = self.interfaces.get(interface)
+        return not (options is not None and options.get("requires_model") is False)
+
+    def _model_parameter(self) -> None:
+        for i, model in self.models:
+            iface = model.get("interface")
+            if not isinstance(iface, str) or not self._requires_model(iface):
+                continue
+            if iface != AUTO_INTERFACE and iface not in self._known_interfaces():
+                continue  # V-06 reported it
+            params = model.get("parameters")
+            if isinstance(params, dict) and params.get("model"):
+                continue
+            if params is not None and not isinstance(params, dict):
+                continue  # the schema reported the shape
+            what = "to pick a provider for" if iface == AUTO_INTERFACE else "to call on"
+            self.add(
+                "V-27",
+                ("models", i, "parameters", "model"),
+                f"interface '{iface}' needs parameters.model: the provider's model id {what}",
+                "add  parameters: {model: <provider model id>}  to this model",
+            )
+
+    def _prompt_library(self) -> None:
+        names = self.model_names
+        for i, task in self.tasks:
+            library = task.get("prompt_library")
+            if not isinstance(library, dict):
+                continue
+            for key, text in library.items():
+                path = ("tasks", i, "prompt_library", key)
+                template_id, _, model = str(key).partition(".")
+                if template_id not in TEMPLATE_VARIABLES:
+                    guess = did_you_mean(template_id, TEMPLATE_VARIABLES)
+                    self.add(
+                        "V-28",
+                        path,
+                        f"unknown template id '{template_id}'"
+                        + (f" (did you mean '{guess}'?)" if guess else ""),
+                        f"use one of: {', '.join(TEMPLATE_VARIABLES)}, optionally followed by .<model name>",
+                    )
+                    continue
+                if model and model not in names:
+                    guess = did_you_mean(model, names)
+                    self.add(
+                        "V-28",
+                        path,
+                        f"override for model '{model}', which is not a model of this config"
+                        + (f" (did you mean '{guess}'?)" if guess else ""),
+                        f"write it as {template_id}.<model name> with one of: {', '.join(names)}",
+                    )
+                if isinstance(text, str):
+                    self._template_variables(path, template_id, text)
+
+    def _template_variables(self, path: Path_, template_id: str, text: str) -> None:
+        allowed = TEMPLATE_VARIABLES[template_id]
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+        except ValueError as exc:
+            self.add(
+                "V-28",
+                path,
+                f"template has unbalanced braces ({exc})",
+                "write {{ and }} for literal braces, e.g. JSON examples",
+            )
+            return
+        for field in fields:
+            name = field.split(".")[0].split("[")[0]
+            if name in allowed:
+                continue
+            if not name:
+                message = "template has an empty placeholder {}"
+            else:
+                guess = did_you_mean(name, allowed)
+                message = f"template uses unknown variable {{{name}}}" + (
+                    f" (did you mean {{{guess}}}?)" if guess else ""
+                )
+            self.add(
+                "V-28",
+                path,
+                message,
+                f"{template_id} may use {', '.join('{' + v + '}' for v in sorted(allowed))}; write {{{{ }}}} for literal braces",
+            )
+
+    def _metrics(self) -> None:
+        known = sorted(set(KNOWN_METRICS) | set(self.metrics))
+        for i, task in self.tasks:
+            rubric = task.get("rubric")
+            if not isinstance(rubric, dict):
+                continue
+            for factor, spec in rubric.items():
+                if not isinstance(spec, dict) or not isinstance(spec.get("metric"), str):
+                    continue
+                metric = spec["metric"]
+                if metric in known:
+                    continue
+                guess = did_you_mean(metric, known)
+                self.add(
+                    "V-29",
+                    ("tasks", i, "rubric", factor, "metric"),
+                    f"unknown metric '{metric}'" + (f" (did you mean '{guess}'?)" if guess else ""),
+                    f"use one of: {', '.join(known)}",
+                )
+
+    def _role_parameters(self) -> None:
+        for i, model in self.models:
+            overrides = model.get("role_parameters")
+            if not isinstance(overrides, dict):
+                continue
+            held = set(_roles(model))
+            for role in overrides:
+                if role in ROLES and role not in held:
+                    self.add(
+                        "V-33",
+                        ("models", i, "role_parameters", role),
+                        f"parameters for the {role} role, which this model does not have",
+                        f"add {role} to roles, or remove role_parameters.{role}",
+                        severity="warning",
+                    )
+
+    # ---- the disk ---------------------------------------------------------------------------
+    def _resume_source(self) -> None:
+        ref = self.experiment.get("resume_from")
+        if not isinstance(ref, str) or not ref:
+            return
+        storage = str(self.experiment.get("storage_folder") or "./eval_runs")
+        path = resolve_run_reference(storage, ref)
+        if not path.is_dir():
+            self.add(
+                "V-10",
+                ("experiment", "resume_from"),
+                f"earlier run '{ref}' not found (looked for {Path(storage) / ref} and {Path(ref)})",
+                "set resume_from to the id of a run under storage_folder, or to the path of its folder",
+            )
+
+    def _run_folder(self) -> None:
+        exp = self.experiment
+        if not isinstance(exp.get("id"), str) or not exp.get("id"):
+            return
+        folder = run_folder_path(exp)
+        if self.continue_run:
+            meta = folder / "meta.json"
+            if not meta.is_file():
+                what = "does not exist" if not folder.exists() else "has no meta.json"
+                self.add(
+                    "V-14",
+                    ("experiment", "id"),
+                    f"--continue needs an existing run, but {folder} {what}",
+                    "run without --continue to start the experiment, or fix experiment.id / storage_folder",
+                )
+                return
+            try:
+                recorded = json.loads(meta.read_text(encoding="utf-8")).get("experiment_id")
+            except (OSError, ValueError, AttributeError):
+                self.add(
+                    "V-14",
+                    ("experiment", "id"),
+                    f"{meta} cannot be read as JSON",
+                    f"run `coeval repair --run {folder}`",
+                )
+                return
+            if recorded and recorded != exp["id"]:
+                self.add(
+                    "V-14",
+                    ("experiment", "id"),
+                    f"{meta} belongs to experiment '{recorded}', not '{exp['id']}'",
+                    "use the config of that run, or point storage_folder/id at the right folder",
+                )
+        elif not self.allow_existing_run and folder.exists():
+            self.add(
+                "V-11",
+                ("experiment", "id"),
+                f"run folder {folder} already exists; a new run would mix its records with the old ones",
+                "pass --continue to resume it, choose a new experiment.id, or delete the folder",
+            )
+
+
+def count_rules(issues: Iterable[ValidationIssue]) -> dict[str, int]:
+    """Issues per rule id (handy in tests and summaries)."""
+    return dict(collections.Counter(i.rule for i in issues))
