@@ -272,3 +272,4 @@ def test_mock_judges_separate_students_by_quality():
 def test_default_quality_differs_between_mock_models():
     qualities = {mock(f"student-{i}")._settings(mock(f"student-{i}").model.parameters).quality for i in range(5)}
     assert len(qualities) == 5 and all(0.35 <= q < 0.95 for q in qualities)
+

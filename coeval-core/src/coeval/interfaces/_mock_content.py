@@ -260,11 +260,16 @@ def _map_keys(ctx: _Context, count: int) -> list[str]:
     return keys
 
 
-def _object(ctx: _Context, schema: Mapping[str, Any], path: str) -> dict[str, Any]:
+def _object(ctx: _Context, schema: Mapping[str, Any], path: str, entry: str | None = None) -> dict[str, Any]:
+    """An object. ``entry`` names the attribute or factor this object describes when it is
+    one entry of a list-shaped map (``[{"name": ..., "values": [...]}, ...]``)."""
     props: Mapping[str, Any] = schema.get("properties") or {}
     out: dict[str, Any] = {}
     for name, sub in props.items():
-        out[name] = _value(ctx, sub, f"{path}.{name}", name)
+        if entry is not None and name == "name":
+            out[name] = entry
+        else:
+            out[name] = _value(ctx, sub, f"{path}.{name}", entry if entry is not None else name)
     extra = schema.get("additionalProperties", True)
     min_props = int(schema.get("minProperties", 0) or 0)
     max_props = schema.get("maxProperties")
@@ -298,6 +303,11 @@ def _array(ctx: _Context, schema: Mapping[str, Any], path: str, key: str | None)
     if isinstance(items, list):  # tuple form (draft 4..2019)
         return [_value(ctx, s, f"{path}[{i}]", key) for i, s in enumerate(items[:count])]
     item_schema = _resolve(ctx, items) if isinstance(items, Mapping) else {}
+    if ctx.schema_name in _MAP_SCHEMAS and "name" in (item_schema.get("properties") or {}):
+        # a map in list form (the strict structured-output shape): one entry per name
+        n = ctx.dice.between(2, 4, f"{path}#n")
+        n = max(low, n if high is None else min(n, int(high)))
+        return [_object(ctx, item_schema, f"{path}[{i}]", entry=name) for i, name in enumerate(_map_keys(ctx, n))]
     if pool and item_schema.get("type", "string") == "string" and "enum" not in item_schema:
         values = list(pool)
         while len(values) < count:
