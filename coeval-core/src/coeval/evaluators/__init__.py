@@ -1,4 +1,4 @@
-"""Phase-5 evaluators registered by the core."""
+"""Phase-5 evaluators registered by the core: ``label`` (exact match) and ``metric``."""
 
 from __future__ import annotations
 
@@ -10,4 +10,7 @@ __all__ = ["Evaluator", "standard_evaluators"]
 
 
 def standard_evaluators() -> dict[str, Any]:
-    return {}
+    from coeval.evaluators.label import LabelEvaluator
+    from coeval.evaluators.metric import MetricEvaluator
+
+    return {"label": LabelEvaluator(), "metric": MetricEvaluator()}

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from filelock import FileLock
 
@@ -94,37 +94,61 @@ def iter_jsonl(path: Path, *, on_bad_line: Callable[[int, str], None] | None = N
 
 
 class JsonlWriter:
-    """Appends one JSON object per line and flushes each before returning.
+    """Appends one JSON object per line, each line in a single ``write(2)`` on an
+    ``O_APPEND`` descriptor, so it is on disk (in the OS cache) when ``write`` returns and
+    lines of several processes sharing a file never interleave.
 
-    If the file ends without a newline (a crash cut the last write), a newline is added
-    first so the next record never merges into the truncated line.
+    A line is a record only once its newline is written. If the file ends without one (a
+    crash, or a power loss, cut the last write), that partial line is cut off on open, so the
+    file never keeps a truncated record and the next record starts on a clean line.
     """
 
     def __init__(self, path: Path, *, fsync: bool = False) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._fsync = fsync
-        self._fh: TextIO = path.open("a+", encoding="utf-8")
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._repair_tail()
 
     def _repair_tail(self) -> None:
-        size = self._fh.seek(0, os.SEEK_END)
+        assert self._fd is not None
+        size = os.fstat(self._fd).st_size
         if size == 0:
             return
         with self.path.open("rb") as raw:
             raw.seek(size - 1)
-            if raw.read(1) != b"\n":
-                self._fh.write("\n")
-                self._fh.flush()
+            if raw.read(1) == b"\n":
+                return
+            # find the end of the last complete line
+            pos = size
+            chunk = 65536
+            keep = 0
+            while pos > 0:
+                start = max(0, pos - chunk)
+                raw.seek(start)
+                data = raw.read(pos - start)
+                nl = data.rfind(b"\n")
+                if nl >= 0:
+                    keep = start + nl + 1
+                    break
+                pos = start
+        os.truncate(self.path, keep)
 
     def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._fh.flush()
+        if self._fd is None:
+            raise ValueError(f"{self.path}: writer is closed")
+        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
         if self._fsync:
-            os.fsync(self._fh.fileno())
+            os.fsync(self._fd)
 
     def close(self) -> None:
-        self._fh.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> JsonlWriter:
         return self

@@ -1,0 +1,65 @@
+"""``label``: exact-match scoring of ``label_attributes``, no judge call.
+
+For a task with ``label_attributes: [sentiment]``, every datapoint carries its gold value
+(phase 3 always draws label attributes, benchmark datapoints carry ``labels``), and the
+student's answer scores 1.0 when it *is* that value and 0.0 otherwise. "Is" ignores case,
+surrounding whitespace, quotes, markdown emphasis and final punctuation, and treats ``_``,
+``-`` and spaces alike (``Positive.`` matches ``positive``); an answer that says more than
+the label does not match. The judge then scores only the rubric factors that are not
+label attributes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from coeval.config.model import TaskConfig
+
+__all__ = ["LabelEvaluator", "gold_label", "normalize_label"]
+
+_EDGE = " \t\r\n\"'`*_.,;:!?()[]{}<>"
+
+
+def normalize_label(text: str) -> str:
+    text = text.strip().strip(_EDGE)
+    text = re.sub(r"[\s_\-]+", " ", text)
+    return text.casefold().strip()
+
+
+def gold_label(datapoint: Mapping[str, Any], attribute: str) -> str | None:
+    """The datapoint's gold value for ``attribute``: its sampled target value, or a
+    benchmark datapoint's ``labels[attribute]`` (or ``label`` when it has only one)."""
+    sampled = datapoint.get("sampled_target_attributes")
+    if isinstance(sampled, Mapping) and isinstance(sampled.get(attribute), str | int | float):
+        return str(sampled[attribute])
+    labels = datapoint.get("labels")
+    if isinstance(labels, Mapping) and isinstance(labels.get(attribute), str | int | float):
+        return str(labels[attribute])
+    label = datapoint.get("label")
+    if isinstance(label, str | int | float) and not isinstance(labels, Mapping):
+        return str(label)
+    return None
+
+
+class LabelEvaluator:
+    name = "label"
+    kind = "label"
+
+    def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
+        return [a for a in task.label_attributes if gold_label(datapoint, a) is not None]
+
+    def evaluate(
+        self,
+        task: TaskConfig,
+        rubric: Mapping[str, Any],
+        datapoint: Mapping[str, Any],
+        responses: list[Mapping[str, Any]],
+    ) -> list[dict[str, float]]:
+        golds = {a: normalize_label(g) for a in self.factors(task, rubric, datapoint) if (g := gold_label(datapoint, a))}
+        out = []
+        for resp in responses:
+            answer = normalize_label(str(resp.get("response") or ""))
+            out.append({a: 1.0 if answer == gold and gold else 0.0 for a, gold in golds.items()})
+        return out

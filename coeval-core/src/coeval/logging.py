@@ -1,0 +1,142 @@
+"""Run logging through structlog: readable lines on the console, JSON lines in ``run.log``.
+
+Every event passes :func:`coeval.credentials.redact` before it is rendered, so a key that
+slips into a message (an SDK error quoting a header, say) never reaches the terminal or the
+run folder. The console handler looks up ``sys.stderr`` on every line, so progress bars that
+redirect stderr while drawing keep the log above the bars.
+
+    with run_logging(run.log_path, level="INFO") as log:
+        log.info("phase started", phase="evaluation", items=1200)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from coeval.credentials import redact
+
+__all__ = ["LOGGER_NAME", "get_logger", "redact_event", "run_logging"]
+
+LOGGER_NAME = "coeval"
+_configured = False
+
+
+def redact_event(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """structlog processor: scrub known secrets from every string in the event."""
+    for key, value in list(event.items()):
+        if isinstance(value, str):
+            event[key] = redact(value)
+        elif isinstance(value, list | tuple):
+            event[key] = type(value)(redact(v) if isinstance(v, str) else v for v in value)
+    return event
+
+
+_PRE_CHAIN: list[Any] = [
+    structlog.contextvars.merge_contextvars,
+    structlog.stdlib.add_log_level,
+    structlog.processors.TimeStamper(fmt="iso", utc=True),
+]
+
+
+def _configure_structlog() -> None:
+    global _configured
+    if _configured:
+        return
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.stdlib.filter_by_level,
+            structlog.stdlib.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            redact_event,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    _configured = True
+
+
+def get_logger(**context: Any) -> Any:
+    """A structlog logger for CoEval events (bound to ``context``)."""
+    _configure_structlog()
+    return structlog.get_logger(LOGGER_NAME).bind(**context)
+
+
+class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time of each record."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def _formatter(renderer: Any) -> logging.Formatter:
+    return structlog.stdlib.ProcessorFormatter(
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, redact_event, renderer],
+        foreign_pre_chain=_PRE_CHAIN,
+    )
+
+
+@contextlib.contextmanager
+def run_logging(
+    log_file: Path | None,
+    *,
+    level: str = "INFO",
+    console: bool = True,
+    console_level: str | None = None,
+    **context: Any,
+) -> Iterator[Any]:
+    """Attach the console and ``run.log`` handlers for the duration of a run.
+
+    The file always receives ``level`` and above as JSON lines (``pid`` included, so
+    ``--only-models`` shards sharing one folder can be told apart); the console shows
+    ``console_level`` (default: ``level``) in a readable form.
+    """
+    _configure_structlog()
+    base = logging.getLogger(LOGGER_NAME)
+    handlers: list[logging.Handler] = []
+    numeric = logging.getLevelName(level.upper())
+    numeric = numeric if isinstance(numeric, int) else logging.INFO
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        fh = logging.FileHandler(log_file, encoding="utf-8")
+        fh.setFormatter(_formatter(structlog.processors.JSONRenderer(ensure_ascii=False)))
+        fh.setLevel(numeric)
+        handlers.append(fh)
+    if console:
+        ch = _CurrentStderrHandler()
+        ch.setFormatter(_formatter(structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())))
+        clevel = logging.getLevelName((console_level or level).upper())
+        ch.setLevel(clevel if isinstance(clevel, int) else numeric)
+        handlers.append(ch)
+    old_level, old_propagate = base.level, base.propagate
+    base.setLevel(min([numeric, *[h.level for h in handlers]]) if handlers else numeric)
+    base.propagate = False
+    for h in handlers:
+        base.addHandler(h)
+    try:
+        yield get_logger(pid=os.getpid(), **context)
+    finally:
+        for h in handlers:
+            base.removeHandler(h)
+            h.close()
+        base.setLevel(old_level)
+        base.propagate = old_propagate

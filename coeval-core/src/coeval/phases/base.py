@@ -1,0 +1,276 @@
+"""What a phase is, what it sees, and what it reports.
+
+A phase turns the run folder's current state into work items (one model call each), hands
+them to the scheduler, and writes one record per finished item. Two questions every phase
+answers in the same way, so ``coeval run``, ``--continue`` and ``coeval status`` agree:
+
+* :meth:`Phase.survey`: under the current config, which items are expected, and which of
+  them have an ``ok`` record, a ``failed`` one, or none. A phase is *complete* only when
+  every expected item is ``ok``.
+* :meth:`Phase.run`: make the calls the mode asks for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+
+from coeval.config.model import Config, ModelConfig, TaskConfig
+from coeval.storage.run_folder import JsonlWriter, RunFolder
+
+if TYPE_CHECKING:
+    from coeval.scheduler import SchedulerStats, WorkItem, WorkOutcome
+
+__all__ = [
+    "Counts",
+    "Phase",
+    "PhaseContext",
+    "PhaseError",
+    "PhaseRefusedError",
+    "PhaseResult",
+    "RunView",
+    "Survey",
+    "WriterPool",
+]
+
+
+class PhaseError(RuntimeError):
+    """The phase cannot run at all (missing inputs, a misconfigured evaluator)."""
+
+
+class PhaseRefusedError(PhaseError):
+    """Mode ``New`` found records it would have to overwrite or append to."""
+
+
+@attrs.define
+class Counts:
+    expected: int = 0
+    ok: int = 0
+    failed: int = 0
+
+    @property
+    def missing(self) -> int:
+        return max(0, self.expected - self.ok - self.failed)
+
+    def to_dict(self) -> dict[str, int]:
+        return {"expected": self.expected, "ok": self.ok, "failed": self.failed, "missing": self.missing}
+
+
+@attrs.define
+class Survey:
+    """Expected vs present items of one phase, grouped by model (or task for phases 1-2)."""
+
+    phase: str
+    groups: dict[str, Counts] = attrs.field(factory=dict)
+    #: failed items by error kind (rate_limit, unparseable, fatal, ...)
+    failures: Counter[str] = attrs.field(factory=Counter)
+    notes: list[str] = attrs.field(factory=list)
+
+    def group(self, key: str) -> Counts:
+        return self.groups.setdefault(key, Counts())
+
+    @property
+    def total(self) -> Counts:
+        t = Counts()
+        for c in self.groups.values():
+            t.expected += c.expected
+            t.ok += c.ok
+            t.failed += c.failed
+        return t
+
+    @property
+    def complete(self) -> bool:
+        return all(c.ok >= c.expected for c in self.groups.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "complete": self.complete,
+            "total": self.total.to_dict(),
+            "groups": {k: v.to_dict() for k, v in sorted(self.groups.items())},
+            "failures": dict(self.failures),
+            "notes": list(self.notes),
+        }
+
+
+@attrs.define
+class PhaseResult:
+    phase: str
+    mode: str
+    status: str = "completed"  # completed | partial | failed | skipped | interrupted
+    written: int = 0  # ok records written by this run
+    failed: int = 0  # failed records written by this run
+    skipped: int = 0  # items not run (quota, budget, cancelled)
+    skip_causes: Counter[str] = attrs.field(factory=Counter)
+    calls: int = 0
+    survey: Survey | None = None
+    message: str = ""
+
+    def to_log(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "phase": self.phase,
+            "mode": self.mode,
+            "status": self.status,
+            "written": self.written,
+            "failed": self.failed,
+            "skipped": self.skipped,
+        }
+        if self.skip_causes:
+            out["skip_causes"] = dict(self.skip_causes)
+        if self.survey is not None:
+            out["expected"] = self.survey.total.expected
+            out["present_ok"] = self.survey.total.ok
+        if self.message:
+            out["message"] = self.message
+        return out
+
+
+class RunView:
+    """Read-only access to a run: its config, its folder, the plugins."""
+
+    def __init__(self, config: Config, run: RunFolder, registries: Any = None) -> None:
+        self.config = config
+        self.run = run
+        if registries is None:
+            from coeval.plugins import registries as _registries
+
+            registries = _registries()
+        self.registries = registries
+
+    # ---- models -------------------------------------------------------------------------
+    def interface_options(self, model: ModelConfig) -> dict[str, Any]:
+        if model.interface in self.registries.interfaces:
+            return dict(self.registries.interfaces.entry(model.interface).options)
+        return {}
+
+    def is_virtual(self, model: ModelConfig) -> bool:
+        """Models that make no calls (``benchmark``: their datapoints come from ingest)."""
+        opts = self.interface_options(model)
+        return bool(opts.get("virtual_teacher") or opts.get("virtual")) or model.interface == "benchmark"
+
+    def callable_models(self, role: str) -> list[ModelConfig]:
+        return [m for m in self.config.models_with_role(role) if not self.is_virtual(m)]
+
+    # ---- artifacts ----------------------------------------------------------------------
+    def read_json(self, path: Path) -> Any:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except json.JSONDecodeError as exc:
+            raise PhaseError(f"{path}: not valid JSON ({exc}); run `coeval repair` or delete it") from None
+
+    def target_attributes(self, task: TaskConfig) -> dict[str, list[str]] | None:
+        data = self.read_json(self.run.target_attrs_path(task.name))
+        if data is None and task.static_target_attributes is not None:
+            return {k: list(v) for k, v in task.static_target_attributes.items()}
+        return data
+
+    def nuanced_attributes(self, task: TaskConfig) -> dict[str, list[str]] | None:
+        data = self.read_json(self.run.nuanced_attrs_path(task.name))
+        if data is None and isinstance(task.nuanced_attributes, Mapping):
+            return {k: list(v) for k, v in task.nuanced_attributes.items()}
+        return data
+
+    def rubric(self, task: TaskConfig) -> dict[str, Any] | None:
+        data = self.read_json(self.run.rubric_path(task.name))
+        if data is None and task.static_rubric is not None:
+            return dict(task.static_rubric)
+        return data
+
+
+class WriterPool:
+    """One append-only writer per JSONL file, opened on first use."""
+
+    def __init__(self) -> None:
+        self._writers: dict[Path, JsonlWriter] = {}
+
+    def write(self, path: Path, record: dict[str, Any]) -> None:
+        writer = self._writers.get(path)
+        if writer is None:
+            writer = self._writers[path] = JsonlWriter(path)
+        writer.write(record)
+
+    def close(self) -> None:
+        for w in self._writers.values():
+            w.close()
+        self._writers.clear()
+
+
+class PhaseContext(RunView):
+    """What a running phase gets: the view, its mode, the scheduler and the bookkeeping."""
+
+    def __init__(
+        self,
+        config: Config,
+        run: RunFolder,
+        *,
+        mode: str,
+        submit: Callable[[str, Iterable[WorkItem]], Any],
+        log: Any,
+        only_models: frozenset[str] = frozenset(),
+        record_outcome: Callable[[WorkOutcome], None] | None = None,
+        registries: Any = None,
+        source_run: RunFolder | None = None,
+    ) -> None:
+        super().__init__(config, run, registries)
+        self.mode = mode
+        self._submit = submit
+        self.log = log
+        self.only_models = only_models
+        self._record_outcome = record_outcome
+        self.writers = WriterPool()
+        self.source_run = source_run
+        self.result: PhaseResult | None = None
+
+    @property
+    def sharded(self) -> bool:
+        return bool(self.only_models)
+
+    def in_scope(self, model_name: str) -> bool:
+        """``--only-models``: does this process run this model's items?"""
+        return not self.only_models or model_name in self.only_models
+
+    async def submit(self, phase_id: str, items: list[WorkItem]) -> SchedulerStats | None:
+        if not items:
+            return None
+        return await self._submit(phase_id, items)
+
+    def outcome(self, outcome: WorkOutcome) -> None:
+        """Book one finished item (calls, spend, counts) after its record is written."""
+        res = self.result
+        if res is not None:
+            res.calls += outcome.attempts
+            if outcome.status == "ok":
+                res.written += 1
+            elif outcome.status == "failed":
+                res.failed += 1
+            else:
+                res.skipped += 1
+                res.skip_causes[outcome.error_kind or "skipped"] += 1
+        if self._record_outcome is not None:
+            self._record_outcome(outcome)
+
+
+@runtime_checkable
+class Phase(Protocol):
+    #: Phase id, the key of ``experiment.phases`` (e.g. ``"evaluation"``).
+    name: str
+    #: Phases that must run before this one (third-party phases run after these).
+    after: tuple[str, ...]
+    #: Modes this phase accepts.
+    modes: tuple[str, ...]
+
+    def survey(self, view: RunView) -> Survey:
+        """Expected vs present items under the current config (no calls, no writes)."""
+        ...
+
+    async def run(self, ctx: PhaseContext) -> None:
+        """Make the calls ``ctx.mode`` asks for; write one record per finished item and
+        report it through ``ctx.outcome``."""
+        ...

@@ -1,0 +1,171 @@
+"""Phase 3: teachers write ``(prompt, reference_response)`` datapoints.
+
+Each (task, teacher) has ``sampling.total`` slots (more for ``target_attributes: complete``,
+which covers the whole cross-product). Slot ``n`` is datapoint ``{task}__{teacher}__{n:05d}``
+and always draws the same attributes, so a retried or resumed slot keeps its id and its
+spec, and Extend fills exactly the slots that have no ``ok`` record.
+
+Modes: New (nothing may exist yet), Keep (skip the phase when it has datapoints), Extend
+(fill missing and failed slots), Model (skip a (task, teacher) that already has datapoints).
+Teachers on a virtual interface (``benchmark``) make no calls: their datapoints come from
+``coeval ingest``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from coeval.config.model import ModelConfig, TaskConfig
+from coeval.interfaces.base import GenerateRequest
+from coeval.phases._items import LazyItems, mode_refusal
+from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
+from coeval.prompts import render_prompt
+from coeval.prompts.schemas import DATAPOINT_SCHEMA, parse_datapoint
+from coeval.records import call_fields, datapoint_id, is_ok, load_file_records, record_status, utc_now
+from coeval.sampling import AttributeDraw, AttributeSampler
+from coeval.scheduler.work import WorkItem, WorkOutcome
+
+__all__ = ["DataGenerationPhase", "sampler_for"]
+
+
+def sampler_for(view: RunView, task: TaskConfig, teacher: str) -> AttributeSampler | None:
+    """The attribute sampler of (task, teacher), or None while phase 1 has no artifact."""
+    target = view.target_attributes(task)
+    nuanced = view.nuanced_attributes(task)
+    if target is None:
+        return None
+    return AttributeSampler(
+        target_attributes=target,
+        nuanced_attributes=nuanced or {},
+        sampling=task.sampling,
+        seed=view.config.experiment.seed,
+        task=task.name,
+        teacher=teacher,
+        complete=task.target_attributes == "complete",
+        always_include=task.label_attributes,
+    )
+
+
+def _attrs_text(values: dict[str, str]) -> str:
+    return json.dumps(values, ensure_ascii=False) if values else "(none)"
+
+
+@attrs.frozen
+class _Slot:
+    task: TaskConfig
+    teacher: ModelConfig
+    seq: int
+    draw: AttributeDraw
+
+
+class DataGenerationPhase:
+    name = "data_generation"
+    after = ("rubric_mapping",)
+    modes = ("New", "Keep", "Extend", "Model")
+
+    def survey(self, view: RunView) -> Survey:
+        s = Survey(self.name)
+        for task in view.config.tasks:
+            for teacher in view.callable_models("teacher"):
+                counts = s.group(teacher.name)
+                sampler = sampler_for(view, task, teacher.name)
+                slots = sampler.slots() if sampler is not None else task.sampling.total
+                if sampler is None:
+                    s.notes.append(f"{task.name}: no attributes yet (phase 1 incomplete)")
+                records = load_file_records(view.run.datapoints_path(task.name, teacher.name))
+                counts.expected += slots
+                for seq in range(1, slots + 1):
+                    rec = records.get(datapoint_id(task.name, teacher.name, seq))
+                    if rec is None:
+                        continue
+                    if record_status(rec) == "ok":
+                        counts.ok += 1
+                    else:
+                        counts.failed += 1
+                        s.failures[str(rec.get("error_kind") or "error")] += 1
+        return s
+
+    def _phase_has_records(self, view: RunView) -> bool:
+        tasks = {t.name for t in view.config.tasks}
+        return any(rec.get("task_id") in tasks for rec in view.run.iter_records(self.name))
+
+    async def run(self, ctx: PhaseContext) -> None:
+        if ctx.mode == "Keep" and self._phase_has_records(ctx):
+            ctx.log.info("phase kept: datapoints exist", phase=self.name)
+            return
+        slots: list[_Slot] = []
+        for task in ctx.config.tasks:
+            for teacher in ctx.callable_models("teacher"):
+                if not ctx.in_scope(teacher.name):
+                    continue
+                path = ctx.run.datapoints_path(task.name, teacher.name)
+                records = load_file_records(path)
+                if records and ctx.mode == "Model":
+                    continue
+                if records and ctx.mode == "New":
+                    raise PhaseRefusedError(mode_refusal(self.name, f"{task.name} x {teacher.name} ({path.name})"))
+                sampler = sampler_for(ctx, task, teacher.name)
+                if sampler is None:
+                    ctx.log.warning("no attributes for task yet; its datapoints wait for phase 1",
+                                    phase=self.name, task=task.name)
+                    continue
+                for seq in range(1, sampler.slots() + 1):
+                    if is_ok(records.get(datapoint_id(task.name, teacher.name, seq))):
+                        continue
+                    slots.append(_Slot(task, teacher, seq, sampler.draw(seq)))
+        ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=len(slots))
+        await ctx.submit(self.name, LazyItems(slots, lambda s: self._item(ctx, s)))  # type: ignore[arg-type]
+
+    def _item(self, ctx: PhaseContext, slot: _Slot) -> WorkItem:
+        task, teacher = slot.task, slot.teacher
+        variables = {
+            "task_name": task.name,
+            "task_description": task.description.strip(),
+            "output_description": task.output_description.strip(),
+            "target_attributes": _attrs_text(slot.draw.target),
+            "nuanced_attributes": _attrs_text(slot.draw.nuanced),
+        }
+        prompt = render_prompt("sample", variables, prompt_library=task.prompt_library, model_name=teacher.name)
+        dp_id = datapoint_id(task.name, teacher.name, slot.seq)
+        return WorkItem(
+            key=dp_id,
+            phase=self.name,
+            model=teacher,
+            request=GenerateRequest(
+                prompt=prompt,
+                params=teacher.params_for("teacher"),
+                role="teacher",
+                json_schema=DATAPOINT_SCHEMA,
+                schema_name="datapoint",
+            ),
+            parse=lambda result: parse_datapoint(result.text),
+            on_done=self._on_done(ctx, slot, dp_id),
+            meta={"task": task.name, "teacher": teacher.name, "seq": slot.seq},
+        )
+
+    def _on_done(self, ctx: PhaseContext, slot: _Slot, dp_id: str) -> Callable[[WorkOutcome], None]:
+        path = ctx.run.datapoints_path(slot.task.name, slot.teacher.name)
+
+        def done(outcome: WorkOutcome) -> None:
+            if outcome.status != "skipped":
+                value: dict[str, Any] = outcome.value if outcome.status == "ok" else {}
+                record: dict[str, Any] = {
+                    "id": dp_id,
+                    "task_id": slot.task.name,
+                    "teacher_model_id": slot.teacher.name,
+                    "sampled_target_attributes": slot.draw.target,
+                }
+                if slot.task.store_nuanced:
+                    record["sampled_nuanced_attributes"] = slot.draw.nuanced
+                record["prompt"] = value.get("prompt", "")
+                record["reference_response"] = value.get("response", "")
+                record["generated_at"] = utc_now()
+                record.update(call_fields(outcome))
+                ctx.writers.write(path, record)
+            ctx.outcome(outcome)
+
+        return done

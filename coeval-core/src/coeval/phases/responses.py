@@ -1,0 +1,151 @@
+"""Phase 4: students answer every usable datapoint.
+
+A datapoint is answered when it is ``ok`` with a non-empty prompt (failed or empty ones
+never are), whichever teacher wrote it: config teachers, teachers of a run forked through
+``resume_from``, or a benchmark ingested with ``coeval ingest``. Response ids are
+``{datapoint_id}__{student}``; an empty answer is retried and then recorded as failed.
+
+Modes: New (nothing may exist yet), Keep (skip the phase when it has responses), Extend
+(answer what has no ``ok`` response), Model (skip a (task, teacher, student) group that
+already has responses: adds new students, or a new teacher's datapoints, only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from coeval.config.model import ModelConfig, TaskConfig
+from coeval.interfaces.base import GenerateRequest, GenerateResult
+from coeval.phases._items import LazyItems, mode_refusal
+from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
+from coeval.prompts import render_prompt
+from coeval.records import (
+    call_fields,
+    is_ok,
+    load_phase_records,
+    record_status,
+    response_id,
+    usable_datapoint,
+    utc_now,
+)
+from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
+
+__all__ = ["ResponseCollectionPhase", "parse_answer", "usable_datapoints"]
+
+
+def parse_answer(result: GenerateResult) -> str:
+    if not isinstance(result.text, str) or not result.text.strip():
+        raise OutputParseError("empty answer")
+    return result.text
+
+
+def usable_datapoints(view: RunView) -> list[dict[str, Any]]:
+    """Datapoints of the config's tasks that students may answer, in file order."""
+    tasks = {t.name for t in view.config.tasks}
+    return [
+        dp
+        for dp in load_phase_records(view.run, "data_generation").values()
+        if dp.get("task_id") in tasks and usable_datapoint(dp)
+    ]
+
+
+@attrs.frozen
+class _Ask:
+    task: TaskConfig
+    student: ModelConfig
+    datapoint: dict[str, Any]
+
+
+class ResponseCollectionPhase:
+    name = "response_collection"
+    after = ("data_generation",)
+    modes = ("New", "Keep", "Extend", "Model")
+
+    def survey(self, view: RunView) -> Survey:
+        s = Survey(self.name)
+        responses = load_phase_records(view.run, self.name)
+        students = view.callable_models("student")
+        for dp in usable_datapoints(view):
+            for student in students:
+                counts = s.group(student.name)
+                counts.expected += 1
+                rec = responses.get(response_id(dp["id"], student.name))
+                if rec is None:
+                    continue
+                if record_status(rec) == "ok":
+                    counts.ok += 1
+                else:
+                    counts.failed += 1
+                    s.failures[str(rec.get("error_kind") or "error")] += 1
+        return s
+
+    async def run(self, ctx: PhaseContext) -> None:
+        tasks = {t.name: t for t in ctx.config.tasks}
+        responses = load_phase_records(ctx.run, self.name)
+        existing = [r for r in responses.values() if r.get("task_id") in tasks]
+        if ctx.mode == "Keep" and existing:
+            ctx.log.info("phase kept: responses exist", phase=self.name)
+            return
+        groups_with_records = {(r.get("task_id"), r.get("teacher_model_id"), r.get("student_model_id")) for r in existing}
+        students = [m for m in ctx.callable_models("student") if ctx.in_scope(m.name)]
+        asks: list[_Ask] = []
+        for dp in usable_datapoints(ctx):
+            task = tasks[dp["task_id"]]
+            for student in students:
+                group = (task.name, dp.get("teacher_model_id"), student.name)
+                if group in groups_with_records:
+                    if ctx.mode == "Model":
+                        continue
+                    if ctx.mode == "New":
+                        raise PhaseRefusedError(mode_refusal(self.name, f"{task.name} x {group[1]} x {student.name}"))
+                if is_ok(responses.get(response_id(dp["id"], student.name))):
+                    continue
+                asks.append(_Ask(task, student, dp))
+        ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=len(asks))
+        await ctx.submit(self.name, LazyItems(asks, lambda a: self._item(ctx, a)))  # type: ignore[arg-type]
+
+    def _item(self, ctx: PhaseContext, ask: _Ask) -> WorkItem:
+        dp, task, student = ask.datapoint, ask.task, ask.student
+        variables = {
+            "task_name": task.name,
+            "task_description": task.description.strip(),
+            "output_description": task.output_description.strip(),
+            "input": dp["prompt"],
+        }
+        prompt = render_prompt("test", variables, prompt_library=task.prompt_library, model_name=student.name)
+        rid = response_id(dp["id"], student.name)
+        return WorkItem(
+            key=rid,
+            phase=self.name,
+            model=student,
+            request=GenerateRequest(prompt=prompt, params=student.params_for("student"), role="student"),
+            parse=parse_answer,
+            on_done=self._on_done(ctx, ask, rid),
+            meta={"task": task.name, "teacher": dp.get("teacher_model_id"), "student": student.name},
+        )
+
+    def _on_done(self, ctx: PhaseContext, ask: _Ask, rid: str) -> Callable[[WorkOutcome], None]:
+        dp = ask.datapoint
+        teacher = str(dp.get("teacher_model_id"))
+        path = ctx.run.responses_path(ask.task.name, teacher, ask.student.name)
+
+        def done(outcome: WorkOutcome) -> None:
+            if outcome.status != "skipped":
+                record: dict[str, Any] = {
+                    "id": rid,
+                    "datapoint_id": dp["id"],
+                    "task_id": ask.task.name,
+                    "teacher_model_id": teacher,
+                    "student_model_id": ask.student.name,
+                    "input": dp["prompt"],
+                    "response": outcome.value if outcome.status == "ok" else "",
+                    "generated_at": utc_now(),
+                    **call_fields(outcome),
+                }
+                ctx.writers.write(path, record)
+            ctx.outcome(outcome)
+
+        return done
