@@ -9,7 +9,6 @@ import time
 
 import jsonschema
 import pytest
-
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import (
     FatalModelError,

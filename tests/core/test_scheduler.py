@@ -7,7 +7,6 @@ import json
 import random
 
 import pytest
-
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateResult
 from coeval.interfaces.mock import MockInterface

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import io
 
-from rich.console import Console
-
 from coeval.interfaces.base import GenerateResult
 from coeval.progress import ProgressReporter
 from coeval.scheduler import BatchExecutor, Scheduler, SchedulerLimits, WorkOutcome
+from rich.console import Console
 
 from .scheduler_helpers import Recorder, ScriptedInterface, make_items, transient
 

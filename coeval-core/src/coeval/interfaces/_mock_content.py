@@ -55,9 +55,7 @@ _WORDS = (
     "ledger", "canopy", "delta", "fable", "garnet", "horizon", "island", "juniper", "kernel", "lantern",
 )
 _STOP = frozenset(
-    "a an and are as at be by for from how in is it of on or that the this to with you your what which "
-    "write given task answer response prompt reply json following question explain describe about please "
-    "into using create generate should would could their there these those then than also only".split()
+    ["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "in", "is", "it", "of", "on", "or", "that", "the", "this", "to", "with", "you", "your", "what", "which", "write", "given", "task", "answer", "response", "prompt", "reply", "json", "following", "question", "explain", "describe", "about", "please", "into", "using", "create", "generate", "should", "would", "could", "their", "there", "these", "those", "then", "than", "also", "only"]
 )
 
 
@@ -188,12 +186,12 @@ def _value(ctx: _Context, schema: Any, path: str, key: str | None) -> Any:
     if "enum" in schema:
         return _enum(ctx, list(schema["enum"]), path, key)
     for combinator in ("anyOf", "oneOf"):
-        if combinator in schema and schema[combinator]:
+        if schema.get(combinator):
             options = [s for s in schema[combinator] if not (isinstance(s, Mapping) and s.get("type") == "null")]
             chosen = options[0] if options else schema[combinator][0]
             merged = {**{k: v for k, v in schema.items() if k != combinator}, **_resolve(ctx, chosen)}
             return _value(ctx, merged, path, key)
-    if "allOf" in schema and schema["allOf"]:
+    if schema.get("allOf"):
         merged = {k: v for k, v in schema.items() if k != "allOf"}
         for part in schema["allOf"]:
             part = _resolve(ctx, part)

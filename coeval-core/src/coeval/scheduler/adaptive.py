@@ -33,8 +33,16 @@ class LimitCounters:
 
 
 class AdaptiveLimit:
-    __slots__ = ("_limit", "_next_start", "_last_cut_seq", "counters", "decrease_factor", "maximum",
-                 "minimum", "threshold")
+    __slots__ = (
+        "_last_cut_seq",
+        "_limit",
+        "_next_start",
+        "counters",
+        "decrease_factor",
+        "maximum",
+        "minimum",
+        "threshold",
+    )
 
     def __init__(self, initial: int, maximum: int, *, minimum: int = 1, decrease_factor: float = 0.5) -> None:
         self.maximum = max(1, int(maximum))

@@ -174,9 +174,7 @@ class _PhaseRun:
 
     def settle(self) -> None:
         """Wake ``run`` when nothing is left to wait for."""
-        if self.remaining == 0:
-            self.finished.set()
-        elif self.stopping and not self.batch_running and all(ln.in_flight == 0 for ln in self.lanes.values()):
+        if self.remaining == 0 or (self.stopping and not self.batch_running and all(ln.in_flight == 0 for ln in self.lanes.values())):
             self.finished.set()
 
 
@@ -386,7 +384,7 @@ class Scheduler:
         except asyncio.CancelledError:
             lane.in_flight -= 1
             raise
-        except Exception as exc:  # noqa: BLE001 - every failure is classified, none escapes
+        except Exception as exc:
             lane.in_flight -= 1
             self._failed_call(run, lane, job, self._classify(iface, exc), seq)
             run.settle()
@@ -418,7 +416,7 @@ class Scheduler:
                 self._count_retry(run, "unparseable")
                 lane.ready.append(job)
             return
-        except Exception as exc:  # noqa: BLE001 - a parser bug fails its item, not the run
+        except Exception as exc:
             log.exception("parser of %s raised", item.key)
             job.last_kind, job.last_error = "parse_error", redact(f"{type(exc).__name__}: {exc}")
             self._finish(run, job, "failed")
@@ -432,7 +430,7 @@ class Scheduler:
             return TransientModelError(f"call timed out after {self.limits.call_timeout_s} s")
         try:
             return iface.classify_error(exc)
-        except Exception as inner:  # noqa: BLE001
+        except Exception as inner:
             return FatalModelError(f"{type(exc).__name__}: {exc} (and classify_error raised {inner!r})")
 
     def _failed_call(self, run: _PhaseRun, lane: _Lane, job: _Job, err: ModelError, seq: int) -> None:
@@ -610,7 +608,7 @@ class Scheduler:
                 await executor.run(run.phase_id, [j.item for j in handed], on_outcome)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - reported on the items, the phase goes on
+            except Exception as exc:
                 log.error("batch executor failed in %s: %s", run.phase_id, redact(str(exc)))
                 for job in handed:
                     if not job.done:
