@@ -84,7 +84,9 @@ class GoldEvaluator:
     name = "gold"
     kind = "gold"
 
-    def __init__(self) -> None:
+    def __init__(self, metric_factories: Mapping[str, Any] | None = None) -> None:
+        #: name -> factory; None means the plugin registries' metrics (looked up on first use).
+        self._factories = metric_factories
         self._metrics: dict[str, Any] = {}
 
     # -- the Evaluator protocol -------------------------------------------------------------
@@ -117,10 +119,13 @@ class GoldEvaluator:
     def _metric(self, name: str) -> Any | None:
         if name in self._metrics:
             return self._metrics[name]
-        from coeval.plugins import registries
-
         scorer = None
-        metrics = registries().metrics
+        if self._factories is not None:
+            metrics: Any = self._factories
+        else:
+            from coeval.plugins import registries
+
+            metrics = {entry.name: entry.value for entry in registries().metrics}
         if name not in metrics:
             log.warning(
                 "gold scoring needs the %r metric, which no installed plugin registers "
@@ -130,7 +135,7 @@ class GoldEvaluator:
             )
         else:
             try:
-                scorer = metrics.get(name)()
+                scorer = metrics[name]()
             except Exception as exc:  # a metric that cannot load (missing model files) must not stop phase 5
                 log.warning("the %r metric could not be loaded (%s); those items get no gold score", name, exc)
         self._metrics[name] = scorer

@@ -1,0 +1,136 @@
+"""The gold evaluator scores student answers (never the reference) with the native metric."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from coeval.config.model import TaskConfig
+from coeval.evaluators.base import Evaluator
+from coeval.plugins import registries
+from coeval_benchmarks.adapters.gsm8k import GSM8K
+from coeval_benchmarks.adapters.humaneval import HumanEval
+from coeval_benchmarks.adapters.mmlu import MMLU
+from coeval_benchmarks.adapters.truthfulqa import TruthfulQA
+from coeval_benchmarks.adapters.xsum import XSum
+from coeval_benchmarks.gold import GoldEvaluator
+from coeval_benchmarks.ingest import load_items
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TASK = TaskConfig(name="t", description="d")
+
+
+def datapoint(adapter, index: int = 0) -> dict:
+    items, _ = load_items(adapter, adapter.default_split, FIXTURES)
+    item = items[index]
+    return {"id": f"dp-{index}", "prompt": item.prompt, "reference_response": item.reference, **item.gold_fields()}
+
+
+def replies(*texts: str) -> list[dict]:
+    return [{"id": f"r{i}", "response": t} for i, t in enumerate(texts)]
+
+
+class WordOverlap:
+    """A stand-in similarity metric: share of reference words found in the candidate."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], list[str]]] = []
+
+    def score(self, candidates: list[str], references: list[str]) -> list[float]:
+        self.calls.append((list(candidates), list(references)))
+        out = []
+        for cand, ref in zip(candidates, references, strict=True):
+            words = set(ref.lower().split())
+            out.append(len(words & set(cand.lower().split())) / len(words) if words else 0.0)
+        return out
+
+
+def test_registered_as_the_gold_evaluator() -> None:
+    entry = registries().evaluators.entry("gold")
+    assert entry.plugin == "benchmarks"
+    assert isinstance(entry.value, Evaluator)
+    assert (entry.value.name, entry.value.kind) == ("gold", "gold")
+
+
+def test_does_not_apply_to_datapoints_without_gold() -> None:
+    llm_datapoint = {"id": "x", "prompt": "p", "reference_response": "r", "sampled_target_attributes": {}}
+    assert GoldEvaluator().factors(TASK, {}, llm_datapoint) == []
+
+
+def test_multiple_choice_scores_the_students_letter() -> None:
+    dp = datapoint(MMLU())  # gold C ("29")
+    evaluator = GoldEvaluator()
+    assert evaluator.factors(TASK, {}, dp) == ["gold"]
+    scores = evaluator.evaluate(TASK, {}, dp, replies(
+        "C", "The answer is C.", "(C) 29", "Answer: c", "29", "B", "The answer is B.", "I don't know", "",
+    ))
+    assert [s["gold"] for s in scores] == [1, 1, 1, 1, 1, 0, 0, 0, 0]
+
+
+def test_multiple_choice_does_not_score_the_reference_against_itself() -> None:
+    dp = datapoint(MMLU())
+    wrong = GoldEvaluator().evaluate(TASK, {}, dp, replies("A"))
+    assert wrong == [{"gold": 0.0}]
+
+
+def test_numbers_score_by_value_after_extraction() -> None:
+    dp = datapoint(GSM8K(), 1)  # gold "1,250"
+    scores = GoldEvaluator().evaluate(TASK, {}, dp, replies(
+        "5 * 250 = 1250\n#### 1250", "The total is $1,250.", "the result is 1250.0", "#### 1,250",
+        "#### 1200", "I think 250 dollars each, so 5 tickets.",
+    ))
+    assert [s["gold"] for s in scores] == [1, 1, 1, 1, 0, 0]
+
+
+def test_similarity_uses_the_registered_metric_against_the_best_reference() -> None:
+    metric = WordOverlap()
+    evaluator = GoldEvaluator({"bertscore": lambda: metric})
+    dp = datapoint(XSum())
+    assert evaluator.factors(TASK, {}, dp) == ["gold"]
+    good, bad, empty = evaluator.evaluate(TASK, {}, dp, replies(
+        "A new public library will open in the old station building.", "Rain flooded roads.", "  ",
+    ))
+    assert good["gold"] == pytest.approx(1.0) and bad["gold"] < 0.2 and empty["gold"] == 0.0
+    assert len(metric.calls) == 1  # one batched call for all responses
+
+
+def test_truthfulqa_is_scored_by_closeness_to_true_versus_false_answers() -> None:
+    metric = WordOverlap()
+    dp = datapoint(TruthfulQA())
+    true_reply, false_reply = GoldEvaluator({"bleu": lambda: metric}).evaluate(TASK, {}, dp, replies(
+        "It just passes through your digestive system.", "It stays in your stomach for seven years.",
+    ))
+    assert (true_reply["gold"], false_reply["gold"]) == (1.0, 0.0)
+
+
+def test_code_is_compared_without_the_copied_signature_and_docstring() -> None:
+    metric = WordOverlap()
+    dp = datapoint(HumanEval())
+    echo_prompt = "```python\n" + dp["code_prefix"] + "    pass\n```"
+    solved = "```python\n" + dp["code_prefix"] + "    return x + 1\n```"
+    echo, good = GoldEvaluator({"bleu": lambda: metric}).evaluate(TASK, {}, dp, replies(echo_prompt, solved))
+    assert good["gold"] == pytest.approx(1.0) and echo["gold"] == 0.0
+    assert all("Return x plus one" not in cand for cand in metric.calls[0][0])
+
+
+def test_missing_metric_degrades_clearly(caplog: pytest.LogCaptureFixture) -> None:
+    evaluator = GoldEvaluator({})
+    with caplog.at_level(logging.WARNING, logger="coeval_benchmarks.gold"):
+        assert evaluator.factors(TASK, {}, datapoint(XSum())) == []
+        assert evaluator.factors(TASK, {}, datapoint(XSum(), 1)) == []
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "'bertscore' metric" in warnings[0] and "coeval-analysis" in warnings[0]
+    # choice and number scoring need no metric
+    assert evaluator.factors(TASK, {}, datapoint(MMLU())) == ["gold"]
+
+
+def test_a_metric_that_fails_to_load_does_not_stop_scoring(caplog: pytest.LogCaptureFixture) -> None:
+    def broken() -> None:
+        raise OSError("model files not found")
+
+    evaluator = GoldEvaluator({"bleu": broken})
+    with caplog.at_level(logging.WARNING, logger="coeval_benchmarks.gold"):
+        assert evaluator.factors(TASK, {}, datapoint(HumanEval())) == []
+    assert "model files not found" in caplog.text

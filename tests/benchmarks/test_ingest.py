@@ -1,0 +1,133 @@
+"""Ingest writes phase 1-3 artifacts for a virtual teacher, idempotently, and reopens 4-5."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from coeval.storage import RunFolder, iter_jsonl
+from coeval_benchmarks.adapters.gsm8k import GSM8K
+from coeval_benchmarks.adapters.mmlu import MMLU
+from coeval_benchmarks.adapters.sciq import SciQ
+from coeval_benchmarks.ingest import IngestError, ingest, select_items
+from tests.benchmarks.conftest import ALL_PHASES, FIXTURES, snapshot
+
+
+def datapoints(run: RunFolder, task: str, teacher: str) -> list[dict]:
+    return list(iter_jsonl(run.datapoints_path(task, teacher)))
+
+
+def test_ingest_writes_attributes_rubric_datapoints_and_log(finished_run: Path) -> None:
+    run = RunFolder(finished_run)
+    result = ingest(run, MMLU(), data_dir=FIXTURES)
+    assert (result.written, result.skipped, result.available) == (5, 0, 5)
+
+    attrs = json.loads(run.target_attrs_path("mmlu").read_text())
+    assert attrs["correct_answer"] == ["A", "B", "C", "D"]
+    assert "college_medicine" in attrs["subject"]
+    assert json.loads(run.nuanced_attrs_path("mmlu").read_text()) == {}
+    assert set(json.loads(run.rubric_path("mmlu").read_text())) == {"correctness", "clarity"}
+
+    records = datapoints(run, "mmlu", "mmlu-benchmark")
+    assert len(records) == 5
+    first = records[0]
+    assert first["id"] == "mmlu__mmlu-benchmark__test-00000"
+    assert first["task_id"] == "mmlu" and first["teacher_model_id"] == "mmlu-benchmark"
+    assert first["benchmark_id"] == "mmlu" and first["benchmark_split"] == "test"
+    assert first["benchmark_native_id"] == "test-00000"
+    assert first["label"] == "C" and first["choices"]["C"] == "29" and first["gold_metric"] == "choice"
+    assert first["sampled_target_attributes"] == {"subject": "elementary_mathematics", "correct_answer": "C"}
+    assert first["reference_response"] == "C. 29"
+    assert first["status"] == "ok"
+
+    meta = run.read_meta()
+    assert meta["phases_completed"] == ["attribute_mapping", "rubric_mapping", "data_generation"]
+    (entry,) = meta["ingest_log"]
+    assert entry["benchmark"] == "mmlu" and entry["n_written"] == 5 and entry["n_skipped"] == 0
+    assert entry["teacher"] == {"name": "mmlu-benchmark", "interface": "benchmark", "roles": ["teacher"]}
+    task = entry["task"]
+    assert task["name"] == "mmlu" and task["category"] == "benchmark"
+    assert task["target_attributes"] == attrs
+    assert task["rubric"] == json.loads(run.rubric_path("mmlu").read_text())
+    assert task["label_attributes"] == ["correct_answer"]
+    assert task["sampling"]["total"] == 0  # the virtual teacher generates nothing
+
+
+def test_second_ingest_writes_nothing(finished_run: Path) -> None:
+    run = RunFolder(finished_run)
+    ingest(run, MMLU(), data_dir=FIXTURES)
+    ingest(run, GSM8K(), data_dir=FIXTURES)
+    before = snapshot(finished_run)
+    again = ingest(run, MMLU(), data_dir=FIXTURES)
+    again_gsm = ingest(run, GSM8K(), data_dir=FIXTURES)
+    assert (again.written, again.skipped, again.logged) == (0, 5, False)
+    assert (again_gsm.written, again_gsm.logged) == (0, False)
+    assert snapshot(finished_run) == before
+
+
+def test_ingest_leaves_the_runs_own_artifacts_alone(finished_run: Path) -> None:
+    before = snapshot(finished_run)
+    ingest(RunFolder(finished_run), SciQ(), data_dir=FIXTURES)
+    after = snapshot(finished_run)
+    assert after["config.yaml"] == before["config.yaml"]
+    assert after["phase2_rubric/summaries.rubric.json"] == before["phase2_rubric/summaries.rubric.json"]
+
+
+def test_a_larger_limit_adds_items_and_reopens_phases_again(finished_run: Path) -> None:
+    run = RunFolder(finished_run)
+    small = ingest(run, GSM8K(), data_dir=None, limit=3)
+    first_ids = [r["id"] for r in datapoints(run, "gsm8k", "gsm8k-benchmark")]
+    run.update_meta(lambda m: m.update(phases_completed=list(ALL_PHASES)))  # --continue finished
+    bigger = ingest(run, GSM8K(), data_dir=None, limit=8)
+    ids = [r["id"] for r in datapoints(run, "gsm8k", "gsm8k-benchmark")]
+    assert small.written == 3 and (bigger.written, bigger.skipped) == (5, 3)
+    assert ids[:3] == first_ids and len(set(ids)) == 8
+    meta = run.read_meta()
+    assert "response_collection" not in meta["phases_completed"]
+    assert [e["n_written"] for e in meta["ingest_log"]] == [3, 5]
+
+
+def test_limit_spreads_over_the_split_and_is_stable() -> None:
+    items = [GSM8K().item({"question": f"q{i}", "answer": f"#### {i}"}, i, "test") for i in range(200)]
+    chosen = select_items(items, 20)
+    assert [i.native_id for i in chosen] == [i.native_id for i in select_items(items, 20)]
+    assert {i.native_id for i in chosen} <= {i.native_id for i in select_items(items, 40)}
+    assert max(int(i.label) for i in chosen) > 100  # not just the first rows of the file
+    assert [int(i.label) for i in chosen] == sorted(int(i.label) for i in chosen)  # file order kept
+
+
+def test_datapoints_without_a_log_entry_are_logged_and_phases_reopened(finished_run: Path) -> None:
+    """A crash after the datapoints but before the log entry heals on the next ingest."""
+    run = RunFolder(finished_run)
+    ingest(run, SciQ(), data_dir=FIXTURES)
+    run.update_meta(lambda m: m.update(ingest_log=[], phases_completed=list(ALL_PHASES)))
+    healed = ingest(run, SciQ(), data_dir=FIXTURES)
+    assert (healed.written, healed.logged) == (0, True)
+    meta = run.read_meta()
+    assert len(meta["ingest_log"]) == 1 and meta["ingest_log"][0]["task"]["name"] == "sciq"
+    assert "evaluation" not in meta["phases_completed"]
+
+
+def test_ingest_into_an_existing_config_task_keeps_its_rubric(finished_run: Path) -> None:
+    run = RunFolder(finished_run)
+    result = ingest(run, SciQ(), data_dir=FIXTURES, task_name="summaries")
+    assert any("already exists" in w for w in result.warnings)
+    assert json.loads(run.rubric_path("summaries").read_text()) == {"accuracy": "Matches the paragraph."}
+    assert not run.target_attrs_path("summaries").exists()
+    entry = run.read_meta()["ingest_log"][0]
+    assert entry["task"]["name"] == "summaries" and entry["task"]["rubric"] == {"accuracy": "Matches the paragraph."}
+    assert len(datapoints(run, "summaries", "sciq-benchmark")) == 2
+
+
+def test_not_a_run_folder(tmp_path: Path) -> None:
+    with pytest.raises(IngestError, match="not a run folder"):
+        ingest(RunFolder(tmp_path / "nowhere"), SciQ(), data_dir=FIXTURES)
+
+
+def test_teacher_name_taken_by_a_real_model_is_refused(finished_run: Path) -> None:
+    config = finished_run / "config.yaml"
+    config.write_text(config.read_text().replace("name: mock-a", "name: sciq-benchmark"))
+    with pytest.raises(IngestError, match="model 'sciq-benchmark' already exists with interface 'mock'"):
+        ingest(RunFolder(finished_run), SciQ(), data_dir=FIXTURES)
