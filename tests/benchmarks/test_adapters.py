@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from coeval.plugins import registries
 from coeval_benchmarks.adapters import builtin_adapters
 from coeval_benchmarks.adapters.arc import ARCChallenge

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
+
 from tests.benchmarks.conftest import FIXTURES, snapshot
 
 

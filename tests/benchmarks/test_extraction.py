@@ -5,7 +5,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-
 from coeval_benchmarks.extraction import extract_choice, extract_code, extract_number, parse_number
 
 OPTIONS = {"A": "London", "B": "Paris", "C": "Mercury", "D": "Venus"}

@@ -6,7 +6,6 @@ import logging
 from pathlib import Path
 
 import pytest
-
 from coeval.config.model import TaskConfig
 from coeval.evaluators.base import Evaluator
 from coeval.plugins import registries

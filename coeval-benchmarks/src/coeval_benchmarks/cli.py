@@ -107,10 +107,10 @@ def ingest_command(
     if split and len(names) > 1:
         click.echo(f"note: --split {split} applies to every benchmark named", err=True)
 
+    from coeval.storage import RunFolder
     from rich.console import Console
     from rich.progress import track
 
-    from coeval.storage import RunFolder
     from coeval_benchmarks.ingest import IngestError, ingest
 
     console = Console(stderr=True)

@@ -106,7 +106,7 @@ class GoldEvaluator:
         responses: list[Mapping[str, Any]],
     ) -> list[dict[str, float]]:
         metric = gold_metric_of(datapoint)
-        replies = [r.get("response") if isinstance(r.get("response"), str) else "" for r in responses]
+        replies = [str(r["response"]) if isinstance(r.get("response"), str) else "" for r in responses]
         if metric == "choice":
             return [{"gold": score_choice(reply, datapoint)} for reply in replies]
         if metric == "number":

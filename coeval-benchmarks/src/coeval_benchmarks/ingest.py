@@ -25,8 +25,8 @@ from typing import Any
 
 import attrs
 import yaml
-
 from coeval.storage import JsonlWriter, RunFolder, atomic_write_json, iter_jsonl, utc_now
+
 from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
 from coeval_benchmarks.sources import DatasetFileError, find_source, read_rows
 

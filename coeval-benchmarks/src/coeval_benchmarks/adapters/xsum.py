@@ -7,7 +7,7 @@ published summary (BLEU rewards copying the article's wording, which XSum summar
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from coeval_benchmarks.adapters._common import bucket, row_id, text
 from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem
@@ -21,7 +21,7 @@ class XSum(BenchmarkAdapter):
     gold_metric = "bertscore"
     description = "Write a one-sentence summary of a news article that says what the article is about."
     output_description = "A single sentence."
-    rubric = {
+    rubric: ClassVar[Mapping[str, str]] = {
         "faithfulness": "Everything the summary states is supported by the article.",
         "coverage": "The summary captures the article's main point rather than a side detail.",
         "concision": "The summary is one fluent sentence.",
