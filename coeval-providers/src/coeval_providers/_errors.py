@@ -1,0 +1,134 @@
+"""Turning provider failures into the scheduler's error kinds.
+
+Every interface funnels its SDK's exceptions through :func:`from_status` (HTTP status + body
+text + headers) or one of the helpers below, so one rule decides for all providers:
+
+* 429 (and provider throttling codes) -> :class:`RateLimitError` with ``retry_after`` read
+  from ``retry-after-ms``, ``Retry-After`` (seconds or HTTP date), ``x-amz-retry-after``
+  (ms), or OpenAI's ``x-ratelimit-reset-*`` ("1s", "6m0s", "250ms");
+* 408, 409, 5xx, 529, timeouts, dropped connections -> :class:`TransientModelError`;
+* 401/403 -> :class:`FatalModelError` "authentication failed ..."; 404 -> "model not found";
+  other 4xx -> "request rejected";
+* a 200 whose body is not a usable reply -> :class:`MalformedResponseError` (retried).
+
+Messages pass through :func:`coeval.credentials.redact`, and never include request headers.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from coeval.credentials import redact
+from coeval.interfaces.base import (
+    FatalModelError,
+    MalformedResponseError,
+    ModelError,
+    RateLimitError,
+    TransientModelError,
+)
+
+__all__ = ["from_status", "malformed", "parse_retry_after", "short_body", "transient"]
+
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?$")
+#: Provider-side key fragments ("sk-abc***xyz", "AIza...") a body may echo back.
+_KEYLIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,}|gsk_[A-Za-z0-9]{8,}|rejected-\S+)")
+
+
+def _header(headers: Mapping[str, str] | Any, name: str) -> str | None:
+    if headers is None:
+        return None
+    try:
+        value = headers.get(name)
+        if value is None:
+            value = headers.get(name.lower())
+    except AttributeError:
+        return None
+    return None if value is None else str(value)
+
+
+def _parse_duration(text: str) -> float | None:
+    m = _DURATION.match(text.strip())
+    if not m or not any(m.groups()):
+        return None
+    h, mnt, s, ms = (float(g) if g else 0.0 for g in m.groups())
+    return h * 3600 + mnt * 60 + s + ms / 1000
+
+
+def parse_retry_after(headers: Mapping[str, str] | Any) -> float | None:
+    """Seconds the provider asked us to wait, from whichever header it used; None if none."""
+    ms = _header(headers, "retry-after-ms") or _header(headers, "x-amz-retry-after")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = _header(headers, "retry-after")
+    if value:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            parsed = email.utils.parsedate_to_datetime(value) if "," in value else None
+            if parsed is not None:
+                return max(0.0, parsed.timestamp() - time.time())
+    waits = [d for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+             if (raw := _header(headers, name)) and (d := _parse_duration(raw)) is not None]
+    return max(waits) if waits else None
+
+
+def short_body(body: Any, limit: int = 300) -> str:
+    """The provider's error message from a body (JSON envelope or text), trimmed and redacted."""
+    text = ""
+    if isinstance(body, bytes | bytearray):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            text = body
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping):
+            inner = err.get("error")
+            if isinstance(inner, Mapping):
+                err = inner
+            text = str(err.get("message") or err.get("Message") or err.get("type") or err)
+        else:
+            text = str(err)
+        if not text and "message" in body:
+            text = str(body["message"])
+    text = " ".join(text.split())
+    text = _KEYLIKE.sub("***", redact(text))
+    return text[:limit] + ("..." if len(text) > limit else "")
+
+
+def from_status(provider: str, status: int, body: Any = None, headers: Any = None, model: str | None = None) -> ModelError:
+    """The error kind for an HTTP failure of ``provider``."""
+    detail = short_body(body)
+    where = f"{provider} HTTP {status}"
+    suffix = f": {detail}" if detail else ""
+    retry_after = parse_retry_after(headers)
+    if status == 429:
+        return RateLimitError(f"{where} rate limited{suffix}", retry_after=retry_after)
+    if status in (408, 409) or status >= 500:
+        return TransientModelError(f"{where} server error{suffix}", retry_after=retry_after)
+    if status in (401, 403):
+        return FatalModelError(f"{where} authentication failed (check the {provider} key){suffix}")
+    if status == 404:
+        what = f"model {model!r}" if model else "resource"
+        return FatalModelError(f"{where} {what} not found{suffix}")
+    return FatalModelError(f"{where} request rejected{suffix}")
+
+
+def malformed(provider: str, what: str) -> MalformedResponseError:
+    return MalformedResponseError(f"{provider}: malformed reply ({what})")
+
+
+def transient(provider: str, exc: BaseException) -> TransientModelError:
+    name = type(exc).__name__
+    text = redact(str(exc))[:200]
+    return TransientModelError(f"{provider}: {name}{': ' + text if text else ''}")

@@ -1,0 +1,135 @@
+"""What every provider interface of this distribution shares: model id, settings lookup,
+prices, results, and parameter normalisation."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface, ModelError, Usage
+
+from coeval_providers import _errors
+
+if TYPE_CHECKING:
+    from coeval.config.model import ModelConfig
+    from coeval.credentials import Credentials
+
+    from coeval_providers.pricing import Price
+
+__all__ = ["NON_GENERATION_KEYS", "ProviderInterface", "max_tokens_of", "system_of"]
+
+#: Parameters that configure the connection or CoEval itself, never sent as generation options.
+NON_GENERATION_KEYS = frozenset(
+    {
+        "model", "base_url", "endpoint", "timeout", "api_version", "deployment", "concurrency",
+        "max_concurrency", "region", "project", "location", "system_prompt", "system", "structured_output",
+        "max_tokens", "max_new_tokens", "max_output_tokens", "max_completion_tokens", "temperature", "top_p",
+        "seed", "stop", "extra_body", "headers", "batch_bucket", "batch_s3_uri", "batch_gcs_uri", "batch_role_arn",
+        "batch_model", "batch_deployment", "device", "price_as", "anthropic_version",
+    }
+)  # fmt: skip
+
+_UNSET: Any = object()
+
+
+def max_tokens_of(params: Mapping[str, Any]) -> int | None:
+    """The output-token cap, whichever of the usual names the config used."""
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens", "max_new_tokens"):
+        value = params.get(key)
+        if value is not None:
+            return int(value)
+    return None
+
+
+def system_of(request: GenerateRequest) -> str | None:
+    return request.system or request.params.get("system_prompt") or request.params.get("system") or None
+
+
+def stop_of(params: Mapping[str, Any]) -> list[str] | None:
+    stop = params.get("stop")
+    if stop is None:
+        return None
+    return [stop] if isinstance(stop, str) else [str(s) for s in stop]
+
+
+class ProviderInterface(Interface):
+    """Base of the SDK-backed interfaces. Subclasses set :attr:`name` and implement
+    :meth:`generate`; settings come from ``parameters`` > the key-file entry > environment."""
+
+    #: Environment variables that can name the base URL.
+    base_url_env: tuple[str, ...] = ()
+    #: The provider's public endpoint (None: the SDK's default).
+    default_base_url: str | None = None
+
+    def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
+        super().__init__(model, credentials)
+        params = dict(model.parameters)
+        model_id = str(params.get("model") or "")
+        if getattr(model, "requested_interface", None) == "auto" and model_id:
+            from coeval_providers.pricing import pricing_table
+
+            model_id = pricing_table().provider_model_id(self.name, model_id)
+        self.model_id = model_id
+        self.timeout = float(params.get("timeout", 300.0))
+        if params.get("concurrency"):
+            self.default_concurrency = int(params["concurrency"])
+        if params.get("max_concurrency"):
+            self.max_concurrency = int(params["max_concurrency"])
+        self.max_concurrency = max(self.max_concurrency, self.default_concurrency)
+        self._price: Any = _UNSET
+
+    # ---- settings ----------------------------------------------------------------------------
+    def setting(self, key: str, *env: str, default: Any = None) -> Any:
+        """``parameters[key]`` > the key-file field ``key`` > the first set environment variable."""
+        value = self.model.parameters.get(key)
+        if value is None and self.credentials is not None:
+            value = self.credentials.get(key)
+        if value is None:
+            value = next((os.environ[e] for e in env if os.environ.get(e)), None)
+        return default if value is None else value
+
+    @property
+    def api_key(self) -> str | None:
+        return self.credentials.api_key if self.credentials is not None else None
+
+    @property
+    def base_url(self) -> str | None:
+        url = self.setting("base_url", *self.base_url_env, default=self.default_base_url)
+        return str(url).rstrip("/") if url else None
+
+    # ---- prices and results ------------------------------------------------------------------
+    @property
+    def price(self) -> Price | None:
+        if self._price is _UNSET:
+            from coeval_providers.pricing import pricing_table
+
+            # ``price_as``: the listed model a deployment or local server should be priced as.
+            self._price = pricing_table().price(self.name, str(self.model.parameters.get("price_as") or self.model_id))
+        return self._price  # type: ignore[no-any-return]
+
+    def result(self, text: str, input_tokens: int, output_tokens: int, model: str | None = None, *, batch: bool = False) -> GenerateResult:
+        usage = Usage(int(input_tokens or 0), int(output_tokens or 0))
+        cost = self.price.cost(usage.input_tokens, usage.output_tokens, batch=batch) if self.price is not None else None
+        return GenerateResult(text=text, usage=usage, cost_usd=cost, model=model or self.model_id)
+
+    def classify_error(self, exc: BaseException) -> ModelError:
+        if isinstance(exc, ModelError):
+            return exc
+        return self.classify_sdk_error(exc)
+
+    def classify_sdk_error(self, exc: BaseException) -> ModelError:
+        """Subclasses map their SDK's exceptions; this handles what every SDK may raise."""
+        import json
+
+        if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
+            return _errors.malformed(self.name, f"body is not JSON: {exc.msg if hasattr(exc, 'msg') else exc}")
+        if isinstance(exc, TimeoutError):
+            return _errors.transient(self.name, exc)
+        if isinstance(exc, OSError | ConnectionError):
+            return _errors.transient(self.name, exc)
+        return _errors.transient(self.name, exc)
+
+    async def model_details(self) -> list[dict[str, Any]]:
+        """``coeval models --verbose``: one mapping per model with at least ``id``."""
+        return [{"id": m} for m in await self.list_models()]
