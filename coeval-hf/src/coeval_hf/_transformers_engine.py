@@ -117,6 +117,19 @@ class TransformersEngine:
             common["revision"] = self.spec.revision
         if self.spec.token:
             common["token"] = self.spec.token
+        from transformers.utils import logging as transformers_logging
+
+        bars_were_on = transformers_logging.is_progress_bar_enabled()
+        transformers_logging.disable_progress_bar()  # a per-load bar would break the run's own progress display
+        try:
+            return self._build(source, common)
+        finally:
+            if bars_were_on:
+                transformers_logging.enable_progress_bar()
+
+    def _build(self, source: str, common: dict[str, Any]) -> tuple[Any, Any]:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
         tokenizer = AutoTokenizer.from_pretrained(source, **common)
         model_kwargs: dict[str, Any] = {"dtype": self.dtype}
         quantization = self._quantization_config()
