@@ -131,3 +131,25 @@ def test_teacher_name_taken_by_a_real_model_is_refused(finished_run: Path) -> No
     config.write_text(config.read_text().replace("name: mock-a", "name: sciq-benchmark"))
     with pytest.raises(IngestError, match="model 'sciq-benchmark' already exists with interface 'mock'"):
         ingest(RunFolder(finished_run), SciQ(), data_dir=FIXTURES)
+
+
+def test_logged_task_and_teacher_make_a_valid_config(finished_run: Path) -> None:
+    """What the pipeline merges into the config on --continue passes config validation."""
+    import copy
+
+    from coeval.config import load_config
+    from coeval_benchmarks.adapters import builtin_adapters
+    from tests.benchmarks.conftest import CONFIG
+
+    run = RunFolder(finished_run)
+    for adapter in builtin_adapters():
+        ingest(run, adapter, data_dir=FIXTURES, limit=2)
+    config = copy.deepcopy(CONFIG)
+    for entry in run.read_meta()["ingest_log"]:
+        config["tasks"].append(entry["task"])
+        config["models"].append(entry["teacher"])
+    loaded = load_config(config, check_filesystem=False)
+    assert len(loaded.tasks) == 11 and not loaded.warnings
+    mmlu = loaded.task("mmlu")
+    assert mmlu.label_attributes == ("correct_answer",) and mmlu.sampling.total == 0
+    assert loaded.model("gsm8k-benchmark").interface == "benchmark"
