@@ -1,0 +1,666 @@
+"""Run an experiment: the five phases (and any plugin phases) over one run folder.
+
+    from coeval.config import load_config
+    from coeval.runner import run_experiment
+    from coeval.run_options import RunOptions
+
+    result = run_experiment(load_config("exp.yaml"), RunOptions(continue_run=True))
+    result.exit_code, result.run_folder, result.phases["evaluation"].written
+
+What a run guarantees:
+
+* **Nothing is paid twice.** Every finished item is one flushed JSON line before it counts
+  as done; a restarted run (``--continue``) reads what is there and makes only the calls
+  that are missing. A phase is recorded complete only when every expected item has an
+  ``ok`` record, so failures and quota gaps are filled by the next ``--continue``.
+* **One writer per folder.** A normal run holds the run folder's lock exclusively; a second
+  run on the same folder fails at once with a clear message. ``--only-models`` shards hold
+  it shared and may work side by side (each model's records go to its own files, and
+  ``meta.json`` is updated under a lock).
+* **Stopping is safe.** The first Ctrl-C (or SIGTERM) stops starting calls, lets calls in
+  flight finish and be written, records the run as interrupted and exits 130; a second
+  Ctrl-C stops at once. Everything written so far is kept, and ``--continue`` goes on.
+* **Quota and budget hold across restarts**: calls and spend per model are kept in
+  ``meta.json``.
+
+Exit codes: 0 complete; 1 items or a phase failed (``coeval status`` says which; fill
+with ``--continue``); 2 the run could not start (bad input, busy folder, missing plugin);
+3 stopped only by a quota or budget, nothing failed (raise it and ``--continue``);
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from coeval.config.model import PHASE_IDS, Config, ModelConfig, TaskConfig
+from coeval.credentials import KeyFileError, KeyStore, redact
+from coeval.interfaces.base import Interface
+from coeval.interfaces.known import providing_distribution
+from coeval.logging import run_logging
+from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
+from coeval.run_options import RunOptions
+from coeval.scheduler import Scheduler, SchedulerLimits, WorkOutcome
+from coeval.storage.fork import fork_run
+from coeval.storage.lock import RunFolderBusyError, RunLock
+from coeval.storage.run_folder import RunFolder, utc_now
+from coeval.storage.snapshot import write_config_snapshot
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_GAPS",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "RunError",
+    "RunResult",
+    "arun_experiment",
+    "batch_enabled",
+    "ordered_phases",
+    "run_experiment",
+]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_GAPS = 3
+EXIT_INTERRUPTED = 130
+
+_TEACHER_PHASES = ("attribute_mapping", "rubric_mapping", "data_generation")
+_ROLE_OF_PHASE = {
+    "attribute_mapping": "teacher",
+    "rubric_mapping": "teacher",
+    "data_generation": "teacher",
+    "response_collection": "student",
+    "evaluation": "judge",
+}
+#: Skip causes that are a graceful stop, not a failure.
+_LIMIT_CAUSES = frozenset({"quota", "budget"})
+
+
+class RunError(Exception):
+    """The run cannot start or go on (bad input, busy folder, missing distribution)."""
+
+
+@attrs.frozen
+class RunResult:
+    """What a run did. ``phases`` maps phase id -> :class:`PhaseResult`."""
+
+    exit_code: int
+    run_folder: Path
+    status: str  # completed | incomplete | failed | interrupted | error
+    phases: Mapping[str, PhaseResult] = attrs.field(factory=dict)
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == EXIT_OK
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Per phase: records written ok / failed by this run, items left (quota, ...)."""
+        return {
+            name: {"written": r.written, "failed": r.failed, "skipped": r.skipped, "calls": r.calls}
+            for name, r in self.phases.items()
+        }
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def batch_enabled(config: Config, model: ModelConfig, phase: str) -> bool:
+    """Whether ``model``'s calls of ``phase`` go through its provider's batch API:
+    ``models[].batch_enabled`` when set (true: every record-writing phase), else
+    ``experiment.batch[interface][phase]``."""
+    if model.batch_enabled is not None:
+        return bool(model.batch_enabled) and phase in ("data_generation", "response_collection", "evaluation")
+    return bool(config.experiment.batch.get(model.interface, {}).get(phase, False))
+
+
+def ordered_phases(registries: Any) -> list[Any]:
+    """Registered phases in run order: the standard five first, others after what they
+    name in ``after`` (registration order otherwise)."""
+    entries = [e.value for e in registries.phases]
+    standard = sorted((p for p in entries if p.name in PHASE_IDS), key=lambda p: PHASE_IDS.index(p.name))
+    others = [p for p in entries if p.name not in PHASE_IDS]
+    ordered = list(standard)
+    placed = {p.name for p in ordered}
+    known = {p.name for p in entries}
+    while others:
+        progress = False
+        for p in list(others):
+            if all(dep in placed or dep not in known for dep in getattr(p, "after", ())):
+                # right after the last phase it depends on
+                deps = [i for i, q in enumerate(ordered) if q.name in getattr(p, "after", ())]
+                ordered.insert(max(deps) + 1 if deps else len(ordered), p)
+                placed.add(p.name)
+                others.remove(p)
+                progress = True
+        if not progress:  # a cycle: run the rest at the end, in registration order
+            ordered += others
+            break
+    return ordered
+
+
+class _Ledger:
+    """Calls and spend per model, flushed into ``meta.json`` as increments so that shards
+    sharing a folder add up instead of overwriting each other."""
+
+    def __init__(self, run: RunFolder) -> None:
+        self.run = run
+        self._calls: Counter[str] = Counter()
+        self._spend: defaultdict[str, float] = defaultdict(float)
+        self._last_flush = time.monotonic()
+
+    def add(self, outcome: WorkOutcome) -> None:
+        name = outcome.item.model.name
+        self._calls[name] += int(outcome.attempts)
+        if outcome.cost_usd:
+            self._spend[name] += float(outcome.cost_usd)
+        if time.monotonic() - self._last_flush > 2.0:
+            self.flush()
+
+    def flush(self) -> None:
+        self._last_flush = time.monotonic()
+        if not self._calls and not self._spend:
+            return
+        calls, spend = Counter(self._calls), dict(self._spend)
+        self._calls.clear()
+        self._spend.clear()
+
+        def change(meta: dict[str, Any]) -> None:
+            c = meta.setdefault("calls", {})
+            for k, v in calls.items():
+                c[k] = int(c.get(k, 0)) + v
+            s = meta.setdefault("spend_usd", {})
+            for k, v in spend.items():
+                s[k] = round(float(s.get(k, 0.0)) + v, 10)
+
+        self.run.update_meta(change)
+
+
+class _Interrupts:
+    """First Ctrl-C: stop gracefully. Second: stop now."""
+
+    def __init__(self, task: asyncio.Task[Any] | None) -> None:
+        self.task = task
+        self.count = 0
+        self.on_first: Callable[[], None] | None = None
+        self.result: RunResult | None = None
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.count == 1 and self.on_first is not None:
+            sys.stderr.write("\ncoeval: stopping after the calls in flight (Ctrl-C again to stop now)\n")
+            self.on_first()
+        elif self.task is not None:
+            self.task.cancel()
+
+
+def _merge_ingested(config: Config, meta: Mapping[str, Any], log: Any) -> Config:
+    """Tasks and teachers added by ``coeval ingest`` that the config does not name."""
+    from coeval.config import structure_config
+
+    models = {m.name: m for m in config.models}
+    tasks = {t.name: t for t in config.tasks}
+    added_models: list[ModelConfig] = []
+    added_tasks: list[TaskConfig] = []
+    for entry in meta.get("ingest_log") or []:
+        if not isinstance(entry, Mapping):
+            continue
+        raw_teacher, raw_task = entry.get("teacher"), entry.get("task")
+        try:
+            if isinstance(raw_teacher, Mapping) and raw_teacher.get("name") not in models:
+                raw = {"roles": ["teacher"], "interface": "benchmark", **dict(raw_teacher)}
+                mini = structure_config({"models": [raw], "tasks": [], "experiment": {"id": config.experiment.id}})
+                models[mini.models[0].name] = mini.models[0]
+                added_models.append(mini.models[0])
+            if isinstance(raw_task, Mapping) and raw_task.get("name") not in tasks:
+                mini = structure_config({"models": [], "tasks": [dict(raw_task)], "experiment": {"id": config.experiment.id}})
+                tasks[mini.tasks[0].name] = mini.tasks[0]
+                added_tasks.append(mini.tasks[0])
+        except Exception as exc:  # noqa: BLE001 - a bad log entry must not stop the run
+            log.warning("ingest_log entry ignored", error=redact(str(exc)))
+    if not added_models and not added_tasks:
+        return config
+    log.info("ingested benchmarks added to the run", models=[m.name for m in added_models],
+             tasks=[t.name for t in added_tasks])
+    return attrs.evolve(config, models=(*config.models, *added_models), tasks=(*config.tasks, *added_tasks))
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+class _Run:
+    def __init__(
+        self,
+        config: Config,
+        options: RunOptions,
+        *,
+        registries: Any,
+        progress: Any,
+        interrupts: _Interrupts | None,
+    ) -> None:
+        self.config = config
+        self.options = options
+        self.registries = registries
+        self.progress = progress
+        self.interrupts = interrupts
+        exp = config.experiment
+        self.run = RunFolder.for_experiment(exp.storage_folder, exp.id)
+        self.only = frozenset(options.only_models)
+        self.results: dict[str, PhaseResult] = {}
+        self.scheduler: Scheduler | None = None
+        self.stop_requested = False
+        self.interfaces: dict[str, Interface] = {}
+
+    # -- checks before anything is written ------------------------------------------------
+    def _preflight(self) -> tuple[dict[str, Any], RunFolder | None]:
+        exp, opts, run = self.config.experiment, self.options, self.run
+        names = {m.name for m in self.config.models}
+        unknown = sorted(self.only - names)
+        if unknown:
+            raise RunError(f"--only-models names models that are not in the config: {', '.join(unknown)}")
+        meta = run.read_meta() if run.exists() else {}
+        if opts.continue_run:
+            if not run.exists():
+                raise RunError(f"--continue needs an existing run, but {run.meta_path} does not exist (V-14); "
+                               "run without --continue to start it")
+        elif run.exists() and not self.only:
+            raise RunError(f"run folder {run.root} already exists (V-11); pass --continue to resume it, "
+                           "or choose a new experiment.id")
+        recorded = meta.get("experiment_id")
+        if recorded and recorded != exp.id:
+            raise RunError(f"{run.meta_path} belongs to experiment {recorded!r}, not {exp.id!r} (V-14)")
+        source = self._source_run(meta)
+        return meta, source
+
+    def _source_run(self, meta: Mapping[str, Any]) -> RunFolder | None:
+        forked = meta.get("forked_from")
+        if isinstance(forked, Mapping) and forked.get("path"):
+            return RunFolder(str(forked["path"]))
+        ref = self.options.resume_from or self.config.experiment.resume_from
+        if not ref:
+            return None
+        from coeval.config.validate import resolve_run_reference
+
+        folder = resolve_run_reference(self.config.experiment.storage_folder, ref)
+        if not folder.is_dir():
+            raise RunError(f"resume_from: earlier run {ref!r} not found (looked for "
+                           f"{Path(self.config.experiment.storage_folder) / ref} and {folder}) (V-10)")
+        if folder.resolve() == self.run.root.resolve():
+            raise RunError("resume_from names this run itself; use --continue to resume it in place")
+        return RunFolder(folder)
+
+    def _mode(self, name: str) -> str:
+        if self.options.continue_run:
+            return "Keep" if name in ("attribute_mapping", "rubric_mapping") else "Extend"
+        if name in PHASE_IDS:
+            return self.config.experiment.phases.mode(name)
+        return "Extend"
+
+    def _build_interfaces(self, phases_that_may_run: list[str]) -> None:
+        view = RunView(self.config, self.run, self.registries)
+        needed: dict[str, ModelConfig] = {}
+        for name in phases_that_may_run:
+            role = _ROLE_OF_PHASE.get(name)
+            if role is None:
+                continue
+            for m in view.callable_models(role):
+                if name in ("attribute_mapping", "rubric_mapping") or not self.only or m.name in self.only:
+                    needed[m.name] = m
+        try:
+            keys = KeyStore.load(self.options.keys_file)
+        except KeyFileError as exc:
+            raise RunError(str(exc)) from None
+        for m in needed.values():
+            if m.interface not in self.registries.interfaces:
+                dist = providing_distribution(m.interface)
+                if dist is not None:
+                    raise RunError(f"model {m.name!r} uses interface {m.interface!r}, which the {dist} distribution "
+                                   f"provides, and it is not installed: pip install {dist}")
+                raise RunError(f"model {m.name!r}: unknown interface {m.interface!r}")
+            factory = self.registries.interfaces.get(m.interface)
+            try:
+                self.interfaces[m.name] = factory(m, keys.for_provider(m.interface, m.access_key))
+            except Exception as exc:  # noqa: BLE001 - any construction failure stops the run cleanly
+                raise RunError(f"model {m.name!r} ({m.interface}): {redact(str(exc)) or type(exc).__name__}") from None
+
+    def _batch_executor(self, log: Any) -> Any:
+        wanted = any(batch_enabled(self.config, m, p) for m in self.config.models for p in PHASE_IDS)
+        if not wanted:
+            return None
+        try:
+            from coeval.batching import make_batch_executor  # type: ignore[attr-defined]
+        except ImportError:
+            log.warning("batch is enabled in the config but no batch executor is installed; calls run in real time")
+            return None
+        return make_batch_executor(
+            config=self.config,
+            run=self.run,
+            interfaces=self.interfaces,
+            keys_file=self.options.keys_file,
+            enabled=lambda model, phase: batch_enabled(self.config, model, phase),
+            log=log,
+        )
+
+    # -- meta.json ------------------------------------------------------------------------
+    def _init_meta(self, fork: dict[str, Any] | None) -> dict[str, Any]:
+        exp = self.config.experiment
+        now = utc_now()
+
+        def change(meta: dict[str, Any]) -> None:
+            meta.setdefault("experiment_id", exp.id)
+            meta.setdefault("created_at", now)
+            meta["status"] = "in_progress"
+            for key in ("phases_completed", "phases_in_progress", "phase_log", "ingest_log", "runs"):
+                meta.setdefault(key, [])
+            meta.setdefault("calls", {})
+            meta.setdefault("spend_usd", {})
+            meta.setdefault("resume_from", self.options.resume_from or exp.resume_from)
+            if fork is not None:
+                meta["forked_from"] = fork
+            meta["runs"].append({
+                "started_at": now,
+                "continue": self.options.continue_run,
+                "only_models": sorted(self.only),
+            })
+            meta["runs"] = meta["runs"][-50:]
+
+        return self.run.update_meta(change)
+
+    def _phase_started(self, name: str) -> None:
+        def change(meta: dict[str, Any]) -> None:
+            if name not in meta.setdefault("phases_in_progress", []):
+                meta["phases_in_progress"].append(name)
+
+        self.run.update_meta(change)
+
+    def _phase_finished(self, result: PhaseResult, started: str) -> None:
+        name = result.phase
+
+        def change(meta: dict[str, Any]) -> None:
+            ip = meta.setdefault("phases_in_progress", [])
+            if name in ip and not self.only:
+                ip.remove(name)
+            done = meta.setdefault("phases_completed", [])
+            if result.status == "completed" and name not in done:
+                done.append(name)
+                done.sort(key=lambda p: PHASE_IDS.index(p) if p in PHASE_IDS else len(PHASE_IDS))
+            elif result.status in ("partial", "failed") and name in done:
+                done.remove(name)
+            if result.status == "completed" and name in ip:
+                ip.remove(name)
+            entry = {**result.to_log(), "started_at": started, "finished_at": utc_now()}
+            if self.only:
+                entry["only_models"] = sorted(self.only)
+            meta.setdefault("phase_log", []).append(entry)
+            meta["phase_log"] = meta["phase_log"][-500:]
+
+        self.run.update_meta(change)
+
+    def _finish_meta(self, status: str, exit_code: int) -> None:
+        def change(meta: dict[str, Any]) -> None:
+            meta["status"] = status
+            if meta.get("runs"):
+                meta["runs"][-1].update({"finished_at": utc_now(), "exit_code": exit_code, "status": status})
+
+        self.run.update_meta(change)
+
+    # -- main -----------------------------------------------------------------------------
+    async def execute(self) -> RunResult:
+        meta, source = self._preflight()
+        if self.options.continue_run:
+            # logging is not attached yet; a plain logger for the merge's warnings
+            from coeval.logging import get_logger
+
+            self.config = _merge_ingested(self.config, meta, get_logger())
+        phases = ordered_phases(self.registries)
+        completed = set(meta.get("phases_completed") or [])
+        view = RunView(self.config, self.run, self.registries)
+        may_run = []
+        for i, phase in enumerate(phases):
+            if self.options.continue_run and phase.name in completed and phase.survey(view).complete:
+                continue
+            may_run = [p.name for p in phases[i:]]
+            break
+        self._build_interfaces(may_run)
+
+        lock = RunLock(self.run.root, shared=bool(self.only))
+        try:
+            lock.acquire()
+        except RunFolderBusyError as exc:
+            raise RunError(str(exc)) from None
+        try:
+            level = (self.options.log_level or self.config.experiment.log_level).upper()
+            # the console shows warnings and the progress lines; run.log gets every event
+            console = "WARNING" if level == "INFO" else level
+            with run_logging(self.run.log_path, level=level, console_level=console,
+                             experiment=self.config.experiment.id) as log:
+                result = await self._locked(phases, completed, source, log)
+            sys.stderr.write(f"coeval: run {result.status} ({self.run.root}), exit code {result.exit_code}"
+                             + (f": {result.message}" if result.status != "completed" else "") + "\n")
+            return result
+        finally:
+            for iface in self.interfaces.values():
+                with contextlib.suppress(Exception):
+                    await iface.aclose()
+            lock.release()
+
+    async def _locked(self, phases: list[Any], completed: set[str], source: RunFolder | None, log: Any) -> RunResult:
+        fork = None
+        if source is not None and not self.run.exists():
+            copy = [p for p in PHASE_IDS if self.config.experiment.phases.mode(p) != "New"]
+            fork = fork_run(source, self.run, copy)
+            log.info("forked from an earlier run", source=fork["path"], phases=fork["phases_copied"],
+                     files=fork["files_copied"])
+        meta = self._init_meta(fork)
+        write_config_snapshot(self.run, self.config)
+        log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
+                 only_models=sorted(self.only) or None)
+        exp = self.config.experiment
+        limits = SchedulerLimits(
+            generation_retries=exp.generation_retries,
+            quota={name: q.max_calls for name, q in exp.quota.items()},
+            budget_usd=exp.budget_usd,
+            calls_before={k: int(v) for k, v in (meta.get("calls") or {}).items()},
+            spend_before_usd=float(sum((meta.get("spend_usd") or {}).values())),
+        )
+        self.scheduler = Scheduler(self.interfaces, limits, progress=self.progress,
+                                   batch_executor=self._batch_executor(log))
+        if self.interrupts is not None:
+            self.interrupts.on_first = self._graceful_stop
+        ledger = _Ledger(self.run)
+        try:
+            status, code, message = await self._phases(phases, completed, source, ledger, log)
+        except asyncio.CancelledError:
+            ledger.flush()
+            self._finish_meta("interrupted", EXIT_INTERRUPTED)
+            log.warning("run interrupted; everything written so far is kept", folder=str(self.run.root))
+            if self.interrupts is not None:
+                self.interrupts.result = self._result(EXIT_INTERRUPTED, "interrupted", "interrupted")
+            raise
+        ledger.flush()
+        self._finish_meta(status, code)
+        log.info("run finished", status=status, exit_code=code)
+        return self._result(code, status, message)
+
+    def _graceful_stop(self) -> None:
+        self.stop_requested = True
+        if self.scheduler is not None:
+            self.scheduler.cancel()
+
+    def _result(self, code: int, status: str, message: str) -> RunResult:
+        return RunResult(exit_code=code, run_folder=self.run.root, status=status, phases=dict(self.results),
+                         message=message)
+
+    async def _phases(
+        self, phases: list[Any], completed: set[str], source: RunFolder | None, ledger: _Ledger, log: Any
+    ) -> tuple[str, int, str]:
+        assert self.scheduler is not None
+        scheduler = self.scheduler
+        upstream_wrote = False
+
+        async def submit(phase_id: str, items: Any) -> Any:
+            return await scheduler.run(phase_id, items)
+
+        for phase in phases:
+            name = phase.name
+            mode = self._mode(name)
+            view = RunView(self.config, self.run, self.registries)
+            if self.stop_requested:
+                break
+            if self.options.continue_run and name in completed and not upstream_wrote:
+                survey = phase.survey(view)
+                if survey.complete:
+                    self.results[name] = PhaseResult(name, mode, status="skipped", survey=survey)
+                    log.info("phase skipped: completed earlier", phase=name)
+                    continue
+            if mode not in getattr(phase, "modes", ("New", "Keep", "Extend", "Model")):
+                raise RunError(f"mode {mode} is not allowed for phase {name} (V-08)")
+            ctx = PhaseContext(
+                self.config, self.run, mode=mode, submit=submit, log=log.bind(phase=name),
+                only_models=self.only, record_outcome=ledger.add, registries=self.registries,
+                source_run=source,
+            )
+            result = ctx.result = PhaseResult(name, mode)
+            self.results[name] = result
+            started = utc_now()
+            self._phase_started(name)
+            log.info("phase started", phase=name, mode=mode)
+            try:
+                await phase.run(ctx)
+            except PhaseRefusedError as exc:
+                result.status, result.message = "failed", str(exc)
+                self._phase_finished(result, started)
+                log.error("phase refused", phase=name, reason=str(exc))
+                return "failed", EXIT_USAGE, str(exc)
+            except PhaseError as exc:
+                result.status, result.message = "failed", str(exc)
+                self._phase_finished(result, started)
+                log.error("phase failed", phase=name, reason=str(exc))
+                return "failed", EXIT_FAILED, str(exc)
+            except asyncio.CancelledError:
+                result.status = "interrupted"
+                self._phase_finished(result, started)
+                raise
+            finally:
+                ctx.writers.close()
+                ledger.flush()
+            result.survey = phase.survey(RunView(self.config, self.run, self.registries))
+            result.status = "completed" if result.survey.complete else "partial"
+            if self.stop_requested and result.status != "completed":
+                result.status = "interrupted"
+            self._phase_finished(result, started)
+            self._log_phase(result, log)
+            upstream_wrote = upstream_wrote or result.written > 0
+        return self._verdict(phases)
+
+    def _log_phase(self, result: PhaseResult, log: Any) -> None:
+        total = result.survey.total if result.survey is not None else None
+        fields = {"phase": result.phase, "status": result.status, "written": result.written,
+                  "failed": result.failed, "left": result.skipped}
+        if total is not None:
+            fields.update(expected=total.expected, present_ok=total.ok)
+        if result.skip_causes:
+            fields["left_by_cause"] = dict(result.skip_causes)
+        for cause in _LIMIT_CAUSES & set(result.skip_causes):
+            log.warning(f"{cause} reached: items left for --continue", phase=result.phase,
+                        items=result.skip_causes[cause])
+        (log.info if result.status == "completed" else log.warning)("phase finished", **fields)
+
+    def _verdict(self, phases: list[Any]) -> tuple[str, int, str]:
+        if self.stop_requested:
+            return "interrupted", EXIT_INTERRUPTED, "interrupted"
+        ran = [self.results[p.name] for p in phases if p.name in self.results]
+        failed_items = sum(r.failed for r in ran)
+        skip_causes: Counter[str] = Counter()
+        for r in ran:
+            skip_causes.update(r.skip_causes)
+        all_complete = all(r.status in ("completed", "skipped") for r in ran) and len(ran) == len(phases)
+        if all_complete:
+            return "completed", EXIT_OK, "all phases complete"
+        old_failures = sum(r.survey.total.failed for r in ran if r.survey is not None)
+        if failed_items or (old_failures and not self.only):
+            return "incomplete", EXIT_FAILED, f"{failed_items} items failed; see `coeval status`"
+        if skip_causes and set(skip_causes) <= _LIMIT_CAUSES:
+            return "incomplete", EXIT_GAPS, "stopped by quota or budget; raise it and run with --continue"
+        if self.only and not skip_causes:
+            return "incomplete", EXIT_OK, "this shard's models are done; other shards' items remain"
+        return "incomplete", EXIT_FAILED, "some items are still missing; see `coeval status`"
+
+
+# ---------------------------------------------------------------------------- entry points
+
+
+async def arun_experiment(
+    config: Config,
+    options: RunOptions = RunOptions(),  # noqa: B008 - frozen attrs instance
+    *,
+    registries: Any = None,
+    progress: Any = None,
+    _interrupts: _Interrupts | None = None,
+) -> RunResult:
+    """Run the experiment in the running event loop (for embedding). Cancelling the task
+    stops the run; what was written is kept and ``meta.json`` says ``interrupted``."""
+    if registries is None:
+        from coeval.plugins import registries as _registries
+
+        registries = _registries()
+    if progress is None:
+        from coeval.progress import ProgressReporter
+
+        progress = ProgressReporter(enabled=None if options.progress else False)
+    run = _Run(config, options, registries=registries, progress=progress, interrupts=_interrupts)
+    try:
+        return await run.execute()
+    except RunError as exc:
+        message = redact(str(exc))
+        sys.stderr.write(f"coeval: error: {message}\n")
+        return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message)
+    finally:
+        with contextlib.suppress(Exception):
+            progress.close()
+
+
+def run_experiment(config: Config, options: RunOptions = RunOptions()) -> RunResult:  # noqa: B008
+    """Run the experiment to the end (blocking). Ctrl-C stops it cleanly (exit code 130)."""
+    interrupts = _Interrupts(None)
+
+    async def main() -> RunResult:
+        loop = asyncio.get_running_loop()
+        interrupts.task = asyncio.current_task()
+        installed = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, interrupts)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+                pass
+        try:
+            return await arun_experiment(config, options, _interrupts=interrupts)
+        except asyncio.CancelledError:
+            return interrupts.result or _interrupted(config)
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+    try:
+        with asyncio.Runner() as runner:
+            return runner.run(main())
+    except KeyboardInterrupt:
+        return interrupts.result or _interrupted(config)
+
+
+def _interrupted(config: Config) -> RunResult:
+    run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
+    return RunResult(exit_code=EXIT_INTERRUPTED, run_folder=run.root, status="interrupted", message="interrupted")
