@@ -87,6 +87,58 @@ _TrackingLoader.add_constructor("tag:yaml.org,2002:map", _TrackingLoader.constru
 _TrackingLoader.add_constructor("tag:yaml.org,2002:seq", _TrackingLoader.construct_tracked_seq)
 
 
+#: A config is a few levels deep and holds a few thousand values. Far beyond that is a
+#: mistake or a "billion laughs" of nested aliases (a few lines that expand to millions of
+#: values): refused before anything walks the data, which would otherwise take minutes.
+MAX_DEPTH = 100
+MAX_VALUES = 100_000
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _expanded_size(obj: Any, depth: int, memo: dict[int, int]) -> int:
+    """Values in ``obj`` counted as if every alias were written out (stops past MAX_VALUES)."""
+    if not isinstance(obj, dict | list):
+        return 1
+    if depth > MAX_DEPTH:
+        raise _TooDeep
+    key = id(obj)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1  # a recursive alias counts once
+    total = 1
+    for child in obj.values() if isinstance(obj, dict) else obj:
+        total += _expanded_size(child, depth + 1, memo)
+        if total > MAX_VALUES:
+            break
+    memo[key] = total
+    return total
+
+
+def _too_deep() -> YamlProblem:
+    return YamlProblem(
+        f"the document is nested more than {MAX_DEPTH} levels deep",
+        "a config is a few levels deep; check for unbalanced brackets",
+        None,
+    )
+
+
+def _shape_problem(data: Any) -> YamlProblem | None:
+    try:
+        size = _expanded_size(data, 0, {})
+    except _TooDeep:
+        return _too_deep()
+    if size > MAX_VALUES:
+        return YamlProblem(
+            f"the document expands to more than {MAX_VALUES:,} values (through &anchors and *aliases)",
+            "write the config out plainly; no experiment needs that many values",
+            None,
+        )
+    return None
+
+
 def read_yaml(text: str) -> tuple[Any, LineMap, list[YamlProblem]]:
     """Parse one YAML document. Returns the data, its line map and any problems found.
 
@@ -110,8 +162,13 @@ def read_yaml(text: str) -> tuple[Any, LineMap, list[YamlProblem]]:
                 )
             ],
         )
+    except RecursionError:
+        return None, LineMap(), [_too_deep()]
     finally:
         loader.dispose()
+    shape = _shape_problem(data)
+    if shape is not None:
+        return None, LineMap(), [shape]
     lines = LineMap()
     paths: dict[int, Path] = {}
     _collect_lines(data, (), loader, lines, set(), paths)
