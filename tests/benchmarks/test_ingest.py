@@ -139,6 +139,7 @@ def test_logged_task_and_teacher_make_a_valid_config(finished_run: Path) -> None
 
     from coeval.config import load_config
     from coeval_benchmarks.adapters import builtin_adapters
+
     from tests.benchmarks.conftest import CONFIG
 
     run = RunFolder(finished_run)
