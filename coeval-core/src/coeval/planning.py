@@ -183,7 +183,17 @@ def batch_phases(config: Config, model: ModelConfig) -> tuple[str, ...]:
 
 
 def _is_virtual(model: ModelConfig) -> bool:
-    return model.interface in VIRTUAL_TEACHER_INTERFACES
+    """Teachers that replay stored items instead of calling a model (``benchmark``, or an
+    interface registered with ``virtual=True``)."""
+    if model.interface in VIRTUAL_TEACHER_INTERFACES:
+        return True
+    from coeval.plugins import registries
+
+    interfaces = registries().interfaces
+    if model.interface in interfaces:
+        options = interfaces.entry(model.interface).options
+        return bool(options.get("virtual") or options.get("virtual_teacher"))
+    return False
 
 
 def _range_label(value: Any) -> str:

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import collections
 import json
-import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -56,16 +55,20 @@ from coeval.interfaces.known import (
     KNOWN_INTERFACES,
     MODEL_OPTIONAL_INTERFACES,
 )
+from coeval.prompts import TEMPLATE_VARIABLES, template_fields
 
 __all__ = [
+    "ALL_RULES",
     "ENVIRONMENT_RULES",
     "KNOWN_METRICS",
-    "TEMPLATE_VARIABLES",
     "Validator",
     "judged_factors",
     "resolve_run_reference",
     "run_folder_path",
 ]
+
+#: Every rule id a validation issue can carry.
+ALL_RULES = tuple(f"V-{n:02d}" for n in range(37))
 
 #: Rules that depend on the disk, the credentials or the installed plugins rather than on
 #: the file itself. ``coeval run --dry-run`` reports them as warnings so a plan prints anywhere.
@@ -75,46 +78,6 @@ ENVIRONMENT_RULES = frozenset({"V-10", "V-11", "V-14", "V-35"})
 #: (coeval-analysis) is not installed; installed plugins may register more.
 KNOWN_METRICS = ("bleu", "bertscore", "exact_match")
 
-#: Variables each prompt template may use (the seed documentation's names, plus the longer
-#: names of the earlier tool's templates so that its overrides keep working).
-TEMPLATE_VARIABLES: dict[str, frozenset[str]] = {
-    "map_target_attrs": frozenset({"task_description", "output_description", "target_attributes_seed"}),
-    "map_nuanced_attrs": frozenset({"task_description", "output_description", "nuanced_attributes_seed"}),
-    "autorubric": frozenset({"task_description", "output_description", "target_attributes", "rubric"}),
-    "sample": frozenset(
-        {"task_description", "output_description", "target_attributes", "nuanced_attributes"}
-    ),
-    "test": frozenset({"input", "task_description", "output_description"}),
-    "evaluate_single": frozenset(
-        {
-            "input",
-            "response",
-            "reference",
-            "reference_response",
-            "rubric",
-            "task_description",
-            "output_description",
-            "target_attributes",
-        }
-    ),
-    "evaluate_per_factor": frozenset(
-        {
-            "input",
-            "response",
-            "reference",
-            "reference_response",
-            "factor",
-            "criterion",
-            "rubric_factor_name",
-            "rubric_factor_description",
-            "task_description",
-            "output_description",
-            "target_attributes",
-        }
-    ),
-}
-
-_BATCH_PHASES = ("data_generation", "response_collection", "evaluation")
 Path_ = tuple[str | int, ...]
 
 
@@ -495,32 +458,17 @@ class Validator:
 
     def _template_variables(self, path: Path_, template_id: str, text: str) -> None:
         allowed = TEMPLATE_VARIABLES[template_id]
-        try:
-            fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
-        except ValueError as exc:
-            self.add(
-                "V-28",
-                path,
-                f"template has unbalanced braces ({exc})",
-                "write {{ and }} for literal braces, e.g. JSON examples",
-            )
-            return
-        for field in fields:
-            name = field.split(".")[0].split("[")[0]
+        for name in template_fields(text):
             if name in allowed:
                 continue
-            if not name:
-                message = "template has an empty placeholder {}"
-            else:
-                guess = did_you_mean(name, allowed)
-                message = f"template uses unknown variable {{{name}}}" + (
-                    f" (did you mean {{{guess}}}?)" if guess else ""
-                )
+            guess = did_you_mean(name, allowed)
             self.add(
                 "V-28",
                 path,
-                message,
-                f"{template_id} may use {', '.join('{' + v + '}' for v in sorted(allowed))}; write {{{{ }}}} for literal braces",
+                f"template uses unknown variable {{{name}}}"
+                + (f" (did you mean {{{guess}}}?)" if guess else ""),
+                f"{template_id} may use {', '.join('{' + v + '}' for v in sorted(allowed))}; "
+                "write {{ and }} for literal braces",
             )
 
     def _metrics(self) -> None:
