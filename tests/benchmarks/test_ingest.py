@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from coeval.storage import RunFolder, iter_jsonl
+from coeval_benchmarks.adapters.arc import ARCChallenge
 from coeval_benchmarks.adapters.gsm8k import GSM8K
 from coeval_benchmarks.adapters.mmlu import MMLU
 from coeval_benchmarks.adapters.sciq import SciQ
@@ -154,3 +155,21 @@ def test_logged_task_and_teacher_make_a_valid_config(finished_run: Path) -> None
     mmlu = loaded.task("mmlu")
     assert mmlu.label_attributes == ("correct_answer",) and mmlu.sampling.total == 0
     assert loaded.model("gsm8k-benchmark").interface == "benchmark"
+
+
+def test_teacher_named_by_the_config_receives_the_datapoints(finished_run: Path) -> None:
+    """A config may already name its benchmark teacher (``arc-challenge``, interface benchmark)."""
+    config = finished_run / "config.yaml"
+    config.write_text(config.read_text().replace(
+        "models:\n", "models:\n- name: arc-challenge\n  interface: benchmark\n  roles: [teacher]\n", 1))
+    run = RunFolder(finished_run)
+    result = ingest(run, ARCChallenge(), data_dir=FIXTURES, teacher_name="arc-challenge", task_name="science")
+    assert (result.teacher, result.written) == ("arc-challenge", 3)
+    assert {r["teacher_model_id"] for r in datapoints(run, "science", "arc-challenge")} == {"arc-challenge"}
+    assert run.read_meta()["ingest_log"][0]["teacher"]["name"] == "arc-challenge"
+
+
+@pytest.mark.parametrize(("option", "value"), [("task_name", "my task"), ("teacher_name", "a__b")])
+def test_names_that_cannot_be_ids_are_refused(finished_run: Path, option: str, value: str) -> None:
+    with pytest.raises(IngestError, match="letters, digits"):
+        ingest(RunFolder(finished_run), SciQ(), data_dir=FIXTURES, **{option: value})

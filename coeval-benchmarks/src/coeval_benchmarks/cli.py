@@ -74,6 +74,9 @@ def _print_list(adapters: dict[str, Any]) -> None:
 @click.option("--limit", type=click.IntRange(min=1),
               help="Ingest at most N items per benchmark, spread over the split; the same N every time.")
 @click.option("--task-name", help="Task to ingest into (default: the benchmark's name). One benchmark only.")
+@click.option("--teacher", "teacher_name", metavar="NAME",
+              help="Name of the virtual teacher (default: NAME-benchmark), e.g. a benchmark model your "
+                   "config already names. One benchmark only.")
 @click.option("--list", "list_only", is_flag=True, help="List the available benchmarks and exit.")
 def ingest_command(
     run_path: Path | None,
@@ -83,6 +86,7 @@ def ingest_command(
     split: str | None,
     limit: int | None,
     task_name: str | None,
+    teacher_name: str | None,
     list_only: bool,
 ) -> None:
     """Add standard benchmarks (MMLU, GSM8K, HumanEval, ...) to a run as virtual teachers.
@@ -104,6 +108,8 @@ def ingest_command(
         _fail(f"unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(sorted(adapters))}")
     if task_name and len(names) > 1:
         _fail("--task-name takes one benchmark at a time (each benchmark brings its own rubric)")
+    if teacher_name and len(names) > 1:
+        _fail("--teacher takes one benchmark at a time (each benchmark is its own teacher)")
     if split and len(names) > 1:
         click.echo(f"note: --split {split} applies to every benchmark named", err=True)
 
@@ -125,7 +131,7 @@ def ingest_command(
     for name in names:
         try:
             result = ingest(run, adapters[name], split=split, data_dir=data, limit=limit,
-                            task_name=task_name, progress=progress)
+                            task_name=task_name, teacher_name=teacher_name, progress=progress)
         except IngestError as exc:
             _fail(str(exc))
             return

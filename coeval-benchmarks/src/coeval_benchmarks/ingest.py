@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,18 @@ class IngestResult:
     skipped: int
     logged: bool
     warnings: tuple[str, ...] = ()
+
+
+_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def _check_name(option: str, value: str) -> None:
+    """Task and model names appear in file names and record ids (same rule as the config)."""
+    if not _NAME.match(value) or "__" in value:
+        raise IngestError(
+            f"{option} {value!r}: use letters, digits, '.', '_' and '-' only, and no '__' "
+            "(names become part of file names and record ids)"
+        )
 
 
 def datapoint_id(task: str, teacher: str, native_id: str) -> str:
@@ -165,15 +178,17 @@ def _task_mapping(
     }
 
 
-def teacher_mapping(adapter: BenchmarkAdapter) -> dict[str, Any]:
-    return {"name": adapter.teacher_name, "interface": BENCHMARK_INTERFACE, "roles": ["teacher"]}
+def teacher_mapping(teacher: str) -> dict[str, Any]:
+    return {"name": teacher, "interface": BENCHMARK_INTERFACE, "roles": ["teacher"]}
 
 
-def _datapoint(item: BenchmarkItem, adapter: BenchmarkAdapter, task: str, split: str, now: str) -> dict[str, Any]:
+def _datapoint(
+    item: BenchmarkItem, adapter: BenchmarkAdapter, task: str, teacher: str, split: str, now: str
+) -> dict[str, Any]:
     return {
-        "id": datapoint_id(task, adapter.teacher_name, item.native_id),
+        "id": datapoint_id(task, teacher, item.native_id),
         "task_id": task,
-        "teacher_model_id": adapter.teacher_name,
+        "teacher_model_id": teacher,
         "sampled_target_attributes": dict(item.attributes),
         "prompt": item.prompt,
         "reference_response": item.reference,
@@ -210,6 +225,7 @@ def ingest(
     data_dir: Path | None = None,
     limit: int | None = None,
     task_name: str | None = None,
+    teacher_name: str | None = None,
     progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
 ) -> IngestResult:
     """Ingest one benchmark into ``run``. See the module docstring for what is written."""
@@ -219,7 +235,9 @@ def ingest(
         raise IngestError(f"--limit must be at least 1, got {limit}")
     split = split or adapter.default_split
     task = task_name or adapter.name
-    teacher = adapter.teacher_name
+    teacher = teacher_name or adapter.teacher_name
+    _check_name("--task-name", task)
+    _check_name("--teacher", teacher)
     warnings: list[str] = []
 
     config = _read_config(run)
@@ -254,6 +272,7 @@ def ingest(
     new_items = [i for i in selected if datapoint_id(task, teacher, i.native_id) not in existing]
     logged_before = any(
         e.get("benchmark") == adapter.name and e.get("task_name") == task and e.get("split") == split
+        and e.get("teacher_id") == teacher
         for e in ingest_log
     )
 
@@ -268,7 +287,7 @@ def ingest(
     rows: Iterable[BenchmarkItem] = progress(new_items, len(new_items)) if progress else new_items
     with JsonlWriter(path) as writer:
         for item in rows:
-            writer.write(_datapoint(item, adapter, task, split, now))
+            writer.write(_datapoint(item, adapter, task, teacher, split, now))
 
     entry = {
         "benchmark": adapter.name,
@@ -282,7 +301,7 @@ def ingest(
         "limit": limit,
         "ingested_at": now,
         "task": task_spec,
-        "teacher": teacher_mapping(adapter),
+        "teacher": teacher_mapping(teacher),
     }
     run.update_meta(lambda m: m.setdefault("ingest_log", []).append(entry))
     return IngestResult(adapter.name, task, teacher, split, source, len(items), len(selected), len(new_items),
