@@ -158,8 +158,14 @@ class KeyStore:
         if not path.is_file():
             raise KeyFileError(f"{path}: key file not found")
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise KeyFileError(f"{path}: not UTF-8 text") from None
+        except OSError as exc:
+            raise KeyFileError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+        try:
+            raw = yaml.safe_load(text) or {}
+        except (yaml.YAMLError, RecursionError) as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" line {mark.line + 1}" if mark is not None else ""
             raise KeyFileError(f"{path}:{where} not valid YAML") from None
