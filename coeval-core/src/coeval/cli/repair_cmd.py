@@ -1,0 +1,93 @@
+"""``coeval repair``: fix truncated lines, duplicates, orphans and failed records of a run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from coeval.cli.errors import UserError, user_errors
+
+
+@click.command("repair")
+@click.option("--run", "run_path", required=True, metavar="PATH", help="The run folder (storage_folder/experiment_id).")
+@click.option("--dry-run", is_flag=True, help="Report what would be fixed; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@user_errors
+def command(run_path: str, dry_run: bool, as_json: bool) -> None:
+    """Make a damaged run folder whole again, so `coeval run --continue` completes it.
+
+    Drops lines that do not parse, records without an id, older duplicates of an id,
+    failed and empty records (they are made again under the same id), and orphans
+    (responses to missing datapoints, evaluations of missing responses); removes failed
+    phase 1-2 proposals; reopens every phase from the first one with a gap. Files are
+    rewritten atomically, under the run folder's lock.
+    """
+    from coeval.storage.lock import RunFolderBusyError, RunLock
+    from coeval.storage.repair import repair_run
+
+    run = open_run_folder(run_path)
+    lock = RunLock(run.root, shared=False)
+    if not dry_run:
+        try:
+            lock.acquire()
+        except RunFolderBusyError as exc:
+            raise UserError(str(exc), "wait for the run to finish, then repair") from None
+    try:
+        report = repair_run(run, dry_run=dry_run)
+    finally:
+        lock.release()
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    _print(report)
+
+
+def open_run_folder(run_path: str):  # type: ignore[no-untyped-def]
+    """The run folder at ``run_path``, or a UserError saying why it is not one."""
+    from coeval.storage.run_folder import RunFolder
+
+    root = Path(run_path)
+    if not root.is_dir():
+        raise UserError(f"{root}: no such run folder", "pass --run storage_folder/experiment_id")
+    run = RunFolder(root)
+    if not run.meta_path.exists() and not any((root / d).is_dir() for d in ("phase3_datapoints", "phase1_attributes")):
+        raise UserError(f"{root}: not a CoEval run folder (no meta.json, no phase folders)",
+                        "pass --run storage_folder/experiment_id")
+    return run
+
+
+def _print(report) -> None:  # type: ignore[no-untyped-def]
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    verb = "would fix" if report.dry_run else "fixed"
+    totals = report.totals()
+    if not report.changed:
+        console.print(f"{report.run}: nothing to repair ({totals['kept']} records checked).")
+        return
+    table = Table(title=f"coeval repair: {report.run}" + (" (dry run)" if report.dry_run else ""))
+    for col in ("file", "lines", "kept", "bad lines", "no id", "duplicates", "failed", "orphans"):
+        table.add_column(col, justify="left" if col == "file" else "right")
+    for f in report.files:
+        if f.changed:
+            table.add_row(Path(f.path).name, str(f.lines), str(f.kept), str(f.bad_lines), str(f.no_id),
+                          str(f.duplicates), str(f.failed), str(f.orphans))
+    table.add_row("total", *(str(totals[k]) for k in ("lines", "kept", "bad_lines", "no_id", "duplicates",
+                                                       "failed", "orphans")), style="bold")
+    console.print(table)
+    if report.failures_by_cause:
+        causes = ", ".join(f"{k}: {v}" for k, v in report.failures_by_cause.most_common())
+        console.print(f"failed records by cause: {causes}")
+    for path in report.removed_files:
+        console.print(f"{verb}: removed {path}")
+    if report.meta_rebuilt:
+        console.print(f"{verb}: meta.json was unreadable and is rebuilt")
+    if report.phases_reopened:
+        console.print(f"{verb}: reopened phases {', '.join(report.phases_reopened)}")
+    if report.dry_run:
+        console.print("Dry run: nothing changed. Run without --dry-run to apply.")
+    else:
+        console.print("Next: coeval run --config <your config> --continue")

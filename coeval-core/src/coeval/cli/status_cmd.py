@@ -1,0 +1,232 @@
+"""``coeval status``: where a run stands, read from its folder alone (no calls)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import click
+
+from coeval.cli.errors import UserError, user_errors
+
+__all__ = ["collect_status", "command"]
+
+
+def _scan_files(run: Any, phase: str) -> dict[str, int]:
+    """Lines, records, unreadable lines and duplicate ids of a phase's JSONL files."""
+    files = run.jsonl_files(phase)
+    out = {"files": len(files), "lines": 0, "bad_lines": 0, "duplicate_ids": 0}
+    seen: set[str] = set()
+    for path in files:
+        with path.open("r", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                out["lines"] += 1
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    out["bad_lines"] += 1
+                    continue
+                rid = rec.get("id") if isinstance(rec, dict) else None
+                if not isinstance(rid, str):
+                    out["bad_lines"] += 1
+                elif rid in seen:
+                    out["duplicate_ids"] += 1
+                else:
+                    seen.add(rid)
+    return out
+
+
+def _recent_errors(run: Any, limit: int = 5) -> list[dict[str, str]]:
+    from coeval.records import load_phase_records, record_status
+
+    errors: list[dict[str, str]] = []
+    for phase in ("data_generation", "response_collection", "evaluation"):
+        for rec in load_phase_records(run, phase).values():
+            if record_status(rec) == "failed":
+                errors.append({"phase": phase, "id": str(rec.get("id")), "error": str(rec.get("error") or "failed"),
+                               "at": str(rec.get("generated_at") or rec.get("evaluated_at") or "")})
+    errors.sort(key=lambda e: e["at"])
+    return errors[-limit:]
+
+
+def _pending_batches(run: Any) -> list[dict[str, Any]]:
+    path = run.root / "pending_batches.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return []
+    jobs = data.get("jobs", data) if isinstance(data, dict) else data
+    out = []
+    if isinstance(jobs, dict):
+        for job_id, info in jobs.items():
+            if isinstance(info, dict):
+                out.append({"job_id": job_id, **{k: info.get(k) for k in ("interface", "model", "phase", "status",
+                                                                           "n_requests", "submitted_at")}})
+    elif isinstance(jobs, list):
+        out = [j for j in jobs if isinstance(j, dict)]
+    return [j for j in out if j.get("status") not in ("collected", "done")]
+
+
+def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, Any]:
+    """Everything ``coeval status`` shows, as plain data (``--json`` prints it)."""
+    from coeval.phases.base import RunView
+    from coeval.runner import ordered_phases
+    from coeval.storage.run_folder import RunFolder
+    from coeval.storage.snapshot import read_config_snapshot
+
+    run = RunFolder(run_path)
+    notes: list[str] = []
+    try:
+        meta = run.read_meta()
+    except json.JSONDecodeError:
+        meta = {}
+        notes.append("meta.json cannot be read: run `coeval repair`")
+    config = read_config_snapshot(run)
+    if config is None:
+        notes.append("no readable config.yaml: expected counts are unknown, only records are shown")
+    if registries is None:
+        from coeval.plugins import registries as _registries
+
+        registries = _registries()
+    completed = set(meta.get("phases_completed") or [])
+    in_progress = set(meta.get("phases_in_progress") or [])
+    phases = []
+    failures: Counter[str] = Counter()
+    for phase in ordered_phases(registries):
+        entry: dict[str, Any] = {"phase": phase.name, "recorded_complete": phase.name in completed}
+        if config is not None:
+            survey = phase.survey(RunView(config, run, registries))
+            entry.update(survey.to_dict())
+            failures.update(survey.failures)
+            total = survey.total
+            if survey.complete:
+                state = "complete" if phase.name in completed else "complete (run --continue to record it)"
+            elif total.ok == 0 and total.failed == 0:
+                state = "not started"
+            elif phase.name in in_progress and meta.get("status") == "in_progress":
+                state = "in progress"
+            else:
+                state = "incomplete"
+            entry["state"] = state
+        else:
+            entry["state"] = "complete" if phase.name in completed else "unknown"
+        if phase.name in ("data_generation", "response_collection", "evaluation"):
+            entry["files"] = _scan_files(run, phase.name)
+            if entry["files"]["bad_lines"] or entry["files"]["duplicate_ids"]:
+                notes.append(f"{phase.name}: unreadable lines or duplicate ids; `coeval repair` cleans them")
+        phases.append(entry)
+
+    calls = meta.get("calls") or {}
+    spend = meta.get("spend_usd") or {}
+    models = []
+    names = [m.name for m in config.models] if config is not None else sorted(set(calls) | set(spend))
+    for name in names:
+        quota = config.experiment.quota.get(name) if config is not None else None
+        max_calls = quota.max_calls if quota is not None else None
+        models.append({
+            "model": name,
+            "calls": int(calls.get(name, 0)),
+            "max_calls": max_calls,
+            "quota_reached": max_calls is not None and int(calls.get(name, 0)) >= max_calls,
+            "spend_usd": round(float(spend.get(name, 0.0)), 6),
+        })
+    budget = config.experiment.budget_usd if config is not None else None
+    total_spend = round(sum(float(v) for v in spend.values()), 6)
+    return {
+        "run": str(run.root),
+        "experiment_id": meta.get("experiment_id"),
+        "status": meta.get("status"),
+        "created_at": meta.get("created_at"),
+        "updated_at": meta.get("updated_at"),
+        "forked_from": (meta.get("forked_from") or {}).get("path"),
+        "phases": phases,
+        "failures_by_cause": dict(failures),
+        "models": models,
+        "spend_usd": total_spend,
+        "budget_usd": budget,
+        "budget_reached": budget is not None and total_spend >= budget,
+        "pending_batches": _pending_batches(run),
+        "recent_errors": _recent_errors(run),
+        "notes": notes,
+    }
+
+
+@click.command("status")
+@click.option("--run", "run_path", required=True, metavar="PATH", help="The run folder (storage_folder/experiment_id).")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.option("--fetch-batches", is_flag=True, help="Collect finished provider batch jobs into the run first.")
+@click.option("--keys", metavar="PATH", help="Provider key file (for --fetch-batches).")
+@user_errors
+def command(run_path: str, as_json: bool, fetch_batches: bool, keys: str | None) -> None:
+    """Show a run's progress: phase states, records vs expected per phase and model,
+    failures by cause, calls against quotas, spend against the budget, pending batches
+    and the latest errors. Reads the run folder only; makes no call.
+    """
+    from coeval.cli.repair_cmd import open_run_folder
+
+    run = open_run_folder(run_path)
+    if fetch_batches:
+        try:
+            from coeval.batching import fetch_pending_batches  # type: ignore[attr-defined]
+        except ImportError:
+            raise UserError("this installation cannot fetch batches (no batch support installed)",
+                            "pip install coeval-providers") from None
+        fetch_pending_batches(run, keys_file=keys)
+    status = collect_status(run.root)
+    if as_json:
+        click.echo(json.dumps(status, indent=2, ensure_ascii=False))
+        return
+    _print(status)
+
+
+def _print(status: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{status['experiment_id'] or '?'}[/bold]  {status['run']}  status: {status['status']}"
+                  + (f"  (forked from {status['forked_from']})" if status.get("forked_from") else ""))
+    table = Table(title="phases")
+    for col in ("phase", "state", "expected", "ok", "failed", "missing"):
+        table.add_column(col, justify="left" if col in ("phase", "state") else "right")
+    for p in status["phases"]:
+        t = p.get("total", {})
+        table.add_row(p["phase"], p["state"], *(str(t.get(k, "")) for k in ("expected", "ok", "failed", "missing")))
+    console.print(table)
+    groups = Table(title="records per model")
+    for col in ("phase", "model", "expected", "ok", "failed", "missing"):
+        groups.add_column(col, justify="left" if col in ("phase", "model") else "right")
+    for p in status["phases"]:
+        for name, c in (p.get("groups") or {}).items():
+            groups.add_row(p["phase"], name, *(str(c[k]) for k in ("expected", "ok", "failed", "missing")))
+    if groups.row_count:
+        console.print(groups)
+    if status["failures_by_cause"]:
+        causes = ", ".join(f"{k}: {v}" for k, v in sorted(status["failures_by_cause"].items(), key=lambda kv: -kv[1]))
+        console.print(f"failed items by cause: {causes}  (fill with `coeval run --continue`)")
+    models = Table(title="calls and spend")
+    for col in ("model", "calls", "quota", "spend $"):
+        models.add_column(col, justify="left" if col == "model" else "right")
+    for m in status["models"]:
+        quota = "" if m["max_calls"] is None else f"{m['max_calls']}" + (" reached" if m["quota_reached"] else "")
+        models.add_row(m["model"], str(m["calls"]), quota, f"{m['spend_usd']:.4f}")
+    console.print(models)
+    if status["budget_usd"] is not None:
+        reached = " (reached)" if status["budget_reached"] else ""
+        console.print(f"spend ${status['spend_usd']:.4f} of budget ${status['budget_usd']:.4f}{reached}")
+    if status["pending_batches"]:
+        console.print(f"pending batches: {len(status['pending_batches'])}")
+        for j in status["pending_batches"]:
+            console.print(f"  {j.get('job_id')}  {j.get('interface')}  {j.get('phase')}  {j.get('status')}")
+    else:
+        console.print("pending batches: none")
+    if status["recent_errors"]:
+        console.print("latest errors:")
+        for e in status["recent_errors"]:
+            console.print(f"  {e['phase']}  {e['id']}: {e['error']}", markup=False)
+    for note in status["notes"]:
+        console.print(f"note: {note}", markup=False)

@@ -1,0 +1,256 @@
+"""``coeval repair``: make a damaged run folder whole again, so ``--continue`` completes it.
+
+What it fixes, phase by phase (3, then 4, then 5, since each depends on the one before):
+
+* lines that do not parse (a crash or a full disk cut them): dropped;
+* records without an ``id``: dropped;
+* duplicate ids: the last valid record is kept (the rule every reader applies);
+* ``failed`` records, and empty ones (a datapoint without a prompt, a response without an
+  answer): dropped, so ``--continue`` makes them again under the same id;
+* orphans: responses to a datapoint that is missing or failed, evaluations of a response
+  that is missing or failed: dropped (they were made from something that no longer counts);
+* phase 1-2 proposals that failed, and artifacts that are not valid JSON: removed;
+* ``meta.json``: rebuilt if unreadable; the first phase with a gap, and every phase after
+  it, leave ``phases_completed``.
+
+Every file is rewritten atomically (temp file + rename), only when something changes, under
+the run folder's exclusive lock. ``dry_run`` reports the same findings and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from coeval.records import FAILED, record_status, usable_datapoint, usable_response
+from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text
+
+__all__ = ["FileRepair", "RepairReport", "repair_run"]
+
+_ORDER = ("data_generation", "response_collection", "evaluation")
+
+
+@attrs.define
+class FileRepair:
+    path: str
+    phase: str
+    lines: int = 0
+    kept: int = 0
+    bad_lines: int = 0
+    no_id: int = 0
+    duplicates: int = 0
+    failed: int = 0
+    orphans: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return self.kept != self.lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**attrs.asdict(self), "changed": self.changed}
+
+
+@attrs.define
+class RepairReport:
+    run: str
+    dry_run: bool
+    files: list[FileRepair] = attrs.field(factory=list)
+    removed_files: list[str] = attrs.field(factory=list)
+    meta_rebuilt: bool = False
+    phases_reopened: list[str] = attrs.field(factory=list)
+    failures_by_cause: Counter[str] = attrs.field(factory=Counter)
+
+    @property
+    def changed(self) -> bool:
+        return any(f.changed for f in self.files) or bool(self.removed_files or self.meta_rebuilt or self.phases_reopened)
+
+    def totals(self) -> dict[str, int]:
+        keys = ("lines", "kept", "bad_lines", "no_id", "duplicates", "failed", "orphans")
+        return {k: sum(getattr(f, k) for f in self.files) for k in keys}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "dry_run": self.dry_run,
+            "changed": self.changed,
+            "totals": self.totals(),
+            "files": [f.to_dict() for f in self.files if f.changed],
+            "removed_files": self.removed_files,
+            "meta_rebuilt": self.meta_rebuilt,
+            "phases_reopened": self.phases_reopened,
+            "failures_by_cause": dict(self.failures_by_cause),
+        }
+
+
+def _scan(path: Path, phase: str) -> tuple[FileRepair, dict[str, dict[str, Any]]]:
+    rep = FileRepair(path=str(path), phase=phase)
+    latest: dict[str, dict[str, Any]] = {}
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            rep.lines += 1
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                rep.bad_lines += 1
+                continue
+            if not isinstance(rec, dict):
+                rep.bad_lines += 1
+                continue
+            rid = rec.get("id")
+            if not isinstance(rid, str) or not rid:
+                rep.no_id += 1
+                continue
+            if rid in latest:
+                rep.duplicates += 1
+                del latest[rid]
+            latest[rid] = rec
+    return rep, latest
+
+
+def _keep(
+    rep: FileRepair,
+    records: dict[str, dict[str, Any]],
+    usable: Callable[[Mapping[str, Any]], bool],
+    parent_ok: Callable[[Mapping[str, Any]], bool] | None,
+    causes: Counter[str],
+) -> list[dict[str, Any]]:
+    kept = []
+    for rec in records.values():
+        if record_status(rec) == FAILED or not usable(rec):
+            rep.failed += 1
+            causes[str(rec.get("error_kind") or ("empty" if record_status(rec) != FAILED else "error"))] += 1
+            continue
+        if parent_ok is not None and not parent_ok(rec):
+            rep.orphans += 1
+            continue
+        kept.append(rec)
+    rep.kept = len(kept)
+    return kept
+
+
+def _write(path: Path, records: list[dict[str, Any]]) -> None:
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def repair_run(run: RunFolder, *, dry_run: bool = False, config: Any = None, registries: Any = None) -> RepairReport:
+    """Repair ``run`` (or, with ``dry_run``, only report). ``config`` (default: the run's
+    ``config.yaml``) decides which phases still have gaps afterwards."""
+    report = RepairReport(run=str(run.root), dry_run=dry_run)
+    usable_ids: dict[str, set[str]] = {}
+    parent_of = {"response_collection": ("datapoint_id", "data_generation"),
+                 "evaluation": ("response_id", "response_collection")}
+    usable_check: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+        "data_generation": usable_datapoint,
+        "response_collection": usable_response,
+        "evaluation": lambda rec: True,
+    }
+    for phase in _ORDER:
+        ids: set[str] = set()
+        parent = parent_of.get(phase)
+        parent_ok = None
+        if parent is not None:
+            field, parent_phase = parent
+            allowed = usable_ids[parent_phase]
+
+            def parent_ok(rec: Mapping[str, Any], _f: str = field, _a: set[str] = allowed) -> bool:
+                return str(rec.get(_f)) in _a
+
+        for path in run.jsonl_files(phase):
+            rep, records = _scan(path, phase)
+            kept = _keep(rep, records, usable_check[phase], parent_ok, report.failures_by_cause)
+            ids.update(r["id"] for r in kept)
+            report.files.append(rep)
+            if rep.changed and not dry_run:
+                _write(path, kept)
+        usable_ids[phase] = ids
+
+    for folder in (run.root / PHASE_DIRS["attribute_mapping"], run.root / PHASE_DIRS["rubric_mapping"]):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.json")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                data = None
+            failed_proposal = path.name.endswith(".proposal.json") and isinstance(data, dict) and data.get("status") == FAILED
+            if data is None or failed_proposal:
+                report.removed_files.append(str(path))
+                if not dry_run:
+                    path.unlink()
+
+    _repair_meta(run, report, dry_run, config, registries)
+    return report
+
+
+def _repair_meta(run: RunFolder, report: RepairReport, dry_run: bool, config: Any, registries: Any) -> None:
+    meta: dict[str, Any] | None
+    try:
+        meta = json.loads(run.meta_path.read_text(encoding="utf-8"))
+        if not isinstance(meta, dict):
+            meta = None
+    except FileNotFoundError:
+        meta = None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        meta = None
+    if config is None:
+        from coeval.storage.snapshot import read_config_snapshot
+
+        config = read_config_snapshot(run)
+    if meta is None:
+        report.meta_rebuilt = True
+        meta = {
+            "experiment_id": config.experiment.id if config is not None else run.root.name,
+            "status": "incomplete",
+            "phases_completed": [],
+            "phases_in_progress": [],
+            "phase_log": [],
+            "calls": {},
+            "spend_usd": {},
+            "ingest_log": [],
+        }
+    completed = list(meta.get("phases_completed") or [])
+    reopen: list[str] = []
+    if config is not None and not dry_run:
+        from coeval.phases import standard_phases
+        from coeval.phases.base import RunView
+
+        view = RunView(config, run, registries)
+        gap = False
+        for phase in standard_phases():
+            gap = gap or not phase.survey(view).complete
+            if gap and phase.name in completed:
+                reopen.append(phase.name)
+    elif config is None:
+        # without a config, reopen the phases whose records changed, and every later one
+        changed = {f.phase for f in report.files if f.changed}
+        order = list(PHASE_DIRS)
+        first = min((order.index(p) for p in changed), default=None)
+        if first is not None:
+            reopen = [p for p in completed if p in order and order.index(p) >= first]
+    else:  # dry run with a config: predict from what would change
+        changed = {f.phase for f in report.files if f.changed}
+        order = list(PHASE_DIRS)
+        first = min((order.index(p) for p in changed), default=None)
+        if first is not None:
+            reopen = [p for p in completed if p in order and order.index(p) >= first]
+    report.phases_reopened = reopen
+    if dry_run or (not reopen and not report.meta_rebuilt):
+        return
+    meta["phases_completed"] = [p for p in completed if p not in reopen]
+    if reopen and meta.get("status") == "completed":
+        meta["status"] = "incomplete"
+    meta.setdefault("repair_log", []).append({"repaired_at": _now(), **report.totals(), "phases_reopened": reopen})
+    atomic_write_json(run.meta_path, meta)
+
+
+def _now() -> str:
+    from coeval.storage.run_folder import utc_now
+
+    return utc_now()
