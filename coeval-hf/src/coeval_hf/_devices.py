@@ -9,14 +9,16 @@ work; the exact check (``torch.cuda.is_available()``) runs when the model loads.
 
 from __future__ import annotations
 
+import ctypes.util
 import os
 import platform
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 from coeval.interfaces.base import FatalModelError
-from coeval_hf._params import ParameterError
+from coeval_hf._params import ParameterError, prefixed
 
 __all__ = [
     "DTYPES",
@@ -40,7 +42,7 @@ class DeviceUnavailableError(FatalModelError):
 def validate_device(value: Any, label: str) -> str:
     spec = "auto" if value is None else str(value).strip().lower()
     if not _DEVICE.match(spec):
-        raise ParameterError(f"{label}: parameters.device must be auto, cpu, cuda, cuda:N or mps, got {value!r}")
+        raise ParameterError(prefixed(label, f"parameters.device must be auto, cpu, cuda, cuda:N or mps, got {value!r}"))
     return spec
 
 
@@ -48,19 +50,23 @@ def validate_dtype(value: Any, label: str) -> str:
     spec = "auto" if value is None else str(value).strip().lower()
     spec = _DTYPE_ALIASES.get(spec, spec)
     if spec not in DTYPES:
-        raise ParameterError(f"{label}: parameters.dtype must be one of {', '.join(DTYPES)}, got {value!r}")
+        raise ParameterError(prefixed(label, f"parameters.dtype must be one of {', '.join(DTYPES)}, got {value!r}"))
     return spec
 
 
 def no_gpu_error(label: str, spec: str, detail: str = "no CUDA or Apple MPS device found") -> DeviceUnavailableError:
-    return DeviceUnavailableError(
-        f"{label}: device: {spec} needs a GPU and this machine has none ({detail}); "
-        "set parameters.device: cpu to run the model on the CPU instead"
-    )
+    return DeviceUnavailableError(prefixed(
+        label,
+        f"device: {spec} needs a GPU and this machine has none ({detail}); "
+        "set parameters.device: cpu to run the model on the CPU instead",
+    ))
 
 
 def gpu_may_be_present() -> bool:
     """A cheap look for a GPU driver, without importing torch (False means surely none)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():  # already imported: ask it directly
+        return True
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     cuda_hidden = visible is not None and visible.strip() in ("", "-1")
     if not cuda_hidden:
@@ -69,6 +75,8 @@ def gpu_may_be_present() -> bool:
         if Path("/dev/kfd").exists():  # AMD ROCm
             return True
         if Path("/usr/lib/wsl/lib/libcuda.so").exists():  # CUDA under WSL
+            return True
+        if ctypes.util.find_library("cuda"):  # a driver library in the loader's path
             return True
     return platform.system() == "Darwin" and platform.machine() == "arm64"  # Apple MPS
 
@@ -102,9 +110,9 @@ def resolve_device(spec: str, label: str) -> Any:
     device = torch.device(spec)
     index = device.index or 0
     if index >= torch.cuda.device_count():
-        raise DeviceUnavailableError(
-            f"{label}: parameters.device is {spec} but this machine has {torch.cuda.device_count()} CUDA device(s)"
-        )
+        raise DeviceUnavailableError(prefixed(
+            label, f"parameters.device is {spec} but this machine has {torch.cuda.device_count()} CUDA device(s)"
+        ))
     return torch.device("cuda", index)
 
 

@@ -16,7 +16,7 @@ import attrs
 
 from coeval.interfaces.base import FatalModelError
 
-__all__ = ["DEFAULT_MAX_TOKENS", "ParameterError", "Sampling", "read_bool", "read_int", "read_sampling"]
+__all__ = ["DEFAULT_MAX_TOKENS", "ParameterError", "Sampling", "prefixed", "read_bool", "read_int", "read_sampling"]
 
 DEFAULT_MAX_TOKENS = 512
 
@@ -41,8 +41,14 @@ class Sampling:
         return self.temperature == 0
 
 
+def prefixed(label: str, message: str) -> str:
+    """``label: message``; an empty label (errors raised while the runner builds the
+    interface, which names the model itself) leaves the message alone."""
+    return f"{label}: {message}" if label else message
+
+
 def _where(label: str, field: str) -> str:
-    return f"{label}: parameters.{field}"
+    return prefixed(label, f"parameters.{field}")
 
 
 def read_int(params: Mapping[str, Any], field: str, label: str, *, minimum: int = 0, default: int | None = None) -> int | None:

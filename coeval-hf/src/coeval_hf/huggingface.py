@@ -23,6 +23,7 @@ padded batch (see :mod:`coeval_hf._transformers_engine`).
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,36 +46,44 @@ class HuggingFaceInterface(Interface):
     def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
         super().__init__(model, credentials)
         self.label = f"model {model.name!r} (huggingface)"
+        # problems found here are raised without the label: the runner names the model itself
         self.spec = self._load_spec(model.parameters)
-        check_gpu_cheaply(self.spec.device, self.label)
-        read_sampling(model.parameters, self.label)
+        check_gpu_cheaply(self.spec.device, "")
+        read_sampling(model.parameters, "")
         for role, overrides in model.role_parameters.items():
-            read_sampling({**model.parameters, **overrides}, f"{self.label} role_parameters.{role}")
+            read_sampling({**model.parameters, **overrides}, f"role_parameters.{role}")
         self.default_concurrency = 2 * self.spec.batch_size  # one batch runs while the next gathers
         self.max_concurrency = max(self.max_concurrency, self.default_concurrency)
         self._slot: ModelSlot | None = None
 
     def _load_spec(self, params: Any) -> LoadSpec:
-        label = self.label
+        label = ""
         source = params.get("model")
         if not isinstance(source, str) or not source.strip():
-            raise ParameterError(f"{label}: parameters.model must be a Hugging Face model id or a local folder")
+            raise ParameterError("parameters.model must be a Hugging Face model id or a local folder")
         source = source.strip()
         if source.startswith(("/", "./", "../", "~")) and not Path(source).expanduser().is_dir():
-            raise ParameterError(f"{label}: parameters.model: no model folder at {source!r}")
+            raise ParameterError(f"parameters.model: no model folder at {source!r}")
         four = read_bool(params, "load_in_4bit", label)
         eight = read_bool(params, "load_in_8bit", label)
         if four and eight:
-            raise ParameterError(f"{label}: parameters.load_in_4bit and load_in_8bit cannot both be true")
+            raise ParameterError("parameters.load_in_4bit and load_in_8bit cannot both be true")
+        device = validate_device(params.get("device"), label)
+        if four or eight:
+            option = "load_in_4bit" if four else "load_in_8bit"
+            if importlib.util.find_spec("bitsandbytes") is None:
+                raise ParameterError(f"parameters.{option} needs bitsandbytes: pip install bitsandbytes")
+            if device in ("cpu", "mps"):
+                raise ParameterError(f"parameters.{option} needs a CUDA device, not device: {device}")
         revision = params.get("revision")
         cache_dir = params.get("cache_dir")
         for field, value in (("revision", revision), ("cache_dir", cache_dir)):
             if value is not None and not isinstance(value, str):
-                raise ParameterError(f"{label}: parameters.{field} must be a string, got {value!r}")
+                raise ParameterError(f"parameters.{field} must be a string, got {value!r}")
         token = self.credentials.get("api_key") if self.credentials is not None else None
         return LoadSpec(
             model=source,
-            device=validate_device(params.get("device"), label),
+            device=device,
             dtype=validate_dtype(params.get("dtype", params.get("torch_dtype")), label),
             load_in_4bit=four,
             load_in_8bit=eight,

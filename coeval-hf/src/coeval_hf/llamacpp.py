@@ -154,15 +154,16 @@ class LlamaCppInterface(Interface):
     def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
         super().__init__(model, credentials)
         self.label = f"model {model.name!r} (llamacpp)"
+        # problems found here are raised without the label: the runner names the model itself
         params = model.parameters
         self.path = self._model_path(params.get("model"))
-        self.n_ctx = read_int(params, "n_ctx", self.label, minimum=64, default=DEFAULT_CONTEXT) or DEFAULT_CONTEXT
-        self.threads = read_int(params, "threads", self.label, minimum=1, default=default_threads()) or 1
-        self.n_gpu_layers = read_int(params, "n_gpu_layers", self.label, default=0) or 0
-        self.verbose = read_bool(params, "verbose", self.label)
-        read_sampling(params, self.label)  # bad sampling values fail now, not at the first call
+        self.n_ctx = read_int(params, "n_ctx", "", minimum=64, default=DEFAULT_CONTEXT) or DEFAULT_CONTEXT
+        self.threads = read_int(params, "threads", "", minimum=1, default=default_threads()) or 1
+        self.n_gpu_layers = read_int(params, "n_gpu_layers", "", default=0) or 0
+        self.verbose = read_bool(params, "verbose", "")
+        read_sampling(params, "")  # bad sampling values fail now, not at the first call
         for role, overrides in model.role_parameters.items():
-            read_sampling({**params, **overrides}, f"{self.label} role_parameters.{role}")
+            read_sampling({**params, **overrides}, f"role_parameters.{role}")
         self._slot: ModelSlot | None = None
 
     def _model_path(self, value: Any) -> Path:
@@ -170,13 +171,13 @@ class LlamaCppInterface(Interface):
             try:
                 return embedded_model_path(value or DEFAULT_MODEL)
             except EmbeddedModelMissing as exc:
-                raise FatalModelError(f"{self.label}: {exc}") from None
+                raise FatalModelError(str(exc)) from None
         if not isinstance(value, str) or not value.strip():
-            raise ParameterError(f"{self.label}: parameters.model must be a .gguf path or {DEFAULT_MODEL!r}, got {value!r}")
+            raise ParameterError(f"parameters.model must be a .gguf path or {DEFAULT_MODEL!r}, got {value!r}")
         path = Path(value).expanduser()
         if not path.is_file():
             raise ParameterError(
-                f"{self.label}: parameters.model: no GGUF file at {str(path)!r} "
+                f"parameters.model: no GGUF file at {str(path)!r} "
                 f"(use {DEFAULT_MODEL!r} for the embedded model)"
             )
         return path
