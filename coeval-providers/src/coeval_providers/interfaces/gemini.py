@@ -233,3 +233,22 @@ class VertexInterface(GeminiInterface):
 
         return [{"id": m, "input_usd_per_1m": p.input, "output_usd_per_1m": p.output}
                 for m, p in pricing_table().models("vertex").items()]
+
+
+_REST_NAMES = {"system_instruction": None, "temperature": "temperature", "top_p": "topP", "top_k": "topK",
+               "max_output_tokens": "maxOutputTokens", "seed": "seed", "stop_sequences": "stopSequences",
+               "response_mime_type": "responseMimeType", "response_json_schema": "responseJsonSchema"}
+
+
+def rest_request(request: GenerateRequest) -> dict[str, Any]:
+    """The REST (camelCase) GenerateContentRequest of one call, for batch input files."""
+    config = generate_config(request)
+    body: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": request.prompt}]}]}
+    if config.get("system_instruction"):
+        body["systemInstruction"] = {"parts": [{"text": config["system_instruction"]}]}
+    generation = {_REST_NAMES[k]: v for k, v in config.items() if _REST_NAMES.get(k)}
+    if "thinking_config" in config:
+        generation["thinkingConfig"] = {"thinkingBudget": config["thinking_config"]["thinking_budget"]}
+    if generation:
+        body["generationConfig"] = generation
+    return body

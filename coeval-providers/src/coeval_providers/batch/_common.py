@@ -1,0 +1,52 @@
+"""Helpers shared by the batch runners."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from coeval.interfaces.base import FatalModelError, ModelError, TransientModelError
+
+from coeval_providers import _errors
+
+__all__ = ["dump_jsonl", "line_error", "load_jsonl", "missing_error"]
+
+
+def dump_jsonl(lines: Iterable[Mapping[str, Any]]) -> bytes:
+    return "".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in lines).encode("utf-8")
+
+
+def load_jsonl(data: bytes | str) -> list[dict[str, Any]]:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes | bytearray) else data
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a damaged line: its request is reported missing, hence failed
+        if isinstance(value, dict):
+            out.append(value)
+    return out
+
+
+def line_error(provider: str, status: int | None, body: Any, code: str | None = None) -> ModelError:
+    """The error of one failed request inside a batch."""
+    if code in ("batch_expired", "expired"):
+        return TransientModelError(f"{provider} batch: the request expired before the provider ran it")
+    if code in ("batch_cancelled", "cancelled", "canceled"):
+        return TransientModelError(f"{provider} batch: the request was cancelled")
+    if status:
+        return _errors.from_status(f"{provider} batch", int(status), body)
+    detail = _errors.short_body(body)
+    return TransientModelError(f"{provider} batch: request failed{': ' + detail if detail else ''}")
+
+
+def missing_error(provider: str) -> ModelError:
+    return TransientModelError(f"{provider} batch: no result for this request in the job's output")
+
+
+def fatal(provider: str, message: str) -> FatalModelError:
+    return FatalModelError(f"{provider} batch: {message}")

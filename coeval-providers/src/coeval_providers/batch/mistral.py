@@ -1,0 +1,94 @@
+"""Mistral batch jobs: a JSONL file (``{"custom_id", "body"}`` per line) uploaded with
+``purpose=batch``, then ``POST /v1/batch/jobs`` naming the model and the file; results and
+errors come back as files in the OpenAI batch output shape.
+
+The Mistral API is reached with the OpenAI SDK's client (its files endpoint and auth are the
+same; the batch-job routes are called through the client's generic ``post``/``get``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from coeval.batching.base import BatchJobStatus, BatchRunner
+from coeval.interfaces.base import GenerateRequest, GenerateResult, ModelError
+
+from coeval_providers.batch._common import dump_jsonl, line_error, load_jsonl
+from coeval_providers.interfaces.openai_compat import MistralInterface, parse_chat_completion
+
+__all__ = ["MistralBatchRunner"]
+
+_STATES = {"QUEUED": "pending", "RUNNING": "running", "CANCELLATION_REQUESTED": "running", "SUCCESS": "completed",
+           "FAILED": "failed", "TIMEOUT_EXCEEDED": "expired", "CANCELLED": "cancelled"}
+
+
+class MistralBatchRunner(BatchRunner):
+    interface_name = "mistral"
+    max_requests_per_job = 1_000_000
+    poll_interval_s = 30.0
+
+    def __init__(self, model: Any, credentials: Any = None) -> None:
+        super().__init__(model, credentials)
+        self.iface = MistralInterface(model, credentials)
+
+    async def _call(self, coro: Any) -> Any:
+        try:
+            return await coro
+        except ModelError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise self.iface.classify_error(exc) from None
+
+    async def submit(self, requests: Sequence[tuple[str, GenerateRequest]]) -> str:
+        client = self.iface.client()
+        lines = []
+        for cid, req in requests:
+            body = self.iface.build_body(req)
+            body.pop("model", None)
+            lines.append({"custom_id": cid, "body": body})
+        uploaded = await self._call(client.files.create(file=("coeval-batch.jsonl", dump_jsonl(lines), "application/jsonl"),
+                                                        purpose="batch"))
+        job = await self._call(client.post("/batch/jobs", cast_to=object, body={
+            "input_files": [uploaded.id], "endpoint": "/v1/chat/completions", "model": self.iface.model_id,
+            "metadata": {"coeval_model": self.model.name[:64]}, "timeout_hours": 24,
+        }))
+        return str(job["id"])
+
+    async def _job(self, job_id: str) -> dict[str, Any]:
+        return await self._call(self.iface.client().get(f"/batch/jobs/{job_id}", cast_to=object))  # type: ignore[no-any-return]
+
+    async def poll(self, job_id: str) -> BatchJobStatus:
+        job = await self._job(job_id)
+        errors = "; ".join(str(e.get("message", "")) for e in job.get("errors") or [] if isinstance(e, dict))
+        return BatchJobStatus(job_id=job_id, state=_STATES.get(str(job.get("status")), "running"),  # type: ignore[arg-type]
+                              total=int(job.get("total_requests") or 0), succeeded=int(job.get("succeeded_requests") or 0),
+                              failed=int(job.get("failed_requests") or 0), message=errors[:500])
+
+    async def collect(self, job_id: str) -> Mapping[str, GenerateResult | ModelError]:
+        job = await self._job(job_id)
+        out: dict[str, GenerateResult | ModelError] = {}
+        for file_id in (job.get("output_file"), job.get("error_file")):
+            if not file_id:
+                continue
+            content = await self._call(self.iface.client().files.content(file_id))
+            for line in load_jsonl(content.content):
+                cid = str(line.get("custom_id"))
+                response = line.get("response") or {}
+                error = line.get("error") or {}
+                if response.get("status_code") == 200 and not error:
+                    try:
+                        text, tokens_in, tokens_out, model, _ = parse_chat_completion("mistral", response.get("body"))
+                        out[cid] = self.iface.result(text, tokens_in, tokens_out, model, batch=True)
+                    except ModelError as exc:
+                        out[cid] = exc
+                else:
+                    out[cid] = line_error("mistral", response.get("status_code"), response.get("body") or error,
+                                          error.get("code") if isinstance(error, dict) else None)
+        return out
+
+    async def cancel(self, job_id: str) -> None:
+        await self._call(self.iface.client().post(f"/batch/jobs/{job_id}/cancel", cast_to=object))
+
+    async def aclose(self) -> None:
+        await self.iface.aclose()
