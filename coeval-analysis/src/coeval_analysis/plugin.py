@@ -1,5 +1,35 @@
-"""Hook implementations of coeval-analysis (registered through the `coeval` entry point)."""
+"""Hook implementations of coeval-analysis (registered through the ``coeval`` entry point).
+
+Registers the ``analyze`` command, the metrics ``bleu``, ``bertscore`` and ``exact_match``,
+and the report writers ``summary``, ``tables`` and ``html``. Imports stay light: pandas,
+plotly and torch load only when a command or metric runs.
+"""
 
 from __future__ import annotations
 
-from coeval.hookspecs import hookimpl  # noqa: F401
+from typing import Any
+
+from coeval.hookspecs import hookimpl
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    from coeval_analysis.cli import analyze_command
+
+    cli.add_command(analyze_command)
+
+
+@hookimpl
+def register_metrics(register: Any) -> None:
+    from coeval_analysis.metrics import STANDARD_METRICS
+
+    for name, factory in STANDARD_METRICS.items():
+        register(name, factory)
+
+
+@hookimpl
+def register_reports(register: Any) -> None:
+    from coeval_analysis.reports import lazy_writers
+
+    for name, writer in lazy_writers().items():
+        register(name, writer)

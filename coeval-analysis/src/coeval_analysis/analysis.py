@@ -1,0 +1,376 @@
+"""Run every statistic over a loaded run and collect a JSON-ready summary plus tables.
+
+:func:`analyze` is what ``coeval analyze`` calls; report writers (HTML, summary.json,
+CSV/Parquet) read the :class:`Analysis` it returns and never recompute anything, so every
+number a report shows is in ``summary.json`` or a table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from coeval_analysis.data import LLM_JUDGE, RunData
+from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
+from coeval_analysis.stats.bootstrap import Bootstrap
+from coeval_analysis.stats.coverage import attribute_coverage
+from coeval_analysis.stats.diagnostics import self_preference, teacher_discrimination, verbosity
+from coeval_analysis.stats.reference import evaluator_scores, gold_report, label_report
+from coeval_analysis.stats.robust import RobustRanking, robust_ranking
+from coeval_analysis.stats.scores import ScoreModel
+
+__all__ = ["SCHEMA_VERSION", "Analysis", "AnalysisOptions", "analyze"]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class AnalysisOptions:
+    n_boot: int = 1000
+    seed: int = 0
+    level: float = 0.95
+    #: ICC needs items every judge in it scored: judges with fewer units than this share of
+    #: the busiest judge's are left out of ICC (and listed in ``icc.excluded``)
+    icc_min_coverage: float = 0.5
+
+
+@dataclass
+class Analysis:
+    data: RunData
+    options: AnalysisOptions
+    summary: dict[str, Any]
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+
+def _num(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Competition ranks (1 = highest; ties share the best rank; NaN ranks last)."""
+    v = np.where(np.isnan(values), -np.inf, values)
+    return np.array([1 + int((v > x).sum()) for x in v], np.int64)
+
+
+def analyze(
+    data: RunData, options: AnalysisOptions | None = None, progress: Callable[[str], None] | None = None
+) -> Analysis:
+    opts = options or AnalysisOptions()
+    step = progress or (lambda _msg: None)
+    step("scores")
+    model = ScoreModel.build(data)
+    boot = Bootstrap(model.n_items, opts.n_boot, opts.seed)
+    slices = model.student_table(boot, opts.level)
+    step("robust ranking")
+    robust = robust_ranking(model, boot, opts.level)
+    step("judge agreement")
+    agreement, pairs = _agreement(model, opts)
+    step("teachers and diagnostics")
+    teachers = teacher_discrimination(model, robust)
+    bias = self_preference(model, robust)
+    verb = verbosity(model, robust)
+    coverage, coverage_table = attribute_coverage(data)
+    gold = gold_report(model, robust, boot, opts.level)
+    labels = label_report(data.labels)
+    ev_scores = evaluator_scores(model)
+    judges, judge_table = _judges(data, model, robust, pairs)
+    students, student_table = _students(model, slices, robust, gold)
+
+    q = data.quality
+    summary: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "experiment_id": data.experiment_id,
+        "run": str(data.path),
+        "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "settings": {"n_boot": opts.n_boot, "seed": opts.seed, "level": opts.level},
+        "n_records": q.n_records,
+        "n_failed": q.n_failed,
+        "n_duplicates": q.n_duplicates,
+        "n_items": model.n_items,
+        "n_responses_scored": len(model.scored_responses()),
+        "data_quality": q.as_dict(),
+        "students": students,
+        "judges": judges,
+        "agreement": agreement,
+        "teachers": teachers,
+        "self_preference": bias,
+        "verbosity": verb,
+        "coverage": coverage,
+        "gold": gold,
+        "labels": labels,
+        "evaluators": _evaluator_summary(ev_scores),
+        "breakdowns": _breakdowns(slices),
+    }
+    tables = {
+        "students": student_table,
+        "student_scores": slices,
+        "judges": judge_table,
+        "judge_pairs": pd.DataFrame(pairs),
+        "teachers": pd.DataFrame([{"teacher": t, **v} for t, v in teachers.items()]),
+        "coverage": coverage_table,
+        "datapoints": _datapoint_table(model, robust),
+        "responses": _response_table(model, robust),
+        "evaluator_scores": ev_scores,
+        "labels": _label_table(labels),
+    }
+    return Analysis(data=data, options=opts, summary=summary, tables=tables)
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def _agreement(model: ScoreModel, opts: AnalysisOptions) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    J = len(model.judges)
+    F = max(len(model.factors), 1)
+    cat = model.u_level >= 0
+    key = model.u_resp[cat] * F + model.u_factor[cat]
+    out: dict[str, Any] = {
+        "judges": list(model.judges),
+        "unit": "(response, rubric factor) scored High/Medium/Low",
+        "pairwise": [],
+        "krippendorff_alpha": None,
+        "icc": {"icc3_1": None, "icc3_k": None, "icc2_1": None},
+        "by_task": {},
+    }
+    if J < 2 or len(key) == 0:
+        out["note"] = "judge agreement needs at least two LLM judges scoring the same items"
+        return out, []
+    uniq, row = np.unique(key, return_inverse=True)
+    levels = np.full((len(uniq), J), -1, np.int8)
+    levels[row, model.u_judge[cat]] = model.u_level[cat]
+    pairs = pairwise_agreement(levels, model.judges)
+    for p in pairs:
+        p["strength"] = landis_koch(p["kappa"])
+    out["pairwise"] = pairs
+    values = np.where(levels >= 0, levels.astype(np.float64), np.nan)
+    out["krippendorff_alpha"] = _num(krippendorff_alpha(values, "ordinal"))
+    out["krippendorff_alpha_nominal"] = _num(krippendorff_alpha(values, "nominal"))
+    # per task alpha
+    unit_task = model.item_task[model.resp_item[uniq // F]]
+    for t in np.unique(unit_task):
+        if t < 0:
+            continue
+        sel = unit_task == t
+        out["by_task"][model.tasks[t]] = {
+            "krippendorff_alpha": _num(krippendorff_alpha(values[sel], "ordinal")),
+            "n_units": int(sel.sum()),
+        }
+    # ICC on items scored by every judge in the set
+    counts = (levels >= 0).sum(0)
+    chosen = [j for j in range(J) if counts[j] >= opts.icc_min_coverage * counts.max()]
+    while len(chosen) >= 2:
+        complete = (levels[:, chosen] >= 0).all(1)
+        if complete.sum() >= 10 or len(chosen) == 2:
+            break
+        chosen.remove(min(chosen, key=lambda j: counts[j]))
+    res: dict[str, Any] = {"icc3_1": None, "icc3_k": None, "icc2_1": None}
+    if len(chosen) >= 2:
+        complete = (levels[:, chosen] >= 0).all(1)
+        mat = levels[complete][:, chosen].astype(np.float64) / 2.0
+        r = icc(mat, opts.level)
+        res = {
+            "icc3_1": _num(r["icc3_1"]),
+            "icc3_k": _num(r["icc3_k"]),
+            "icc2_1": _num(r["icc2_1"]),
+            "icc3_1_ci": [_num(x) for x in r["icc3_1_ci"]],
+            "icc3_k_ci": [_num(x) for x in r["icc3_k_ci"]],
+            "icc2_1_ci": [_num(x) for x in r["icc2_1_ci"]],
+            "n_items": int(r["n_items"]),
+        }
+    res["judges"] = [model.judges[j] for j in chosen] if len(chosen) >= 2 else []
+    res["excluded"] = [model.judges[j] for j in range(J) if j not in chosen or len(chosen) < 2]
+    out["icc"] = res
+    return out, pairs
+
+
+def _judges(
+    data: RunData, model: ScoreModel, robust: RobustRanking, pairs: list[dict[str, Any]]
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    recs = data.records
+    out: dict[str, Any] = {}
+    rows = []
+    by_judge = recs.groupby("judge", observed=True)
+    failed = by_judge["failed"].agg(["size", "sum"])
+    kinds = recs[recs["failed"]].groupby(["judge", "error_kind"], observed=True).size()
+    _pr, pj, pm = model.per_judge_response()
+    evaluator_of = recs.groupby("judge", observed=True)["evaluator"].first().astype(str)
+    for name in failed.index.astype(str):
+        n, n_fail = int(failed.loc[name, "size"]), int(failed.loc[name, "sum"])
+        entry: dict[str, Any] = {
+            "evaluator": str(evaluator_of.get(name, LLM_JUDGE)),
+            "n_records": n,
+            "n_failed": n_fail,
+            "failure_rate": n_fail / n if n else None,
+            "errors": {str(k): int(v) for k, v in kinds.get(name, pd.Series(dtype=int)).items()}
+            if name in kinds.index.get_level_values(0)
+            else {},
+        }
+        if name in model.judges:
+            j = model.judges.index(name)
+            mine = [p for p in pairs if name in (p["a"], p["b"]) and p["kappa"] is not None]
+            entry.update(
+                {
+                    "weight": _num(robust.judge_weight[j]),
+                    "weight_ci": [_num(robust.judge_weight_ci[0][j]), _num(robust.judge_weight_ci[1][j])],
+                    "consensus_r": _num(robust.judge_r[j]),
+                    "n_units": int(robust.judge_units[j]),
+                    "mean_score": _num(pm[pj == j].mean()) if (pj == j).any() else None,
+                    "mean_kappa": _num(np.mean([p["kappa"] for p in mine])) if mine else None,
+                }
+            )
+        out[name] = entry
+        rows.append(
+            {
+                "judge": name,
+                **{k: v for k, v in entry.items() if k != "errors"},
+                "errors": ", ".join(f"{k}: {v}" for k, v in entry["errors"].items()),
+            }
+        )
+    table = pd.DataFrame(rows)
+    if "weight_ci" in table.columns:
+        ci = table.pop("weight_ci")
+        table["weight_ci_low"] = [c[0] if isinstance(c, list) else None for c in ci]
+        table["weight_ci_high"] = [c[1] if isinstance(c, list) else None for c in ci]
+    return out, table
+
+
+def _students(
+    model: ScoreModel, slices: pd.DataFrame, robust: RobustRanking, gold: dict[str, Any] | None
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    overall = slices[slices["kind"] == "overall"].set_index("student")
+    score = np.array(
+        [overall.loc[s, "score"] if s in overall.index else np.nan for s in model.students], float
+    )
+    rank = _ranks(score)
+    rrank = _ranks(robust.score)
+    out: dict[str, Any] = {}
+    rows = []
+    for i, s in enumerate(model.students):
+        row = overall.loc[s] if s in overall.index else None
+        entry = {
+            "score": _num(score[i]),
+            "ci": [_num(row["ci_low"]), _num(row["ci_high"])] if row is not None else [None, None],
+            "rank": int(rank[i]),
+            "robust_score": _num(robust.score[i]),
+            "robust_ci": [_num(robust.ci[0][i]), _num(robust.ci[1][i])],
+            "robust_rank": int(rrank[i]),
+            "n_responses": int(row["n"]) if row is not None else 0,
+        }
+        if gold and s in gold["students"]:
+            entry["gold_score"] = gold["students"][s]["gold_score"]
+            entry["gold_ci"] = gold["students"][s]["gold_ci"]
+        out[s] = entry
+        flat = {"student": s, **{k: v for k, v in entry.items() if not isinstance(v, list)}}
+        for k in ("ci", "robust_ci", "gold_ci"):
+            if k in entry:
+                flat[f"{k}_low"], flat[f"{k}_high"] = entry[k]
+        rows.append(flat)
+    ordered = dict(sorted(out.items(), key=lambda kv: (kv[1]["robust_rank"], kv[0])))
+    table = pd.DataFrame(rows)
+    if len(table):
+        table = table.sort_values(["robust_rank", "student"]).reset_index(drop=True)
+    return ordered, table
+
+
+def _breakdowns(slices: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for kind, g in slices[slices["kind"] != "overall"].groupby("kind", sort=False):
+        out[str(kind)] = [
+            {
+                "slice": r.slice,
+                "task": r.task or None,
+                "student": r.student,
+                "score": _num(r.score),
+                "ci": [_num(r.ci_low), _num(r.ci_high)],
+                "n": int(r.n),
+            }
+            for r in g.itertuples(index=False)
+        ]
+    return out
+
+
+def _evaluator_summary(ev: pd.DataFrame) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for r in ev.itertuples(index=False):
+        out.setdefault(str(r.evaluator), {}).setdefault(str(r.factor), {})[str(r.student)] = {
+            "score": _num(r.score),
+            "n": int(r.n),
+        }
+    return out
+
+
+def _label_table(labels: dict[str, Any]) -> pd.DataFrame:
+    rows = []
+    for key, rep in labels.items():
+        for r in rep["per_label"]:
+            rows.append({"task": rep["task"], "attribute": rep["attribute"], **r})
+        rows.append(
+            {
+                "task": rep["task"],
+                "attribute": rep["attribute"],
+                "label": "(micro)",
+                **rep["micro"],
+                "support": rep["n_items"],
+            }
+        )
+        rows.append(
+            {
+                "task": rep["task"],
+                "attribute": rep["attribute"],
+                "label": "(macro)",
+                **rep["macro"],
+                "support": rep["n_items"],
+            }
+        )
+        del key
+    return pd.DataFrame(rows)
+
+
+def _datapoint_table(model: ScoreModel, robust: RobustRanking) -> pd.DataFrame:
+    ids = model.data.datapoint_ids
+    c = robust.consensus
+    n_s = (~np.isnan(c)).sum(1)
+    with np.errstate(invalid="ignore"):
+        mean = np.where(n_s > 0, np.nansum(np.where(np.isnan(c), 0, c), 1) / np.maximum(n_s, 1), np.nan)
+    return pd.DataFrame(
+        {
+            "datapoint_id": np.asarray(ids, dtype=object)[model.items],
+            "task": np.asarray([*model.tasks, ""], dtype=object)[model.item_task],
+            "teacher": np.asarray([*model.teachers, ""], dtype=object)[model.item_teacher],
+            "n_students": n_s,
+            "mean_score": mean,
+            "item_weight": robust.item_weight,
+        }
+    )
+
+
+def _response_table(model: ScoreModel, robust: RobustRanking) -> pd.DataFrame:
+    r = model.scored_responses()
+    data = model.data
+    lengths = np.full(model.n_responses, np.nan)
+    if len(data.responses):
+        lengths[data.responses.index.to_numpy()] = data.responses["length"].to_numpy()
+    item = model.resp_item[r]
+    return pd.DataFrame(
+        {
+            "response_id": pd.Categorical(np.asarray(data.response_ids, dtype=object)[r]),
+            "datapoint_id": pd.Categorical(np.asarray(data.datapoint_ids, dtype=object)[model.items[item]]),
+            "task": pd.Categorical(np.asarray([*model.tasks, ""], dtype=object)[model.item_task[item]]),
+            "teacher": pd.Categorical(
+                np.asarray([*model.teachers, ""], dtype=object)[model.item_teacher[item]]
+            ),
+            "student": pd.Categorical(np.asarray(model.students, dtype=object)[model.resp_student[r]]),
+            "score": model.resp_score[r],
+            "robust_score": robust.resp_consensus[r],
+            "item_weight": robust.item_weight[item],
+            "length": lengths[r],
+        }
+    )

@@ -1,0 +1,178 @@
+"""``coeval analyze``: rankings, judge agreement and diagnostics of a run, as an HTML report,
+``summary.json`` and CSV/Parquet tables."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+__all__ = ["analyze_command"]
+
+_STAGES = ("load", "scores", "robust ranking", "judge agreement", "teachers and diagnostics", "reports")
+
+
+@click.command("analyze")
+@click.option(
+    "--run",
+    "run_path",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Run folder: {storage_folder}/{experiment_id}, ours or the earlier CoEval's.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Where to write report.html, summary.json and tables/ (default: RUN/analysis).",
+)
+@click.option(
+    "--bootstrap",
+    "n_boot",
+    type=click.IntRange(0, 100_000),
+    default=1000,
+    show_default=True,
+    help="Bootstrap resamples of datapoints for the 95% intervals (0: no intervals).",
+)
+@click.option(
+    "--level",
+    type=click.FloatRange(0.5, 0.999),
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the intervals.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resamples.")
+@click.option(
+    "--report",
+    "reports",
+    multiple=True,
+    metavar="NAME",
+    help="Write only these reports (repeatable): summary, tables, html, or a plugin's. Default: all.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress display and no ranking printout.")
+def analyze_command(
+    run_path: Path,
+    out_dir: Path | None,
+    n_boot: int,
+    level: float,
+    seed: int,
+    reports: tuple[str, ...],
+    quiet: bool,
+) -> None:
+    """Analyse a run: student ranking with 95% intervals and a robust (judge- and
+    datapoint-weighted) ranking, judge agreement (kappa, Krippendorff's alpha, ICC),
+    teacher discrimination, self-preference, verbosity, coverage and judge failures.
+
+    Duplicate, failed and incomplete records are handled by fixed rules and counted in
+    summary.json (data_quality); see docs/analysis.md.
+
+    Example: coeval analyze --run eval_runs/demo-v1 --out reports/demo
+    """
+    from coeval.plugins import registries
+
+    from coeval_analysis.analysis import AnalysisOptions, analyze
+    from coeval_analysis.errors import AnalysisInputError
+    from coeval_analysis.loader import load_run
+
+    writers = {entry.name: entry.value for entry in registries().reports}
+    unknown = [r for r in reports if r not in writers]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown report {', '.join(unknown)}; installed: {', '.join(writers) or 'none'}",
+            param_hint="--report",
+        )
+    chosen = {name: writers[name] for name in (reports or writers)}
+    out = out_dir or run_path / "analysis"
+    started = time.perf_counter()
+    progress = _progress(quiet)
+    try:
+        with progress:
+            task = progress.add_task("load", total=len(_STAGES))
+            data = load_run(run_path)
+            progress.update(task, advance=1)
+
+            def step(name: str) -> None:
+                progress.update(task, description=name, completed=min(_STAGES.index(name), len(_STAGES)))
+
+            analysis = analyze(data, AnalysisOptions(n_boot=n_boot, seed=seed, level=level), progress=step)
+            progress.update(task, description="reports", completed=len(_STAGES) - 1)
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise AnalysisInputError(f"{out}: cannot create the output folder ({exc.strerror})") from None
+            written: list[Path] = []
+            for writer in chosen.values():
+                written += list(writer(analysis, out) or [])
+            progress.update(task, completed=len(_STAGES))
+    except AnalysisInputError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    if not quiet:
+        _print_ranking(analysis.summary)
+        click.echo(
+            f"Analysed {analysis.summary['n_records']:,} judge records in {time.perf_counter() - started:.1f} s."
+        )
+        for path in written:
+            if path.name in ("report.html", "summary.json"):
+                click.echo(f"  {path}")
+        click.echo(f"  {out / 'tables'}/ (CSV and Parquet)" if (out / "tables").exists() else "")
+
+
+class _NoProgress:
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, *a: object, **kw: object) -> int:
+        return 0
+
+    def update(self, *a: object, **kw: object) -> None:
+        return None
+
+
+def _progress(quiet: bool):  # type: ignore[no-untyped-def]
+    if quiet:
+        return _NoProgress()
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description:<26}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+
+
+def _print_ranking(summary: dict) -> None:  # type: ignore[type-arg]
+    from rich.console import Console
+    from rich.table import Table
+
+    def f(x: object) -> str:
+        return "—" if x is None else f"{x:.3f}"  # type: ignore[str-format]
+
+    table = Table(title=f"{summary['experiment_id']}: students", title_justify="left")
+    for col in ("rank", "student", "robust score", "95% CI", "mean score", "95% CI "):
+        table.add_column(col, justify="left" if col == "student" else "right")
+    for name, s in summary["students"].items():
+        table.add_row(
+            str(s["robust_rank"]),
+            name,
+            f(s["robust_score"]),
+            f"[{f(s['robust_ci'][0])}, {f(s['robust_ci'][1])}]",
+            f(s["score"]),
+            f"[{f(s['ci'][0])}, {f(s['ci'][1])}]",
+        )
+    Console().print(table)
+    q = summary["data_quality"]
+    click.echo(
+        f"records {q['n_records']:,}; failed {q['n_failed']:,}; duplicates dropped {q['n_duplicates']:,}; "
+        f"orphaned {q['n_orphaned']:,}; incomplete {q['n_incomplete']:,}"
+    )

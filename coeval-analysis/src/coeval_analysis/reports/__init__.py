@@ -1,0 +1,35 @@
+"""Report writers: ``writer(analysis, out_dir) -> list[Path]``, registered through
+``register_reports`` (see coeval_analysis.plugin)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["STANDARD_REPORTS", "lazy_writers"]
+
+#: name -> "module:function", in the order `coeval analyze` runs them
+STANDARD_REPORTS = {
+    "summary": "coeval_analysis.reports.summary:write_summary",
+    "tables": "coeval_analysis.reports.tables:write_tables",
+    "html": "coeval_analysis.reports.html:write_html",
+}
+
+
+def lazy_writers() -> dict[str, Callable[[Any, Path], list[Path]]]:
+    """Writers that import their module (pandas, jinja2...) only when called."""
+
+    def make(target: str) -> Callable[[Any, Path], list[Path]]:
+        module, func = target.split(":")
+
+        def writer(analysis: Any, out_dir: Path) -> list[Path]:
+            import importlib
+
+            return getattr(importlib.import_module(module), func)(analysis, out_dir)  # type: ignore[no-any-return]
+
+        writer.__name__ = func
+        writer.__doc__ = f"Lazy wrapper of {target}."
+        return writer
+
+    return {name: make(target) for name, target in STANDARD_REPORTS.items()}

@@ -1,0 +1,817 @@
+"""The self-contained HTML report: one file, plotly.js embedded once, no network access.
+
+The page is built from the analysis summary and tables only (nothing is recomputed), as a
+list of sections, each a list of blocks (text, key figures, a chart, a sortable table).
+Charts are plotly figure specs in one JSON island, drawn by the page's own script, so the
+file works from ``file://`` with no CDN and no server.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.resources
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from coeval_analysis.reports.summary import to_jsonable
+
+if TYPE_CHECKING:
+    from coeval_analysis.analysis import Analysis
+
+__all__ = ["build_page", "write_html"]
+
+_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d"]
+_MAX_SCATTER = 3000
+
+
+def plotly_js() -> str:
+    """The plotly.js bundle shipped inside the ``plotly`` package (no download)."""
+    ref = importlib.resources.files("plotly") / "package_data" / "plotly.min.js"
+    return ref.read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------
+# blocks
+
+
+@dataclass
+class Table:
+    columns: list[tuple[str, str]]  # (key, header)
+    rows: list[dict[str, Any]]
+    caption: str = ""
+    kind: str = "table"
+
+    def cells(self) -> list[list[tuple[str, str, bool]]]:
+        """(shown text, sort key, is a number) per cell."""
+        out = []
+        for row in self.rows:
+            out.append([_cell(row.get(key)) for key, _ in self.columns])
+        return out
+
+
+@dataclass
+class Figure:
+    id: str
+    spec: dict[str, Any]
+    height: int = 380
+    kind: str = "figure"
+
+
+@dataclass
+class Text:
+    html: Markup
+    kind: str = "text"
+
+
+@dataclass
+class KeyFigures:
+    items: list[tuple[str, str]]
+    kind: str = "keys"
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    intro: str = ""
+    blocks: list[Any] = field(default_factory=list)
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool | np.bool_):
+        return "yes" if v else "no"
+    if isinstance(v, int | np.integer):
+        return f"{int(v):,}"
+    if isinstance(v, float | np.floating):
+        if not np.isfinite(v):
+            return "—"
+        return f"{float(v):.{digits}f}"
+    if (
+        isinstance(v, list | tuple)
+        and len(v) == 2
+        and all(isinstance(x, int | float | type(None)) for x in v)
+    ):
+        return f"[{_fmt(v[0], digits)}, {_fmt(v[1], digits)}]"
+    return str(v)
+
+
+def _cell(v: Any) -> tuple[str, str, bool]:
+    if (
+        isinstance(v, list | tuple)
+        and len(v) == 2
+        and all(isinstance(x, int | float | type(None)) for x in v)
+    ):
+        first = v[0]
+        return _fmt(v), "" if first is None else repr(float(first)), True
+    if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_):
+        f = float(v)
+        return _fmt(v), repr(f) if np.isfinite(f) else "", True
+    return _fmt(v), "" if v is None else str(v), False
+
+
+# ------------------------------------------------------------------------------------------
+# figures
+
+
+def _layout(title: str = "", **kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "title": {"text": title, "font": {"size": 14}},
+        "margin": {"l": 150, "r": 30, "t": 40 if title else 20, "b": 50},
+        "font": {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 12},
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#fafafa",
+        "hovermode": "closest",
+    }
+    base.update(kw)
+    return base
+
+
+def _ranking_figure(students: dict[str, Any]) -> dict[str, Any]:
+    names = list(students)[::-1]
+    traces = []
+    for key, ci_key, label, color in (
+        ("score", "ci", "mean score", _COLORS[0]),
+        ("robust_score", "robust_ci", "robust score", _COLORS[1]),
+    ):
+        x = [students[s][key] for s in names]
+        lo = [
+            (v - students[s][ci_key][0]) if v is not None and students[s][ci_key][0] is not None else None
+            for s, v in zip(names, x, strict=True)
+        ]
+        hi = [
+            (students[s][ci_key][1] - v) if v is not None and students[s][ci_key][1] is not None else None
+            for s, v in zip(names, x, strict=True)
+        ]
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": label,
+                "x": x,
+                "y": names,
+                "marker": {"size": 10, "color": color},
+                "error_x": {
+                    "type": "data",
+                    "symmetric": False,
+                    "array": hi,
+                    "arrayminus": lo,
+                    "color": color,
+                },
+            }
+        )
+    gold = [students[s].get("gold_score") for s in names]
+    if any(g is not None for g in gold):
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "gold",
+                "x": gold,
+                "y": names,
+                "marker": {"size": 10, "symbol": "diamond", "color": _COLORS[2]},
+            }
+        )
+    return {
+        "data": traces,
+        "layout": _layout(
+            "Students: score with 95% interval",
+            xaxis={"title": {"text": "score (0 = all Low, 1 = all High)"}},
+            legend={"orientation": "h", "y": -0.2},
+        ),
+    }
+
+
+def _heatmap(slices: pd.DataFrame, kind: str, title: str, students: list[str]) -> dict[str, Any] | None:
+    sub = slices[slices["kind"] == kind]
+    if sub.empty:
+        return None
+    label = sub["slice"] if kind != "attribute" else sub["task"] + ": " + sub["slice"]
+    sub = sub.assign(label=label)
+    piv = sub.pivot_table(index="label", columns="student", values="score", aggfunc="first")
+    piv = piv.reindex(columns=[s for s in students if s in piv.columns])
+    z = [[None if pd.isna(v) else round(float(v), 4) for v in row] for row in piv.to_numpy()]
+    text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
+    return {
+        "data": [
+            {
+                "type": "heatmap",
+                "z": z,
+                "x": list(piv.columns),
+                "y": list(piv.index),
+                "text": text,
+                "texttemplate": "%{text}",
+                "colorscale": "Viridis",
+                "zmin": 0,
+                "zmax": 1,
+                "hovertemplate": "%{y}<br>%{x}: %{z:.3f}<extra></extra>",
+            }
+        ],
+        "layout": _layout(title, margin={"l": 220, "r": 30, "t": 40, "b": 90}),
+    }
+
+
+def _bar(
+    names: list[str],
+    values: list[Any],
+    title: str,
+    ci: list[list[Any]] | None = None,
+    axis: str = "",
+    color: str = _COLORS[0],
+) -> dict[str, Any]:
+    trace: dict[str, Any] = {
+        "type": "bar",
+        "orientation": "h",
+        "x": values,
+        "y": names,
+        "marker": {"color": color},
+    }
+    if ci is not None:
+        trace["error_x"] = {
+            "type": "data",
+            "symmetric": False,
+            "array": [
+                None if v is None or c[1] is None else c[1] - v for v, c in zip(values, ci, strict=True)
+            ],
+            "arrayminus": [
+                None if v is None or c[0] is None else v - c[0] for v, c in zip(values, ci, strict=True)
+            ],
+        }
+    return {"data": [trace], "layout": _layout(title, xaxis={"title": {"text": axis}})}
+
+
+def _matrix_figure(judges: list[str], pairs: list[dict[str, Any]], key: str, title: str) -> dict[str, Any]:
+    idx = {j: i for i, j in enumerate(judges)}
+    z: list[list[float | None]] = [
+        [1.0 if i == k else None for k in range(len(judges))] for i in range(len(judges))
+    ]
+    for p in pairs:
+        v = p.get(key)
+        a, b = idx[p["a"]], idx[p["b"]]
+        z[a][b] = z[b][a] = None if v is None else round(float(v), 4)
+    text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
+    return {
+        "data": [
+            {
+                "type": "heatmap",
+                "z": z,
+                "x": judges,
+                "y": judges,
+                "text": text,
+                "texttemplate": "%{text}",
+                "colorscale": "RdBu",
+                "zmin": -1,
+                "zmax": 1,
+                "reversescale": False,
+            }
+        ],
+        "layout": _layout(title, margin={"l": 150, "r": 30, "t": 40, "b": 120}),
+    }
+
+
+def _verbosity_figure(responses: pd.DataFrame) -> dict[str, Any] | None:
+    if responses is None or responses.empty or responses["length"].isna().all():
+        return None
+    df = responses.dropna(subset=["length", "robust_score"])
+    if len(df) > _MAX_SCATTER:
+        df = df.sample(_MAX_SCATTER, random_state=0)
+    traces = []
+    for i, (student, g) in enumerate(df.groupby("student", observed=True, sort=True)):
+        traces.append(
+            {
+                "type": "scattergl" if len(df) > 1000 else "scatter",
+                "mode": "markers",
+                "name": str(student),
+                "x": g["length"].round(0).tolist(),
+                "y": g["robust_score"].round(4).tolist(),
+                "marker": {"size": 5, "opacity": 0.5, "color": _COLORS[i % len(_COLORS)]},
+            }
+        )
+    return {
+        "data": traces,
+        "layout": _layout(
+            "Answer length vs score (sample)",
+            xaxis={"title": {"text": "answer length (characters)"}, "type": "log"},
+            yaxis={"title": {"text": "judge-weighted score"}},
+        ),
+    }
+
+
+def _histogram(values: np.ndarray, title: str, axis: str) -> dict[str, Any]:
+    v = values[np.isfinite(values)]
+    counts, edges = np.histogram(v, bins=20, range=(0.0, 1.0))
+    centres = ((edges[:-1] + edges[1:]) / 2).round(3).tolist()
+    return {
+        "data": [{"type": "bar", "x": centres, "y": counts.tolist(), "marker": {"color": _COLORS[4]}}],
+        "layout": _layout(
+            title,
+            margin={"l": 60, "r": 30, "t": 40, "b": 50},
+            xaxis={"title": {"text": axis}},
+            yaxis={"title": {"text": "datapoints"}},
+            bargap=0.05,
+        ),
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# sections
+
+
+def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
+    s = to_jsonable(analysis.summary)
+    t = analysis.tables
+    figs: dict[str, Any] = {}
+    sections: list[Section] = []
+
+    def fig(fid: str, spec: dict[str, Any] | None, height: int = 380) -> Figure | None:
+        if spec is None:
+            return None
+        figs[fid] = spec
+        return Figure(fid, spec, height)
+
+    students = s["students"]
+    q = s["data_quality"]
+
+    # overview
+    best = next(iter(students), None)
+    keys = [
+        ("students", str(len(students))),
+        ("LLM judges", str(len(s["agreement"]["judges"]))),
+        ("teachers", str(len(s["teachers"]))),
+        ("datapoints", f"{s['n_items']:,}"),
+        ("judge records", f"{s['n_records']:,}"),
+        ("failed", f"{s['n_failed']:,}"),
+        ("duplicates dropped", f"{s['n_duplicates']:,}"),
+        ("Krippendorff's α", _fmt(s["agreement"]["krippendorff_alpha"])),
+    ]
+    intro = (
+        f"Experiment <b>{html.escape(s['experiment_id'])}</b>. "
+        + (f"Top student by robust score: <b>{html.escape(best)}</b>. " if best else "")
+        + "Scores run from 0 (every factor Low) to 1 (every factor High); intervals are 95% bootstrap "
+        f"intervals over datapoints ({s['settings']['n_boot']} resamples)."
+    )
+    sections.append(Section("overview", "Overview", "", [Text(Markup(intro)), KeyFigures(keys)]))
+
+    # ranking
+    rank_rows = [{"student": k, **v} for k, v in students.items()]
+    cols = [
+        ("robust_rank", "robust rank"),
+        ("student", "student"),
+        ("robust_score", "robust score"),
+        ("robust_ci", "robust 95% CI"),
+        ("rank", "rank"),
+        ("score", "mean score"),
+        ("ci", "95% CI"),
+        ("n_responses", "responses"),
+    ]
+    if any("gold_score" in r for r in rank_rows):
+        cols += [("gold_score", "gold score"), ("gold_ci", "gold 95% CI")]
+    sections.append(
+        Section(
+            "ranking",
+            "Student ranking",
+            "Mean score: every judge and evaluator counts equally. Robust score: judges weighted by their "
+            "agreement with the others and datapoints by how cleanly they separate students (see Judges); "
+            "it stays right when a judge answers at random.",
+            [
+                b
+                for b in (
+                    fig("fig-ranking", _ranking_figure(students), 90 + 45 * len(students)),
+                    Table(cols, rank_rows),
+                )
+                if b
+            ],
+        )
+    )
+
+    # breakdowns
+    slices = t["student_scores"]
+    order = list(students)
+    blocks: list[Any] = []
+    for kind, title in (
+        ("task", "by task"),
+        ("factor", "by rubric factor"),
+        ("teacher", "by teacher"),
+        ("judge", "by judge / evaluator"),
+        ("attribute", "by attribute value"),
+    ):
+        n_rows = slices[slices["kind"] == kind]["slice"].nunique()
+        f = fig(f"fig-{kind}", _heatmap(slices, kind, f"Score {title}", order), 120 + 28 * n_rows)
+        if f:
+            blocks.append(f)
+    brows = slices[slices["kind"] != "overall"].to_dict("records")
+    for r in brows:
+        r["ci"] = [r.pop("ci_low"), r.pop("ci_high")]
+    blocks.append(
+        Table(
+            [
+                ("kind", "by"),
+                ("task", "task"),
+                ("slice", "slice"),
+                ("student", "student"),
+                ("score", "score"),
+                ("ci", "95% CI"),
+                ("n", "responses"),
+            ],
+            brows,
+        )
+    )
+    sections.append(
+        Section("breakdowns", "Breakdowns", "Student scores by slice, with 95% intervals.", blocks)
+    )
+
+    # judges
+    judges = s["judges"]
+    llm = [j for j in judges if "weight" in judges[j]]
+    jblocks: list[Any] = []
+    if llm:
+        jblocks.append(
+            fig(
+                "fig-weights",
+                _bar(
+                    llm,
+                    [judges[j]["weight"] for j in llm],
+                    "Judge weights (95% interval)",
+                    [judges[j]["weight_ci"] for j in llm],
+                    "weight",
+                ),
+                80 + 40 * len(llm),
+            )
+        )
+    names = list(judges)
+    jblocks.append(
+        fig(
+            "fig-failures",
+            _bar(
+                names,
+                [judges[j]["failure_rate"] for j in names],
+                "Failure rate",
+                axis="share of records failed",
+                color=_COLORS[3],
+            ),
+            80 + 40 * len(names),
+        )
+    )
+    jrows = [
+        {"judge": k, **v, "errors": ", ".join(f"{a}: {b}" for a, b in v.get("errors", {}).items())}
+        for k, v in judges.items()
+    ]
+    jblocks.append(
+        Table(
+            [
+                ("judge", "judge"),
+                ("evaluator", "kind"),
+                ("weight", "weight"),
+                ("weight_ci", "95% CI"),
+                ("consensus_r", "r with others"),
+                ("mean_score", "mean score given"),
+                ("mean_kappa", "mean κ"),
+                ("n_records", "records"),
+                ("n_failed", "failed"),
+                ("failure_rate", "failure rate"),
+                ("errors", "errors"),
+            ],
+            jrows,
+        )
+    )
+    sections.append(
+        Section(
+            "judges",
+            "Judges",
+            "A judge's weight grows with its signal-to-noise ratio, estimated from its correlation with the "
+            "weighted consensus of the other judges; a judge answering at random gets about 0. Failed records "
+            "(unparseable replies, errors) are counted here, never scored as Low.",
+            [b for b in jblocks if b],
+        )
+    )
+
+    # agreement
+    ag = s["agreement"]
+    ablocks: list[Any] = []
+    icc_ = ag.get("icc", {})
+    ablocks.append(
+        KeyFigures(
+            [
+                ("Krippendorff's α (ordinal)", _fmt(ag.get("krippendorff_alpha"))),
+                ("ICC(3,1)", _fmt(icc_.get("icc3_1"))),
+                ("ICC(3,k)", _fmt(icc_.get("icc3_k"))),
+                ("ICC(2,1)", _fmt(icc_.get("icc2_1"))),
+                ("ICC items", _fmt(icc_.get("n_items"))),
+            ]
+        )
+    )
+    if ag["pairwise"]:
+        ablocks.append(
+            fig(
+                "fig-kappa",
+                _matrix_figure(ag["judges"], ag["pairwise"], "kappa", "Cohen's κ by pair"),
+                140 + 40 * len(ag["judges"]),
+            )
+        )
+        ablocks.append(
+            Table(
+                [
+                    ("a", "judge A"),
+                    ("b", "judge B"),
+                    ("n", "common items"),
+                    ("spa", "agreement"),
+                    ("wpa", "weighted agreement"),
+                    ("kappa", "κ"),
+                    ("kappa_linear", "linear-weighted κ"),
+                    ("strength", "strength"),
+                ],
+                ag["pairwise"],
+            )
+        )
+    if ag.get("by_task"):
+        ablocks.append(
+            Table(
+                [("task", "task"), ("krippendorff_alpha", "α (ordinal)"), ("n_units", "items")],
+                [{"task": k, **v} for k, v in ag["by_task"].items()],
+            )
+        )
+    note = ""
+    if icc_.get("excluded"):
+        note = f" ICC uses the items every judge in it scored; left out for low coverage: {', '.join(icc_['excluded'])}."
+    sections.append(
+        Section(
+            "agreement",
+            "Judge agreement",
+            "Items are (response, rubric factor) pairs scored High/Medium/Low. Pairwise statistics use "
+            "the items both judges scored; α uses every item at least two judges scored." + note,
+            [b for b in ablocks if b],
+        )
+    )
+
+    # teachers
+    teachers = s["teachers"]
+    tnames = list(teachers)
+    tblocks: list[Any] = [
+        fig(
+            "fig-teachers",
+            _bar(
+                tnames,
+                [teachers[x]["discrimination"] for x in tnames],
+                "Teacher discrimination",
+                axis="mean per-datapoint spread of student scores",
+                color=_COLORS[2],
+            ),
+            80 + 40 * len(tnames),
+        ),
+        Table(
+            [
+                ("teacher", "teacher"),
+                ("discrimination", "discrimination"),
+                ("separation", "separation"),
+                ("ranking_agreement", "ranking agreement (τ)"),
+                ("mean_score", "mean score"),
+                ("n_datapoints", "datapoints"),
+            ],
+            [{"teacher": k, **v} for k, v in teachers.items()],
+        ),
+    ]
+    dps = t.get("datapoints")
+    if dps is not None and len(dps):
+        tblocks.append(
+            fig(
+                "fig-items",
+                _histogram(
+                    dps["item_weight"].to_numpy(), "Datapoint weights in the robust score", "item weight"
+                ),
+                300,
+            )
+        )
+    sections.append(
+        Section(
+            "teachers",
+            "Teachers",
+            "Discrimination: how far apart students score on a teacher's datapoints. Ranking agreement: "
+            "Kendall's τ between the ranking its datapoints give and the one the other teachers' give.",
+            [b for b in tblocks if b],
+        )
+    )
+
+    # bias
+    sp = s["self_preference"]
+    brows2 = []
+    for kind, label in (
+        ("judge_is_student", "judge scores itself"),
+        ("same_family", "judge scores its family"),
+        ("teacher_is_student", "student on its own datapoints"),
+    ):
+        for model_name, v in sp.get(kind, {}).items():
+            brows2.append({"check": label, "model": model_name, **v})
+    vb = s["verbosity"]
+    vrows = [{"judge": "weighted consensus", **(vb["ensemble"] or {})}] + [
+        {"judge": k, **(v or {})} for k, v in vb["judges"].items()
+    ]
+    bblocks: list[Any] = [
+        Table(
+            [
+                ("check", "check"),
+                ("model", "model"),
+                ("family", "family"),
+                ("bias", "bias"),
+                ("se", "std. error"),
+                ("n_self", "n own"),
+                ("n_other", "n other"),
+            ],
+            brows2,
+        )
+        if brows2
+        else Text(Markup("<p>No model plays two roles.</p>")),
+        Table(
+            [
+                ("judge", "judge"),
+                ("spearman", "Spearman ρ (length, score)"),
+                ("within_item", "within datapoint r"),
+                ("n", "responses"),
+            ],
+            vrows,
+        ),
+        fig("fig-verbosity", _verbosity_figure(t.get("responses")), 420),
+    ]
+    sections.append(
+        Section(
+            "bias",
+            "Self-preference and verbosity",
+            "Bias: how much more a judge scores its own (or its family's) answers than the other judges "
+            "do, minus how much more it scores everyone else's; for teachers, a student's lead on its "
+            "own datapoints minus its lead elsewhere. Verbosity: correlation of answer length with score.",
+            [b for b in bblocks if b],
+        )
+    )
+
+    # coverage
+    cov = s["coverage"]
+    cnames = list(cov)
+    cblocks: list[Any] = []
+    if cnames:
+        cblocks.append(
+            fig(
+                "fig-coverage",
+                _bar(
+                    cnames,
+                    [cov[c]["value_coverage"] for c in cnames],
+                    "Attribute values covered",
+                    axis="share of values with a datapoint",
+                    color=_COLORS[5],
+                ),
+                80 + 40 * len(cnames),
+            )
+        )
+        cblocks.append(
+            Table(
+                [
+                    ("task", "task"),
+                    ("n_datapoints", "datapoints"),
+                    ("n_values", "grid values"),
+                    ("value_coverage", "value coverage"),
+                    ("pair_coverage", "pair coverage"),
+                    ("uncovered", "never drawn"),
+                ],
+                [{"task": k, **v, "uncovered": ", ".join(v["uncovered"]) or "—"} for k, v in cov.items()],
+            )
+        )
+        ct = t.get("coverage")
+        if ct is not None and len(ct):
+            cblocks.append(
+                Table(
+                    [
+                        ("task", "task"),
+                        ("teacher", "teacher"),
+                        ("attribute", "attribute"),
+                        ("value", "value"),
+                        ("n_datapoints", "datapoints"),
+                    ],
+                    ct.to_dict("records"),
+                )
+            )
+    sections.append(
+        Section(
+            "coverage",
+            "Coverage of the attribute grid",
+            "Which target-attribute values the teachers' datapoints exercise.",
+            [b for b in cblocks if b] or [Text(Markup("<p>No target attributes recorded.</p>"))],
+        )
+    )
+
+    # references
+    rblocks: list[Any] = []
+    gold = s.get("gold")
+    if gold:
+        ens = gold.get("ensemble_vs_gold") or {}
+        rblocks.append(
+            KeyFigures(
+                [
+                    ("ensemble vs gold: Pearson", _fmt(ens.get("pearson"))),
+                    ("Spearman", _fmt(ens.get("spearman"))),
+                    ("responses", _fmt(ens.get("n"))),
+                    ("ranking vs gold: Spearman", _fmt((gold.get("ranking_vs_gold") or {}).get("spearman"))),
+                ]
+            )
+        )
+        rblocks.append(
+            Table(
+                [
+                    ("judge", "judge"),
+                    ("pearson", "Pearson r with gold"),
+                    ("spearman", "Spearman ρ"),
+                    ("n", "responses"),
+                ],
+                [{"judge": k, **(v or {})} for k, v in gold["judges_vs_gold"].items()],
+            )
+        )
+    ev = t.get("evaluator_scores")
+    if ev is not None and len(ev):
+        rblocks.append(
+            Table(
+                [
+                    ("evaluator", "evaluator"),
+                    ("factor", "factor"),
+                    ("student", "student"),
+                    ("score", "score"),
+                    ("n", "responses"),
+                ],
+                ev.to_dict("records"),
+            )
+        )
+    lt = t.get("labels")
+    if lt is not None and len(lt):
+        rblocks.append(
+            Table(
+                [
+                    ("task", "task"),
+                    ("attribute", "attribute"),
+                    ("label", "label"),
+                    ("support", "support"),
+                    ("precision", "precision"),
+                    ("recall", "recall"),
+                    ("f1", "F1"),
+                ],
+                lt.to_dict("records"),
+            )
+        )
+    if rblocks:
+        sections.append(
+            Section(
+                "references",
+                "Gold, metrics and labels",
+                "Scores against references: benchmark gold verdicts (kept apart from the judge score), "
+                "metric factors and label exact-match with per-label precision, recall and F1.",
+                rblocks,
+            )
+        )
+
+    # data quality
+    qrows = [{"what": k, "count": v} for k, v in q.items() if not isinstance(v, dict)]
+    for phase in ("datapoints", "responses"):
+        for k, v in q[phase].items():
+            qrows.append({"what": f"{phase}: {k}", "count": v})
+    for k, v in q.get("missing_factors", {}).items():
+        qrows.append({"what": f"missing factor: {k}", "count": v})
+    for k, v in q.get("unknown_factors", {}).items():
+        qrows.append({"what": f"unknown factor: {k}", "count": v})
+    for k, v in q.get("invalid_values", {}).items():
+        qrows.append({"what": f"invalid value: {k}", "count": v})
+    sections.append(
+        Section(
+            "quality",
+            "Data quality",
+            "Every record the statistics do not use, and why. Duplicates: the last valid record of an id "
+            "wins. Failed records count as judge failures, never as Low.",
+            [Table([("what", "what"), ("count", "count")], qrows)],
+        )
+    )
+    return sections, figs
+
+
+def _json_island(obj: Any) -> Markup:
+    text = json.dumps(to_jsonable(obj), ensure_ascii=False, separators=(",", ":"))
+    return Markup(text.replace("</", "<\\/").replace("<!--", "<\\!--"))
+
+
+def write_html(analysis: Analysis, out_dir: Path) -> list[Path]:
+    env = Environment(
+        loader=PackageLoader("coeval_analysis.reports", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+    )
+    sections, figs = build_page(analysis)
+    page = env.get_template("report.html.j2").render(
+        title=f"CoEval analysis: {analysis.summary['experiment_id']}",
+        summary=analysis.summary,
+        sections=sections,
+        figures=_json_island(figs),
+        plotly_js=Markup(plotly_js()),
+    )
+    path = Path(out_dir) / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return [path]

@@ -1,0 +1,181 @@
+"""Teacher discrimination, self-preference and verbosity diagnostics.
+
+All work on the judge-weighted consensus (see :mod:`coeval_analysis.stats.robust`), so a
+random judge does not blur them, except the self-preference of a judge, which compares
+that judge with the others on the same responses.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from coeval_analysis.stats.robust import RobustRanking
+from coeval_analysis.stats.scores import ScoreModel, dense_mean
+
+__all__ = ["model_family", "self_preference", "teacher_discrimination", "verbosity"]
+
+
+def _f(x: float | np.floating[Any] | None) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def teacher_discrimination(model: ScoreModel, robust: RobustRanking) -> dict[str, dict[str, Any]]:
+    """Per teacher: how well its datapoints separate the students.
+
+    ``discrimination``: mean over its datapoints (answered by >= 2 students) of the standard
+    deviation of the students' scores on it; ``separation``: standard deviation of the
+    students' mean scores over its datapoints; ``ranking_agreement``: Kendall's tau between
+    the student ranking its datapoints give and the one all other teachers' datapoints give
+    (does it rank students the way everyone else does?); ``mean_score`` (how easy its
+    datapoints are) and ``n_datapoints``.
+    """
+    c = robust.consensus
+    out: dict[str, dict[str, Any]] = {}
+    for t_code in np.unique(model.item_teacher):
+        if t_code < 0:
+            continue
+        name = model.teachers[t_code]
+        mine = model.item_teacher == t_code
+        sub = c[mine]
+        n_s = (~np.isnan(sub)).sum(1)
+        rows = sub[n_s >= 2]
+        per_item_sd = np.array([np.nanstd(r, ddof=1) for r in rows]) if len(rows) else np.zeros(0)
+        means = np.nanmean(sub, 0) if len(sub) else np.full(model.n_students, np.nan)
+        entry: dict[str, Any] = {
+            "discrimination": _f(per_item_sd.mean()) if len(per_item_sd) else None,
+            "separation": _f(np.nanstd(means, ddof=1)) if np.sum(~np.isnan(means)) >= 2 else None,
+            "mean_score": _f(np.nanmean(sub)) if np.isfinite(sub).any() else None,
+            "n_datapoints": int(mine.sum()),
+            "ranking_agreement": None,
+        }
+        others = c[~mine]
+        if len(others) and model.n_students >= 3:
+            other_means = np.nanmean(others, 0)
+            ok = ~np.isnan(means) & ~np.isnan(other_means)
+            if ok.sum() >= 3:
+                tau = stats.kendalltau(means[ok], other_means[ok]).statistic
+                entry["ranking_agreement"] = _f(tau)
+        out[name] = entry
+    return out
+
+
+_FAMILY = re.compile(r"[a-z]+")
+
+
+def model_family(name: str) -> str:
+    """Vendor family from a model name: the leading letters of its last path segment
+    ("gpt-4o-mini" -> "gpt", "Qwen/Qwen2.5-7B" -> "qwen", "claude-3-haiku" -> "claude")."""
+    last = name.rsplit("/", 1)[-1].rsplit(":", 1)[-1].lower()
+    m = _FAMILY.match(last)
+    return m.group(0) if m else last
+
+
+def _diff_in_means(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if len(a) == 0 or len(b) == 0:
+        return {"bias": None, "se": None, "n_self": len(a), "n_other": len(b)}
+    se = np.sqrt(
+        (a.var(ddof=1) / len(a) if len(a) > 1 else 0.0) + (b.var(ddof=1) / len(b) if len(b) > 1 else 0.0)
+    )
+    return {"bias": float(a.mean() - b.mean()), "se": _f(se), "n_self": len(a), "n_other": len(b)}
+
+
+def self_preference(model: ScoreModel, robust: RobustRanking) -> dict[str, Any]:
+    """Do models favour themselves?
+
+    ``judge_is_student``: for a judge that is also a student, how much more it scores its
+    own answers than the other judges do, minus how much more it scores everyone else's
+    (its general leniency): a difference in differences on the same responses.
+    ``same_family``: the same for answers of other models of the judge's family.
+    ``teacher_is_student``: for a student that is also a teacher, its lead over the other
+    students on its own datapoints minus its lead elsewhere. Positive = self-preference;
+    ``se`` is a standard error ignoring clustering.
+    """
+    pr, pj, pm = model.per_judge_response()
+    J = len(model.judges)
+    out: dict[str, Any] = {"judge_is_student": {}, "same_family": {}, "teacher_is_student": {}}
+    if J >= 2 and len(pr):
+        tot, cnt = dense_mean(pr, model.n_responses, pm)
+        sums = np.nan_to_num(tot) * cnt
+        others = np.where(cnt[pr] > 1, (sums[pr] - pm) / np.maximum(cnt[pr] - 1, 1), np.nan)
+        diff = pm - others
+        resp_student = model.resp_student[pr]
+        fam_students = np.array([model_family(s) for s in model.students] + [""])
+        for j, judge in enumerate(model.judges):
+            mine = pj == j
+            if judge in model.students:
+                s = model.students.index(judge)
+                own = mine & (resp_student == s)
+                if own.any():
+                    out["judge_is_student"][judge] = _diff_in_means(
+                        diff[own], diff[mine & (resp_student != s)]
+                    )
+            fam = model_family(judge)
+            as_student = model.students.index(judge) if judge in model.students else -2
+            same = (
+                mine
+                & (fam_students[resp_student] == fam)
+                & (resp_student != as_student)
+                & (resp_student >= 0)
+            )
+            if same.any():
+                rest = mine & (fam_students[resp_student] != fam)
+                out["same_family"][judge] = {"family": fam, **_diff_in_means(diff[same], diff[rest])}
+    c = robust.consensus
+    if model.n_students >= 2 and len(c):
+        n_s = (~np.isnan(c)).sum(1)
+        row_sum = np.nansum(c, 1)
+        for s, student in enumerate(model.students):
+            if student not in model.teachers:
+                continue
+            t_code = model.teachers.index(student)
+            has = ~np.isnan(c[:, s]) & (n_s >= 2)
+            lead = np.where(
+                has, c[:, s] - (row_sum - np.nan_to_num(c[:, s])) / np.maximum(n_s - 1, 1), np.nan
+            )
+            own = model.item_teacher == t_code
+            if (own & has).any():
+                out["teacher_is_student"][student] = _diff_in_means(lead[own & has], lead[~own & has])
+    return out
+
+
+def verbosity(model: ScoreModel, robust: RobustRanking) -> dict[str, Any]:
+    """Do longer answers score higher? Spearman's rho between answer length (characters) and
+    score, per judge and for the weighted consensus, and ``within_item``: the same after
+    removing each datapoint's mean length and score (so that long prompts, which ask for
+    long answers, do not count)."""
+    lengths = np.full(model.n_responses, np.nan)
+    resp = model.data.responses
+    if len(resp) and "length" in resp.columns:
+        lengths[resp.index.to_numpy()] = resp["length"].to_numpy()
+    out: dict[str, Any] = {"ensemble": None, "judges": {}}
+
+    def corr(r: np.ndarray, score: np.ndarray) -> dict[str, Any] | None:
+        ln = lengths[r]
+        ok = ~np.isnan(ln) & ~np.isnan(score)
+        if ok.sum() < 3 or np.std(ln[ok]) == 0 or np.std(score[ok]) == 0:
+            return None
+        rho = stats.spearmanr(ln[ok], score[ok]).statistic
+        item = model.resp_item[r][ok]
+        good = item >= 0
+        within = None
+        if good.sum() >= 3:
+            mean_len, _ = dense_mean(item[good], model.n_items, ln[ok][good])
+            mean_sc, _ = dense_mean(item[good], model.n_items, score[ok][good])
+            dl = ln[ok][good] - mean_len[item[good]]
+            ds = score[ok][good] - mean_sc[item[good]]
+            if np.std(dl) > 0 and np.std(ds) > 0:
+                within = float(np.corrcoef(dl, ds)[0, 1])
+        return {"spearman": _f(rho), "within_item": within, "n": int(ok.sum())}
+
+    r_all = model.scored_responses()
+    out["ensemble"] = corr(r_all, robust.resp_consensus[r_all])
+    pr, pj, pm = model.per_judge_response()
+    for j, judge in enumerate(model.judges):
+        sel = pj == j
+        out["judges"][judge] = corr(pr[sel], pm[sel])
+    return out

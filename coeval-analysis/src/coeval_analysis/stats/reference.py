@@ -1,0 +1,132 @@
+"""Scores against references: benchmark gold, metric factors and label exact-match.
+
+Gold records (``evaluator: gold``, e.g. ``{"gold": 1.0}``: the benchmark's own verdict on
+an answer) are never mixed into the judge score; they are what the judges are checked
+against. Metric (``metric:bleu`` ...) and label evaluators score rubric factors and are part
+of the student score; here they are reported on their own as well.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from coeval_analysis.labels import precision_recall_f1
+from coeval_analysis.stats.bootstrap import Bootstrap
+from coeval_analysis.stats.robust import RobustRanking
+from coeval_analysis.stats.scores import GOLD, ScoreModel, dense_mean
+
+__all__ = ["evaluator_scores", "gold_report", "label_report"]
+
+
+def _corr(x: np.ndarray, y: np.ndarray) -> dict[str, Any] | None:
+    ok = ~np.isnan(x) & ~np.isnan(y)
+    if ok.sum() < 3 or np.std(x[ok]) == 0 or np.std(y[ok]) == 0:
+        return {"pearson": None, "spearman": None, "n": int(ok.sum())}
+    return {
+        "pearson": float(np.corrcoef(x[ok], y[ok])[0, 1]),
+        "spearman": float(stats.spearmanr(x[ok], y[ok]).statistic),
+        "n": int(ok.sum()),
+    }
+
+
+def gold_report(
+    model: ScoreModel, robust: RobustRanking, boot: Bootstrap, level: float = 0.95
+) -> dict[str, Any] | None:
+    """Per-student gold score (with interval) beside the judge score, and how well the
+    judge ensemble (and each judge) tracks gold, per response and per student ranking."""
+    units = model.data.units
+    gold = units[units["evaluator"].astype(object) == GOLD]
+    if gold.empty:
+        return None
+    g_resp, _g_n = dense_mean(
+        gold["response"].to_numpy().astype(np.int64),
+        model.n_responses,
+        gold["value"].to_numpy().astype(np.float64),
+    )
+    mat = model.item_student_matrix(g_resp)
+    has = ~np.isnan(mat)
+    num = np.where(has, mat, 0.0)
+    den = has.astype(np.float64)
+    tot = den.sum(0)
+    score = np.where(tot > 0, num.sum(0) / np.maximum(tot, 1), np.nan)
+    lo, hi = boot.ratio_ci(num, den, level)
+    students = {
+        s: {
+            "gold_score": _num(score[i]),
+            "gold_ci": [_num(lo[i]), _num(hi[i])],
+            "n": int(tot[i]),
+            "robust_score": _num(robust.score[i]),
+        }
+        for i, s in enumerate(model.students)
+        if tot[i] > 0
+    }
+    out: dict[str, Any] = {
+        "students": students,
+        "ensemble_vs_gold": _corr(robust.resp_consensus, g_resp),
+        "plain_vs_gold": _corr(model.resp_score, g_resp),
+        "judges_vs_gold": {},
+        "ranking_vs_gold": None,
+    }
+    pr, pj, pm = model.per_judge_response()
+    for j, judge in enumerate(model.judges):
+        sel = pj == j
+        out["judges_vs_gold"][judge] = _corr(pm[sel], g_resp[pr[sel]])
+    ok = ~np.isnan(score) & ~np.isnan(robust.score)
+    if ok.sum() >= 3:
+        out["ranking_vs_gold"] = {
+            "spearman": float(stats.spearmanr(score[ok], robust.score[ok]).statistic),
+            "n_students": int(ok.sum()),
+        }
+    return out
+
+
+def evaluator_scores(model: ScoreModel) -> pd.DataFrame:
+    """Mean score per (evaluator, factor, student) of the non-LLM evaluators."""
+    s_idx = model.resp_student[model.x_resp] if len(model.x_resp) else np.zeros(0, np.int64)
+    ok = s_idx >= 0
+    if not ok.any():
+        return pd.DataFrame(columns=["evaluator", "factor", "student", "score", "n"])
+    df = pd.DataFrame(
+        {
+            "evaluator": np.asarray(model.scorers, dtype=object)[model.x_scorer[ok]],
+            "factor": np.asarray(model.factors, dtype=object)[model.x_factor[ok]],
+            "student": np.asarray(model.students, dtype=object)[s_idx[ok]],
+            "value": model.x_value[ok],
+        }
+    )
+    return (
+        df.groupby(["evaluator", "factor", "student"])
+        .agg(score=("value", "mean"), n=("value", "size"))
+        .reset_index()
+    )
+
+
+def label_report(labels: pd.DataFrame) -> dict[str, Any]:
+    """Per (task, attribute): accuracy and per-label precision / recall / F1 over all
+    students, and accuracy and macro-F1 per student."""
+    out: dict[str, Any] = {}
+    if labels is None or labels.empty:
+        return out
+    for (task, attr), g in labels.groupby(["task", "attribute"], sort=True):
+        rep = precision_recall_f1(list(g["gold"]), list(g["predicted"]))
+        per_student = {}
+        for student, gs in g.groupby("student", sort=True):
+            r = precision_recall_f1(
+                list(gs["gold"]), list(gs["predicted"]), labels=list(rep.per_label["label"])
+            )
+            per_student[str(student)] = {"accuracy": r.accuracy, "macro_f1": r.macro["f1"], "n": r.n_items}
+        out[f"{task}/{attr}"] = {
+            "task": str(task),
+            "attribute": str(attr),
+            **rep.as_dict(),
+            "students": per_student,
+        }
+    return out
+
+
+def _num(x: float) -> float | None:
+    return None if not np.isfinite(x) else float(x)
