@@ -557,7 +557,10 @@ class _Run:
                 ctx.writers.close()
                 ledger.flush()
             result.survey = phase.survey(RunView(self.config, self.run, self.registries))
-            result.status = "completed" if result.survey.complete else "partial"
+            # complete only on complete inputs: a phase downstream of a gap is not done
+            upstream_complete = all(self.results[p.name].status in ("completed", "skipped")
+                                    for p in phases[: phases.index(phase)] if p.name in self.results)
+            result.status = "completed" if result.survey.complete and upstream_complete else "partial"
             if self.stop_requested and result.status != "completed":
                 result.status = "interrupted"
             self._phase_finished(result, started)
