@@ -1,0 +1,408 @@
+"""The batch executor: carries the items of batch-enabled models through provider batch APIs.
+
+The scheduler hands it every item it :meth:`~BatchExecutor.wants` (protocol in
+:mod:`coeval.scheduler.batch`); :meth:`~BatchExecutor.run` then, per phase:
+
+1. **Collects before it submits.** Items that already belong to a job in
+   ``pending_batches.json`` (a run that crashed, was stopped, or ran past its deadline) are
+   collected from that job; they are never submitted again.
+2. **Submits the rest**: grouped per model (a job never mixes models), chunked to the
+   provider's limits (count, and bytes where the runner says so), each chunk one job. A job
+   is written to ``pending_batches.json`` as soon as the provider accepts it, before the
+   first poll. A model with fewer items than its provider's minimum job size (Bedrock: 100)
+   runs those items in real time instead.
+3. **Polls** each job with backoff (the runner's interval, x1.5 per poll, at most 10 min)
+   until it ends or the overall deadline passes (26 h: past every provider's 24 h window).
+   A job still running at the deadline stays pending; its items are left for
+   ``--continue`` or ``coeval status --fetch-batches``.
+4. **Collects** the job: every item gets exactly one outcome, parsed with ``item.parse``
+   as in real time, so batch records are the same records. Requests the provider failed,
+   expired or left out become ``failed`` outcomes (``--continue`` retries them; set the
+   model's ``batch_enabled: false`` first to retry them in real time). The job leaves
+   ``pending_batches.json`` only after all its outcomes were reported (written).
+
+Batch-specific knobs (model ``parameters``, or the environment for all models):
+``batch_poll_interval_s`` / ``COEVAL_BATCH_POLL_INTERVAL`` (first poll interval) and
+``batch_deadline_s`` / ``COEVAL_BATCH_DEADLINE`` (seconds a run waits for its jobs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from coeval.batching.base import BatchJobStatus, BatchRunner
+from coeval.batching.pending import PendingJob, PendingStore
+from coeval.credentials import KeyStore, redact
+from coeval.interfaces.base import GenerateResult, ModelError, TransientModelError
+from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
+from coeval.storage.run_folder import RunFolder, utc_now
+
+if TYPE_CHECKING:
+    from coeval.config.model import Config, ModelConfig
+    from coeval.interfaces.base import Interface
+
+__all__ = ["BatchExecutor", "PollPolicy", "make_batch_executor"]
+
+_stdlog = logging.getLogger("coeval.batching")
+
+POLL_ENV = "COEVAL_BATCH_POLL_INTERVAL"
+DEADLINE_ENV = "COEVAL_BATCH_DEADLINE"
+
+
+def _env_float(name: str) -> float | None:
+    value = os.environ.get(name)
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+@attrs.frozen
+class PollPolicy:
+    """How often and how long to poll. ``interval_s`` None: the runner's own interval."""
+
+    interval_s: float | None = None
+    backoff: float = 1.5
+    max_interval_s: float = 600.0
+    deadline_s: float = 26 * 3600.0
+
+
+class _Log:
+    """Structlog-style calls (``log.info(event, key=value)``) on either kind of logger."""
+
+    def __init__(self, log: Any) -> None:
+        self._log = log
+
+    def __call__(self, level: str, event: str, **kw: Any) -> None:
+        if self._log is None:
+            text = " ".join(f"{k}={v}" for k, v in kw.items())
+            getattr(_stdlog, level)(redact(f"{event} {text}".strip()))
+            return
+        try:
+            getattr(self._log, level)(event, **kw)
+        except TypeError:  # a stdlib logger
+            getattr(self._log, level)(redact(f"{event} " + " ".join(f"{k}={v}" for k, v in kw.items())))
+
+
+class BatchExecutor:
+    """Implements :class:`coeval.scheduler.batch.BatchExecutor` with the registered runners."""
+
+    def __init__(
+        self,
+        *,
+        run: RunFolder,
+        config: Config,
+        enabled: Callable[[ModelConfig, str], bool],
+        keys: KeyStore | None = None,
+        interfaces: Mapping[str, Interface] | None = None,
+        registries: Any = None,
+        log: Any = None,
+        poll: PollPolicy | None = None,
+        submit: bool = True,
+        wait: bool = True,
+        generation_retries: int | None = None,
+    ) -> None:
+        if registries is None:
+            from coeval.plugins import registries as _registries
+
+            registries = _registries()
+        self.run_folder = run
+        self.config = config
+        self.enabled = enabled
+        self.keys = keys if keys is not None else KeyStore()
+        self.interfaces = interfaces or {}
+        self.registries = registries
+        self.log = _Log(log)
+        base = poll or PollPolicy()
+        self.poll_policy = attrs.evolve(
+            base,
+            interval_s=_env_float(POLL_ENV) if _env_float(POLL_ENV) is not None else base.interval_s,
+            deadline_s=_env_float(DEADLINE_ENV) if _env_float(DEADLINE_ENV) is not None else base.deadline_s,
+        )
+        self.may_submit = submit
+        self.wait = wait
+        self.generation_retries = config.experiment.generation_retries if generation_retries is None else generation_retries
+        self.store = PendingStore(run)
+        self._wants: dict[tuple[str, str], bool] = {}
+        self._runners: dict[str, BatchRunner] = {}
+        self._pending_keys: dict[str, set[str]] | None = None
+        #: what happened, for reports: jobs submitted / collected / left pending
+        self.submitted: list[str] = []
+        self.collected: list[str] = []
+        self.left_pending: list[str] = []
+
+    # ---- the protocol ------------------------------------------------------------------------
+    def wants(self, item: WorkItem) -> bool:
+        """Batch-enabled model with a registered runner; in collect-only mode, only items of
+        pending jobs."""
+        if not self.may_submit:
+            return item.key in self._pending_item_keys().get(item.phase, set())
+        key = (item.model.name, item.phase)
+        decision = self._wants.get(key)
+        if decision is None:
+            decision = self._wants[key] = bool(self.enabled(item.model, item.phase)) and (
+                item.model.interface in self.registries.batch_runners
+            )
+        return decision
+
+    async def run(self, phase_id: str, items: Sequence[WorkItem], on_outcome: Callable[[WorkOutcome], None]) -> None:
+        items = list(items)
+        if not items:
+            return
+        by_key = {item.key: item for item in items}
+        tasks: list[Any] = []
+        for job in self.store.load():
+            if job.phase != phase_id:
+                continue
+            mine = {cid: by_key.pop(key) for cid, key in job.items.items() if key in by_key}
+            if mine:
+                self.log("info", "batch job found pending; collecting it instead of submitting again",
+                         job=job.job_id, model=job.model, items=len(mine))
+                tasks.append(self._follow(job, mine, on_outcome))
+        if by_key and self.may_submit:
+            groups: dict[str, list[WorkItem]] = defaultdict(list)
+            for item in by_key.values():
+                groups[item.model.name].append(item)
+            for model_items in groups.values():
+                tasks.append(self._submit_and_follow(phase_id, model_items, on_outcome))
+        try:
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            await self.aclose()
+        errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
+        if any(isinstance(r, asyncio.CancelledError) for r in results):
+            raise asyncio.CancelledError
+        if errors:
+            raise errors[0]
+
+    # ---- runners -----------------------------------------------------------------------------
+    def runner_for(self, model: ModelConfig) -> BatchRunner:
+        runner = self._runners.get(model.name)
+        if runner is None:
+            factory = self.registries.batch_runners.get(model.interface)
+            runner = self._runners[model.name] = factory(model, self.keys.for_provider(model.interface, model.access_key))
+        return runner
+
+    def _model(self, name: str) -> ModelConfig | None:
+        try:
+            return self.config.model(name)
+        except KeyError:
+            return None
+
+    def _pending_item_keys(self) -> dict[str, set[str]]:
+        if self._pending_keys is None:
+            keys: dict[str, set[str]] = defaultdict(set)
+            for job in self.store.load():
+                keys[job.phase].update(job.items.values())
+            self._pending_keys = dict(keys)
+        return self._pending_keys
+
+    def _poll_settings(self, model: ModelConfig, runner: BatchRunner) -> tuple[float, float]:
+        params = model.parameters
+        interval = params.get("batch_poll_interval_s", self.poll_policy.interval_s)
+        deadline = params.get("batch_deadline_s", self.poll_policy.deadline_s)
+        return float(interval if interval is not None else runner.poll_interval_s), float(deadline)
+
+    # ---- submitting --------------------------------------------------------------------------
+    def _chunks(self, runner: BatchRunner, pairs: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:
+        split = getattr(runner, "chunk_requests", None)
+        if callable(split):
+            return [list(c) for c in split(pairs)]
+        size = max(1, int(runner.max_requests_per_job))
+        return [pairs[i : i + size] for i in range(0, len(pairs), size)]
+
+    async def _submit_and_follow(self, phase_id: str, items: list[WorkItem], on_outcome: Callable[[WorkOutcome], None]) -> None:
+        model = items[0].model
+        try:
+            runner = self.runner_for(model)
+        except Exception as exc:  # noqa: BLE001 - a runner that cannot be built fails its items
+            self._fail_all(items, "fatal", f"batch runner for {model.interface}: {redact(str(exc))}", on_outcome)
+            return
+        minimum = int(getattr(runner, "min_requests_per_job", 0) or 0)
+        if len(items) < minimum:
+            self.log("info", "too few items for a batch job; running them in real time", model=model.name,
+                     items=len(items), minimum=minimum)
+            await self._realtime(phase_id, items, on_outcome)
+            return
+        by_key = {item.key: item for item in items}
+        chunks = self._chunks(runner, [(item.key, item.request) for item in items])
+        await asyncio.gather(*(self._submit_chunk(phase_id, model, runner, [by_key[key] for key, _ in chunk], on_outcome)
+                               for chunk in chunks))
+
+    async def _submit_chunk(self, phase_id: str, model: ModelConfig, runner: BatchRunner,
+                            chunk: list[WorkItem], on_outcome: Callable[[WorkOutcome], None]) -> None:
+        # custom ids numbered within the job: short, valid for every provider, unique per job
+        numbered = {f"r{i}": item for i, item in enumerate(chunk)}
+        requests = [(cid, item.request) for cid, item in numbered.items()]
+        job_id = None
+        for attempt in range(3):
+            try:
+                job_id = await runner.submit(requests)
+                break
+            except ModelError as exc:
+                if not exc.retryable or attempt == 2:
+                    self._fail_all(list(numbered.values()), exc.kind, f"batch submission failed: {redact(str(exc))}", on_outcome)
+                    return
+                await asyncio.sleep(exc.retry_after or 2.0 * (attempt + 1))
+        assert job_id is not None
+        job = PendingJob(job_id=job_id, interface=model.interface, model=model.name, phase=phase_id,
+                         items={cid: item.key for cid, item in numbered.items()})
+        self.store.add(job)  # before the first poll: a crash from here on never re-submits
+        self.submitted.append(job_id)
+        self.log("info", "batch job submitted", job=job_id, model=model.name, phase=phase_id, requests=len(requests))
+        await self._follow(job, numbered, on_outcome, runner=runner)
+
+    # ---- following a job ---------------------------------------------------------------------
+    async def _follow(self, job: PendingJob, items: Mapping[str, WorkItem], on_outcome: Callable[[WorkOutcome], None],
+                      runner: BatchRunner | None = None) -> None:
+        model = next(iter(items.values())).model
+        if runner is None:
+            try:
+                runner = self.runner_for(model)
+            except Exception as exc:  # noqa: BLE001
+                self.log("error", "cannot reach the batch job's provider; the job stays pending", job=job.job_id,
+                         error=redact(str(exc)))
+                self.left_pending.append(job.job_id)
+                return
+        interval, deadline_s = self._poll_settings(model, runner)
+        deadline = time.monotonic() + deadline_s
+        status: BatchJobStatus | None = None
+        failures = 0
+        while True:
+            try:
+                status = await runner.poll(job.job_id)
+                failures = 0
+            except ModelError as exc:
+                if not exc.retryable:
+                    self.log("error", "batch job cannot be polled", job=job.job_id, error=redact(str(exc)))
+                    self._fail_all(list(items.values()), exc.kind, f"batch job {job.job_id}: {redact(str(exc))}", on_outcome)
+                    self.store.remove(job.job_id)
+                    return
+                failures += 1
+                self.log("warning", "batch poll failed; will poll again", job=job.job_id, error=redact(str(exc)))
+            if status is not None and status.terminal:
+                break
+            if status is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    self.store.update(job.job_id, state=status.state, polled_at=utc_now(), message=status.message)
+            if not self.wait or time.monotonic() + interval > deadline:
+                why = "not finished yet" if not self.wait else "still running at the deadline"
+                self.log("warning", f"batch job {why}; collect it later with `coeval run --continue` or "
+                         "`coeval status --fetch-batches`", job=job.job_id, model=model.name,
+                         state=status.state if status else "unknown")
+                self.left_pending.append(job.job_id)
+                return
+            await asyncio.sleep(interval if failures == 0 else min(interval, 30.0))
+            interval = min(interval * self.poll_policy.backoff, self.poll_policy.max_interval_s)
+        await self._collect(job, items, status, runner, on_outcome)
+
+    async def _collect(self, job: PendingJob, items: Mapping[str, WorkItem], status: BatchJobStatus, runner: BatchRunner,
+                       on_outcome: Callable[[WorkOutcome], None]) -> None:
+        results: Mapping[str, GenerateResult | ModelError] = {}
+        if status.state in ("completed", "expired", "cancelled", "failed"):
+            for attempt in range(3):
+                try:
+                    results = await runner.collect(job.job_id)
+                    break
+                except ModelError as exc:
+                    if not exc.retryable or attempt == 2:
+                        if exc.retryable:
+                            self.log("warning", "batch results could not be read; the job stays pending",
+                                     job=job.job_id, error=redact(str(exc)))
+                            self.left_pending.append(job.job_id)
+                            return
+                        results = {}
+                        status = attrs.evolve(status, message=f"{status.message} {redact(str(exc))}".strip())
+                        break
+                    await asyncio.sleep(2.0 * (attempt + 1))
+        missing_reason = {
+            "failed": f"batch job {job.job_id} failed" + (f": {status.message}" if status.message else ""),
+            "expired": f"batch job {job.job_id} expired before this request ran",
+            "cancelled": f"batch job {job.job_id} was cancelled before this request ran",
+        }.get(status.state, f"batch job {job.job_id} returned no result for this request")
+        ok = failed = 0
+        for cid, item in items.items():
+            result = results.get(cid)
+            if result is None:
+                error: ModelError = TransientModelError(missing_reason)
+                outcome = WorkOutcome(item, "failed", error_kind=error.kind, error=missing_reason, attempts=1)
+            elif isinstance(result, ModelError):
+                outcome = WorkOutcome(item, "failed", error_kind=result.kind, error=redact(str(result)), attempts=1)
+            else:
+                outcome = self._parsed(item, result)
+            if outcome.status == "ok":
+                ok += 1
+            else:
+                failed += 1
+            on_outcome(outcome)
+        self.store.remove(job.job_id)  # only now: every item's record has been written
+        self.collected.append(job.job_id)
+        self.log("info", "batch job collected", job=job.job_id, model=job.model, state=status.state, ok=ok, failed=failed)
+
+    @staticmethod
+    def _parsed(item: WorkItem, result: GenerateResult) -> WorkOutcome:
+        try:
+            value = item.parse(result) if item.parse is not None else result.text
+        except OutputParseError as exc:
+            return WorkOutcome(item, "failed", result=result, error_kind="unparseable", error=redact(str(exc)),
+                               attempts=1, usage=result.usage, cost_usd=result.cost_usd)
+        except Exception as exc:  # noqa: BLE001 - a parser bug fails the item, not the run
+            return WorkOutcome(item, "failed", result=result, error_kind="parse_error",
+                               error=redact(f"{type(exc).__name__}: {exc}"), attempts=1, usage=result.usage,
+                               cost_usd=result.cost_usd)
+        return WorkOutcome(item, "ok", value=value, result=result, attempts=1, usage=result.usage, cost_usd=result.cost_usd)
+
+    @staticmethod
+    def _fail_all(items: Sequence[WorkItem], kind: str, message: str, on_outcome: Callable[[WorkOutcome], None]) -> None:
+        for item in items:
+            on_outcome(WorkOutcome(item, "failed", error_kind=kind, error=message, attempts=0))
+
+    # ---- real-time fallback ------------------------------------------------------------------
+    async def _realtime(self, phase_id: str, items: list[WorkItem], on_outcome: Callable[[WorkOutcome], None]) -> None:
+        """Items too few for a batch job go through a scheduler of their own (same retry policy)."""
+        from coeval.scheduler import Scheduler, SchedulerLimits
+
+        model = items[0].model
+        iface = self.interfaces.get(model.name)
+        if iface is None:
+            self._fail_all(items, "batch", f"{len(items)} items are too few for a {model.interface} batch job and no "
+                           "real-time interface was given; set batch_enabled: false for this model", on_outcome)
+            return
+        originals = {item.key: item for item in items}
+
+        def forward(outcome: WorkOutcome) -> None:
+            on_outcome(attrs.evolve(outcome, item=originals[outcome.item.key]))
+
+        wrapped = [attrs.evolve(item, on_done=forward) for item in items]
+        scheduler = Scheduler({model.name: iface}, SchedulerLimits(generation_retries=self.generation_retries))
+        await scheduler.run(phase_id, wrapped)
+
+    async def aclose(self) -> None:
+        for runner in self._runners.values():
+            with contextlib.suppress(Exception):
+                await runner.aclose()
+        self._runners.clear()
+
+
+def make_batch_executor(
+    *,
+    config: Config,
+    run: RunFolder,
+    enabled: Callable[[ModelConfig, str], bool],
+    interfaces: Mapping[str, Interface] | None = None,
+    keys_file: str | None = None,
+    log: Any = None,
+    **options: Any,
+) -> BatchExecutor:
+    """The executor ``coeval run`` gives its scheduler when a config enables batch anywhere."""
+    return BatchExecutor(run=run, config=config, enabled=enabled, keys=KeyStore.load(keys_file),
+                         interfaces=interfaces, log=log, **options)
