@@ -1,0 +1,101 @@
+"""``coeval models``: list the models each configured provider offers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import click
+
+from coeval.cli.errors import UserError, user_errors
+
+#: Providers that need no key, only a reachable server (listed when their URL is configured).
+_KEYLESS = {"ollama": "OLLAMA_HOST", "vllm": "VLLM_BASE_URL"}
+_VIRTUAL = {"mock", "benchmark", "huggingface", "llamacpp"}
+
+
+def _configured(name: str, keys: Any) -> bool:
+    import os
+
+    if name in _KEYLESS:
+        return bool(os.environ.get(_KEYLESS[name])) or name in keys.entries
+    return bool(keys.for_provider(name).present)
+
+
+async def _list_one(name: str, keys: Any, registries: Any, verbose: bool) -> tuple[str, list[dict[str, Any]] | None, str | None]:
+    from coeval.config.model import ModelConfig
+    from coeval.credentials import redact
+
+    model = ModelConfig(name=name, interface=name, parameters={"model": ""})
+    iface = None
+    try:
+        iface = registries.interfaces.get(name)(model, keys.for_provider(name))
+        if verbose and hasattr(iface, "model_details"):
+            details = await iface.model_details()
+        else:
+            details = [{"id": m} for m in await iface.list_models()]
+        return name, details, None
+    except Exception as exc:  # noqa: BLE001 - one provider's failure is reported, not fatal
+        if iface is not None:
+            exc = iface.classify_error(exc)
+        return name, None, redact(str(exc))[:300]
+    finally:
+        if iface is not None:
+            try:
+                await iface.aclose()
+            except Exception:  # noqa: BLE001, S110
+                pass
+
+
+@click.command("models")
+@click.option("--providers", metavar="A,B", help="Only these interfaces (default: every provider you have credentials for).")
+@click.option("--verbose", "-v", is_flag=True, help="Show details (context window, owner, display name) where the provider reports them.")
+@click.option("--keys", metavar="PATH", help="Provider key file (default: $COEVAL_KEYS_FILE, ./keys.yaml, ~/.coeval/keys.yaml).")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@user_errors
+def command(providers: str | None, verbose: bool, keys: str | None, as_json: bool) -> None:
+    """List the model ids each provider offers, to find the right `parameters.model`.
+
+    Asks each provider's model-list endpoint, using the credentials of the key file and the
+    environment. Exit code 1 when no provider could be listed.
+    """
+    from coeval.credentials import KeyStore
+    from coeval.plugins import registries
+
+    regs = registries()
+    keystore = KeyStore.load(keys)
+    real = [n for n in regs.interfaces.names() if n not in _VIRTUAL]
+    if providers:
+        names = [p.strip() for p in providers.split(",") if p.strip()]
+        unknown = [n for n in names if n not in regs.interfaces]
+        if unknown:
+            from coeval.interfaces.known import providing_distribution
+
+            dist = {providing_distribution(n) for n in unknown} - {None}
+            hint = f"install {', '.join(sorted(dist))}" if dist else f"known: {', '.join(real)}"
+            raise UserError(f"--providers: unknown or not installed: {', '.join(unknown)}", hint=hint)
+    else:
+        names = [n for n in real if _configured(n, keystore)]
+        if not names:
+            raise UserError("no provider has credentials", hint="add keys to keys.yaml or set e.g. OPENAI_API_KEY, or name "
+                            "providers with --providers")
+
+    async def gather() -> list[tuple[str, list[dict[str, Any]] | None, str | None]]:
+        return list(await asyncio.gather(*(_list_one(n, keystore, regs, verbose) for n in names)))
+
+    results = asyncio.run(gather())
+    if as_json:
+        click.echo(json.dumps({name: {"models": details, "error": error} for name, details, error in results}, indent=2))
+    else:
+        for name, details, error in results:
+            if error is not None:
+                click.secho(f"{name}: error: {error}", fg="red")
+                continue
+            click.secho(f"{name} ({len(details or [])} models)", bold=True)
+            for d in details or []:
+                extra = {k: v for k, v in d.items() if k != "id" and v not in (None, "")}
+                info = ("  " + ", ".join(f"{k}={v}" for k, v in extra.items())) if verbose and extra else ""
+                click.echo(f"  {d['id']}{info}")
+    if all(error is not None for _, _, error in results):
+        raise SystemExit(1)

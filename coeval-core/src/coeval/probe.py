@@ -1,0 +1,161 @@
+"""Model probes: one tiny call per model before a run, so a wrong key or model id fails in
+seconds instead of after hours of other models' calls.
+
+``probe_mode``: ``full`` probes every model of the config; ``resume`` only the models that
+still have work in the run folder (all of them when the folder does not exist yet);
+``disable`` none. ``probe_on_fail``: ``abort`` stops the run (``coeval probe`` exits 2),
+``warn`` goes on. Virtual models (``benchmark``) make no calls and are not probed.
+
+    results = probe_models(config, KeyStore.load(keys_file), "full")
+    check_probe(results, "abort")  # raises ProbeFailed naming every failed model
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from coeval.credentials import KeyStore, redact
+
+if TYPE_CHECKING:
+    from coeval.config.model import Config, ModelConfig
+
+__all__ = ["PROBE_MODES", "ProbeFailed", "ProbeResult", "aprobe_models", "check_probe", "models_to_probe", "probe_models"]
+
+PROBE_MODES = ("full", "resume", "disable")
+DEFAULT_TIMEOUT_S = 60.0
+
+
+@attrs.frozen
+class ProbeResult:
+    model: str
+    interface: str
+    ok: bool
+    latency_s: float | None = None
+    error: str | None = None
+    skipped: bool = False  # virtual model, or not needed under ``resume``
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+class ProbeFailed(RuntimeError):
+    """Models failed their probe under ``probe_on_fail: abort``."""
+
+    def __init__(self, failed: Sequence[ProbeResult]) -> None:
+        self.failed = list(failed)
+        lines = [f"{r.model} ({r.interface}): {r.error}" for r in failed]
+        super().__init__(f"{len(failed)} model(s) failed the probe: " + "; ".join(lines))
+
+
+def _is_virtual(model: ModelConfig, registries: Any) -> bool:
+    if model.interface == "benchmark":
+        return True
+    if model.interface in registries.interfaces:
+        opts = registries.interfaces.entry(model.interface).options
+        return bool(opts.get("virtual") or opts.get("virtual_teacher"))
+    return False
+
+
+def models_to_probe(config: Config, mode: str, registries: Any = None) -> list[ModelConfig]:
+    """The models ``mode`` probes: all, or (``resume``) those with missing or failed records."""
+    if mode == "disable":
+        return []
+    models = list(config.models)
+    if mode != "resume":
+        return models
+    from coeval.phases.base import RunView
+    from coeval.storage.run_folder import RunFolder
+
+    run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
+    if not run.exists():
+        return models
+    if registries is None:
+        from coeval.plugins import registries as _registries
+
+        registries = _registries()
+    view = RunView(config, run, registries)
+    needed: set[str] = set()
+    teacher_phases = {"attribute_mapping", "rubric_mapping"}
+    for entry in registries.phases:
+        survey = entry.value.survey(view)
+        for group, counts in survey.groups.items():
+            if counts.ok < counts.expected:
+                if entry.name in teacher_phases:
+                    needed.update(m.name for m in config.teachers)
+                else:
+                    needed.add(group)
+    return [m for m in models if m.name in needed]
+
+
+async def _probe_one(model: ModelConfig, keys: KeyStore, registries: Any, timeout_s: float) -> ProbeResult:
+    from coeval.interfaces.known import providing_distribution
+
+    if model.interface not in registries.interfaces:
+        dist = providing_distribution(model.interface)
+        hint = f"; install it: pip install {dist}" if dist else ""
+        return ProbeResult(model.name, model.interface, False, error=f"interface {model.interface!r} is not installed{hint}")
+    iface = None
+    start = time.perf_counter()
+    try:
+        iface = registries.interfaces.get(model.interface)(model, keys.for_provider(model.interface, model.access_key))
+        await asyncio.wait_for(iface.probe(), timeout_s)
+        return ProbeResult(model.name, model.interface, True, latency_s=round(time.perf_counter() - start, 3))
+    except TimeoutError:
+        return ProbeResult(model.name, model.interface, False, error=f"no answer within {timeout_s:.0f} s")
+    except Exception as exc:  # noqa: BLE001 - every failure is a probe result
+        if iface is not None:
+            exc = iface.classify_error(exc)
+        kind = getattr(exc, "kind", type(exc).__name__)
+        return ProbeResult(model.name, model.interface, False, error=redact(f"{kind}: {exc}")[:500])
+    finally:
+        if iface is not None:
+            try:
+                await iface.aclose()
+            except Exception:  # noqa: BLE001, S110 - closing must not mask the result
+                pass
+
+
+async def aprobe_models(
+    config: Config, keystore: KeyStore | None = None, mode: str = "full", *, registries: Any = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S, models: Iterable[ModelConfig] | None = None,
+) -> list[ProbeResult]:
+    if mode not in PROBE_MODES:
+        raise ValueError(f"probe mode must be one of {', '.join(PROBE_MODES)}, not {mode!r}")
+    if registries is None:
+        from coeval.plugins import registries as _registries
+
+        registries = _registries()
+    keys = keystore if keystore is not None else KeyStore()
+    chosen = {m.name for m in (models if models is not None else models_to_probe(config, mode, registries))}
+    tasks, results = [], []
+    for m in config.models:
+        if m.name not in chosen:
+            results.append(ProbeResult(m.name, m.interface, True, skipped=True))
+        elif _is_virtual(m, registries):
+            results.append(ProbeResult(m.name, m.interface, True, skipped=True))
+        else:
+            tasks.append(_probe_one(m, keys, registries, timeout_s))
+    results.extend(await asyncio.gather(*tasks))
+    order = {m.name: i for i, m in enumerate(config.models)}
+    return sorted(results, key=lambda r: order.get(r.model, 0))
+
+
+def probe_models(
+    config: Config, keystore: KeyStore | None = None, mode: str = "full", *, registries: Any = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> list[ProbeResult]:
+    """Probe the models ``mode`` selects, concurrently; one result per model of the config."""
+    return asyncio.run(aprobe_models(config, keystore, mode, registries=registries, timeout_s=timeout_s))
+
+
+def check_probe(results: Sequence[ProbeResult], on_fail: str) -> list[ProbeResult]:
+    """The failed results; raises :class:`ProbeFailed` when ``on_fail`` is ``abort``."""
+    failed = [r for r in results if not r.ok]
+    if failed and on_fail == "abort":
+        raise ProbeFailed(failed)
+    return failed
