@@ -127,3 +127,26 @@ def test_second_ingest_and_second_continue_write_nothing_new(mixed_run: tuple[Pa
     assert {k: v for k, v in snapshot(run.root).items() if k.startswith("phase")} == data_before
     log = json.loads((run.root / "meta.json").read_text())["ingest_log"]
     assert [e["benchmark"] for e in log] == ["sciq"]
+
+
+def test_analyze_reports_gold_scores_beside_judge_scores_and_their_correlation(
+    mixed_run: tuple[Path, RunFolder], tmp_path: Path
+) -> None:
+    pytest.importorskip("coeval_analysis")
+    config, run = mixed_run
+    coeval("ingest", "--run", str(run.root), "-b", "gsm8k,sciq", "--data-dir", str(FIXTURES))
+    coeval("run", "--config", str(config), "--continue")
+    out = tmp_path / "analysis"
+    coeval("analyze", "--run", str(run.root), "--out", str(out), "--bootstrap", "20", "-q")
+
+    gold = json.loads((out / "summary.json").read_text())["gold"]
+    students = gold["students"]
+    assert students["good-student"]["gold_score"] == pytest.approx(1.0)
+    assert students["weak-student"]["gold_score"] == pytest.approx(0.0)
+    assert students["good-student"]["n"] == students["weak-student"]["n"] == 5
+    assert "robust_score" in students["good-student"]  # the judge score beside it
+    ensemble = gold["ensemble_vs_gold"]
+    assert ensemble["n"] == 10 and -1.0 <= ensemble["pearson"] <= 1.0
+    assert set(gold["judges_vs_gold"]) == {"author", "critic"}
+    html = (out / "report.html").read_text()
+    assert "gold score" in html and "ensemble vs gold" in html
