@@ -226,8 +226,10 @@ def _merge_ingested(config: Config, meta: Mapping[str, Any], log: Any) -> Config
                 added_models.append(mini.models[0])
             if isinstance(raw_task, Mapping) and raw_task.get("name") not in tasks:
                 mini = structure_config({"models": [], "tasks": [dict(raw_task)], "experiment": {"id": config.experiment.id}})
-                tasks[mini.tasks[0].name] = mini.tasks[0]
-                added_tasks.append(mini.tasks[0])
+                # its datapoints come from the benchmark: the config's teachers write none
+                ingested = attrs.evolve(mini.tasks[0], sampling=attrs.evolve(mini.tasks[0].sampling, total=0))
+                tasks[ingested.name] = ingested
+                added_tasks.append(ingested)
         except Exception as exc:  # noqa: BLE001 - a bad log entry must not stop the run
             log.warning("ingest_log entry ignored", error=redact(str(exc)))
     if not added_models and not added_tasks:
@@ -630,9 +632,25 @@ async def arun_experiment(
         message = redact(str(exc))
         sys.stderr.write(f"coeval: error: {message}\n")
         return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message)
+    except OSError as exc:
+        # The run folder cannot be written (read-only, disk full, removed under us). Every
+        # record written before is complete (a cut-off last line is dropped on the next
+        # open), so the user frees space or fixes permissions and runs --continue.
+        message = redact(_storage_error(exc))
+        with contextlib.suppress(Exception):
+            run._finish_meta("error", EXIT_USAGE)
+        sys.stderr.write(f"coeval: error: {message}\n")
+        return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message)
     finally:
         with contextlib.suppress(Exception):
             progress.close()
+
+
+def _storage_error(exc: OSError) -> str:
+    what = f" {exc.filename}" if exc.filename else ""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return (f"cannot write{what}: {reason}. Records written so far are kept; fix the cause "
+            "(free disk space, permissions) and run again with --continue")
 
 
 def run_experiment(config: Config, options: RunOptions = RunOptions()) -> RunResult:  # noqa: B008

@@ -1,0 +1,134 @@
+"""Phase modes (New / Keep / Extend / Model), --only-models shards and the run-folder lock."""
+
+from __future__ import annotations
+
+import threading
+
+import attrs
+from coeval.config.model import PhaseModes
+from coeval.storage.lock import RunLock
+
+from .pipeline_support import (
+    duplicate_ids,
+    folder,
+    lines,
+    make_config,
+    meta,
+    mock_model,
+    ok_records,
+    records,
+    run,
+    task,
+)
+
+PHASES = ["attribute_mapping", "rubric_mapping", "data_generation", "response_collection", "evaluation"]
+
+
+def test_new_refuses_to_append_to_existing_records(tmp_path):
+    cfg = make_config(tmp_path, [mock_model("a"), mock_model("b")], [task(total=2)])
+    assert run(cfg, only_models=("a",)).exit_code == 0
+    before = {p.name: p.read_text() for p in folder(cfg).root.rglob("*.jsonl")}
+    again = run(cfg, only_models=("a",))  # mode New, and a's datapoints exist
+    assert again.exit_code == 2
+    assert "New never appends" in again.message and "Extend" in again.message
+    assert {p.name: p.read_text() for p in folder(cfg).root.rglob("*.jsonl")} == before
+
+
+def test_extend_retries_failed_slots_under_the_same_ids(tmp_path):
+    flaky = mock_model("t", ["teacher"], replies={"Write one test item": [{"mock_error": "fatal"}] * 2})
+    cfg = make_config(tmp_path, [flaky, mock_model("w", ["student", "judge"])], [task(total=4)])
+    first = run(cfg)
+    assert first.exit_code == 1
+    rf = folder(cfg)
+    failed = sorted(k for k, v in records(rf, "data_generation").items() if v["status"] == "failed")
+    assert len(failed) == 2
+    assert "data_generation" not in meta(rf)["phases_completed"]
+    # the teacher works again: --continue (Extend) makes exactly those two again
+    fixed = make_config(tmp_path, [mock_model("t", ["teacher"]), mock_model("w", ["student", "judge"])],
+                        [task(total=4)])
+    second = run(fixed, continue_run=True)
+    assert second.exit_code == 0, second.message
+    assert second.phases["data_generation"].written == 2
+    dps = records(rf, "data_generation")
+    assert sorted(dps) == [f"qa__t__{i:05d}" for i in range(1, 5)]
+    assert all(v["status"] == "ok" for v in dps.values())
+    assert sorted(duplicate_ids(rf, "data_generation")) == failed  # a failed line, then its ok line
+    assert len(ok_records(rf, "response_collection")) == 4
+
+
+def test_keep_skips_a_phase_that_has_records_even_with_gaps(tmp_path):
+    v1 = make_config(tmp_path, [mock_model("t", ["teacher"]), mock_model("w", ["student", "judge"])],
+                     [task(total=4)], exp_id="v1", quota={"t": {"max_calls": 2}})
+    assert run(v1).exit_code == 3
+    modes = {p: "Keep" for p in PHASES[:3]} | {"response_collection": "Extend", "evaluation": "Extend"}
+    v2 = make_config(tmp_path, [mock_model("t", ["teacher"]), mock_model("w", ["student", "judge"])],
+                     [task(total=4)], exp_id="v2", resume_from="v1", phases=modes)
+    result = run(v2)
+    assert result.phases["data_generation"].calls == 0
+    assert len(records(folder(v2), "data_generation")) == 2
+    assert result.phases["data_generation"].status == "partial"
+    assert result.exit_code == 1
+
+
+def test_model_mode_adds_only_a_new_teacher(tmp_path):
+    v1 = make_config(tmp_path, [mock_model("a")], [task(total=2)], exp_id="v1")
+    assert run(v1).exit_code == 0
+    modes = {"attribute_mapping": "Keep", "rubric_mapping": "Keep", "data_generation": "Model",
+             "response_collection": "Model", "evaluation": "Model"}
+    v2 = make_config(tmp_path, [mock_model("a", ["student", "judge", "teacher"]), mock_model("b", ["teacher"])],
+                     [task(total=2)], exp_id="v2", resume_from="v1", phases=modes)
+    result = run(v2)
+    assert result.exit_code == 0, result.message
+    rf = folder(v2)
+    assert result.phases["data_generation"].written == 2  # only b's
+    assert {d["teacher_model_id"] for d in records(rf, "data_generation").values()} == {"a", "b"}
+    assert result.phases["response_collection"].written == 2  # a answers b's datapoints
+    assert meta(rf)["calls"] == {"b": 2, "a": 4}
+
+
+def test_model_mode_is_refused_for_phases_1_and_2(tmp_path):
+    cfg = make_config(tmp_path, [mock_model("m")], [task(total=1)])
+    bad = attrs.evolve(cfg, experiment=attrs.evolve(cfg.experiment, phases=PhaseModes(attribute_mapping="Model")))
+    result = run(bad)
+    assert result.exit_code == 2 and "V-08" in result.message
+
+
+def test_two_shards_share_a_folder_and_a_final_continue_completes_it(tmp_path):
+    models = [mock_model("a", latency_ms=5), mock_model("b", latency_ms=5)]
+    cfg = make_config(tmp_path, models, [task(total=3)])
+    results = {}
+
+    def shard(name):
+        results[name] = run(cfg, only_models=(name,))
+
+    threads = [threading.Thread(target=shard, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert {n: r.exit_code for n, r in results.items()} == {"a": 0, "b": 0}, {n: r.message for n, r in results.items()}
+    rf = folder(cfg)
+    assert len(records(rf, "data_generation")) == 6
+    final = run(cfg, continue_run=True)
+    assert final.exit_code == 0, final.message
+    assert len(ok_records(rf, "response_collection")) == 12
+    assert len(ok_records(rf, "evaluation")) == 24
+    for phase in ("data_generation", "response_collection", "evaluation"):
+        assert duplicate_ids(rf, phase) == [], phase
+    m = meta(rf)
+    assert m["phases_completed"] == PHASES
+    # calls recorded by both shards and the final run add up to the records written
+    assert sum(m["calls"].values()) == sum(r["attempts"] for ph in PHASES[2:] for r in lines(rf, ph))
+
+
+def test_a_second_run_on_a_busy_folder_fails_at_once(tmp_path):
+    cfg = make_config(tmp_path, [mock_model("m")], [task(total=1)])
+    assert run(cfg).exit_code == 0
+    with RunLock(folder(cfg).root):  # another process holds the folder
+        result = run(cfg, continue_run=True)
+        assert result.exit_code == 2 and "another coeval process" in result.message
+        shard = run(cfg, continue_run=True, only_models=("m",))
+        assert shard.exit_code == 2
+    with RunLock(folder(cfg).root, shared=True):  # a shard is working: other shards may join
+        assert run(cfg, continue_run=True, only_models=("m",)).exit_code == 0
+        assert run(cfg, continue_run=True).exit_code == 2
