@@ -133,3 +133,24 @@ def test_a_metric_that_fails_to_load_does_not_stop_scoring(caplog: pytest.LogCap
     with caplog.at_level(logging.WARNING, logger="coeval_benchmarks.gold"):
         assert evaluator.factors(TASK, {}, datapoint(HumanEval())) == []
     assert "model files not found" in caplog.text
+
+
+def test_real_bleu_from_the_metrics_registry_scores_code() -> None:
+    """With coeval-analysis installed, gold scoring uses its registered metrics."""
+    pytest.importorskip("coeval_analysis")
+    code = datapoint(HumanEval(), 1)
+    right = "```python\n" + code["code_prefix"] + code["labels"][0] + "```"
+    wrong = "```python\n" + code["code_prefix"] + "    return sorted(xs)[::-1]\n```"
+    good, bad = GoldEvaluator().evaluate(TASK, {}, code, replies(right, wrong))
+    assert good["gold"] == pytest.approx(1.0) and bad["gold"] < 0.3
+
+
+@pytest.mark.slow
+def test_real_bertscore_from_the_metrics_registry_scores_summaries() -> None:
+    pytest.importorskip("coeval_analysis")
+    summary = datapoint(XSum())
+    close, unrelated = GoldEvaluator().evaluate(TASK, {}, summary, replies(
+        "The old station building will become a new public library.",
+        "Shares in the bank fell sharply after the results.",
+    ))
+    assert close["gold"] > unrelated["gold"]
