@@ -95,6 +95,21 @@ def _formatter(renderer: Any) -> logging.Formatter:
     )
 
 
+class _RunLogHandler(logging.FileHandler):
+    """``run.log``. A write that fails (disk full, folder gone) is reported once in one
+    line, not as logging's default traceback on every event: the run itself stops on the
+    same error with a clear message when it next writes a record."""
+
+    _reported = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if not self._reported:
+            self._reported = True
+            exc = sys.exc_info()[1]
+            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            sys.stderr.write(f"coeval: cannot write {self.baseFilename}: {reason}\n")
+
+
 @contextlib.contextmanager
 def run_logging(
     log_file: Path | None,
@@ -117,7 +132,7 @@ def run_logging(
     numeric = numeric if isinstance(numeric, int) else logging.INFO
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        fh = logging.FileHandler(log_file, encoding="utf-8")
+        fh = _RunLogHandler(log_file, encoding="utf-8")
         fh.setFormatter(_formatter(structlog.processors.JSONRenderer(ensure_ascii=False)))
         fh.setLevel(numeric)
         handlers.append(fh)

@@ -74,7 +74,8 @@ def iter_jsonl(path: Path, *, on_bad_line: Callable[[int, str], None] | None = N
     """Records of a JSONL file. A line that does not parse (a crash mid-write leaves at most
     the last one truncated) is skipped and reported to ``on_bad_line(lineno, text)``."""
     try:
-        fh = path.open("r", encoding="utf-8")
+        # bytes that are not UTF-8 (disk junk) make their line unparseable, never the file
+        fh = path.open("r", encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return
     with fh:
@@ -139,9 +140,12 @@ class JsonlWriter:
             raise ValueError(f"{self.path}: writer is closed")
         data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
+        try:
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+        except OSError as exc:  # name the file: os.write's errors do not
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None
         if self._fsync:
             os.fsync(self._fd)
 
