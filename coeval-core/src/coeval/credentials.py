@@ -68,10 +68,12 @@ PROVIDER_ENV_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "service_account_key": ("GOOGLE_APPLICATION_CREDENTIALS",),
     },
     "ollama": {"base_url": ("OLLAMA_HOST",)},
+    "vllm": {"base_url": ("VLLM_BASE_URL",)},
+    "azure_ai": {"endpoint": ("AZURE_AI_ENDPOINT",)},
 }
 
 #: Fields of structured entries that are secret.
-SECRET_FIELDS = frozenset({"api_key", "secret_access_key", "session_token", "access_key_id"})
+SECRET_FIELDS = frozenset({"api_key", "secret_access_key", "session_token", "access_key_id", "access_token"})
 
 _secrets: set[str] = set()
 _secrets_lock = threading.Lock()

@@ -36,7 +36,7 @@ __all__ = ["from_status", "malformed", "parse_retry_after", "short_body", "trans
 
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?$")
 #: Provider-side key fragments ("sk-abc***xyz", "AIza...") a body may echo back.
-_KEYLIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,}|gsk_[A-Za-z0-9]{8,}|rejected-\S+)")
+_KEYLIKE = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,}|gsk_[A-Za-z0-9]{8,})")
 
 
 def _header(headers: Mapping[str, str] | Any, name: str) -> str | None:
