@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from coeval.config import load_config
 from coeval.config.model import Config
@@ -91,7 +91,7 @@ def duplicate_ids(run: RunFolder, phase: str) -> list[str]:
 class RecordingMock(MockInterface):
     """The mock, remembering every request per model (class-level, reset by tests)."""
 
-    requests: list[tuple[str, GenerateRequest]] = []
+    requests: ClassVar[list[tuple[str, GenerateRequest]]] = []
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         RecordingMock.requests.append((self.model.name, request))

@@ -67,7 +67,7 @@ def test_auto_attributes_and_rubric_merge_teachers_and_keep_seeds(tmp_path, reco
         assert set(ev["scores"]) == {"accuracy", "style"}
     # structured output for teachers and judges, none for students
     by_role = {}
-    for model, req in recording:
+    for _model, req in recording:
         by_role.setdefault(req.role, set()).add((req.schema_name, req.json_schema is not None))
     assert by_role["teacher"] == {("target_attributes", True), ("nuanced_attributes", True), ("rubric", True),
                                   ("datapoint", True)}
@@ -165,7 +165,7 @@ def test_label_attributes_are_scored_by_exact_match_without_a_judge(tmp_path, re
         assert ev["judge_model_id"] == "label" and ev["attempts"] == 0
     judge_prompts = [r.prompt for m, r in recording if r.role == "judge"]
     assert judge_prompts and all("Label matches." not in p for p in judge_prompts)
-    assert any(l["evaluator"] == "label" for l in lines(rf, "evaluation"))
+    assert any(rec["evaluator"] == "label" for rec in lines(rf, "evaluation"))
 
 
 class _LengthRatio:

@@ -230,7 +230,7 @@ def _merge_ingested(config: Config, meta: Mapping[str, Any], log: Any) -> Config
                 ingested = attrs.evolve(mini.tasks[0], sampling=attrs.evolve(mini.tasks[0].sampling, total=0))
                 tasks[ingested.name] = ingested
                 added_tasks.append(ingested)
-        except Exception as exc:  # noqa: BLE001 - a bad log entry must not stop the run
+        except Exception as exc:
             log.warning("ingest_log entry ignored", error=redact(str(exc)))
     if not added_models and not added_tasks:
         return config
@@ -334,7 +334,7 @@ class _Run:
             factory = self.registries.interfaces.get(m.interface)
             try:
                 self.interfaces[m.name] = factory(m, keys.for_provider(m.interface, m.access_key))
-            except Exception as exc:  # noqa: BLE001 - any construction failure stops the run cleanly
+            except Exception as exc:
                 raise RunError(f"model {m.name!r} ({m.interface}): {redact(str(exc)) or type(exc).__name__}") from None
 
     def _batch_executor(self, log: Any) -> Any:

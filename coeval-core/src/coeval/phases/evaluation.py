@@ -211,7 +211,7 @@ class EvaluationPhase:
             try:
                 scores = await asyncio.to_thread(ev.evaluate, task, rubric, dp, responses)
                 error = None
-            except Exception as exc:  # noqa: BLE001 - one evaluator's failure is recorded, not fatal
+            except Exception as exc:
                 scores, error = [{} for _ in responses], f"{type(exc).__name__}: {exc}"
                 ctx.log.warning("evaluator failed", evaluator=ev.name, datapoint=dp_id, error=error)
             for resp, sc in zip(responses, scores, strict=True):

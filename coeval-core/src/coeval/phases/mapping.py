@@ -117,7 +117,7 @@ class _TeacherMappingPhase:
         s = Survey(self.name)
         for task in view.config.tasks:
             counts = s.group(task.name)
-            for kind, path in self.artifacts(view, task):
+            for _kind, path in self.artifacts(view, task):
                 counts.expected += 1
                 if path.is_file():
                     counts.ok += 1

@@ -80,5 +80,5 @@ def read_config_snapshot(run: RunFolder) -> Config | None:
         pass
     try:  # a snapshot of the earlier tool, or of a config an older version accepted
         return structure_config(dict(raw), source=str(run.config_path))
-    except Exception:  # noqa: BLE001 - status and repair still work from records alone
+    except Exception:
         return None
