@@ -62,7 +62,7 @@ def _print(report) -> None:  # type: ignore[no-untyped-def]
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(soft_wrap=True)
     verb = "would fix" if report.dry_run else "fixed"
     totals = report.totals()
     if not report.changed:

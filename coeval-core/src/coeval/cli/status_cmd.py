@@ -187,7 +187,7 @@ def _print(status: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(soft_wrap=True)
     console.print(f"[bold]{status['experiment_id'] or '?'}[/bold]  {status['run']}  status: {status['status']}"
                   + (f"  (forked from {status['forked_from']})" if status.get("forked_from") else ""))
     table = Table(title="phases")
