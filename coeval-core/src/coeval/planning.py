@@ -31,6 +31,7 @@ from coeval.config.validate import judged_factors, run_folder_path
 from coeval.interfaces.known import BATCHABLE_INTERFACES
 
 __all__ = [
+    "PHASE_SHORT",
     "PHASE_TITLES",
     "ModelPlan",
     "PhasePlan",
@@ -49,7 +50,7 @@ PHASE_TITLES = {
     "response_collection": "4 response collection",
     "evaluation": "5 evaluation",
 }
-_PHASE_SHORT = {
+PHASE_SHORT = {
     "attribute_mapping": "1 attributes",
     "rubric_mapping": "2 rubric",
     "data_generation": "3 datapoints",
@@ -121,6 +122,8 @@ class Plan:
     phases: tuple[PhasePlan, ...]
     notes: tuple[str, ...] = ()
     only_models: tuple[str, ...] = ()
+    #: (task, phase, model) -> calls: the finest grain, which the cost estimate prices.
+    cells: Mapping[tuple[str, str, str], int] = attrs.field(factory=dict)
 
     @property
     def total_calls(self) -> int:
@@ -240,6 +243,7 @@ def plan_experiment(config: Config, *, only_models: Sequence[str] = ()) -> Plan:
             basis[phase] = "full"
 
     model_calls: dict[str, dict[str, int]] = {m.name: _zero() for m in config.models}
+    cells: dict[tuple[str, str, str], int] = {}
     task_plans: list[TaskPlan] = []
     notes: list[str] = []
 
@@ -250,6 +254,8 @@ def plan_experiment(config: Config, *, only_models: Sequence[str] = ()) -> Plan:
             if active(m):
                 model_calls[m.name][phase] += per_model
                 calls[phase] += per_model
+                key = (task.name, phase, m.name)
+                cells[key] = cells.get(key, 0) + per_model
 
     for task in config.tasks:
         calls = _zero()
@@ -257,6 +263,11 @@ def plan_experiment(config: Config, *, only_models: Sequence[str] = ()) -> Plan:
         if isinstance(task.rubric, str):  # auto | extend
             charge("rubric_mapping", llm_teachers, 1, calls)
         total = task.sampling.total
+        if task.target_attributes == "complete":
+            notes.append(
+                f"task {task.name}: target_attributes complete covers the full cross-product of the values "
+                "phase 1 finds; phase 3 makes at least sampling.total calls per teacher, more if that is larger"
+            )
         charge("data_generation", llm_teachers, total, calls)
         items = total * (len(llm_teachers) + len(virtual_teachers))
         charge("response_collection", students, items, calls)
@@ -338,6 +349,7 @@ def plan_experiment(config: Config, *, only_models: Sequence[str] = ()) -> Plan:
         phases=phase_plans,
         notes=tuple(notes),
         only_models=tuple(only_models),
+        cells=cells,
     )
 
 
@@ -388,7 +400,7 @@ def print_plan(plan: Plan, console: Any = None) -> None:
     phases = Table(title="Calls per phase", **style)
     phases.add_column("task")
     for p in plan.phases:
-        phases.add_column(f"{_PHASE_SHORT[p.phase]}\n{p.mode}", justify="right")
+        phases.add_column(f"{PHASE_SHORT[p.phase]}\n{p.mode}", justify="right")
     phases.add_column("total", justify="right")
     for t in plan.tasks:
         phases.add_row(t.name, *[f"{t.calls[p.phase]:,}" for p in plan.phases], f"{t.total_calls:,}")

@@ -51,6 +51,7 @@ def load_for_cli(
     resume: str | None = None,
     only_models: tuple[str, ...] = (),
     dry_run: bool = False,
+    check_filesystem: bool = True,
 ) -> Any:
     """Load and validate a config the way every config-taking command does.
 
@@ -65,6 +66,7 @@ def load_for_cli(
     config = load_config(
         config_path,
         continue_run=continue_run,
+        check_filesystem=check_filesystem,
         keys_file=keys,
         resume_from=resume,
         allow_existing_run=bool(only_models),
@@ -157,9 +159,13 @@ def command(
         click.echo(format_plan(plan), nl=False)
         click.echo("Dry run: config is valid; no call made, no file written.")
         return
-    if estimate_only:
-        _estimate_only(config, models, keys=keys, continue_run=continue_run, samples=estimate_samples)
-        return
+    if estimate_only or config.experiment.estimate_cost:
+        estimate = _estimate_only(
+            config, models, keys=keys, continue_run=continue_run, samples=estimate_samples
+        )
+        _budget_check(config, estimate)
+        if estimate_only:
+            return
 
     from coeval.run_options import RunOptions
 
@@ -189,17 +195,11 @@ def command(
 
 def _estimate_only(
     config: Any, models: tuple[str, ...], *, keys: str | None, continue_run: bool, samples: int | None
-) -> None:
-    """``--estimate-only``: the cost estimate when the cost planner is installed, else the plan."""
-    try:
-        from coeval.cost import estimate_and_report  # type: ignore[attr-defined]
-    except ImportError:
-        from coeval.planning import format_plan, plan_experiment
+) -> Any:
+    """Print the cost estimate and write ``cost_estimate.json`` into the run folder."""
+    from coeval.cost import estimate_and_report
 
-        click.echo(format_plan(plan_experiment(config, only_models=models)), nl=False)
-        click.echo("Estimate only: no call made.")
-        return
-    estimate_and_report(
+    return estimate_and_report(
         config,
         only_models=models,
         keys_file=keys,
@@ -207,3 +207,14 @@ def _estimate_only(
         samples=samples,
         write_file=True,
     )
+
+
+def _budget_check(config: Any, estimate: Any) -> None:
+    budget = config.experiment.budget_usd
+    if budget is not None and estimate.total_cost_usd > budget:
+        click.secho(
+            f"warning: the estimate (${estimate.total_cost_usd:,.2f}) exceeds budget_usd (${budget:,.2f}); "
+            "the run stops making calls when the budget is spent",
+            fg="yellow",
+            err=True,
+        )

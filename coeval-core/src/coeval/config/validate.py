@@ -555,13 +555,23 @@ class Validator:
                     f"{meta} belongs to experiment '{recorded}', not '{exp['id']}'",
                     "use the config of that run, or point storage_folder/id at the right folder",
                 )
-        elif not self.allow_existing_run and folder.exists():
+        elif not self.allow_existing_run and _holds_a_run(folder):
             self.add(
                 "V-11",
                 ("experiment", "id"),
                 f"run folder {folder} already exists; a new run would mix its records with the old ones",
                 "pass --continue to resume it, choose a new experiment.id, or delete the folder",
             )
+
+
+def _holds_a_run(folder: Path) -> bool:
+    """A folder is an existing run unless it is absent or holds only a cost estimate
+    (``coeval run --estimate-only`` writes ``cost_estimate.json`` before any run)."""
+    if not folder.exists():
+        return False
+    if not folder.is_dir():
+        return True
+    return any(p.name != "cost_estimate.json" for p in folder.iterdir())
 
 
 def count_rules(issues: Iterable[ValidationIssue]) -> dict[str, int]:

@@ -1,0 +1,85 @@
+"""``coeval plan``: calls, tokens, cost and time of an experiment before it runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from coeval.cli.errors import user_errors
+from coeval.cli.run_cmd import load_for_cli, parse_model_list
+
+
+@click.command("plan")
+@click.option("--config", "config_path", required=True, metavar="PATH", help="Experiment YAML file.")
+@click.option(
+    "--estimate-samples",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Live sample calls per model and phase (default: experiment.estimate_samples; 0 = no call).",
+)
+@click.option(
+    "--continue",
+    "continue_run",
+    is_flag=True,
+    help="Estimate only the work the run folder does not hold yet.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON instead of tables.")
+@click.option(
+    "--out",
+    metavar="FILE",
+    help="Also write the JSON estimate here (default with --continue: cost_estimate.json in the run folder).",
+)
+@click.option("--only-models", metavar="A,B", help="Estimate only what these models do.")
+@click.option("--keys", metavar="PATH", help="Provider key file (for sample calls and interface: auto).")
+@user_errors
+def command(
+    config_path: str,
+    estimate_samples: int | None,
+    continue_run: bool,
+    as_json: bool,
+    out: str | None,
+    only_models: str | None,
+    keys: str | None,
+) -> None:
+    """Estimate calls, tokens, cost and time per phase and model.
+
+    \b
+    coeval plan --config my.yaml --estimate-samples 0   heuristics only, no call
+    coeval plan --config my.yaml                        2 sample calls per model and phase
+    coeval plan --config my.yaml --continue             what is left of a run
+    coeval plan --config my.yaml --json                 machine-readable
+    """
+    from coeval.cost import ESTIMATE_FILE, estimate_cost, print_estimate, write_estimate
+    from coeval.planning import print_plan
+
+    models = parse_model_list(only_models)
+    # a plan needs no run folder, except to count what is left of one (--continue)
+    config = load_for_cli(
+        config_path,
+        keys=keys,
+        continue_run=continue_run,
+        only_models=models,
+        dry_run=not continue_run,
+        check_filesystem=continue_run,
+    )
+    estimate = estimate_cost(
+        config, samples=estimate_samples, continue_run=continue_run, keys_file=keys, only_models=models
+    )
+    target = Path(out) if out else None
+    if target is None and continue_run:
+        target = Path(config.experiment.storage_folder) / config.experiment.id / ESTIMATE_FILE
+    if as_json:
+        click.echo(json.dumps(estimate.to_dict(), indent=2))
+    else:
+        from rich.console import Console
+
+        console = Console(width=None if sys.stdout.isatty() else 120)
+        if not continue_run:
+            print_plan(estimate.plan, console)
+        print_estimate(estimate, console)
+    if target is not None:
+        write_estimate(estimate, target)
+        click.echo(f"estimate written to {target}", err=as_json)

@@ -1,0 +1,105 @@
+"""What a run folder already holds: calls done (for ``--continue``) and their measured size."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from coeval.config.model import Config
+from coeval.cost.measure import Measured
+from coeval.records import is_ok, load_phase_records
+from coeval.storage.run_folder import RunFolder
+
+__all__ = ["done_calls", "measured_history"]
+
+#: phase -> the record field naming the model that made the call
+_MODEL_FIELD = {
+    "data_generation": "teacher_model_id",
+    "response_collection": "student_model_id",
+    "evaluation": "judge_model_id",
+}
+
+
+def _judge_record(rec: dict[str, Any], models: set[str]) -> bool:
+    evaluator = rec.get("evaluator")
+    return evaluator == "llm_judge" or (evaluator is None and rec.get("judge_model_id") in models)
+
+
+def _phase_records(run: RunFolder, phase: str, config: Config) -> list[dict[str, Any]]:
+    models = {m.name for m in config.models}
+    records = list(load_phase_records(run, phase).values())
+    if phase == "evaluation":
+        records = [r for r in records if _judge_record(r, models)]
+    return records
+
+
+def _proposals(run: RunFolder, config: Config, phase: str) -> list[tuple[str, str, Path, Path]]:
+    """(task, teacher, artifact, proposal path) of the teacher calls phases 1-2 make."""
+    from coeval.phases.mapping import _proposal_path
+
+    out = []
+    for task in config.tasks:
+        if phase == "attribute_mapping":
+            artifacts = [run.target_attrs_path(task.name), run.nuanced_attrs_path(task.name)]
+        else:
+            artifacts = [run.rubric_path(task.name)]
+        for artifact in artifacts:
+            for teacher in config.teachers:
+                out.append((task.name, teacher.name, artifact, _proposal_path(artifact, teacher.name)))
+    return out
+
+
+def done_calls(run: RunFolder, config: Config) -> Counter[tuple[str, str, str]]:
+    """(task, phase, model) -> calls that already have an ``ok`` result and need no repeat.
+
+    Phases in ``meta.phases_completed`` are not counted here: the caller skips them whole.
+    """
+    import json
+
+    done: Counter[tuple[str, str, str]] = Counter()
+    for phase in ("attribute_mapping", "rubric_mapping"):
+        for task, teacher, artifact, path in _proposals(run, config, phase):
+            artifact_done = artifact.is_file()
+            ok = False
+            if path.is_file():
+                try:
+                    ok = json.loads(path.read_text(encoding="utf-8")).get("status") == "ok"
+                except (OSError, ValueError, AttributeError):
+                    ok = False
+            if ok or artifact_done:
+                done[(task, phase, teacher)] += 1
+    for phase, field in _MODEL_FIELD.items():
+        for rec in _phase_records(run, phase, config):
+            if is_ok(rec):
+                done[(str(rec.get("task_id")), phase, str(rec.get(field)))] += 1
+    return done
+
+
+def measured_history(run: RunFolder, config: Config) -> dict[tuple[str, str], Measured]:
+    """(phase, model) -> token usage of the calls already made (records with usage)."""
+    import json
+
+    out: dict[tuple[str, str], Measured] = {}
+
+    def add(phase: str, model: str, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            return
+        tin, tout = usage.get("input_tokens") or 0, usage.get("output_tokens") or 0
+        if tin or tout:
+            out.setdefault((phase, model), Measured()).add(float(tin), float(tout))
+
+    for phase in ("attribute_mapping", "rubric_mapping"):
+        for _, teacher, _, path in _proposals(run, config, phase):
+            if path.is_file():
+                try:
+                    rec = json.loads(path.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    continue
+                if isinstance(rec, dict) and rec.get("status") == "ok":
+                    add(phase, teacher, rec.get("usage"))
+    for phase, field in _MODEL_FIELD.items():
+        for rec in _phase_records(run, phase, config):
+            if is_ok(rec):
+                add(phase, str(rec.get(field)), rec.get("usage"))
+    return out
