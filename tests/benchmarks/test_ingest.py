@@ -173,3 +173,31 @@ def test_teacher_named_by_the_config_receives_the_datapoints(finished_run: Path)
 def test_names_that_cannot_be_ids_are_refused(finished_run: Path, option: str, value: str) -> None:
     with pytest.raises(IngestError, match="letters, digits"):
         ingest(RunFolder(finished_run), SciQ(), data_dir=FIXTURES, **{option: value})
+
+
+def test_task_stays_the_benchmarks_after_the_runner_copies_it_into_config_yaml(finished_run: Path) -> None:
+    """On --continue the runner writes ingested tasks into the run's config.yaml; a later,
+    larger ingest must still extend the benchmark's own attributes without warnings."""
+    import yaml
+
+    run = RunFolder(finished_run)
+    ingest(run, MMLU(), data_dir=FIXTURES, limit=2)
+    config = yaml.safe_load(run.config_path.read_text())
+    entry = run.read_meta()["ingest_log"][0]
+    config["tasks"].append(entry["task"])
+    config["models"].append(entry["teacher"])
+    run.config_path.write_text(yaml.safe_dump(config))
+
+    more = ingest(run, MMLU(), data_dir=FIXTURES)
+    assert more.written == 3 and not more.warnings
+    assert json.loads(run.target_attrs_path("mmlu").read_text())["correct_answer"] == ["A", "B", "C", "D"]
+    assert run.read_meta()["ingest_log"][-1]["owns_task"] is True
+
+
+def test_a_users_task_is_never_taken_over(finished_run: Path) -> None:
+    run = RunFolder(finished_run)
+    ingest(run, SciQ(), data_dir=FIXTURES, task_name="summaries", limit=1)
+    again = ingest(run, SciQ(), data_dir=FIXTURES, task_name="summaries")
+    assert again.written == 1 and any("already exists" in w for w in again.warnings)
+    assert not run.target_attrs_path("summaries").exists()
+    assert [e["owns_task"] for e in run.read_meta()["ingest_log"]] == [False, False]

@@ -256,7 +256,11 @@ def ingest(
     ingest_log = [e for e in meta.get("ingest_log", []) if isinstance(e, dict)]
     earlier = [e for e in ingest_log if e.get("task_name") == task]
     config_task = _named(config.get("tasks"), task)
-    owned = config_task is None and all(e.get("benchmark") == adapter.name for e in earlier)
+    # The task is this benchmark's when ingest created it: the config may list it since (the
+    # runner writes ingested tasks into the run's config.yaml), a task of the user's never is.
+    same_benchmark = all(e.get("benchmark") == adapter.name for e in earlier)
+    created_here = any(e.get("owns_task") for e in earlier)
+    owned = same_benchmark and (config_task is None or created_here)
 
     if owned:
         task_spec = _write_task_artifacts(run, adapter, task, selected, warnings)
@@ -301,6 +305,7 @@ def ingest(
         "limit": limit,
         "ingested_at": now,
         "task": task_spec,
+        "owns_task": owned,
         "teacher": teacher_mapping(teacher),
     }
     run.update_meta(lambda m: m.setdefault("ingest_log", []).append(entry))
