@@ -53,7 +53,7 @@ from coeval.run_options import RunOptions
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkOutcome
 from coeval.storage.fork import fork_run
 from coeval.storage.lock import RunFolderBusyError, RunLock
-from coeval.storage.run_folder import RunFolder, utc_now
+from coeval.storage.run_folder import RunFolder, cut_partial_last_line, utc_now
 from coeval.storage.snapshot import write_config_snapshot
 
 __all__ = [
@@ -466,6 +466,13 @@ class _Run:
             log.info("forked from an earlier run", source=fork["path"], phases=fork["phases_copied"],
                      files=fork["files_copied"])
         meta = self._init_meta(fork)
+        if not self.only:  # alone in the folder: heal files whose last line a crash cut
+            for phase in PHASE_IDS:
+                for path in self.run.jsonl_files(phase):
+                    cut = cut_partial_last_line(path)
+                    if cut:
+                        log.warning("cut a partial last line (a crash interrupted its write)", file=str(path),
+                                    bytes=cut)
         write_config_snapshot(self.run, self.config)
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)

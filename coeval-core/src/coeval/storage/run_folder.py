@@ -33,6 +33,7 @@ __all__ = [
     "RunFolder",
     "atomic_write_json",
     "atomic_write_text",
+    "cut_partial_last_line",
     "iter_jsonl",
     "utc_now",
 ]
@@ -94,6 +95,33 @@ def iter_jsonl(path: Path, *, on_bad_line: Callable[[int, str], None] | None = N
                 on_bad_line(lineno, line)
 
 
+def cut_partial_last_line(path: Path) -> int:
+    """Cut a last line that has no newline (a record cut by a crash or power loss).
+    Returns the number of bytes removed. Only call this while no other process appends."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    if size == 0:
+        return 0
+    with path.open("rb") as raw:
+        raw.seek(size - 1)
+        if raw.read(1) == b"\n":
+            return 0
+        pos, keep = size, 0
+        while pos > 0:
+            start = max(0, pos - 65536)
+            raw.seek(start)
+            data = raw.read(pos - start)
+            nl = data.rfind(b"\n")
+            if nl >= 0:
+                keep = start + nl + 1
+                break
+            pos = start
+    os.truncate(path, keep)
+    return size - keep
+
+
 class JsonlWriter:
     """Appends one JSON object per line, each line in a single ``write(2)`` on an
     ``O_APPEND`` descriptor, so it is on disk (in the OS cache) when ``write`` returns and
@@ -112,28 +140,7 @@ class JsonlWriter:
         self._repair_tail()
 
     def _repair_tail(self) -> None:
-        assert self._fd is not None
-        size = os.fstat(self._fd).st_size
-        if size == 0:
-            return
-        with self.path.open("rb") as raw:
-            raw.seek(size - 1)
-            if raw.read(1) == b"\n":
-                return
-            # find the end of the last complete line
-            pos = size
-            chunk = 65536
-            keep = 0
-            while pos > 0:
-                start = max(0, pos - chunk)
-                raw.seek(start)
-                data = raw.read(pos - start)
-                nl = data.rfind(b"\n")
-                if nl >= 0:
-                    keep = start + nl + 1
-                    break
-                pos = start
-        os.truncate(self.path, keep)
+        cut_partial_last_line(self.path)
 
     def write(self, record: dict[str, Any]) -> None:
         if self._fd is None:
