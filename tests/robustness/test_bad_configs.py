@@ -107,6 +107,9 @@ TEXTS: list[tuple[str, str, tuple[str, ...]]] = [
      + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefg", "bcdefgh", strict=True))
      + "models: *h\n", ("V-00", "aliases")),
     ("nested-too-deep", "models: " + "[" * 3000 + "]" * 3000 + "\n", ("V-00", "nested")),
+    ("null-key", "~: 1\nmodels: []\n", ("V-18", "'None'")),
+    ("anchor-written-as-key", "&models:\n- name: a\n", ("V-18", "V-01")),
+    ("list-as-key", "? [a, b]\n: 1\nmodels: []\n", ("V-00", "unhashable key")),
     ("duplicate-key-deep", "models:\n  - name: a\n    name: b\n    interface: mock\n", ("V-00", "twice")),
 ]
 
@@ -222,12 +225,13 @@ def test_odd_task_text_runs_to_completion(description: str, tmp_path: Path):
         ("no-target-attributes", _set("tasks.0.target_attributes", {})),
         ("numeric-rubric-factor", _set("tasks.0.rubric", {1: "The answer is right."})),
         ("unicode-names-in-values", _set("tasks.0.target_attributes", {"topic": ["géographie", "歴史"]})),
+        ("integral-floats", lambda c: c["tasks"][0]["sampling"].update(target=1.0, nuance=[1.0, 1.0], total=2.0)),
     ],
 )
 def test_odd_but_valid_configs_complete(name: str, mutate: Mutation, tmp_path: Path):
     config = base_config(tmp_path / "runs")
-    mutate(config)
     config["tasks"][0]["sampling"]["target"] = [0, 1]
+    mutate(config)
     path = write_config(tmp_path / f"{name}.yaml", config)
     result = invoke(["run", "--config", str(path)])
     no_traceback(result)

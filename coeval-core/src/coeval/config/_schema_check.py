@@ -336,11 +336,26 @@ def _validator() -> Any:
     return cls(schema)
 
 
+def _text_keys(value: Any, _active: frozenset[int] = frozenset()) -> Any:
+    """``value`` with every mapping key as text. YAML allows ``null:``, ``1:`` or ``true:``
+    as keys, JSON Schema only strings; ``None`` becomes ``'None'``, reported as unknown.
+    Unchanged parts are returned as they are; a recursive alias is left alone."""
+    if not isinstance(value, dict | list) or id(value) in _active:
+        return value
+    active = _active | {id(value)}
+    if isinstance(value, dict):
+        converted = {k if isinstance(k, str) else str(k): _text_keys(v, active) for k, v in value.items()}
+        same = all(isinstance(k, str) and converted[k] is v for k, v in value.items())
+        return value if same else converted
+    items = [_text_keys(v, active) for v in value]
+    return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+
+
 def schema_issues(raw: Any) -> list[RawIssue]:
     """Every shape problem of a raw config mapping, deduplicated, in document order."""
     out: list[RawIssue] = []
     seen: set[tuple[str, Path, str]] = set()
-    for error in _validator().iter_errors(raw):
+    for error in _validator().iter_errors(_text_keys(raw)):
         for rule, path, message, fix in _issues_for(error):
             key = (rule, path, message)
             if key not in seen:

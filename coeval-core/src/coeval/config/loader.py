@@ -224,8 +224,8 @@ def _resolve_auto_interfaces(
 
 def _pair(value: Any) -> tuple[int, int]:
     """``n``, ``[n]`` and ``[min, max]`` -> ``(min, max)``."""
-    if isinstance(value, int):
-        return (value, value)
+    if isinstance(value, int | float):  # JSON Schema counts 2.0 as an integer
+        return (int(value), int(value))
     values = list(value)
     return (int(values[0]), int(values[-1]))
 
