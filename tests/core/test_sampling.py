@@ -84,3 +84,15 @@ def test_no_attributes_draw_empty_maps():
     s = AttributeSampler(target_attributes={}, nuanced_attributes=None, sampling=SamplingConfig(total=3),
                          seed=0, task="t", teacher="x")
     assert [d.target for d in draws(s)] == [{}, {}, {}]
+
+
+def test_the_order_of_keys_in_the_config_does_not_change_the_draws():
+    reordered = {k: TARGET[k] for k in reversed(list(TARGET))}
+    nuanced = {k: NUANCED[k] for k in reversed(list(NUANCED))}
+    for target in ((1, 2), "all"):
+        a = sampler(target=target)
+        b = AttributeSampler(target_attributes=reordered, nuanced_attributes=nuanced,
+                             sampling=SamplingConfig(target=target, nuance=(1, 2), total=20),
+                             seed=0, task="task", teacher="t")
+        assert [(d.target, d.nuanced) for d in draws(a)] == [(d.target, d.nuanced) for d in draws(b)]
+        assert all(list(d.target) == [k for k in reordered if k in d.target] for d in draws(b))

@@ -8,7 +8,17 @@ from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval.cli.status_cmd import collect_status
 
-from .pipeline_support import duplicate_ids, folder, make_config, meta, mock_model, ok_records, records, run, task
+from .pipeline_support import (
+    duplicate_ids,
+    folder,
+    make_config,
+    meta,
+    mock_model,
+    ok_records,
+    records,
+    run,
+    task,
+)
 
 PHASES = ["attribute_mapping", "rubric_mapping", "data_generation", "response_collection", "evaluation"]
 

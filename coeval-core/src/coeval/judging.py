@@ -100,7 +100,8 @@ def parse_single(text: str, factors: Sequence[str]) -> dict[str, str]:
     except OutputParseError:
         obj = None
     if isinstance(obj, dict):
-        scores = obj.get("scores") if isinstance(obj.get("scores"), dict) else obj
+        inner = obj.get("scores")
+        scores: dict[Any, Any] = inner if isinstance(inner, dict) else obj
         by_name = {normalize_factor_name(str(k)): v for k, v in scores.items()}
         out: dict[str, str] = {}
         missing = []

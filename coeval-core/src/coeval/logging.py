@@ -73,13 +73,13 @@ def get_logger(**context: Any) -> Any:
     return structlog.get_logger(LOGGER_NAME).bind(**context)
 
 
-class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _CurrentStderrHandler(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is at the time of each record."""
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 

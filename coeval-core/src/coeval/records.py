@@ -68,14 +68,21 @@ def is_ok(rec: Mapping[str, Any] | None) -> bool:
     return rec is not None and record_status(rec) == OK
 
 
+def _has_text(rec: Mapping[str, Any] | None, field: str) -> bool:
+    if rec is None or not is_ok(rec):
+        return False
+    value = rec.get(field)
+    return isinstance(value, str) and bool(value.strip())
+
+
 def usable_datapoint(rec: Mapping[str, Any] | None) -> bool:
     """A datapoint students may answer: ok, with a non-empty prompt."""
-    return is_ok(rec) and isinstance(rec.get("prompt"), str) and bool(rec["prompt"].strip())  # type: ignore[union-attr]
+    return _has_text(rec, "prompt")
 
 
 def usable_response(rec: Mapping[str, Any] | None) -> bool:
     """A response judges may score: ok, with a non-empty answer."""
-    return is_ok(rec) and isinstance(rec.get("response"), str) and bool(rec["response"].strip())  # type: ignore[union-attr]
+    return _has_text(rec, "response")
 
 
 def latest_by_id(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

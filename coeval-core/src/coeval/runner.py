@@ -181,9 +181,9 @@ class _Ledger:
             c = meta.setdefault("calls", {})
             for k, v in calls.items():
                 c[k] = int(c.get(k, 0)) + v
-            s = meta.setdefault("spend_usd", {})
-            for k, v in spend.items():
-                s[k] = round(float(s.get(k, 0.0)) + v, 10)
+            paid = meta.setdefault("spend_usd", {})
+            for k, usd in spend.items():
+                paid[k] = round(float(paid.get(k, 0.0)) + usd, 10)
 
         self.run.update_meta(change)
 
@@ -342,7 +342,7 @@ class _Run:
         if not wanted:
             return None
         try:
-            from coeval.batching import make_batch_executor  # type: ignore[attr-defined]
+            from coeval.batching import make_batch_executor
         except ImportError:
             log.warning("batch is enabled in the config but no batch executor is installed; calls run in real time")
             return None

@@ -1,8 +1,9 @@
 """Phase 3's attribute draws: which target and nuanced values each datapoint is written for.
 
 Every draw comes from a random generator seeded by ``(experiment.seed, task, teacher, slot)``,
-so the same config and seed give the same draws on every machine, and a slot draws the same
-attributes whether it is generated first, retried, or filled in later by ``--continue``.
+so the same config and seed give the same draws on every machine (whatever the order of the
+keys in the YAML), and a slot draws the same attributes whether it is generated first,
+retried, or filled in later by ``--continue``.
 
 * ``sampling.target: [min, max]``: pick n in [min, max] target attributes, one value each.
 * ``sampling.target: all`` (and ``target_attributes: complete``): walk a seeded shuffle of
@@ -112,16 +113,17 @@ class AttributeSampler:
         return self._draw_some(self.target, self.sampling.target, rng, self.always_include)  # type: ignore[arg-type]
 
     def _combination(self, seq: int) -> dict[str, str]:
-        names = list(self.target)
+        names = sorted(self.target)
         if self.product_size > _MATERIALISE_LIMIT:
             rng = self._rng("combination", seq)
-            return {n: rng.choice(self.target[n]) for n in names}
+            drawn = {n: rng.choice(self.target[n]) for n in names}
+            return {n: drawn[n] for n in self.target}
         if self._product is None:
             product = list(itertools.product(*(self.target[n] for n in names)))
             self._rng("product").shuffle(product)
             self._product = product
-        combo = self._product[(seq - 1) % len(self._product)]
-        return dict(zip(names, combo, strict=True))
+        combo = dict(zip(names, self._product[(seq - 1) % len(self._product)], strict=True))
+        return {n: combo[n] for n in self.target}
 
     @staticmethod
     def _draw_some(
@@ -137,7 +139,9 @@ class AttributeSampler:
         lo = min(max(lo, 0), hi)
         n = rng.randint(lo, hi)
         n = max(n, len(always))
-        others = [name for name in pool if name not in always]
+        # draw over sorted names, so the order of keys in the config does not matter
+        others = sorted(name for name in pool if name not in always)
         chosen = set(always) | set(rng.sample(others, max(0, n - len(always))))
-        # keep the attribute map's order so records read naturally
-        return {name: rng.choice(pool[name]) for name in pool if name in chosen}
+        drawn = {name: rng.choice(pool[name]) for name in sorted(chosen)}
+        # records list the attributes in the attribute map's order
+        return {name: drawn[name] for name in pool if name in chosen}

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from coeval.cli.errors import UserError, user_errors
+
+if TYPE_CHECKING:
+    from coeval.storage.repair import RepairReport
+    from coeval.storage.run_folder import RunFolder
 
 
 @click.command("repair")
@@ -44,7 +49,7 @@ def command(run_path: str, dry_run: bool, as_json: bool) -> None:
     _print(report)
 
 
-def open_run_folder(run_path: str):  # type: ignore[no-untyped-def]
+def open_run_folder(run_path: str) -> RunFolder:
     """The run folder at ``run_path``, or a UserError saying why it is not one."""
     from coeval.storage.run_folder import RunFolder
 
@@ -58,7 +63,7 @@ def open_run_folder(run_path: str):  # type: ignore[no-untyped-def]
     return run
 
 
-def _print(report) -> None:  # type: ignore[no-untyped-def]
+def _print(report: RepairReport) -> None:
     from rich.console import Console
     from rich.table import Table
 

@@ -170,17 +170,31 @@ def command(run_path: str, as_json: bool, fetch_batches: bool, keys: str | None)
 
     run = open_run_folder(run_path)
     if fetch_batches:
-        try:
-            from coeval.batching import fetch_pending_batches  # type: ignore[attr-defined]
-        except ImportError:
-            raise UserError("this installation cannot fetch batches (no batch support installed)",
-                            "pip install coeval-providers") from None
-        fetch_pending_batches(run, keys_file=keys)
+        _fetch(run, keys)
     status = collect_status(run.root)
     if as_json:
         click.echo(json.dumps(status, indent=2, ensure_ascii=False))
         return
     _print(status)
+
+
+def _fetch(run: Any, keys: str | None) -> None:
+    """``--fetch-batches``: collect finished provider batch jobs into the run's records."""
+    from coeval.batching.fetch import FetchError, fetch_pending_batches
+    from coeval.credentials import KeyStore
+    from coeval.storage.snapshot import read_config_snapshot
+
+    config = read_config_snapshot(run)
+    if config is None:
+        raise UserError(f"{run.config_path}: missing or unreadable, so batch results cannot be matched to items",
+                        "run `coeval run --config <your config> --continue` instead")
+    try:
+        report = fetch_pending_batches(run, config, KeyStore.load(keys))
+    except FetchError as exc:
+        raise UserError(str(exc)) from None
+    click.echo(report.summary(), err=True)
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)
 
 
 def _print(status: dict[str, Any]) -> None:

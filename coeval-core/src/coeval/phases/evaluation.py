@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -107,11 +107,11 @@ def _evaluators(view: RunView) -> list[Any]:
 
 class EvaluationPhase:
     name = "evaluation"
-    after = ("response_collection",)
-    modes = ("New", "Keep", "Extend", "Model")
+    after: tuple[str, ...] = ("response_collection",)
+    modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
 
     # ---- what is expected ---------------------------------------------------------------
-    def _expected(self, view: RunView, state: _State):  # type: ignore[no-untyped-def]
+    def _expected(self, view: RunView, state: _State) -> Iterator[tuple[Any, ...]]:
         """Yields (group, record id, factors, response, datapoint, task, judge|evaluator, factor)."""
         judges = view.callable_models("judge")
         evaluators = _evaluators(view)

@@ -64,8 +64,8 @@ class _Slot:
 
 class DataGenerationPhase:
     name = "data_generation"
-    after = ("rubric_mapping",)
-    modes = ("New", "Keep", "Extend", "Model")
+    after: tuple[str, ...] = ("rubric_mapping",)
+    modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
 
     def survey(self, view: RunView) -> Survey:
         s = Survey(self.name)

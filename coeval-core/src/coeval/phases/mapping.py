@@ -90,7 +90,7 @@ class _TeacherMappingPhase:
 
     name = ""
     after: tuple[str, ...] = ()
-    modes = ("New", "Keep", "Extend")
+    modes: tuple[str, ...] = ("New", "Keep", "Extend")
 
     # -- to specialise -------------------------------------------------------------------
     def artifacts(self, view: RunView, task: TaskConfig) -> list[tuple[str, Path]]:
@@ -286,7 +286,7 @@ class RubricMappingPhase(_TeacherMappingPhase):
     """Phase 2: ``{task}.rubric.json``."""
 
     name = "rubric_mapping"
-    after = ("attribute_mapping",)
+    after: tuple[str, ...] = ("attribute_mapping",)
 
     def artifacts(self, view: RunView, task: TaskConfig) -> list[tuple[str, Path]]:
         return [("rubric", view.run.rubric_path(task.name))]

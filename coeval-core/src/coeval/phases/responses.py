@@ -61,8 +61,8 @@ class _Ask:
 
 class ResponseCollectionPhase:
     name = "response_collection"
-    after = ("data_generation",)
-    modes = ("New", "Keep", "Extend", "Model")
+    after: tuple[str, ...] = ("data_generation",)
+    modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
 
     def survey(self, view: RunView) -> Survey:
         s = Survey(self.name)
