@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from coeval.scheduler import OutputParseError, WorkItem, WorkOutcome
 from coeval.storage.run_folder import RunFolder
 from tests.providers.conftest import model_and_credentials, provider_setup, write_keys
 
-warnings.filterwarnings("ignore", category=DeprecationWarning)
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 FAST = PollPolicy(interval_s=0.01, max_interval_s=0.02)
 

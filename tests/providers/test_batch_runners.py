@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import warnings
 from typing import Any
 
 import pytest
@@ -15,7 +14,7 @@ from coeval.interfaces.base import GenerateRequest, GenerateResult, ModelError
 from coeval.plugins import registries
 from tests.providers.conftest import BATCH_INTERFACES, SECRET, model_and_credentials
 
-warnings.filterwarnings("ignore", category=DeprecationWarning)
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 SCHEMA = {"type": "object", "properties": {"score": {"enum": ["High", "Medium", "Low"]}}, "required": ["score"]}
 CREATE_ROUTE = {

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import warnings
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from coeval.plugins import registries
 from coeval.scheduler import RetryPolicy, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from tests.providers.conftest import ALL_INTERFACES, SECRET, model_and_credentials, provider_setup
 
-warnings.filterwarnings("ignore", category=DeprecationWarning)
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 FAST_RETRY = SchedulerLimits(retry=RetryPolicy(base_delay_s=0.02, max_delay_s=0.1))
 JUDGE_SCHEMA = {
