@@ -46,6 +46,7 @@ def make_config(
     exp_id: str = "exp",
     **experiment: Any,
 ) -> Config:
+    experiment.setdefault("probe_mode", "disable")  # tests of probing set it themselves
     raw = {
         "models": models,
         "tasks": tasks if tasks is not None else [task()],

@@ -218,3 +218,17 @@ def test_ctrl_c_stops_cleanly_and_continue_finishes(tmp_path):
     assert len(ok_records(rf, "evaluation")) == 48
     for phase in PHASES[2:]:
         assert duplicate_ids(rf, phase) == []
+
+
+def test_a_failed_probe_stops_the_run_before_anything_is_written(tmp_path):
+    broken = mock_model("broken", ["student"], replies={"Reply with the word OK": {"mock_error": "fatal",
+                                                                                    "message": "unknown model"}})
+    cfg = make_config(tmp_path, [mock_model("m", ["teacher", "judge"]), broken], [task(total=1)], probe_mode="full")
+    result = run(cfg)
+    assert result.exit_code == 2
+    assert "broken" in result.message and "unknown model" in result.message
+    assert not folder(cfg).root.exists()
+    warn = make_config(tmp_path, [mock_model("m", ["teacher", "judge"]), broken], [task(total=1)],
+                       probe_mode="full", probe_on_fail="warn")
+    assert run(warn).exit_code == 0
+    assert run(cfg, continue_run=True, probe_mode="disable").exit_code == 0

@@ -337,6 +337,36 @@ class _Run:
             except Exception as exc:
                 raise RunError(f"model {m.name!r} ({m.interface}): {redact(str(exc)) or type(exc).__name__}") from None
 
+    async def _probe(self) -> None:
+        """One tiny call per model about to work (``probe_mode``), before anything is written,
+        so a wrong key or model id fails in seconds rather than after hours of other calls."""
+        exp = self.config.experiment
+        mode = self.options.probe_mode or exp.probe_mode
+        if mode == "disable" or not self.interfaces:
+            return
+        from coeval.probe import ProbeFailed, ProbeResult, models_to_probe
+
+        names = sorted({m.name for m in models_to_probe(self.config, mode, self.registries)} & set(self.interfaces))
+
+        async def one(name: str) -> ProbeResult:
+            iface = self.interfaces[name]
+            try:
+                await asyncio.wait_for(iface.probe(), 60.0)
+            except Exception as exc:  # noqa: BLE001 - every failure is a probe result
+                err = iface.classify_error(exc) if not isinstance(exc, TimeoutError) else exc
+                kind = getattr(err, "kind", type(err).__name__)
+                return ProbeResult(name, iface.model.interface, False, error=redact(f"{kind}: {err}")[:500])
+            return ProbeResult(name, iface.model.interface, True)
+
+        failed = [r for r in await asyncio.gather(*(one(n) for n in names)) if not r.ok]
+        if not failed:
+            return
+        if (self.options.probe_on_fail or exp.probe_on_fail) == "abort":
+            raise RunError(f"{ProbeFailed(failed)}. Nothing was written; fix the model, or run with "
+                           "--probe-on-fail warn (or --probe disable)")
+        for r in failed:
+            sys.stderr.write(f"coeval: warning: model {r.model} failed its probe ({r.error}); running anyway\n")
+
     def _batch_executor(self, log: Any) -> Any:
         wanted = any(batch_enabled(self.config, m, p) for m in self.config.models for p in PHASE_IDS)
         if not wanted:
@@ -436,6 +466,7 @@ class _Run:
             may_run = [p.name for p in phases[i:]]
             break
         self._build_interfaces(may_run)
+        await self._probe()
 
         lock = RunLock(self.run.root, shared=bool(self.only))
         try:
