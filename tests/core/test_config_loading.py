@@ -194,3 +194,19 @@ def test_schema_command_prints_the_schema() -> None:
     schema = json.loads(result.stdout)
     assert set(schema["required"]) == {"models", "tasks", "experiment"}
     assert "evaluation_mode" in schema["$defs"]["task"]["properties"]
+
+
+def test_a_folder_without_a_run_does_not_block_a_new_run(tmp_path: Path) -> None:
+    """Only meta.json or phase files make a folder an existing run (V-11)."""
+    raw = json.loads(json.dumps(MINIMAL))
+    raw["experiment"]["storage_folder"] = str(tmp_path)
+    folder = tmp_path / "e"
+    folder.mkdir()
+    (folder / "cost_estimate.json").write_text("{}", encoding="utf-8")
+    (folder / "run.log").write_text("", encoding="utf-8")  # a start-up that died early
+    load_config(raw)
+    (folder / "phase3_datapoints").mkdir()
+    (folder / "phase3_datapoints" / "t.m.datapoints.jsonl").write_text("{}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_config(raw)
+    assert err.value.rules == ["V-11"]

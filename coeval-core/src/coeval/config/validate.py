@@ -565,13 +565,16 @@ class Validator:
 
 
 def _holds_a_run(folder: Path) -> bool:
-    """A folder is an existing run unless it is absent or holds only a cost estimate
-    (``coeval run --estimate-only`` writes ``cost_estimate.json`` before any run)."""
+    """Whether a new run in ``folder`` would mix its records with an earlier one: the folder
+    has a ``meta.json`` or phase files. A folder with only a cost estimate (``--estimate-only``)
+    or the log of a start-up that died before writing anything is not a run yet."""
+    from coeval.storage.run_folder import PHASE_DIRS
+
     if not folder.exists():
         return False
-    if not folder.is_dir():
+    if not folder.is_dir() or (folder / "meta.json").exists():
         return True
-    return any(p.name != "cost_estimate.json" for p in folder.iterdir())
+    return any(any((folder / d).iterdir()) for d in PHASE_DIRS.values() if (folder / d).is_dir())
 
 
 def count_rules(issues: Iterable[ValidationIssue]) -> dict[str, int]:
