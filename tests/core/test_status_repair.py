@@ -135,3 +135,18 @@ def test_repair_refuses_a_folder_in_use(tmp_path):
     with RunLock(rf.root):
         result = CliRunner().invoke(cli, ["repair", "--run", str(rf.root)])
     assert result.exit_code == 2 and "another coeval process" in result.output
+
+
+def test_status_lists_pending_batch_jobs(tmp_path):
+    from coeval.batching.pending import PendingJob, PendingStore
+
+    _, rf = finished_run(tmp_path)
+    PendingStore(rf).add(PendingJob(job_id="batch_1", interface="openai", model="a", phase="evaluation",
+                                    items={"r0": "x", "r1": "y"}, state="running"))
+    status = collect_status(rf.root)
+    assert status["pending_batches"] == [{"job_id": "batch_1", "interface": "openai", "model": "a",
+                                          "phase": "evaluation", "submitted_at": status["pending_batches"][0]
+                                          ["submitted_at"], "requests": 2, "state": "running",
+                                          "polled_at": None, "message": ""}]
+    text = CliRunner().invoke(cli, ["status", "--run", str(rf.root)])
+    assert "batch_1" in text.output and "2 requests" in text.output

@@ -53,22 +53,30 @@ def _recent_errors(run: Any, limit: int = 5) -> list[dict[str, str]]:
     return errors[-limit:]
 
 
-def _pending_batches(run: Any) -> list[dict[str, Any]]:
-    path = run.root / "pending_batches.json"
+def _pending_batches(run: Any, notes: list[str]) -> list[dict[str, Any]]:
+    """Jobs in ``pending_batches.json`` (also the earlier tool's ``{batch_id: {...}}`` form)."""
+    from coeval.batching.pending import PendingStore
+
+    store = PendingStore(run)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
+        jobs = [
+            {k: v for k, v in job.to_dict().items() if k != "items"} for job in store.load()
+        ]
+    except ValueError as exc:
+        notes.append(str(exc))
         return []
-    jobs = data.get("jobs", data) if isinstance(data, dict) else data
-    out = []
-    if isinstance(jobs, dict):
-        for job_id, info in jobs.items():
-            if isinstance(info, dict):
-                out.append({"job_id": job_id, **{k: info.get(k) for k in ("interface", "model", "phase", "status",
-                                                                           "n_requests", "submitted_at")}})
-    elif isinstance(jobs, list):
-        out = [j for j in jobs if isinstance(j, dict)]
-    return [j for j in out if j.get("status") not in ("collected", "done")]
+    if not jobs and store.path.exists():
+        try:
+            raw = json.loads(store.path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            raw = None
+        if isinstance(raw, dict) and "jobs" not in raw:
+            for job_id, info in raw.items():
+                if isinstance(info, dict) and info.get("status") not in ("collected", "done"):
+                    jobs.append({"job_id": job_id, "interface": info.get("interface"), "phase": info.get("phase"),
+                                 "state": info.get("status"), "requests": info.get("n_requests"),
+                                 "submitted_at": info.get("submitted_at")})
+    return jobs
 
 
 def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, Any]:
@@ -149,7 +157,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
         "spend_usd": total_spend,
         "budget_usd": budget,
         "budget_reached": budget is not None and total_spend >= budget,
-        "pending_batches": _pending_batches(run),
+        "pending_batches": _pending_batches(run, notes),
         "recent_errors": _recent_errors(run),
         "notes": notes,
     }
@@ -235,7 +243,8 @@ def _print(status: dict[str, Any]) -> None:
     if status["pending_batches"]:
         console.print(f"pending batches: {len(status['pending_batches'])}")
         for j in status["pending_batches"]:
-            console.print(f"  {j.get('job_id')}  {j.get('interface')}  {j.get('phase')}  {j.get('status')}")
+            console.print(f"  {j.get('job_id')}  {j.get('model') or j.get('interface')}  {j.get('phase')}  "
+                          f"{j.get('state')}  {j.get('requests')} requests", markup=False)
     else:
         console.print("pending batches: none")
     if status["recent_errors"]:
