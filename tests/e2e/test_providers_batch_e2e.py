@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from coeval.batching import PendingStore, fetch_pending_batches
 from coeval.config import load_config
 from coeval.credentials import KeyStore

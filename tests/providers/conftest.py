@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from coeval.config.model import ModelConfig
 from coeval.credentials import Credentials, KeyStore
 from coeval_providers.fake_server import FakeServer

@@ -10,7 +10,6 @@ from typing import Any
 
 import attrs
 import pytest
-
 from coeval.batching import BatchExecutor, PendingStore, PollPolicy
 from coeval.config.model import Config, ExperimentConfig, ModelConfig
 from coeval.credentials import KeyStore
@@ -18,6 +17,7 @@ from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.plugins import registries
 from coeval.scheduler import OutputParseError, WorkItem, WorkOutcome
 from coeval.storage.run_folder import RunFolder
+
 from tests.providers.conftest import model_and_credentials, provider_setup, write_keys
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

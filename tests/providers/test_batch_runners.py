@@ -8,10 +8,10 @@ import json
 from typing import Any
 
 import pytest
-
 from coeval.batching import BatchRunner
 from coeval.interfaces.base import GenerateRequest, GenerateResult, ModelError
 from coeval.plugins import registries
+
 from tests.providers.conftest import BATCH_INTERFACES, SECRET, model_and_credentials
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

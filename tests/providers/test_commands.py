@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
-from tests.providers.conftest import ALL_INTERFACES, BATCH_INTERFACES, SECRET
 
+from tests.providers.conftest import ALL_INTERFACES, BATCH_INTERFACES, SECRET
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -82,9 +81,8 @@ def test_probe_disable_makes_no_call(fake: Any, tmp_path: Path) -> None:
 
 def test_probe_resume_probes_only_models_with_work_left(fake: Any, tmp_path: Path) -> None:
     from coeval.config import load_config
-    from coeval.probe import probe_models
-
     from coeval.credentials import KeyStore
+    from coeval.probe import probe_models
     from coeval.run_options import RunOptions
     from coeval.runner import run_experiment
 

@@ -9,7 +9,6 @@ import urllib.request
 from typing import Any
 
 import pytest
-
 from coeval_providers.fake_server import schema_instance
 
 

@@ -10,10 +10,10 @@ import time
 from typing import Any
 
 import pytest
-
 from coeval.interfaces.base import GenerateRequest
 from coeval.plugins import registries
 from coeval.scheduler import RetryPolicy, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
+
 from tests.providers.conftest import ALL_INTERFACES, SECRET, model_and_credentials, provider_setup
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -8,10 +8,15 @@ from typing import Any
 
 import pytest
 import yaml
-
 from coeval.config import load_config
 from coeval.plugins import get_plugin_manager
-from coeval_providers.pricing import PRICING_ENV, PricingFileError, PricingTable, pricing_table, reset_pricing_table
+from coeval_providers.pricing import (
+    PRICING_ENV,
+    PricingFileError,
+    PricingTable,
+    pricing_table,
+    reset_pricing_table,
+)
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ still have work in the run folder (all of them when the folder does not exist ye
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -107,17 +108,15 @@ async def _probe_one(model: ModelConfig, keys: KeyStore, registries: Any, timeou
         return ProbeResult(model.name, model.interface, True, latency_s=round(time.perf_counter() - start, 3))
     except TimeoutError:
         return ProbeResult(model.name, model.interface, False, error=f"no answer within {timeout_s:.0f} s")
-    except Exception as exc:  # noqa: BLE001 - every failure is a probe result
+    except Exception as exc:
         if iface is not None:
             exc = iface.classify_error(exc)
         kind = getattr(exc, "kind", type(exc).__name__)
         return ProbeResult(model.name, model.interface, False, error=redact(f"{kind}: {exc}")[:500])
     finally:
         if iface is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing must not mask the result
                 await iface.aclose()
-            except Exception:  # noqa: BLE001, S110 - closing must not mask the result
-                pass
 
 
 async def aprobe_models(
@@ -134,9 +133,7 @@ async def aprobe_models(
     chosen = {m.name for m in (models if models is not None else models_to_probe(config, mode, registries))}
     tasks, results = [], []
     for m in config.models:
-        if m.name not in chosen:
-            results.append(ProbeResult(m.name, m.interface, True, skipped=True))
-        elif _is_virtual(m, registries):
+        if m.name not in chosen or _is_virtual(m, registries):
             results.append(ProbeResult(m.name, m.interface, True, skipped=True))
         else:
             tasks.append(_probe_one(m, keys, registries, timeout_s))

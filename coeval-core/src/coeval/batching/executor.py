@@ -123,10 +123,11 @@ class BatchExecutor:
         self.registries = registries
         self.log = _Log(log)
         base = poll or PollPolicy()
+        env_interval, env_deadline = _env_float(POLL_ENV), _env_float(DEADLINE_ENV)
         self.poll_policy = attrs.evolve(
             base,
-            interval_s=_env_float(POLL_ENV) if _env_float(POLL_ENV) is not None else base.interval_s,
-            deadline_s=_env_float(DEADLINE_ENV) if _env_float(DEADLINE_ENV) is not None else base.deadline_s,
+            interval_s=env_interval if env_interval is not None else base.interval_s,
+            deadline_s=env_deadline if env_deadline is not None else base.deadline_s,
         )
         self.may_submit = submit
         self.wait = wait
@@ -224,7 +225,7 @@ class BatchExecutor:
         model = items[0].model
         try:
             runner = self.runner_for(model)
-        except Exception as exc:  # noqa: BLE001 - a runner that cannot be built fails its items
+        except Exception as exc:
             self._fail_all(items, "fatal", f"batch runner for {model.interface}: {redact(str(exc))}", on_outcome)
             return
         minimum = int(getattr(runner, "min_requests_per_job", 0) or 0)
@@ -268,7 +269,7 @@ class BatchExecutor:
         if runner is None:
             try:
                 runner = self.runner_for(model)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 self.log("error", "cannot reach the batch job's provider; the job stays pending", job=job.job_id,
                          error=redact(str(exc)))
                 self.left_pending.append(job.job_id)
@@ -355,7 +356,7 @@ class BatchExecutor:
         except OutputParseError as exc:
             return WorkOutcome(item, "failed", result=result, error_kind="unparseable", error=redact(str(exc)),
                                attempts=1, usage=result.usage, cost_usd=result.cost_usd)
-        except Exception as exc:  # noqa: BLE001 - a parser bug fails the item, not the run
+        except Exception as exc:
             return WorkOutcome(item, "failed", result=result, error_kind="parse_error",
                                error=redact(f"{type(exc).__name__}: {exc}"), attempts=1, usage=result.usage,
                                cost_usd=result.cost_usd)

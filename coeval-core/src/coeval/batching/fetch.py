@@ -92,7 +92,7 @@ async def afetch_pending_batches(
                              registries=registries, log=log, submit=False, wait=False)
     ledger: Counter[str] = Counter()
     calls: Counter[str] = Counter()
-    spend: Counter[str] = Counter()
+    spend: dict[str, float] = {}
     try:
         phases_with_jobs = {job.phase for job in jobs}
         known = {job.phase for job in jobs if any(p.name == job.phase for p in registries.phases)}
@@ -109,7 +109,8 @@ async def afetch_pending_batches(
                     outcome.item.on_done(outcome)
                     ledger[outcome.status] += 1
                     calls[outcome.item.model.name] += int(outcome.attempts)
-                    spend[outcome.item.model.name] += float(outcome.cost_usd or 0.0)
+                    name = outcome.item.model.name
+                    spend[name] = spend.get(name, 0.0) + float(outcome.cost_usd or 0.0)
 
                 await executor.run(phase_id, wanted, on_outcome)
 
@@ -132,7 +133,7 @@ async def afetch_pending_batches(
     return report
 
 
-def _add_to_meta(run: RunFolder, outcomes: Counter[str], calls: Counter[str], spend: Counter[str]) -> None:
+def _add_to_meta(run: RunFolder, outcomes: Counter[str], calls: Counter[str], spend: dict[str, float]) -> None:
     """Calls and spend of the collected items count toward quota and budget like any others."""
     if not outcomes:
         return

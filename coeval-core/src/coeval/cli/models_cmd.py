@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -36,16 +37,14 @@ async def _list_one(name: str, keys: Any, registries: Any, verbose: bool) -> tup
         else:
             details = [{"id": m} for m in await iface.list_models()]
         return name, details, None
-    except Exception as exc:  # noqa: BLE001 - one provider's failure is reported, not fatal
+    except Exception as exc:
         if iface is not None:
             exc = iface.classify_error(exc)
         return name, None, redact(str(exc))[:300]
     finally:
         if iface is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing must not mask the result
                 await iface.aclose()
-            except Exception:  # noqa: BLE001, S110
-                pass
 
 
 @click.command("models")
@@ -72,7 +71,7 @@ def command(providers: str | None, verbose: bool, keys: str | None, as_json: boo
         if unknown:
             from coeval.interfaces.known import providing_distribution
 
-            dist = {providing_distribution(n) for n in unknown} - {None}
+            dist = {pkg for n in unknown if (pkg := providing_distribution(n))}
             hint = f"install {', '.join(sorted(dist))}" if dist else f"known: {', '.join(real)}"
             raise UserError(f"--providers: unknown or not installed: {', '.join(unknown)}", hint=hint)
     else:

@@ -10,7 +10,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from coeval.batching.base import BatchJobStatus, BatchRunner
-from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, ModelError, TransientModelError
+from coeval.interfaces.base import (
+    FatalModelError,
+    GenerateRequest,
+    GenerateResult,
+    ModelError,
+    TransientModelError,
+)
 
 from coeval_providers.batch._common import line_error
 from coeval_providers.interfaces.anthropic import AnthropicInterface, parse_message
@@ -34,7 +40,7 @@ class AnthropicBatchRunner(BatchRunner):
             return await coro
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.iface.classify_error(exc) from None
 
     async def submit(self, requests: Sequence[tuple[str, GenerateRequest]]) -> str:
@@ -80,7 +86,7 @@ class AnthropicBatchRunner(BatchRunner):
                     out[entry.custom_id] = line_error("anthropic", None, None, result.type)
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.iface.classify_error(exc) from None
         return out
 

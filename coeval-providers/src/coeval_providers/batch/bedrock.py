@@ -46,9 +46,9 @@ def model_input(model_id: str, request: GenerateRequest) -> dict[str, Any]:
     family = _family(model_id)
     params = request.params
     if family == "anthropic":
-        body = message_params(model_id, request, sampling=True)
-        body.pop("model", None)
-        return {"anthropic_version": "bedrock-2023-05-31", **body}
+        claude = message_params(model_id, request, sampling=True)
+        claude.pop("model", None)
+        return {"anthropic_version": "bedrock-2023-05-31", **claude}
     if family == "nova":
         body: dict[str, Any] = {"schemaVersion": "messages-v1",
                                 "messages": [{"role": "user", "content": [{"text": request.prompt}]}]}
@@ -74,14 +74,14 @@ def model_input(model_id: str, request: GenerateRequest) -> dict[str, Any]:
             prompt += f"<|start_header_id|>system<|end_header_id|>\n\n{system.strip()}<|eot_id|>"
         prompt += (f"<|start_header_id|>user<|end_header_id|>\n\n{request.prompt}<|eot_id|>"
                    "<|start_header_id|>assistant<|end_header_id|>\n\n")
-        body = {"prompt": prompt}
+        llama: dict[str, Any] = {"prompt": prompt}
         cap = max_tokens_of(params)
         if cap is not None:
-            body["max_gen_len"] = cap
+            llama["max_gen_len"] = cap
         for k in ("temperature", "top_p"):
             if params.get(k) is not None:
-                body[k] = params[k]
-        return body
+                llama[k] = params[k]
+        return llama
     raise FatalModelError(f"bedrock batch: model {model_id!r} is not of a supported family (anthropic.*, amazon.nova*, "
                           "meta.llama*); set batch_enabled: false for it to run in real time")
 
@@ -122,7 +122,7 @@ class BedrockBatchRunner(BatchRunner):
             return await self.iface.run_sync(fn, **kwargs)
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.iface.classify_error(exc) from None
 
     def _location(self) -> tuple[str, str, str]:

@@ -18,10 +18,21 @@ from typing import Any
 from urllib.parse import quote
 
 from coeval.batching.base import BatchJobStatus, BatchRunner
-from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, ModelError, TransientModelError
+from coeval.interfaces.base import (
+    FatalModelError,
+    GenerateRequest,
+    GenerateResult,
+    ModelError,
+    TransientModelError,
+)
 
 from coeval_providers.batch._common import dump_jsonl, line_error, load_jsonl
-from coeval_providers.interfaces.gemini import GeminiInterface, VertexInterface, parse_generate_response, rest_request
+from coeval_providers.interfaces.gemini import (
+    GeminiInterface,
+    VertexInterface,
+    parse_generate_response,
+    rest_request,
+)
 
 __all__ = ["GeminiBatchRunner", "VertexBatchRunner"]
 
@@ -50,7 +61,7 @@ class GeminiBatchRunner(BatchRunner):
             return await coro
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.iface.classify_error(exc) from None
 
     def _lines(self, requests: Sequence[tuple[str, GenerateRequest]]) -> bytes:
@@ -143,6 +154,7 @@ class VertexBatchRunner(GeminiBatchRunner):
         return str(self.iface.setting("storage_base_url", default="https://storage.googleapis.com")).rstrip("/")
 
     async def _token(self) -> str:
+        assert isinstance(self.iface, VertexInterface)
         creds = self.iface.google_credentials()
         if creds is None:
             import google.auth

@@ -37,7 +37,7 @@ class MistralBatchRunner(BatchRunner):
             return await coro
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.iface.classify_error(exc) from None
 
     async def submit(self, requests: Sequence[tuple[str, GenerateRequest]]) -> str:
@@ -56,7 +56,7 @@ class MistralBatchRunner(BatchRunner):
         return str(job["id"])
 
     async def _job(self, job_id: str) -> dict[str, Any]:
-        return await self._call(self.iface.client().get(f"/batch/jobs/{job_id}", cast_to=object))  # type: ignore[no-any-return]
+        return await self._call(self.iface.client().get(f"/batch/jobs/{job_id}", cast_to=object))
 
     async def poll(self, job_id: str) -> BatchJobStatus:
         job = await self._job(job_id)

@@ -58,7 +58,7 @@ class OpenAIBatchRunner(BatchRunner):
             return await coro
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.iface.classify_error(exc) from None
 
     async def submit(self, requests: Sequence[tuple[str, GenerateRequest]]) -> str:

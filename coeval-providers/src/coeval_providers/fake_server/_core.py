@@ -16,7 +16,7 @@ import attrs
 from aiohttp import web
 
 from coeval_providers.fake_server._schema import schema_instance
-from coeval_providers.fake_server._state import REJECTED_KEY_PREFIX, Fault, FakeState
+from coeval_providers.fake_server._state import REJECTED_KEY_PREFIX, FakeState, Fault
 
 __all__ = ["STATE", "Call", "ErrorRenderer", "Reply", "count_tokens", "handle_model_call", "make_reply"]
 

@@ -171,7 +171,7 @@ async def _create_gemini_batch(request: web.Request, model: str, body: dict[str,
             key = (item.get("metadata") or {}).get("key") or str(i)
             requests.append((key, item["request"]))
     else:
-        name = source.get("fileName") or source.get("file_name")
+        name = str(source.get("fileName") or source.get("file_name") or "")
         f = state.files.get(name)
         if f is None:
             return gemini_error(400, "not_found", f"input file {name} not found", {})

@@ -144,7 +144,7 @@ async def create_file(request: web.Request) -> web.Response:
         return openai_error(400, "missing_file", "a file is required", {})
     content = upload.file.read()
     state.record("openai.files.create", {"method": "POST", "path": request.path, "bytes": len(content)})
-    file_id = store_file(state, content, upload.filename or "upload.jsonl", str(form.get("purpose", "batch")))
+    file_id = store_file(state, content, getattr(upload, "filename", None) or "upload.jsonl", str(form.get("purpose", "batch")))
     return web.json_response(_file_object(state, file_id))
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from coeval_providers.fake_server._app import make_app
-from coeval_providers.fake_server._state import Fault, FakeConfig, FakeState
+from coeval_providers.fake_server._state import FakeConfig, FakeState, Fault
 
 __all__ = ["FakeServer", "serve"]
 

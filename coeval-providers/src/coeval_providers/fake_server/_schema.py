@@ -88,9 +88,9 @@ class _Builder:
             hi = int(schema.get("maximum", lo + 9))
             return lo + self._pick(path, hi - lo + 1)
         if kind == "number":
-            lo = float(schema.get("minimum", 0.0))
-            hi = float(schema.get("maximum", lo + 1.0))
-            return lo + (hi - lo) * self._pick(path, 101) / 100
+            low = float(schema.get("minimum", 0.0))
+            high = float(schema.get("maximum", low + 1.0))
+            return low + (high - low) * self._pick(path, 101) / 100
         if kind == "boolean":
             return bool(self._pick(path, 2))
         if kind == "null":

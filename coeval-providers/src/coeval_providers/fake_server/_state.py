@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
-__all__ = ["BatchJob", "Fault", "FakeConfig", "FakeState", "FAULT_KINDS", "REJECTED_KEY_PREFIX"]
+__all__ = ["FAULT_KINDS", "REJECTED_KEY_PREFIX", "BatchJob", "FakeConfig", "FakeState", "Fault"]
 
 #: Requests whose credential starts with this are answered 401 (the auth-failure path).
 REJECTED_KEY_PREFIX = "rejected-"

@@ -18,7 +18,13 @@ import json
 import logging
 from typing import Any
 
-from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, ModelError, TransientModelError
+from coeval.interfaces.base import (
+    FatalModelError,
+    GenerateRequest,
+    GenerateResult,
+    ModelError,
+    TransientModelError,
+)
 
 from coeval_providers import _errors
 from coeval_providers._loop_local import LoopLocal
@@ -148,7 +154,7 @@ class AnthropicInterface(ProviderInterface):
             message = await self.client().messages.create(**body, extra_body=sampling or None, timeout=self.timeout)
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001 - every failure is classified
+        except Exception as exc:
             raise self.classify_error(exc) from None
         text, tokens_in, tokens_out, model = parse_message(self.name, message)
         return self.result(text, tokens_in, tokens_out, model)
@@ -159,7 +165,7 @@ class AnthropicInterface(ProviderInterface):
     async def model_details(self) -> list[dict[str, Any]]:
         try:
             page = await self.client().models.list(limit=1000)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.classify_error(exc) from None
         return [{"id": m.id, "name": m.display_name, "created": str(m.created_at)} for m in page.data]
 

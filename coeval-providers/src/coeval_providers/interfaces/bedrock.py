@@ -186,7 +186,7 @@ class BedrockInterface(ProviderInterface):
             resp = await self.run_sync(client.converse, **body)
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001 - every failure is classified
+        except Exception as exc:
             raise self.classify_error(exc) from None
         text, tokens_in, tokens_out = parse_converse(self.name, resp)
         return self.result(text, tokens_in, tokens_out)
@@ -197,7 +197,7 @@ class BedrockInterface(ProviderInterface):
     async def model_details(self) -> list[dict[str, Any]]:
         try:
             resp = await self.run_sync(self.boto_client("bedrock").list_foundation_models, byOutputModality="TEXT")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.classify_error(exc) from None
         return [{"id": m["modelId"], "name": m.get("modelName"), "provider": m.get("providerName"),
                  "inference": ",".join(m.get("inferenceTypesSupported", []))} for m in resp.get("modelSummaries", [])]

@@ -156,7 +156,7 @@ class GeminiInterface(ProviderInterface):
             )
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001 - every failure is classified
+        except Exception as exc:
             raise self.classify_error(exc) from None
         text, tokens_in, tokens_out, model = parse_generate_response(self.name, resp)
         return self.result(text, tokens_in, tokens_out, model)
@@ -168,7 +168,7 @@ class GeminiInterface(ProviderInterface):
         try:
             pager = await self.client().aio.models.list()
             models = [m async for m in pager]
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.classify_error(exc) from None
         out = []
         for m in models:

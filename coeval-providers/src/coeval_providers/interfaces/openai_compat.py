@@ -13,13 +13,24 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, ClassVar
 
-from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, ModelError, TransientModelError
+from coeval.interfaces.base import (
+    FatalModelError,
+    GenerateRequest,
+    GenerateResult,
+    ModelError,
+    TransientModelError,
+)
 
 from coeval_providers import _errors
 from coeval_providers._loop_local import LoopLocal
-from coeval_providers.interfaces._base import NON_GENERATION_KEYS, ProviderInterface, max_tokens_of, stop_of, system_of
+from coeval_providers.interfaces._base import (
+    ProviderInterface,
+    max_tokens_of,
+    stop_of,
+    system_of,
+)
 
 __all__ = [
     "AzureAIInterface",
@@ -105,7 +116,7 @@ class OpenAICompatInterface(ProviderInterface):
     default_concurrency = 16
     max_concurrency = 256
     #: Headers every request carries (OpenRouter's attribution headers, ...).
-    extra_headers: dict[str, str] = {}
+    extra_headers: ClassVar[dict[str, str]] = {}
 
     def __init__(self, model: Any, credentials: Any = None) -> None:
         super().__init__(model, credentials)
@@ -200,7 +211,7 @@ class OpenAICompatInterface(ProviderInterface):
             data = json.loads(raw)
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001 - every failure is classified
+        except Exception as exc:
             raise self.classify_error(exc) from None
         text, tokens_in, tokens_out, model, _ = parse_chat_completion(self.name, data)
         return self.result(text, tokens_in, tokens_out, model)
@@ -214,7 +225,7 @@ class OpenAICompatInterface(ProviderInterface):
     async def model_details(self) -> list[dict[str, Any]]:
         try:
             page = await self.client().models.list()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.classify_error(exc) from None
         out = []
         for m in page.data:
@@ -264,7 +275,7 @@ class OpenRouterInterface(_HostedCompat):
     name = "openrouter"
     default_base_url = "https://openrouter.ai/api/v1"
     base_url_env = ("OPENROUTER_BASE_URL",)
-    extra_headers = {"HTTP-Referer": "https://github.com/coeval", "X-Title": "CoEval"}
+    extra_headers: ClassVar[dict[str, str]] = {"HTTP-Referer": "https://github.com/coeval", "X-Title": "CoEval"}
 
 
 class GroqInterface(_HostedCompat):
