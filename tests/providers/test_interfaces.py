@@ -129,3 +129,111 @@ def test_malformed_every_time_fails_as_malformed(name: str, fake: Any, tmp_path:
     assert outcome.status == "failed"
     assert outcome.error_kind == "malformed"
     assert outcome.attempts == 3
+
+
+def test_probe_accepts_a_reply_cut_by_the_token_limit(fake: Any, tmp_path: Any) -> None:
+    """A reasoning model given a tiny budget answers with nothing but finish_reason=length."""
+    from coeval.interfaces.base import MalformedResponseError
+
+    model, creds = model_and_credentials("openai", fake.url, tmp_path, model="o3-mini")
+    iface = registries().interfaces.get("openai")(model, creds)
+
+    async def go() -> None:
+        try:
+            original = iface.generate
+
+            async def empty_by_length(request: GenerateRequest) -> Any:
+                await original(request)
+                raise MalformedResponseError("openai: malformed reply (empty reply (finish_reason=length))")
+
+            iface.generate = empty_by_length  # type: ignore[method-assign]
+            await iface.probe()
+        finally:
+            await iface.aclose()
+
+    asyncio.run(go())
+    sent = fake.requests("openai.chat")[0]
+    assert sent["max_tokens"] == 16
+
+
+def test_reasoning_models_get_max_completion_tokens_and_no_temperature(fake: Any, tmp_path: Any) -> None:
+    model, creds = model_and_credentials("openai", fake.url, tmp_path, model="o3-mini", temperature=0.2)
+    iface = registries().interfaces.get("openai")(model, creds)
+    body = iface.build_body(GenerateRequest(prompt="x", params=model.parameters))
+    assert body["max_completion_tokens"] == 64 and "max_tokens" not in body and "temperature" not in body
+    plain, creds = model_and_credentials("openai", fake.url, tmp_path, temperature=0.2)
+    body = registries().interfaces.get("openai")(plain, creds).build_body(GenerateRequest(prompt="x", params=plain.parameters))
+    assert body["max_tokens"] == 64 and body["temperature"] == 0.2
+
+
+def test_anthropic_sampling_parameters_need_the_older_api_version(fake: Any, tmp_path: Any,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="coeval.providers.anthropic"):
+        model, creds = model_and_credentials("anthropic", fake.url, tmp_path, temperature=0.0)
+        iface = registries().interfaces.get("anthropic")(model, creds)
+    assert "temperature not sent" in caplog.text
+    assert "temperature" not in iface.params(GenerateRequest(prompt="x", params=model.parameters))
+    legacy, creds = model_and_credentials("anthropic", fake.url, tmp_path, temperature=0.0, anthropic_version="2023-06-01")
+    outcomes: list[WorkOutcome] = []
+    legacy_iface = registries().interfaces.get("anthropic")(legacy, creds)
+    item = WorkItem(key="k", phase="evaluation", model=legacy, on_done=outcomes.append,
+                    request=GenerateRequest(prompt="judge this", params=legacy.parameters))
+
+    async def go() -> None:
+        try:
+            await Scheduler({legacy.name: legacy_iface}, FAST_RETRY).run("evaluation", [item])
+        finally:
+            await legacy_iface.aclose()
+
+    asyncio.run(go())
+    assert outcomes[0].status == "ok"
+    assert fake.requests("anthropic.messages")[0]["headers"]["anthropic-version"] == "2023-06-01"
+
+
+def test_bedrock_api_key_is_sent_as_a_bearer_token(fake: Any, tmp_path: Any) -> None:
+    from coeval.credentials import KeyStore
+    from tests.providers.conftest import write_keys
+
+    keys = KeyStore.load(write_keys(tmp_path, {"bedrock": {"api_key": f"BedrockAPIKey-{SECRET}", "region": "us-east-1"}}))
+    base, _, _ = provider_setup("bedrock", fake.url)
+    from coeval.config.model import ModelConfig
+
+    model = ModelConfig(name="b", interface="bedrock", parameters={**base, "max_tokens": 20})
+    iface = registries().interfaces.get("bedrock")(model, keys.for_provider("bedrock"))
+    seen: dict[str, str] = {}
+    client = iface.boto_client("bedrock-runtime")
+    client.meta.events.register("before-send.bedrock-runtime.Converse",
+                                lambda request, **_: seen.update(auth=request.headers.get("Authorization", b"")) or None)
+
+    async def go() -> Any:
+        try:
+            return await iface.generate(GenerateRequest(prompt="hi", params=model.parameters))
+        finally:
+            await iface.aclose()
+
+    result = asyncio.run(go())
+    assert result.text
+    auth = seen["auth"].decode() if isinstance(seen["auth"], bytes) else seen["auth"]
+    assert auth == f"Bearer BedrockAPIKey-{SECRET}"  # no SigV4 signature
+
+
+def test_azure_v1_surface(fake: Any, tmp_path: Any) -> None:
+    from coeval.credentials import KeyStore
+    from tests.providers.conftest import write_keys
+
+    keys = KeyStore.load(write_keys(tmp_path, {"azure_openai": {"api_key": "az-key-123456", "endpoint": fake.url,
+                                                                "api_version": "v1"}}))
+    from coeval.config.model import ModelConfig
+
+    model = ModelConfig(name="az", interface="azure_openai", parameters={"model": "my-deployment", "max_tokens": 20})
+    iface = registries().interfaces.get("azure_openai")(model, keys.for_provider("azure_openai"))
+
+    async def go() -> Any:
+        try:
+            return await iface.generate(GenerateRequest(prompt="hi", params=model.parameters))
+        finally:
+            await iface.aclose()
+
+    assert asyncio.run(go()).text
+    sent = fake.requests("openai.chat")[0]
+    assert sent["path"] == "/openai/v1/chat/completions" and sent["model"] == "my-deployment"

@@ -130,6 +130,20 @@ class ProviderInterface(Interface):
             return _errors.transient(self.name, exc)
         return _errors.transient(self.name, exc)
 
+    async def probe(self) -> None:
+        """One tiny call. A reply cut by the token limit still proves the model answers
+        (reasoning models can spend a small budget before writing anything)."""
+        from coeval.interfaces.base import MalformedResponseError
+
+        params = {**self.model.parameters, "max_tokens": 16}
+        for key in ("max_new_tokens", "max_output_tokens", "max_completion_tokens"):
+            params.pop(key, None)
+        try:
+            await self.generate(GenerateRequest(prompt="Reply with the word OK.", params=params))
+        except MalformedResponseError as exc:
+            if not any(mark in str(exc) for mark in ("=length", "=MAX_TOKENS", "=max_tokens")):
+                raise
+
     async def model_details(self) -> list[dict[str, Any]]:
         """``coeval models --verbose``: one mapping per model with at least ``id``."""
         return [{"id": m} for m in await self.list_models()]
