@@ -217,3 +217,15 @@ def test_failed_datapoints_are_never_answered_and_failed_responses_never_judged(
     assert len(evs) == 2
     assert not {e["response_id"] for e in evs.values()} & failed_resps
     assert meta(rf)["phases_completed"] == ["attribute_mapping", "rubric_mapping"]
+
+
+def test_a_metric_nobody_registered_stops_phase_5_before_any_judge_call(tmp_path, monkeypatch):
+    monkeypatch.setitem(registries().metrics._entries, "length_ratio", Entry("length_ratio", _LengthRatio, "test", {}))
+    cfg = make_config(tmp_path, [mock_model("m")], [task(total=1, rubric={
+        "clarity": "Clear.", "closeness": {"metric": "length_ratio", "description": "Close."}})])
+    monkeypatch.delitem(registries().metrics._entries, "length_ratio")
+    result = run(cfg)
+    assert result.exit_code == 1
+    assert "length_ratio" in result.message and "coeval-analysis" in result.message
+    assert result.phases["evaluation"].status == "failed" and result.phases["evaluation"].calls == 0
+    assert records(folder(cfg), "evaluation") == {}

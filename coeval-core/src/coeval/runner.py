@@ -66,6 +66,7 @@ __all__ = [
     "RunResult",
     "arun_experiment",
     "batch_enabled",
+    "merge_ingested",
     "ordered_phases",
     "run_experiment",
 ]
@@ -206,8 +207,14 @@ class _Interrupts:
             self.task.cancel()
 
 
-def _merge_ingested(config: Config, meta: Mapping[str, Any], log: Any) -> Config:
-    """Tasks and teachers added by ``coeval ingest`` that the config does not name."""
+def merge_ingested(config: Config, meta: Mapping[str, Any], log: Any = None) -> Config:
+    """The config plus the tasks and benchmark teachers ``coeval ingest`` added to the run
+    (``meta["ingest_log"]``) that it does not name. Ingested tasks get ``sampling.total: 0``:
+    their datapoints come from the benchmark, the config's teachers write none."""
+    if log is None:
+        from coeval.logging import get_logger
+
+        log = get_logger()
     from coeval.config import structure_config
 
     models = {m.name: m for m in config.models}
@@ -253,6 +260,8 @@ class _Run:
         interrupts: _Interrupts | None,
     ) -> None:
         self.config = config
+        #: the config as given (``self.config`` may add ingested tasks): what config.yaml keeps
+        self.user_config = config
         self.options = options
         self.registries = registries
         self.progress = progress
@@ -352,7 +361,7 @@ class _Run:
             iface = self.interfaces[name]
             try:
                 await asyncio.wait_for(iface.probe(), 60.0)
-            except Exception as exc:  # noqa: BLE001 - every failure is a probe result
+            except Exception as exc:
                 err = iface.classify_error(exc) if not isinstance(exc, TimeoutError) else exc
                 kind = getattr(err, "kind", type(err).__name__)
                 return ProbeResult(name, iface.model.interface, False, error=redact(f"{kind}: {err}")[:500])
@@ -452,10 +461,8 @@ class _Run:
     async def execute(self) -> RunResult:
         meta, source = self._preflight()
         if self.options.continue_run:
-            # logging is not attached yet; a plain logger for the merge's warnings
-            from coeval.logging import get_logger
-
-            self.config = _merge_ingested(self.config, meta, get_logger())
+            self.user_config = self.config
+            self.config = merge_ingested(self.config, meta)
         phases = ordered_phases(self.registries)
         completed = set(meta.get("phases_completed") or [])
         view = RunView(self.config, self.run, self.registries)
@@ -504,7 +511,7 @@ class _Run:
                     if cut:
                         log.warning("cut a partial last line (a crash interrupted its write)", file=str(path),
                                     bytes=cut)
-        write_config_snapshot(self.run, self.config)
+        write_config_snapshot(self.run, self.user_config)
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
         exp = self.config.experiment

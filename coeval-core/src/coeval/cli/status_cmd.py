@@ -96,6 +96,10 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
     config = read_config_snapshot(run)
     if config is None:
         notes.append("no readable config.yaml: expected counts are unknown, only records are shown")
+    else:
+        from coeval.runner import merge_ingested
+
+        config = merge_ingested(config, meta)
     if registries is None:
         from coeval.plugins import registries as _registries
 

@@ -161,6 +161,7 @@ class EvaluationPhase:
                     f"model name {ev.name!r} is also the name of the {ev.kind!r} evaluator, so their records "
                     "would share ids; rename the model"
                 )
+        self._check_metrics(ctx, state)
         existing = [e for e in state.evaluations.values() if e.get("task_id") in state.tasks]
         if ctx.mode == "Keep" and existing:
             ctx.log.info("phase kept: evaluations exist", phase=self.name)
@@ -195,6 +196,19 @@ class EvaluationPhase:
                      evaluator_records=sum(len(v) for v in by_evaluator.values()))
         await self._run_evaluators(ctx, state, evaluators, by_evaluator)
         await ctx.submit(self.name, LazyItems(judgements, lambda j: self._item(ctx, j)))  # type: ignore[arg-type]
+
+    @staticmethod
+    def _check_metrics(ctx: PhaseContext, state: _State) -> None:
+        """Every metric a rubric names must be registered, before any judge is called."""
+        missing: dict[str, list[str]] = {}
+        for task in ctx.config.tasks:
+            for name in metric_factors(state.rubric(task) or {}).values():
+                if name not in ctx.registries.metrics:
+                    missing.setdefault(name, []).append(task.name)
+        if missing:
+            what = "; ".join(f"{m} (task {', '.join(sorted(set(t)))})" for m, t in sorted(missing.items()))
+            raise PhaseError(f"rubric metrics not installed: {what}. pip install coeval-analysis provides bleu, "
+                             "bertscore and exact_match; other metrics come from plugins (register_metrics)")
 
     async def _run_evaluators(
         self,

@@ -200,9 +200,12 @@ def _repair_meta(run: RunFolder, report: RepairReport, dry_run: bool, config: An
     except (json.JSONDecodeError, UnicodeDecodeError):
         meta = None
     if config is None:
+        from coeval.runner import merge_ingested
         from coeval.storage.snapshot import read_config_snapshot
 
         config = read_config_snapshot(run)
+        if config is not None:
+            config = merge_ingested(config, meta or {})
     if meta is None:
         report.meta_rebuilt = True
         meta = {
