@@ -172,7 +172,9 @@ def test_continue_counts_only_the_remaining_work(work: Path) -> None:
     judge = json.loads(lines[0])["judge_model_id"]
     assert data["models"][judge]["calls"] == 7
     assert data["models"][judge]["sources"] == ["history"]
-    assert (run / "cost_estimate.json").is_file()  # --continue writes the estimate beside the run
+    from coeval.cost import read_estimate
+
+    assert read_estimate(run)["total_calls"] == 7  # --continue writes the estimate beside the run
 
 
 def test_batch_discount_applies_to_batched_phases(work: Path) -> None:

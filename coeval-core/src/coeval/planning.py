@@ -370,7 +370,7 @@ def print_plan(plan: Plan, console: Any = None) -> None:
     from rich.table import Table
 
     console = console or Console()
-    style = {"title_justify": "left", "box": box.SIMPLE_HEAD}
+    style: dict[str, Any] = {"title_justify": "left", "box": box.SIMPLE_HEAD}
     console.print(f"[bold]Experiment[/bold] {plan.experiment_id}  ->  {plan.run_folder}")
     if plan.only_models:
         console.print(f"only models: {', '.join(plan.only_models)}")

@@ -206,14 +206,14 @@ def describe_html(
             "reused": "reused from resume_from",
             "upper_bound": "at most (existing records are skipped)",
         }.get(p.basis, "")
-        row = by_phase[p.phase]
+        totals = by_phase[p.phase]
         phase_rows.append(
             [
                 _e(PHASE_TITLES[p.phase]),
                 _e(p.mode),
                 f"{p.calls:,}",
-                f"{row['input_tokens']:,} / {row['output_tokens']:,}",
-                _e(f"${row['cost_usd']:,.4f}"),
+                f"{totals['input_tokens']:,} / {totals['output_tokens']:,}",
+                _e(f"${totals['cost_usd']:,.4f}"),
                 f'<div class="bar" style="width:{width}%"></div>' if p.calls else "",
                 _e(note),
             ]

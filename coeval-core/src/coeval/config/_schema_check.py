@@ -32,7 +32,8 @@ RawIssue = tuple[str, Path, str, str]
 def config_schema() -> dict[str, Any]:
     """The JSON Schema of the config file (package data)."""
     text = resources.files("coeval.config").joinpath("schema.json").read_text(encoding="utf-8")
-    return json.loads(text)  # type: ignore[no-any-return]
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:

@@ -136,7 +136,8 @@ def load_config(
     """
     if isinstance(path_or_mapping, Mapping):
         raw: Any = copy.deepcopy(dict(path_or_mapping))
-        lines, source, issues = LineMap(), None, []
+        issues: list[ValidationIssue] = []
+        lines, source = LineMap(), None
     else:
         source = str(path_or_mapping)
         raw, lines, issues = read_config_file(path_or_mapping)

@@ -15,7 +15,14 @@ from typing import Any
 
 from coeval.cost.estimate import CellEstimate, CostEstimate, estimate_cost
 from coeval.cost.pricing import Price, price_for
-from coeval.cost.report import ESTIMATE_FILE, format_duration, format_estimate, print_estimate, write_estimate
+from coeval.cost.report import (
+    ESTIMATE_FILE,
+    format_duration,
+    format_estimate,
+    print_estimate,
+    read_estimate,
+    write_estimate,
+)
 
 __all__ = [
     "ESTIMATE_FILE",
@@ -28,6 +35,7 @@ __all__ = [
     "format_estimate",
     "price_for",
     "print_estimate",
+    "read_estimate",
     "write_estimate",
 ]
 

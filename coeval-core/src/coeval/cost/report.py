@@ -10,7 +10,14 @@ from coeval.cost.estimate import CostEstimate
 from coeval.planning import PHASE_SHORT
 from coeval.storage.run_folder import atomic_write_json
 
-__all__ = ["ESTIMATE_FILE", "format_duration", "format_estimate", "print_estimate", "write_estimate"]
+__all__ = [
+    "ESTIMATE_FILE",
+    "format_duration",
+    "format_estimate",
+    "print_estimate",
+    "read_estimate",
+    "write_estimate",
+]
 
 ESTIMATE_FILE = "cost_estimate.json"
 
@@ -36,7 +43,7 @@ def print_estimate(estimate: CostEstimate, console: Any = None) -> None:
     from rich.table import Table
 
     console = console or Console()
-    style = {"title_justify": "left", "box": box.SIMPLE_HEAD}
+    style: dict[str, Any] = {"title_justify": "left", "box": box.SIMPLE_HEAD}
     what = "remaining work" if estimate.remaining_only else "full run"
     basis = (
         f"{estimate.sample_calls} sample calls" if estimate.sample_calls else "heuristics, no sample calls"
@@ -110,3 +117,15 @@ def write_estimate(estimate: CostEstimate, path: str | Path) -> Path:
     target = Path(path)
     atomic_write_json(target, estimate.to_dict())
     return target
+
+
+def read_estimate(run_root: str | Path) -> dict[str, Any] | None:
+    """The ``cost_estimate.json`` of a run folder (for ``coeval status`` to show the estimate
+    beside the spend in ``meta.json``), or None when there is none or it cannot be read."""
+    import json
+
+    try:
+        data = json.loads((Path(run_root) / ESTIMATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
