@@ -4,6 +4,7 @@ insists on clean failures (exit code 2, a message naming what is wrong, no trace
 from __future__ import annotations
 
 import copy
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,9 @@ def invoke(args: Sequence[str], env: dict[str, str] | None = None) -> Result:
 def no_traceback(result: Result) -> None:
     """The command ended through its own error handling, not an escaping exception."""
     exc = result.exception
-    assert exc is None or isinstance(exc, SystemExit), f"unhandled {type(exc).__name__}: {exc}\n{result.output}"
+    if exc is not None and not isinstance(exc, SystemExit):
+        trace = "".join(traceback.format_exception(exc))
+        raise AssertionError(f"unhandled {type(exc).__name__}: {exc}\n{result.output}\n{trace}")
     assert "Traceback" not in result.output, result.output
 
 
