@@ -132,3 +132,23 @@ def test_a_second_run_on_a_busy_folder_fails_at_once(tmp_path):
     with RunLock(folder(cfg).root, shared=True):  # a shard is working: other shards may join
         assert run(cfg, continue_run=True, only_models=("m",)).exit_code == 0
         assert run(cfg, continue_run=True).exit_code == 2
+
+
+def test_concurrent_shards_ask_each_teacher_for_attributes_once(tmp_path, monkeypatch):
+    from coeval.plugins import Entry, registries
+
+    from .pipeline_support import RecordingMock
+
+    entries = registries().interfaces._entries
+    monkeypatch.setitem(entries, "mock", Entry("mock", RecordingMock, "core", dict(entries["mock"].options)))
+    RecordingMock.requests = []
+    models = [mock_model("a", latency_ms=50), mock_model("b", latency_ms=50)]
+    cfg = make_config(tmp_path, models, [task(total=1, target_attributes="auto", rubric="auto")])
+    threads = [threading.Thread(target=run, args=(cfg,), kwargs={"only_models": (n,)}) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    asked = sorted((m, r.schema_name) for m, r in RecordingMock.requests if r.role == "teacher"
+                   and r.schema_name in ("target_attributes", "rubric"))
+    assert asked == [("a", "rubric"), ("a", "target_attributes"), ("b", "rubric"), ("b", "target_attributes")]

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+from filelock import FileLock
 
 from coeval.config.model import PHASE_IDS, Config, ModelConfig, TaskConfig
 from coeval.credentials import KeyFileError, KeyStore, redact
@@ -584,8 +585,17 @@ class _Run:
             started = utc_now()
             self._phase_started(name)
             log.info("phase started", phase=name, mode=mode)
+            # shards share phases 1-2: one asks the teachers, the others then find the artifacts
+            shared_lock = FileLock(str(self.run.root / ".teacher_phases.lock"), thread_local=False) \
+                if self.only and name in ("attribute_mapping", "rubric_mapping") else None
             try:
-                await phase.run(ctx)
+                if shared_lock is not None:
+                    await asyncio.to_thread(shared_lock.acquire)
+                try:
+                    await phase.run(ctx)
+                finally:
+                    if shared_lock is not None:
+                        shared_lock.release()
             except PhaseRefusedError as exc:
                 result.status, result.message = "failed", str(exc)
                 self._phase_finished(result, started)

@@ -125,6 +125,11 @@ def render_prompt(
     this too, so its token estimates see the same text the phases send."""
     text = resolve_template(template_id, prompt_library, model_name)
     # every variable the template id allows is defined (empty when the phase has no value)
-    values = {name: "" for name in TEMPLATE_VARIABLES[template_id] if name not in ALIASES}
+    values = dict(_EMPTY[template_id])
     values.update(variables)
     return render(text, values, template_id=template_id)
+
+
+_EMPTY: dict[str, dict[str, str]] = {
+    tid: {name: "" for name in names if name not in ALIASES} for tid, names in TEMPLATE_VARIABLES.items()
+}
