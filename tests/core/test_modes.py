@@ -91,6 +91,7 @@ def test_model_mode_is_refused_for_phases_1_and_2(tmp_path):
     bad = attrs.evolve(cfg, experiment=attrs.evolve(cfg.experiment, phases=PhaseModes(attribute_mapping="Model")))
     result = run(bad)
     assert result.exit_code == 2 and "V-08" in result.message
+    assert meta(folder(cfg))["status"] == "failed" and meta(folder(cfg))["runs"][-1]["exit_code"] == 2
 
 
 def test_two_shards_share_a_folder_and_a_final_continue_completes_it(tmp_path):

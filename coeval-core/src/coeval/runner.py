@@ -530,6 +530,10 @@ class _Run:
         ledger = _Ledger(self.run)
         try:
             status, code, message = await self._phases(phases, completed, source, ledger, log)
+        except RunError:
+            ledger.flush()
+            self._finish_meta("failed", EXIT_USAGE)
+            raise
         except asyncio.CancelledError:
             ledger.flush()
             self._finish_meta("interrupted", EXIT_INTERRUPTED)
