@@ -3,7 +3,9 @@
 Three modes, for three kinds of label task:
 
 * ``multiclass``: the answer *is* one label ("positive"); it matches when, normalised
-  (case, surrounding whitespace, quotes and punctuation), it equals the gold label.
+  (case, surrounding whitespace, quotes, markdown emphasis and punctuation ignored; ``_``,
+  ``-`` and spaces alike), it equals the gold label. This is the rule of the core's
+  ``label`` evaluator, so precision and recall computed here agree with its scores.
 * ``multilabel``: the answer lists labels ("sports, politics"); it matches when the set of
   labels equals the gold set. Per-label counts credit each label found.
 * ``extraction``: the answer is free text that names a label somewhere ("... so the
@@ -41,6 +43,7 @@ Mode = Literal["multiclass", "multilabel", "extraction"]
 MODES: tuple[str, ...] = ("multiclass", "multilabel", "extraction")
 
 _STRIP = string.whitespace + string.punctuation + "“”‘’«»"
+_SEPARATORS = re.compile(r"[\s_\-]+")
 _SPLIT = re.compile(r"\s*(?:[,;|\n]|\band\b|&)\s*", re.IGNORECASE)
 _EXPLICIT = re.compile(
     r"(?:^|\n)\s*(?:final\s+)?(?:answer|label|labels|category|class)\s*[:=]\s*(.+)", re.IGNORECASE
@@ -48,8 +51,9 @@ _EXPLICIT = re.compile(
 
 
 def normalise_label(text: str) -> str:
-    """Case-folded, surrounding punctuation and quotes removed, inner whitespace collapsed."""
-    return " ".join(str(text).casefold().strip(_STRIP).split())
+    """Case-folded, surrounding punctuation, quotes and emphasis removed, runs of spaces,
+    ``_`` and ``-`` turned into one space ("**Very_positive.**" -> "very positive")."""
+    return _SEPARATORS.sub(" ", str(text).strip().strip(_STRIP)).casefold().strip()
 
 
 def split_labels(text: str) -> list[str]:

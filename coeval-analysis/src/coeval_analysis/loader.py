@@ -12,8 +12,8 @@ Rules, each applied deliberately and counted in :class:`~coeval_analysis.data.Da
 * Score values are High/Medium/Low (1/0.5/0) or numbers in [0, 1] (also as strings);
   anything else is an invalid score, dropped and counted by value.
 * LLM-judge scores must name a factor of the task's rubric (when the rubric is known).
-  Metric factors (``{metric: ...}`` in the rubric) are scored by metric evaluators, not by
-  judges, so a mixed rubric never makes a judge record incomplete.
+  Metric factors (``{metric: ...}`` in the rubric) and label attributes are scored by their
+  evaluators, not by judges, so a mixed rubric never makes a judge record incomplete.
 * ``per_factor`` records are merged by (response, judge); a (response, judge, factor)
   scored twice keeps the last score.
 """
@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,48 +32,59 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
 
-from coeval_analysis._arrow import StringCodes, encode, read_jsonl, string_column, struct_children
+from coeval_analysis._arrow import Vocabulary, encode
+from coeval_analysis._jsonl import JSON_TEXT, MAP, TEXT, map_entries, read_records
 from coeval_analysis.data import LLM_JUDGE, DataQuality, PhaseQuality, RunData
 from coeval_analysis.errors import AnalysisInputError
 
-__all__ = ["load_run", "parse_score"]
+__all__ = ["llm_factors", "load_run", "parse_score"]
 
 PHASE3 = "phase3_datapoints"
 PHASE4 = "phase4_responses"
 PHASE5 = "phase5_evaluations"
 
 _LEVELS = {"low": (0.0, 0), "medium": (0.5, 1), "high": (1.0, 2)}
-_NON_LLM = {"label", "metric", "gold"}
 
-_EVAL_COLUMNS = [
-    "id",
-    "response_id",
-    "datapoint_id",
-    "task_id",
-    "teacher_model_id",
-    "student_model_id",
-    "judge_model_id",
-    "evaluator",
-    "status",
-    "error",
-    "scores",
-]
-_LABEL_COLUMNS = ["gold", "predicted"]
-_RESP_COLUMNS = ["id", "datapoint_id", "task_id", "teacher_model_id", "student_model_id", "status"]
-_DP_COLUMNS = ["id", "task_id", "teacher_model_id", "status"]
+_EVAL_COLUMNS = {
+    "id": TEXT, "response_id": TEXT, "datapoint_id": TEXT, "task_id": TEXT, "teacher_model_id": TEXT,
+    "student_model_id": TEXT, "judge_model_id": TEXT, "evaluator": TEXT, "status": TEXT, "error": TEXT,
+    "error_kind": TEXT, "scores": MAP, "gold": JSON_TEXT, "predicted": JSON_TEXT,
+}  # fmt: skip
+_RESP_COLUMNS = {
+    "id": TEXT, "datapoint_id": TEXT, "task_id": TEXT, "teacher_model_id": TEXT, "student_model_id": TEXT,
+    "status": TEXT,
+}  # fmt: skip
+_DP_COLUMNS = {
+    "id": TEXT, "task_id": TEXT, "teacher_model_id": TEXT, "status": TEXT, "sampled_target_attributes": MAP,
+    "label": JSON_TEXT, "labels": JSON_TEXT,
+}  # fmt: skip
 
 
 def parse_score(raw: Any) -> tuple[float, int]:
     """(value in [0, 1], level) of one score; level is 0/1/2 for Low/Medium/High, -1 for
-    other numbers; (nan, -1) when the value is not a score."""
+    other numbers; (nan, -1) when the value is not a score. Accepts numbers, their text,
+    the three level words (any case) and ``{"score": ...}`` objects (as JSON text too)."""
+    if isinstance(raw, dict):
+        for key in ("score", "value", "label"):
+            if key in raw:
+                return parse_score(raw[key])
+        return float("nan"), -1
     if isinstance(raw, bool):
         return float("nan"), -1
     if isinstance(raw, int | float):
         v = float(raw)
     elif isinstance(raw, str):
-        text = raw.strip().lower()
+        text = raw.strip()
+        if text.startswith("{"):
+            try:
+                return parse_score(json.loads(text))
+            except json.JSONDecodeError:
+                return float("nan"), -1
+        text = text.lower()
         if text in _LEVELS:
             return _LEVELS[text]
+        if text in ("true", "false", "nan", "inf", "-inf", "infinity"):
+            return float("nan"), -1
         try:
             v = float(text)
         except ValueError:
@@ -83,184 +93,12 @@ def parse_score(raw: Any) -> tuple[float, int]:
         return float("nan"), -1
     if not (0.0 <= v <= 1.0):
         return float("nan"), -1
-    level = {0.0: 0, 0.5: 1, 1.0: 2}.get(v, -1)
-    return v, level
+    return v, {0.0: 0, 0.5: 1, 1.0: 2}.get(v, -1)
 
 
-# --------------------------------------------------------------------------------------
-# phase files
-
-
-def _jsonl_files(root: Path, phase: str) -> list[Path]:
-    folder = root / phase
-    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-
-
-class _PhaseTable:
-    """String columns of one phase's records, concatenated in file order."""
-
-    def __init__(self, columns: Sequence[str]) -> None:
-        self.raw: dict[str, list[pa.Array]] = {c: [] for c in columns}
-        self.n = 0
-        self.bad = 0
-
-    def add(self, table: pa.Table) -> None:
-        for name, chunks in self.raw.items():
-            chunks.extend(string_column(table, name).chunks)
-        self.n += table.num_rows
-
-
-def _read_phase(
-    root: Path,
-    phase: str,
-    columns: Sequence[str],
-    extra: Sequence[str] = (),
-    on_table: Callable[[pa.Table, int], None] | None = None,
-) -> _PhaseTable:
-    """Read every JSONL file of a phase once; ``on_table(table, offset)`` sees the
-    ``extra`` columns (nested or long ones) before they are dropped."""
-    out = _PhaseTable(columns)
-    for path in _jsonl_files(root, phase):
-        table, bad = read_jsonl(path, [*columns, *extra])
-        out.bad += bad
-        if table.num_rows == 0:
-            continue
-        if on_table is not None:
-            on_table(table, out.n)
-        out.add(table)
-    return out
-
-
-def _strings(chunks: list[pa.Array], n: int) -> pa.Array:
-    if not chunks:
-        return pa.nulls(n, pa.string())
-    return pa.chunked_array(chunks, pa.string()).combine_chunks() if n else pa.array([], pa.string())
-
-
-def _id_codes(chunks: list[pa.Array], n: int) -> np.ndarray:
-    """Codes that are equal exactly when ids are; a null id is unique."""
-    arr = _strings(chunks, n)
-    enc = pc.dictionary_encode(arr)
-    codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    missing = codes < 0
-    if missing.any():
-        codes[missing] = len(enc.dictionary) + np.arange(int(missing.sum()))
-    return codes
-
-
-def _last_valid(ids: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Row indices kept by "the last valid record of an id wins (else the last)"."""
-    if len(ids) == 0:
-        return np.zeros(0, np.int64)
-    seq = np.arange(len(ids))
-    order = np.lexsort((seq, valid, ids))
-    sorted_ids = ids[order]
-    last = np.r_[sorted_ids[1:] != sorted_ids[:-1], True]
-    return np.sort(order[last])
-
-
-# --------------------------------------------------------------------------------------
-# scores
-
-
-class _Scores:
-    """Long-format scores collected file by file."""
-
-    def __init__(self) -> None:
-        self.seq: list[np.ndarray] = []
-        self.factor: list[np.ndarray] = []
-        self.value: list[np.ndarray] = []
-        self.level: list[np.ndarray] = []
-        self.n_usable: list[np.ndarray] = []
-        self.factors: dict[str, int] = {}
-        self.invalid: Counter[str] = Counter()
-        self.invalid_by_factor: Counter[str] = Counter()
-        self.label_rows: list[tuple[int, Any, Any]] = []
-
-    def add_table(self, table: pa.Table, offset: int) -> None:
-        n = table.num_rows
-        usable = np.zeros(n, np.int32)
-        for name, child in struct_children(table, "scores"):
-            values, levels, present = _child_scores(child)
-            if not present.any():
-                continue
-            bad = present & np.isnan(values)
-            if bad.any():
-                raw = child.filter(pa.array(bad))
-                for v in raw.to_pylist():
-                    self.invalid[_short(v)] += 1
-                self.invalid_by_factor[name] += int(bad.sum())
-            ok = present & ~bad
-            rows = np.flatnonzero(ok)
-            if len(rows) == 0:
-                continue
-            code = self.factors.setdefault(name, len(self.factors))
-            usable[rows] += 1
-            self.seq.append(rows.astype(np.int64) + offset)
-            self.factor.append(np.full(len(rows), code, np.int32))
-            self.value.append(values[rows].astype(np.float32))
-            self.level.append(levels[rows])
-        self.n_usable.append(usable)
-        if "gold" in table.column_names or "predicted" in table.column_names:
-            gold = table.column("gold").to_pylist() if "gold" in table.column_names else [None] * n
-            pred = table.column("predicted").to_pylist() if "predicted" in table.column_names else [None] * n
-            for i, (g, p) in enumerate(zip(gold, pred, strict=True)):
-                if isinstance(g, dict) or isinstance(p, dict):
-                    self.label_rows.append((offset + i, g, p))
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        if not self.seq:
-            return (
-                np.zeros(0, np.int64),
-                np.zeros(0, np.int32),
-                np.zeros(0, np.float32),
-                np.zeros(0, np.int8),
-            )
-        return (
-            np.concatenate(self.seq),
-            np.concatenate(self.factor),
-            np.concatenate(self.value),
-            np.concatenate(self.level),
-        )
-
-
-def _short(v: Any) -> str:
-    text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _child_scores(child: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(values, levels, present) of one factor's column of scores."""
-    n = len(child)
-    present = child.is_valid().to_numpy(zero_copy_only=False)
-    t = child.type
-    if pa.types.is_null(t):
-        return np.full(n, np.nan), np.full(n, -1, np.int8), np.zeros(n, bool)
-    if pa.types.is_struct(t):
-        names = [t.field(i).name for i in range(t.num_fields)]
-        for key in ("score", "value", "label"):
-            if key in names:
-                inner = pc.struct_field(child, [names.index(key)])
-                v, lv, _p = _child_scores(inner)
-                return v, lv, present
-        return np.full(n, np.nan), np.full(n, -1, np.int8), present
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        enc = pc.dictionary_encode(child)
-        table = [parse_score(s) for s in enc.dictionary.to_pylist()]
-        vals = np.array([v for v, _ in table] + [np.nan], np.float64)
-        lvls = np.array([lv for _, lv in table] + [-1], np.int8)
-        idx = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-        return vals[idx], lvls[idx], present
-    if pa.types.is_integer(t) or pa.types.is_floating(t):
-        vals = pc.cast(child, pa.float64()).to_numpy(zero_copy_only=False)
-        vals = np.where(present, vals, np.nan)
-        vals = np.where((vals >= 0) & (vals <= 1), vals, np.nan)
-        lv = np.full(n, -1, np.int8)
-        lv[vals == 0.0] = 0
-        lv[vals == 0.5] = 1
-        lv[vals == 1.0] = 2
-        return vals, lv, present
-    return np.full(n, np.nan), np.full(n, -1, np.int8), present
+def llm_factors(rubric: dict[str, Any]) -> list[str]:
+    """Rubric factors a judge scores (those without a ``metric``)."""
+    return [f for f, spec in rubric.items() if not (isinstance(spec, dict) and spec.get("metric"))]
 
 
 # --------------------------------------------------------------------------------------
@@ -282,15 +120,20 @@ def _read_config(root: Path) -> dict[str, Any]:
         return {}
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise AnalysisInputError(f"{path}: not valid YAML ({exc})") from None
     return data if isinstance(data, dict) else {}
 
 
+def _config_tasks(config: dict[str, Any]) -> list[dict[str, Any]]:
+    tasks = config.get("tasks")
+    return [t for t in tasks if isinstance(t, dict)] if isinstance(tasks, list) else []
+
+
 def _task_rubrics(root: Path, config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     rubrics: dict[str, dict[str, Any]] = {}
-    for task in config.get("tasks", []) or []:
-        if isinstance(task, dict) and isinstance(task.get("rubric"), dict):
+    for task in _config_tasks(config):
+        if isinstance(task.get("rubric"), dict):
             rubrics[str(task.get("name"))] = dict(task["rubric"])
     folder = root / "phase2_rubric"
     if folder.is_dir():
@@ -304,10 +147,11 @@ def _task_rubrics(root: Path, config: dict[str, Any]) -> dict[str, dict[str, Any
 
 def _target_attributes(root: Path, config: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
     out: dict[str, dict[str, list[str]]] = {}
-    for task in config.get("tasks", []) or []:
-        if isinstance(task, dict) and isinstance(task.get("target_attributes"), dict):
+    for task in _config_tasks(config):
+        if isinstance(task.get("target_attributes"), dict):
             out[str(task.get("name"))] = {
-                str(k): [str(v) for v in vs] for k, vs in task["target_attributes"].items()
+                str(k): [str(v) for v in (vs if isinstance(vs, list) else [vs])]
+                for k, vs in task["target_attributes"].items()
             }
     folder = root / "phase1_attributes"
     if folder.is_dir():
@@ -321,16 +165,79 @@ def _target_attributes(root: Path, config: dict[str, Any]) -> dict[str, dict[str
 
 
 def _label_attributes(config: dict[str, Any]) -> dict[str, list[str]]:
-    out = {}
-    for task in config.get("tasks", []) or []:
-        if isinstance(task, dict) and task.get("label_attributes"):
-            out[str(task.get("name"))] = [str(a) for a in task["label_attributes"]]
-    return out
+    return {
+        str(t.get("name")): [str(a) for a in t["label_attributes"]]
+        for t in _config_tasks(config)
+        if isinstance(t.get("label_attributes"), list) and t["label_attributes"]
+    }
 
 
-def llm_factors(rubric: dict[str, Any]) -> list[str]:
-    """Rubric factors a judge scores (those without a ``metric``)."""
-    return [f for f, spec in rubric.items() if not (isinstance(spec, dict) and spec.get("metric"))]
+def _jsonl_files(root: Path, phase: str) -> list[Path]:
+    folder = root / phase
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+# --------------------------------------------------------------------------------------
+# helpers over Arrow columns
+
+
+def _text(table: pa.Table, name: str) -> list[pa.Array]:
+    return table.column(name).chunks
+
+
+def _failed_status(table: pa.Table) -> np.ndarray:
+    if table.num_rows == 0:
+        return np.zeros(0, bool)
+    is_failed = pc.equal(pc.utf8_lower(table.column("status")), "failed")
+    return pc.fill_null(is_failed, False).to_numpy()
+
+
+def _id_codes(table: pa.Table) -> np.ndarray:
+    """Codes that are equal exactly when ids are; a record without an id is unique."""
+    arr = table.column("id").combine_chunks()
+    enc = pc.dictionary_encode(arr)
+    codes = pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)
+    missing = codes < 0
+    if missing.any():
+        codes[missing] = len(enc.dictionary) + np.arange(int(missing.sum()))
+    return codes
+
+
+def _last_valid(ids: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Row indices kept by "the last valid record of an id wins (else the last)"."""
+    if len(ids) == 0:
+        return np.zeros(0, np.int64)
+    order = np.lexsort((np.arange(len(ids)), valid, ids))
+    sorted_ids = ids[order]
+    last = np.r_[sorted_ids[1:] != sorted_ids[:-1], True]
+    return np.sort(order[last])
+
+
+def _cat(codes: Any, vocab: Vocabulary) -> pd.Categorical:
+    return pd.Categorical.from_codes(
+        np.asarray(codes, dtype=np.int32), categories=vocab.index, validate=False
+    )
+
+
+def _take_cat(col: pd.Series, rows: np.ndarray) -> pd.Categorical:
+    return pd.Categorical.from_codes(
+        col.cat.codes.to_numpy()[rows], categories=col.cat.categories, validate=False
+    )
+
+
+def _parse_scores(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(value, level) per score text; parsing happens once per distinct text."""
+    enc = pc.dictionary_encode(values)
+    parsed = [parse_score(s) for s in enc.dictionary.to_pylist()]
+    vals = np.array([v for v, _ in parsed] + [np.nan], np.float64)
+    lvls = np.array([lv for _, lv in parsed] + [-1], np.int8)
+    idx = pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)
+    return vals[idx], lvls[idx]
+
+
+def _short(v: Any) -> str:
+    text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 # --------------------------------------------------------------------------------------
@@ -342,7 +249,8 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     root = Path(path)
     if not root.is_dir():
         raise AnalysisInputError(f"{root}: no such run folder")
-    if not (root / PHASE5).is_dir() or not _jsonl_files(root, PHASE5):
+    eval_files = _jsonl_files(root, PHASE5)
+    if not eval_files:
         raise AnalysisInputError(
             f"{root / PHASE5}: no evaluation files (*.jsonl); a run needs phase 5 before it can be analysed"
         )
@@ -355,146 +263,126 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     label_attrs = _label_attributes(config)
     quality = DataQuality()
 
-    # ---- phase 5 -----------------------------------------------------------------------
-    scores = _Scores()
-    ev = _read_phase(root, PHASE5, _EVAL_COLUMNS[:-1], ["scores", *_LABEL_COLUMNS], scores.add_table)
-    quality.n_records = ev.n
-    quality.n_bad_lines = ev.bad
-    if ev.n == 0:
+    # ---- read the three phases -------------------------------------------------------
+    ev, ev_bad = read_records(eval_files, _EVAL_COLUMNS)
+    quality.n_records, quality.n_bad_lines = ev.num_rows, ev_bad
+    if ev.num_rows == 0:
         raise AnalysisInputError(f"{root / PHASE5}: the evaluation files hold no records")
-    n_usable = np.concatenate(scores.n_usable) if scores.n_usable else np.zeros(ev.n, np.int32)
-    status = _strings(ev.raw["status"], ev.n)
-    failed = pc.fill_null(pc.equal(pc.utf8_lower(status), "failed"), False).to_numpy(zero_copy_only=False)
-    failed = failed | (n_usable == 0)
-    ids = _id_codes(ev.raw["id"], ev.n)
-    kept = _last_valid(ids, ~failed)
-    quality.n_duplicates = ev.n - len(kept)
-    if quality.n_duplicates:
-        dropped = np.ones(ev.n, bool)
-        dropped[kept] = False
-        kept_valid_ids = set(ids[kept][~failed[kept]].tolist())
-        drop_idx = np.flatnonzero(dropped & failed)
-        quality.n_superseded_failures = int(np.isin(ids[drop_idx], list(kept_valid_ids)).sum())
-
-    # ---- phase 4 and 3 (shared id vocabularies) ----------------------------------------
-    want_text = keep_response_text or _has_label_records(ev)
-    length_parts: list[np.ndarray] = []
-    texts: list[pa.Array] = []
-
-    def on_resp_table(table: pa.Table, offset: int) -> None:
-        col = string_column(table, "response")
-        length_parts.append(pc.utf8_length(col).to_numpy(zero_copy_only=False).astype(np.float64))
-        if want_text:
-            texts.extend(col.chunks)
-
-    resp = _read_phase(root, PHASE4, _RESP_COLUMNS, ["response"], on_resp_table)
-    resp_lengths = np.concatenate(length_parts) if length_parts else np.zeros(0)
-    dp_attr_rows: list[tuple[int, str, str]] = []
-    dp_labels: dict[int, Any] = {}
-
-    def on_dp_table(table: pa.Table, offset: int) -> None:
-        for attr, child in struct_children(table, "sampled_target_attributes"):
-            values = child.to_pylist()
-            for i, v in enumerate(values):
-                if v is not None:
-                    dp_attr_rows.append((offset + i, attr, v if isinstance(v, str) else json.dumps(v)))
-        for key in ("labels", "label"):
-            if key in table.column_names:
-                for i, v in enumerate(table.column(key).to_pylist()):
-                    if v is not None:
-                        dp_labels.setdefault(offset + i, v)
-
-    dps = _read_phase(
-        root, PHASE3, _DP_COLUMNS, ["sampled_target_attributes", "label", "labels"], on_dp_table
+    has_labels = bool(pc.any(pc.equal(ev.column("evaluator"), "label")).as_py())
+    want_text = keep_response_text or has_labels
+    resp, resp_bad = read_records(
+        _jsonl_files(root, PHASE4),
+        {**_RESP_COLUMNS, "response": TEXT},
+        {"length": "length(response)"},
+        hidden=() if want_text else ("response",),
     )
+    dps, dp_bad = read_records(_jsonl_files(root, PHASE3), _DP_COLUMNS)
 
-    # vocabularies
-    models = _vocab(
-        ev.raw["judge_model_id"]
-        + ev.raw["student_model_id"]
-        + ev.raw["teacher_model_id"]
-        + resp.raw["student_model_id"]
-        + resp.raw["teacher_model_id"]
-        + dps.raw["teacher_model_id"]
-    )
-    tasks = _vocab(ev.raw["task_id"] + resp.raw["task_id"] + dps.raw["task_id"])
-    response_ids = _vocab(resp.raw["id"] + ev.raw["response_id"])
-    datapoint_ids = _vocab(dps.raw["id"] + resp.raw["datapoint_id"] + ev.raw["datapoint_id"])
+    # ---- vocabularies shared by all tables ---------------------------------------------
+    models = Vocabulary(
+        _text(ev, "judge_model_id") + _text(ev, "student_model_id") + _text(ev, "teacher_model_id")
+        + _text(resp, "student_model_id") + _text(resp, "teacher_model_id") + _text(dps, "teacher_model_id")
+    )  # fmt: skip
+    tasks = Vocabulary(_text(ev, "task_id") + _text(resp, "task_id") + _text(dps, "task_id"))
+    response_ids = Vocabulary(_text(resp, "id") + _text(ev, "response_id"))
+    datapoint_ids = Vocabulary(_text(dps, "id") + _text(resp, "datapoint_id") + _text(ev, "datapoint_id"))
 
     # ---- datapoints --------------------------------------------------------------------
-    dp_failed = _failed_status(dps.raw["status"], dps.n)
-    dp_rows = _last_valid(_id_codes(dps.raw["id"], dps.n), ~dp_failed) if dps.n else np.zeros(0, np.int64)
-    quality.phase3 = PhaseQuality(dps.n, dps.bad, dps.n - len(dp_rows), int(dp_failed[dp_rows].sum()))
+    dp_failed = _failed_status(dps)
+    dp_rows = _last_valid(_id_codes(dps), ~dp_failed) if dps.num_rows else np.zeros(0, np.int64)
+    quality.phase3 = PhaseQuality(
+        dps.num_rows, dp_bad, dps.num_rows - len(dp_rows), int(dp_failed[dp_rows].sum())
+    )
+    dp_codes = encode(_text(dps, "id"), datapoint_ids)
     datapoints = pd.DataFrame(
         {
-            "task": _cat(encode(dps.raw["task_id"], tasks)[dp_rows] if dps.n else [], tasks),
-            "teacher": _cat(encode(dps.raw["teacher_model_id"], models)[dp_rows] if dps.n else [], models),
+            "task": _cat(encode(_text(dps, "task_id"), tasks)[dp_rows], tasks),
+            "teacher": _cat(encode(_text(dps, "teacher_model_id"), models)[dp_rows], models),
             "failed": dp_failed[dp_rows],
         },
-        index=pd.Index(encode(dps.raw["id"], datapoint_ids)[dp_rows] if dps.n else [], name="datapoint"),
+        index=pd.Index(dp_codes[dp_rows], name="datapoint"),
     )
-    attributes = _attribute_table(dp_attr_rows, dp_rows, dps, datapoint_ids, tasks)
+    attributes = _attribute_table(dps, dp_rows, dp_codes, tasks)
+    gold_by_dp = _datapoint_labels(dps, dp_rows, dp_codes)
 
     # ---- responses ---------------------------------------------------------------------
-    resp_failed = _failed_status(resp.raw["status"], resp.n)
-    resp_rows = (
-        _last_valid(_id_codes(resp.raw["id"], resp.n), ~resp_failed) if resp.n else np.zeros(0, np.int64)
-    )
+    resp_failed = _failed_status(resp)
+    resp_rows = _last_valid(_id_codes(resp), ~resp_failed) if resp.num_rows else np.zeros(0, np.int64)
     quality.phase4 = PhaseQuality(
-        resp.n, resp.bad, resp.n - len(resp_rows), int(resp_failed[resp_rows].sum())
+        resp.num_rows, resp_bad, resp.num_rows - len(resp_rows), int(resp_failed[resp_rows].sum())
+    )
+    lengths = (
+        pc.fill_null(pc.cast(resp.column("length"), pa.float64()), np.nan).to_numpy()
+        if resp.num_rows
+        else np.zeros(0)
     )
     responses = pd.DataFrame(
         {
-            "datapoint": _take(encode(resp.raw["datapoint_id"], datapoint_ids), resp_rows),
-            "task": _cat(_take(encode(resp.raw["task_id"], tasks), resp_rows), tasks),
-            "teacher": _cat(_take(encode(resp.raw["teacher_model_id"], models), resp_rows), models),
-            "student": _cat(_take(encode(resp.raw["student_model_id"], models), resp_rows), models),
-            "length": resp_lengths[resp_rows] if len(resp_lengths) else np.zeros(0),
+            "datapoint": encode(_text(resp, "datapoint_id"), datapoint_ids)[resp_rows],
+            "task": _cat(encode(_text(resp, "task_id"), tasks)[resp_rows], tasks),
+            "teacher": _cat(encode(_text(resp, "teacher_model_id"), models)[resp_rows], models),
+            "student": _cat(encode(_text(resp, "student_model_id"), models)[resp_rows], models),
+            "length": lengths[resp_rows],
             "failed": resp_failed[resp_rows],
         },
-        index=pd.Index(_take(encode(resp.raw["id"], response_ids), resp_rows), name="response"),
+        index=pd.Index(encode(_text(resp, "id"), response_ids)[resp_rows], name="response"),
     )
-    if texts:
-        all_text = pa.chunked_array(texts, pa.string()).combine_chunks().take(pa.array(resp_rows))
-        responses["text"] = all_text.to_pylist()
+    if want_text and resp.num_rows:
+        responses["text"] = resp.column("response").take(pa.array(resp_rows)).to_pylist()
 
-    # ---- evaluation records ------------------------------------------------------------
-    rec_response = encode(ev.raw["response_id"], response_ids)[kept]
-    rec = {
-        "response": rec_response,
-        "datapoint": encode(ev.raw["datapoint_id"], datapoint_ids)[kept],
-        "task": encode(ev.raw["task_id"], tasks)[kept],
-        "teacher": encode(ev.raw["teacher_model_id"], models)[kept],
-        "student": encode(ev.raw["student_model_id"], models)[kept],
-        "judge": encode(ev.raw["judge_model_id"], models)[kept],
-    }
-    # fill what old records lack from their response
-    lookup = pd.Series(np.arange(len(responses)), index=responses.index)
-    pos = lookup.reindex(rec_response).to_numpy()
-    has_resp = ~np.isnan(pos)
-    pos_i = np.where(has_resp, pos, 0).astype(np.int64)
-    for col, src in (("student", "student"), ("teacher", "teacher"), ("task", "task")):
-        src_codes = (
-            responses[src].cat.codes.to_numpy().astype(np.int32) if len(responses) else np.zeros(0, np.int32)
-        )
-        fill = (rec[col] < 0) & has_resp
-        if fill.any():
-            rec[col][fill] = src_codes[pos_i[fill]]
-    if len(responses):
-        dp_src = responses["datapoint"].to_numpy().astype(np.int32)
-        fill = (rec["datapoint"] < 0) & has_resp
-        rec["datapoint"][fill] = dp_src[pos_i[fill]]
+    # ---- evaluation records: failures and duplicates -----------------------------------
+    n = ev.num_rows
+    s_rows, s_keys, s_values = map_entries(ev.column("scores"))
+    s_value, s_level = _parse_scores(s_values)
+    bad = np.isnan(s_value)
+    usable = np.bincount(s_rows[~bad], minlength=n)
+    failed = _failed_status(ev) | (usable == 0)
+    ids = _id_codes(ev)
+    kept = _last_valid(ids, ~failed)
+    quality.n_duplicates = n - len(kept)
+    if quality.n_duplicates:
+        dropped = np.ones(n, bool)
+        dropped[kept] = False
+        id_has_valid = np.zeros(int(ids.max()) + 1, bool)
+        id_has_valid[ids[kept][~failed[kept]]] = True
+        quality.n_superseded_failures = int(id_has_valid[ids[dropped & failed]].sum())
 
-    evaluator = _evaluators(ev, kept)
+    # Who answered what comes from the response record (phase 4) when the evaluation's
+    # response resolves; the evaluation's own fields are used otherwise (old records lack
+    # student_model_id). Only those few records need their strings encoded.
+    kept_arr = pa.array(kept)
+
+    def kept_codes(field: str, vocab: Vocabulary, rows: np.ndarray | None = None) -> np.ndarray:
+        col = ev.column(field).take(kept_arr if rows is None else pa.array(kept[rows]))
+        return encode(col.chunks, vocab)
+
+    rec = {"response": kept_codes("response_id", response_ids), "judge": kept_codes("judge_model_id", models)}
+    position = np.full(len(response_ids) + 1, -1, np.int64)  # code -1 -> last slot -> -1
+    position[responses.index.to_numpy()] = np.arange(len(responses))
+    pos = position[rec["response"]]
+    has_resp = pos >= 0
+    pos_i = np.where(has_resp, pos, 0)
+    for col, field, vocab in (
+        ("datapoint", "datapoint_id", datapoint_ids),
+        ("task", "task_id", tasks),
+        ("teacher", "teacher_model_id", models),
+        ("student", "student_model_id", models),
+    ):
+        src = responses[col].to_numpy() if col == "datapoint" else responses[col].cat.codes.to_numpy()
+        out = np.full(len(kept), -1, np.int32)
+        out[has_resp] = src[pos[has_resp]]
+        rest = np.flatnonzero(out < 0)
+        if len(rest):
+            out[rest] = kept_codes(field, vocab, rest)
+        rec[col] = out
+
     rec_failed = failed[kept]
-    error_kind = _error_kinds(ev.raw["error"], ev.n, kept)
-    orphan = (~rec_failed) & ((rec["response"] < 0) | (rec["student"] < 0) | (rec["judge"] < 0))
+    orphan = ~rec_failed & ((rec["response"] < 0) | (rec["student"] < 0) | (rec["judge"] < 0))
     quality.n_orphaned = int(orphan.sum())
     quality.n_failed = int(rec_failed.sum())
     if len(responses):
-        resp_failed_arr = responses["failed"].to_numpy()
-        quality.n_failed_responses_scored = int((~rec_failed & has_resp & resp_failed_arr[pos_i]).sum())
-
+        resp_failed_kept = responses["failed"].to_numpy()[pos_i]
+        quality.n_failed_responses_scored = int((~rec_failed & has_resp & resp_failed_kept).sum())
     records = pd.DataFrame(
         {
             "response": rec["response"],
@@ -503,20 +391,26 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
             "teacher": _cat(rec["teacher"], models),
             "student": _cat(rec["student"], models),
             "judge": _cat(rec["judge"], models),
-            "evaluator": pd.Categorical(evaluator),
+            "evaluator": pd.Categorical(_evaluators(ev, kept)),
             "failed": rec_failed,
             "orphaned": orphan,
-            "error_kind": pd.Categorical(error_kind),
+            "error_kind": pd.Categorical(_error_kinds(ev, kept)),
         }
     )
 
     # ---- score units -------------------------------------------------------------------
-    units = _units(scores, kept, records, rubrics, quality, ev.n)
-    dp_codes = encode(dps.raw["id"], datapoint_ids) if dps.n else np.zeros(0, np.int32)
-    kept_dp = set(dp_rows.tolist())
-    gold_by_dp = {int(dp_codes[r]): v for r, v in dp_labels.items() if r in kept_dp}
-    labels = _label_details(scores, kept, records, units, responses, gold_by_dp, attributes, target_attrs)
-    _check_completeness(units, records, rubrics, quality)
+    invalid = (
+        Counter(_short(v) for v in s_values.filter(pa.array(bad)).to_pylist()) if bad.any() else Counter()
+    )
+    quality.n_invalid_scores = int(bad.sum())
+    quality.invalid_values = dict(invalid.most_common(20))
+    factor_enc = pc.dictionary_encode(s_keys)
+    factor_names = Vocabulary([factor_enc.dictionary])
+    factor = pc.fill_null(factor_enc.indices, -1).to_numpy().astype(np.int64)
+    units = _units(s_rows[~bad], factor[~bad], s_value[~bad], s_level[~bad], kept, n, records, factor_names,
+                   rubrics, quality)  # fmt: skip
+    labels = _label_details(ev, kept, records, units, responses, gold_by_dp, attributes)
+    _check_completeness(units, records, rubrics, label_attrs, quality)
 
     return RunData(
         path=root,
@@ -526,9 +420,9 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
         rubrics=rubrics,
         target_attributes=target_attrs,
         label_attributes=label_attrs,
-        models=models,
-        response_ids=response_ids,
-        datapoint_ids=datapoint_ids,
+        models=models.index,
+        response_ids=response_ids.index,
+        datapoint_ids=datapoint_ids.index,
         records=records,
         units=units,
         responses=responses,
@@ -539,153 +433,158 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     )
 
 
-def _take(codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    return codes[rows] if len(codes) else np.zeros(0, np.int32)
+# --------------------------------------------------------------------------------------
 
 
-def _vocab(chunks: list[pa.Array]) -> pd.Index:
-    sc = StringCodes()
-    for c in chunks:
-        sc.add(c)
-    return pd.Index(sc.vocabulary(), dtype=object)
+def _evaluators(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
+    """Each kept record's evaluator: its ``evaluator`` field, or for old records one
+    derived from ``judge_model_id`` (label, gold, metric..., else an LLM judge)."""
+    take = pa.array(kept)
+    given = pc.dictionary_encode(ev.column("evaluator").combine_chunks().take(take))
+    judge = pc.dictionary_encode(ev.column("judge_model_id").combine_chunks().take(take))
 
+    def derive(j: str | None) -> str:
+        if j in ("label", "gold"):
+            return str(j)
+        if isinstance(j, str) and (j == "metric" or j.startswith("metric:")):
+            return "metric"
+        return LLM_JUDGE
 
-def _cat(codes: Any, vocab: pd.Index) -> pd.Categorical:
-    return pd.Categorical.from_codes(np.asarray(codes, dtype=np.int32), categories=vocab, validate=False)
-
-
-def _failed_status(chunks: list[pa.Array], n: int) -> np.ndarray:
-    if n == 0:
-        return np.zeros(0, bool)
-    status = _strings(chunks, n)
-    return pc.fill_null(pc.equal(pc.utf8_lower(status), "failed"), False).to_numpy(zero_copy_only=False)
-
-
-def _has_label_records(ev: _PhaseTable) -> bool:
-    return any(pc.any(pc.equal(chunk, "label")).as_py() for chunk in ev.raw["evaluator"])
-
-
-def _evaluators(ev: _PhaseTable, kept: np.ndarray) -> np.ndarray:
-    given = _strings(ev.raw["evaluator"], ev.n).take(pa.array(kept)).to_numpy(zero_copy_only=False)
-    judge = _strings(ev.raw["judge_model_id"], ev.n).take(pa.array(kept)).to_numpy(zero_copy_only=False)
-    out = np.empty(len(kept), dtype=object)
-    for i, (g, j) in enumerate(zip(given, judge, strict=True)):
-        if g:
-            out[i] = g
-        elif j in ("label", "gold"):
-            out[i] = j
-        elif isinstance(j, str) and j.startswith("metric:"):
-            out[i] = "metric"
-        else:
-            out[i] = LLM_JUDGE
-    return out
+    given_names = np.array([*given.dictionary.to_pylist(), None], dtype=object)
+    derived = np.array([derive(j) for j in judge.dictionary.to_pylist()] + [LLM_JUDGE], dtype=object)
+    g_idx = pc.fill_null(given.indices, -1).to_numpy().astype(np.int64)
+    j_idx = pc.fill_null(judge.indices, -1).to_numpy().astype(np.int64)
+    return np.where(g_idx >= 0, given_names[g_idx], derived[j_idx])
 
 
 _KIND = re.compile(r"^\s*([A-Za-z_][\w.-]*)")
 
 
-def _error_kinds(chunks: list[pa.Array], n: int, kept: np.ndarray) -> np.ndarray:
-    raw = _strings(chunks, n).take(pa.array(kept))
+def _error_kinds(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
+    """``error_kind`` of each kept record, else the leading word of its ``error``."""
+    raw = pc.coalesce(ev.column("error_kind"), ev.column("error")).combine_chunks().take(pa.array(kept))
     enc = pc.dictionary_encode(raw)
     kinds = []
     for text in enc.dictionary.to_pylist():
         kind = None
-        try:
-            obj = json.loads(text)
-            if isinstance(obj, dict):
-                kind = obj.get("kind") or obj.get("type")
-        except (json.JSONDecodeError, TypeError):
-            pass
-        if kind is None and text:
+        if text.startswith("{"):
+            try:
+                obj = json.loads(text)
+                kind = obj.get("kind") or obj.get("type") if isinstance(obj, dict) else None
+            except json.JSONDecodeError:
+                pass
+        if kind is None:
             m = _KIND.match(text)
             kind = m.group(1) if m else "error"
         kinds.append(str(kind))
     lookup = np.array([*kinds, None], dtype=object)
-    idx = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    return lookup[idx]
+    return lookup[pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)]
 
 
 def _attribute_table(
-    rows: list[tuple[int, str, str]],
-    dp_rows: np.ndarray,
-    dps: _PhaseTable,
-    datapoint_ids: pd.Index,
-    tasks: pd.Index,
+    dps: pa.Table, dp_rows: np.ndarray, dp_codes: np.ndarray, tasks: Vocabulary
 ) -> pd.DataFrame:
-    if not rows or not dps.n:
-        return pd.DataFrame(
-            {"datapoint": np.zeros(0, np.int32), "task": _cat([], tasks), "attribute": [], "value": []}
-        )
-    keep = np.zeros(dps.n, bool)
+    """(datapoint, task, attribute, value) of the kept datapoints' target attributes."""
+    empty = pd.DataFrame({"datapoint": np.zeros(0, np.int32), "task": _cat([], tasks),
+                          "attribute": pd.Categorical([]), "value": pd.Categorical([])})  # fmt: skip
+    if dps.num_rows == 0:
+        return empty
+    rows, keys, values = map_entries(dps.column("sampled_target_attributes"))
+    keep = np.zeros(dps.num_rows, bool)
     keep[dp_rows] = True
-    seq = np.array([r[0] for r in rows], np.int64)
-    mask = keep[seq]
-    dp_codes = encode(dps.raw["id"], datapoint_ids)
-    task_codes = encode(dps.raw["task_id"], tasks)
+    sel = keep[rows] & pc.is_valid(values).to_numpy(zero_copy_only=False)
+    if not sel.any():
+        return empty
+    mask = pa.array(sel)
+    task_codes = encode(_text(dps, "task_id"), tasks)
     return pd.DataFrame(
         {
-            "datapoint": dp_codes[seq[mask]],
-            "task": _cat(task_codes[seq[mask]], tasks),
-            "attribute": pd.Categorical([r[1] for r, m in zip(rows, mask, strict=True) if m]),
-            "value": pd.Categorical([r[2] for r, m in zip(rows, mask, strict=True) if m]),
+            "datapoint": dp_codes[rows[sel]],
+            "task": _cat(task_codes[rows[sel]], tasks),
+            "attribute": keys.filter(mask).to_pandas().astype("category").to_numpy(),
+            "value": values.filter(mask).to_pandas().astype("category").to_numpy(),
         }
-    )
+    ).astype({"attribute": "category", "value": "category"})
+
+
+def _datapoint_labels(dps: pa.Table, dp_rows: np.ndarray, dp_codes: np.ndarray) -> dict[int, Any]:
+    """Gold labels of benchmark datapoints (``labels``, else ``label``) by datapoint code."""
+    out: dict[int, Any] = {}
+    if dps.num_rows == 0:
+        return out
+    for key in ("labels", "label"):
+        col = dps.column(key).take(pa.array(dp_rows))
+        valid = np.flatnonzero(pc.is_valid(col).to_numpy(zero_copy_only=False))
+        if len(valid) == 0:
+            continue
+        texts = col.take(pa.array(valid)).to_pylist()
+        for i, text in zip(valid, texts, strict=True):
+            code = int(dp_codes[dp_rows[i]])
+            if code not in out:
+                try:
+                    out[code] = json.loads(text)
+                except json.JSONDecodeError:
+                    out[code] = text
+    return out
 
 
 def _units(
-    scores: _Scores,
+    rows: np.ndarray,
+    factor: np.ndarray,
+    value: np.ndarray,
+    level: np.ndarray,
     kept: np.ndarray,
+    n_raw: int,
     records: pd.DataFrame,
+    factor_names: Vocabulary,
     rubrics: dict[str, dict[str, Any]],
     quality: DataQuality,
-    n_raw: int,
 ) -> pd.DataFrame:
-    seq, factor, value, level = scores.arrays()
-    quality.n_invalid_scores = sum(scores.invalid.values())
-    quality.invalid_values = dict(scores.invalid.most_common(20))
-    row_of_seq = np.full(n_raw, -1, np.int64)
-    row_of_seq[kept] = np.arange(len(kept))
-    row = row_of_seq[seq]
+    """One row per usable score of a kept, valid, resolved record."""
+    row_of_raw = np.full(n_raw, -1, np.int64)
+    row_of_raw[kept] = np.arange(len(kept))
+    row = row_of_raw[rows]
     usable_rec = ~(records["failed"].to_numpy() | records["orphaned"].to_numpy())
     ok = row >= 0
     ok[ok] = usable_rec[row[ok]]
     row, factor, value, level = row[ok], factor[ok], value[ok], level[ok]
-    factor_names = pd.Index(list(scores.factors), dtype=object)
+    names = list(factor_names.index)
 
     # LLM-judge scores of factors outside the task's rubric
-    ev_codes = records["evaluator"].cat.codes.to_numpy()
     ev_cats = list(records["evaluator"].cat.categories)
     llm_code = ev_cats.index(LLM_JUDGE) if LLM_JUDGE in ev_cats else -2
-    is_llm = ev_codes[row] == llm_code
+    is_llm = records["evaluator"].cat.codes.to_numpy()[row] == llm_code
     task_codes = records["task"].cat.codes.to_numpy()[row]
-    tasks = records["task"].cat.categories
     allowed = np.ones(len(row), bool)
     unknown: Counter[str] = Counter()
-    for t_code, t_name in enumerate(tasks):
+    for t_code, t_name in enumerate(records["task"].cat.categories):
         rubric = rubrics.get(str(t_name))
-        if rubric is None:
+        if rubric is None or not names:
             continue
-        good = np.array([f in rubric for f in factor_names], bool)
-        sel = is_llm & (task_codes == t_code)
-        bad = sel & ~good[factor] if len(factor_names) else sel & False
+        good = np.array([f in rubric for f in names], bool)
+        bad = is_llm & (task_codes == t_code) & ~good[factor]
         if bad.any():
             allowed &= ~bad
             for code, cnt in zip(*np.unique(factor[bad], return_counts=True), strict=True):
-                unknown[str(factor_names[code])] += int(cnt)
+                unknown[names[code]] += int(cnt)
     quality.n_unknown_factor_scores = sum(unknown.values())
     quality.unknown_factors = dict(unknown.most_common(20))
     row, factor, value, level = row[allowed], factor[allowed], value[allowed], level[allowed]
 
-    # one score per (response, judge, factor): the last record wins
-    resp = records["response"].to_numpy()[row].astype(np.int64)
-    judge = records["judge"].cat.codes.to_numpy()[row].astype(np.int64)
-    key = (resp * (len(records["judge"].cat.categories) + 1) + judge) * (len(factor_names) + 1) + factor
-    dup = pd.Series(key).duplicated(keep="last").to_numpy()
-    quality.n_duplicate_scores = int(dup.sum())
-    if dup.any():
+    # one score per (response, judge, factor): the last record wins. Only (response, judge)
+    # pairs with several records (per_factor mode, re-runs) can repeat a factor.
+    n_j = len(records["judge"].cat.categories) + 1
+    rec_pair = records["response"].to_numpy().astype(np.int64) * n_j + records["judge"].cat.codes.to_numpy()
+    multi = pd.Series(rec_pair).duplicated(keep=False).to_numpy()
+    check = multi[row]
+    if check.any():
+        key = rec_pair[row[check]] * (len(names) + 1) + factor[check]
+        dup = np.zeros(len(row), bool)
+        dup[np.flatnonzero(check)[pd.Series(key).duplicated(keep="last").to_numpy()]] = True
+        quality.n_duplicate_scores = int(dup.sum())
         row, factor, value, level = row[~dup], factor[~dup], value[~dup], level[~dup]
 
-    units = pd.DataFrame(
+    return pd.DataFrame(
         {
             "response": records["response"].to_numpy()[row],
             "datapoint": records["datapoint"].to_numpy()[row],
@@ -694,17 +593,12 @@ def _units(
             "student": _take_cat(records["student"], row),
             "judge": _take_cat(records["judge"], row),
             "evaluator": _take_cat(records["evaluator"], row),
-            "factor": pd.Categorical.from_codes(factor, categories=factor_names, validate=False),
-            "value": value,
+            "factor": pd.Categorical.from_codes(
+                factor.astype(np.int32), categories=factor_names.index, validate=False
+            ),
+            "value": value.astype(np.float32),
             "level": level,
         }
-    )
-    return units
-
-
-def _take_cat(col: pd.Series, rows: np.ndarray) -> pd.Categorical:
-    return pd.Categorical.from_codes(
-        col.cat.codes.to_numpy()[rows], categories=col.cat.categories, validate=False
     )
 
 
@@ -717,23 +611,22 @@ def _as_labels(v: Any) -> tuple[str, ...]:
 
 
 def _label_details(
-    scores: _Scores,
+    ev: pa.Table,
     kept: np.ndarray,
     records: pd.DataFrame,
     units: pd.DataFrame,
     responses: pd.DataFrame,
     gold_by_dp: dict[int, Any],
     attributes: pd.DataFrame,
-    target_attrs: dict[str, dict[str, list[str]]],
 ) -> pd.DataFrame:
     """Gold and predicted labels per (response, attribute) of label-evaluator records.
 
     Taken from the record's ``gold`` / ``predicted`` mappings when it has them; otherwise
-    recomputed from the datapoint's gold (its ``labels`` / ``label``, else the attribute's
-    sampled value) and the student's answer, with :func:`coeval_analysis.labels.extract_labels`
-    over the attribute's values.
+    recomputed as the label evaluator scores: the gold is the datapoint's sampled value of
+    the attribute (else its ``labels`` / ``label``), the prediction is the whole answer,
+    normalised (:func:`coeval_analysis.labels.normalise_label`).
     """
-    from coeval_analysis.labels import extract_labels
+    from coeval_analysis.labels import normalise_label
 
     cols: dict[str, list[Any]] = {
         k: [] for k in ("response", "student", "task", "attribute", "gold", "predicted")
@@ -741,12 +634,15 @@ def _label_details(
     lab = units[units["evaluator"] == "label"]
     if lab.empty:
         return pd.DataFrame(cols)
-    row_of_seq = {int(s): i for i, s in enumerate(kept)}
-    detail: dict[int, tuple[Any, Any]] = {}
-    for s, g, p in scores.label_rows:
-        r = row_of_seq.get(int(s))
-        if r is not None:
-            detail[int(records["response"].iat[r]) * 1_000_003 + int(records["judge"].cat.codes[r])] = (g, p)
+    # explicit details on the records, keyed by (response, judge)
+    detail: dict[tuple[int, int], tuple[Any, Any]] = {}
+    is_label = (records["evaluator"] == "label").to_numpy()
+    for r in np.flatnonzero(is_label):
+        g = ev.column("gold")[int(kept[r])].as_py()
+        p = ev.column("predicted")[int(kept[r])].as_py()
+        if g is not None or p is not None:
+            key = (int(records["response"].iat[r]), int(records["judge"].cat.codes[r]))
+            detail[key] = (json.loads(g) if g else None, json.loads(p) if p else None)
     sampled = {
         (int(d), str(a)): str(v)
         for d, a, v in zip(attributes["datapoint"], attributes["attribute"], attributes["value"], strict=True)
@@ -762,19 +658,19 @@ def _label_details(
         judge_codes,
         strict=True,
     ):
-        g_map, p_map = detail.get(int(resp) * 1_000_003 + int(jc), (None, None))
+        g_map, p_map = detail.get((int(resp), int(jc)), (None, None))
         gold = _as_labels(g_map.get(attr)) if isinstance(g_map, dict) else ()
+        if not gold and (int(dp), str(attr)) in sampled:
+            gold = (sampled[(int(dp), str(attr))],)
         if not gold:
             dp_gold = gold_by_dp.get(int(dp))
             gold = _as_labels(dp_gold.get(attr)) if isinstance(dp_gold, dict) else _as_labels(dp_gold)
-        if not gold and (int(dp), str(attr)) in sampled:
-            gold = (sampled[(int(dp), str(attr))],)
         if isinstance(p_map, dict) and attr in p_map:
             pred = _as_labels(p_map.get(attr))
         else:
             text = texts.get(int(resp)) if texts is not None else None
-            allowed = sorted(set(target_attrs.get(str(task), {}).get(str(attr), [])) | set(gold))
-            pred = tuple(extract_labels(text or "", allowed, multi=len(gold) > 1))
+            answer = normalise_label(text or "")
+            pred = (answer,) if answer else ()
         cols["response"].append(int(resp))
         cols["student"].append(str(student))
         cols["task"].append(str(task))
@@ -785,37 +681,66 @@ def _label_details(
 
 
 def _check_completeness(
-    units: pd.DataFrame, records: pd.DataFrame, rubrics: dict[str, dict[str, Any]], quality: DataQuality
+    units: pd.DataFrame,
+    records: pd.DataFrame,
+    rubrics: dict[str, dict[str, Any]],
+    label_attrs: dict[str, list[str]],
+    quality: DataQuality,
 ) -> None:
-    """Count (response, judge) pairs of LLM judges lacking some LLM factor of the rubric."""
-    recs = records[(records["evaluator"] == LLM_JUDGE) & ~records["failed"] & ~records["orphaned"]]
-    if recs.empty:
+    """Count (response, judge) pairs of LLM judges lacking some LLM factor of the rubric.
+
+    Expected factors are the rubric's factors without a ``metric`` and that are not label
+    attributes: metric and label evaluators score those, so a mixed rubric is complete."""
+    usable = (records["evaluator"] == LLM_JUDGE).to_numpy() & ~records["failed"].to_numpy()
+    usable &= ~records["orphaned"].to_numpy()
+    if not usable.any():
         return
-    llm = units[units["evaluator"] == LLM_JUDGE]
+    n_j = len(records["judge"].cat.categories) + 1
+    rec_pair = records["response"].to_numpy().astype(np.int64) * n_j + records["judge"].cat.codes.to_numpy()
+    rec_task = records["task"].cat.codes.to_numpy()
+    llm = (units["evaluator"] == LLM_JUDGE).to_numpy()
+    u_pair = (
+        units["response"].to_numpy().astype(np.int64)[llm] * n_j + units["judge"].cat.codes.to_numpy()[llm]
+    )
+    u_task = units["task"].cat.codes.to_numpy()[llm]
+    u_factor = units["factor"].cat.codes.to_numpy()[llm]
+    factor_names = list(units["factor"].cat.categories)
     missing: Counter[str] = Counter()
     n_incomplete = 0
-    n_judges = len(records["judge"].cat.categories) + 1
-    for task, task_recs in recs.groupby("task", observed=True):
+    for t_code, task in enumerate(records["task"].cat.categories):
         rubric = rubrics.get(str(task))
         if not rubric:
             continue
-        expected = llm_factors(rubric)
+        labels = set(label_attrs.get(str(task), []))
+        expected = [f for f in llm_factors(rubric) if f not in labels]
         if not expected:
             continue
-        pair_keys = (
-            task_recs["response"].to_numpy().astype(np.int64) * n_judges
-            + task_recs["judge"].cat.codes.to_numpy()
-        )
-        pairs = np.unique(pair_keys)
-        tu = llm[(llm["task"] == task) & llm["factor"].isin(expected)]
-        unit_keys = tu["response"].to_numpy().astype(np.int64) * n_judges + tu["judge"].cat.codes.to_numpy()
-        per_pair = pd.Series(unit_keys).value_counts()
-        counts = per_pair.reindex(pairs, fill_value=0).to_numpy()
+        task_pairs = rec_pair[usable & (rec_task == t_code)]
+        if len(task_pairs) == 0:
+            continue
+        codes = [factor_names.index(f) for f in expected if f in factor_names]
+        sel = (u_task == t_code) & np.isin(u_factor, codes)
+        # units are unique per (pair, factor), so the count per pair is the factors scored
+        pairs, counts = _pair_counts(task_pairs, u_pair[sel])
+        n_pairs = len(pairs)
         n_incomplete += int((counts < len(expected)).sum())
-        per_factor = tu["factor"].value_counts()
+        per_factor = np.bincount(u_factor[sel], minlength=len(factor_names))
         for f in expected:
-            gap = len(pairs) - int(per_factor.get(f, 0))
-            if gap > 0:
-                missing[f] += gap
+            have = int(per_factor[factor_names.index(f)]) if f in factor_names else 0
+            if n_pairs > have:
+                missing[f] += n_pairs - have
     quality.n_incomplete = n_incomplete
     quality.missing_factors = dict(missing.most_common())
+
+
+def _pair_counts(pairs: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct ``pairs``, how often each occurs in ``found``); dense counting when the
+    keys are small, sorting otherwise."""
+    span = int(max(pairs.max(), found.max() if len(found) else 0)) + 1
+    if span <= 50_000_000:
+        present = np.flatnonzero(np.bincount(pairs, minlength=span))
+        return present, np.bincount(found, minlength=span)[present]
+    uniq = np.unique(pairs)
+    pos = np.searchsorted(uniq, found)
+    hit = (pos < len(uniq)) & (uniq[np.minimum(pos, len(uniq) - 1)] == found)
+    return uniq, np.bincount(pos[hit], minlength=len(uniq))

@@ -125,7 +125,8 @@ def _cell(v: Any) -> tuple[str, str, bool]:
 def _layout(title: str = "", **kw: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "title": {"text": title, "font": {"size": 14}},
-        "margin": {"l": 150, "r": 30, "t": 40 if title else 20, "b": 50},
+        "margin": {"l": 40, "r": 30, "t": 40 if title else 20, "b": 50},
+        "yaxis": {"automargin": True},
         "font": {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 12},
         "paper_bgcolor": "#ffffff",
         "plot_bgcolor": "#fafafa",
@@ -190,14 +191,16 @@ def _ranking_figure(students: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _heatmap(slices: pd.DataFrame, kind: str, title: str, students: list[str]) -> dict[str, Any] | None:
+def _heatmap(
+    slices: pd.DataFrame, kind: str, title: str, students: list[str], task: str | None = None
+) -> dict[str, Any] | None:
     sub = slices[slices["kind"] == kind]
+    if task is not None:
+        sub = sub[sub["task"] == task]
     if sub.empty:
         return None
-    label = sub["slice"] if kind != "attribute" else sub["task"] + ": " + sub["slice"]
-    sub = sub.assign(label=label)
-    piv = sub.pivot_table(index="label", columns="student", values="score", aggfunc="first")
-    piv = piv.reindex(columns=[s for s in students if s in piv.columns])
+    piv = sub.pivot_table(index="slice", columns="student", values="score", aggfunc="first", sort=True)
+    piv = piv.reindex(columns=[s for s in students if s in piv.columns]).iloc[::-1]
     z = [[None if pd.isna(v) else round(float(v), 4) for v in row] for row in piv.to_numpy()]
     text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
     return {
@@ -206,16 +209,20 @@ def _heatmap(slices: pd.DataFrame, kind: str, title: str, students: list[str]) -
                 "type": "heatmap",
                 "z": z,
                 "x": list(piv.columns),
-                "y": list(piv.index),
+                "y": [str(i) for i in piv.index],
                 "text": text,
                 "texttemplate": "%{text}",
                 "colorscale": "Viridis",
-                "zmin": 0,
-                "zmax": 1,
+                "colorbar": {"title": {"text": "score"}},
                 "hovertemplate": "%{y}<br>%{x}: %{z:.3f}<extra></extra>",
             }
         ],
-        "layout": _layout(title, margin={"l": 220, "r": 30, "t": 40, "b": 90}),
+        "layout": _layout(
+            title,
+            margin={"l": 40, "r": 30, "t": 40, "b": 90},
+            yaxis={"automargin": True},
+            xaxis={"automargin": True},
+        ),
     }
 
 
@@ -287,7 +294,7 @@ def _verbosity_figure(responses: pd.DataFrame) -> dict[str, Any] | None:
     for i, (student, g) in enumerate(df.groupby("student", observed=True, sort=True)):
         traces.append(
             {
-                "type": "scattergl" if len(df) > 1000 else "scatter",
+                "type": "scatter",
                 "mode": "markers",
                 "name": str(student),
                 "x": g["length"].round(0).tolist(),

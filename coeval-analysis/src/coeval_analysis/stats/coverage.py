@@ -12,74 +12,66 @@ from coeval_analysis.data import RunData
 
 __all__ = ["attribute_coverage"]
 
+_COLUMNS = ["task", "teacher", "attribute", "value", "n_datapoints"]
+
 
 def attribute_coverage(data: RunData) -> tuple[dict[str, Any], pd.DataFrame]:
     """(per-task summary, table of datapoint counts per task, teacher, attribute, value).
 
     The grid is phase 1's target attributes (the values a teacher could have drawn); values
-    seen in datapoints but not in the grid are counted as well. ``value_coverage`` is the
-    share of grid values with at least one datapoint; ``pair_coverage`` the share of value
-    pairs of two attributes that occur together in some datapoint.
+    seen in datapoints but not in the grid are listed as ``off_grid_values``.
+    ``value_coverage`` is the share of grid values with at least one datapoint;
+    ``pair_coverage`` the share of value pairs of two grid attributes that occur together
+    in some datapoint.
     """
+    dps = data.datapoints
+    ok_dps = dps.index[~dps["failed"].to_numpy()] if len(dps) else dps.index
     attrs = data.attributes
-    dps = data.datapoints[~data.datapoints["failed"]] if len(data.datapoints) else data.datapoints
     if len(attrs):
-        attrs = attrs[attrs["datapoint"].isin(dps.index)]
-    teacher_of = dps["teacher"].astype(str) if len(dps) else pd.Series(dtype=str)
-    rows = []
+        attrs = attrs[attrs["datapoint"].isin(ok_dps)]
+        teacher = dps["teacher"].astype(object).reindex(attrs["datapoint"].to_numpy()).to_numpy()
+        attrs = pd.DataFrame(
+            {
+                "datapoint": attrs["datapoint"].to_numpy(),
+                "task": attrs["task"].astype(object).to_numpy(),
+                "teacher": teacher,
+                "attribute": attrs["attribute"].astype(object).to_numpy(),
+                "value": attrs["value"].astype(object).to_numpy(),
+            }
+        )
+    counts = (
+        attrs.groupby(["task", "teacher", "attribute", "value"], sort=True)
+        .size()
+        .reset_index(name="n_datapoints")
+        if len(attrs)
+        else pd.DataFrame(columns=_COLUMNS)
+    )
+    observed = {str(t) for t in attrs["task"].unique()} if len(attrs) else set()
     summary: dict[str, Any] = {}
-    observed_tasks = {str(t) for t in attrs["task"].unique()} if len(attrs) else set()
-    tasks = sorted(set(data.target_attributes) | observed_tasks)
-    for task in tasks:
+    for task in sorted(set(data.target_attributes) | observed):
         grid = data.target_attributes.get(task, {})
-        ta = attrs[attrs["task"].astype(str) == task] if len(attrs) else attrs
-        seen = ta.assign(teacher=teacher_of.reindex(ta["datapoint"]).to_numpy()) if len(ta) else ta
-        counts = (
-            seen.groupby(["teacher", "attribute", "value"], observed=True)
-            .size()
-            .reset_index(name="n_datapoints")
-            if len(seen)
-            else pd.DataFrame(columns=["teacher", "attribute", "value", "n_datapoints"])
+        ta = attrs[attrs["task"] == task] if len(attrs) else attrs
+        seen = (
+            set(map(tuple, ta[["attribute", "value"]].drop_duplicates().to_numpy().tolist()))
+            if len(ta)
+            else set()
         )
-        all_values: dict[str, set[str]] = {a: set(v) for a, v in grid.items()}
-        for a, v in zip(ta["attribute"].astype(str), ta["value"].astype(str), strict=True):
-            all_values.setdefault(a, set()).add(v)
-        per_value = (
-            ta.groupby(["attribute", "value"], observed=True).size() if len(ta) else pd.Series(dtype=int)
-        )
-        covered = {(str(a), str(v)) for (a, v), n in per_value.items() if n > 0}
         grid_pairs = [(a, v) for a, vs in grid.items() for v in vs]
-        uncovered = [f"{a}={v}" for a, v in grid_pairs if (a, v) not in covered]
-        n_grid = len(grid_pairs)
-        # pairs of attribute values seen together
-        pair_total = 0
-        pair_seen = 0
+        grid_set = set(grid_pairs)
+        pair_total = pair_seen = 0
         if len(ta) and len(grid) >= 2:
-            wide = ta.pivot_table(
-                index="datapoint", columns="attribute", values="value", aggfunc="first", observed=True
-            )
             for a, b in combinations(sorted(grid), 2):
                 pair_total += len(grid[a]) * len(grid[b])
-                if a in wide.columns and b in wide.columns:
-                    both = wide[[a, b]].dropna().astype(str)
-                    ok = both[a].isin(grid[a]) & both[b].isin(grid[b])
-                    pair_seen += len(both[ok].drop_duplicates())
+                left = ta[(ta["attribute"] == a) & ta["value"].isin(grid[a])][["datapoint", "value"]]
+                right = ta[(ta["attribute"] == b) & ta["value"].isin(grid[b])][["datapoint", "value"]]
+                both = left.merge(right, on="datapoint")
+                pair_seen += len(both[["value_x", "value_y"]].drop_duplicates())
         summary[task] = {
             "n_datapoints": int(ta["datapoint"].nunique()) if len(ta) else 0,
-            "n_values": n_grid,
-            "value_coverage": (len(covered & set(grid_pairs)) / n_grid) if n_grid else None,
-            "pair_coverage": (pair_seen / pair_total) if pair_total else None,
-            "uncovered": uncovered[:50],
-            "off_grid_values": sorted(f"{a}={v}" for a, v in covered - set(grid_pairs))[:50] if grid else [],
+            "n_values": len(grid_pairs),
+            "value_coverage": len(seen & grid_set) / len(grid_pairs) if grid_pairs else None,
+            "pair_coverage": pair_seen / pair_total if pair_total else None,
+            "uncovered": [f"{a}={v}" for a, v in grid_pairs if (a, v) not in seen][:50],
+            "off_grid_values": sorted(f"{a}={v}" for a, v in seen - grid_set)[:50] if grid else [],
         }
-        for rec in counts.itertuples(index=False):
-            rows.append(
-                {
-                    "task": task,
-                    "teacher": rec.teacher,
-                    "attribute": rec.attribute,
-                    "value": rec.value,
-                    "n_datapoints": int(rec.n_datapoints),
-                }
-            )
-    return summary, pd.DataFrame(rows, columns=["task", "teacher", "attribute", "value", "n_datapoints"])
+    return summary, counts.reindex(columns=_COLUMNS)

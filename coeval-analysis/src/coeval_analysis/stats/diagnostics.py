@@ -41,10 +41,9 @@ def teacher_discrimination(model: ScoreModel, robust: RobustRanking) -> dict[str
         name = model.teachers[t_code]
         mine = model.item_teacher == t_code
         sub = c[mine]
-        n_s = (~np.isnan(sub)).sum(1)
-        rows = sub[n_s >= 2]
-        per_item_sd = np.array([np.nanstd(r, ddof=1) for r in rows]) if len(rows) else np.zeros(0)
-        means = np.nanmean(sub, 0) if len(sub) else np.full(model.n_students, np.nan)
+        per_item_sd = _row_sd(sub)
+        per_item_sd = per_item_sd[~np.isnan(per_item_sd)]
+        means = _col_mean(sub)
         entry: dict[str, Any] = {
             "discrimination": _f(per_item_sd.mean()) if len(per_item_sd) else None,
             "separation": _f(np.nanstd(means, ddof=1)) if np.sum(~np.isnan(means)) >= 2 else None,
@@ -54,13 +53,31 @@ def teacher_discrimination(model: ScoreModel, robust: RobustRanking) -> dict[str
         }
         others = c[~mine]
         if len(others) and model.n_students >= 3:
-            other_means = np.nanmean(others, 0)
+            other_means = _col_mean(others)
             ok = ~np.isnan(means) & ~np.isnan(other_means)
             if ok.sum() >= 3:
                 tau = stats.kendalltau(means[ok], other_means[ok]).statistic
                 entry["ranking_agreement"] = _f(tau)
         out[name] = entry
     return out
+
+
+def _row_sd(mat: np.ndarray) -> np.ndarray:
+    """Sample standard deviation of each row over its non-NaN cells (NaN below 2 cells)."""
+    has = ~np.isnan(mat)
+    n = has.sum(1)
+    z = np.where(has, mat, 0.0)
+    mean = z.sum(1) / np.maximum(n, 1)
+    ss = (np.where(has, mat - mean[:, None], 0.0) ** 2).sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n >= 2, np.sqrt(ss / np.maximum(n - 1, 1)), np.nan)
+
+
+def _col_mean(mat: np.ndarray) -> np.ndarray:
+    has = ~np.isnan(mat)
+    n = has.sum(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, np.where(has, mat, 0.0).sum(0) / np.maximum(n, 1), np.nan)
 
 
 _FAMILY = re.compile(r"[a-z]+")

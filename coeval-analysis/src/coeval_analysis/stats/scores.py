@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from coeval_analysis.data import LLM_JUDGE, RunData
-from coeval_analysis.stats.bootstrap import Bootstrap
+from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 
 __all__ = ["SLICE_KINDS", "ScoreModel", "dense_mean", "pair_mean"]
 
@@ -268,34 +268,21 @@ class ScoreModel:
 
     # ------------------------------------------------------------------------------------
     def student_table(self, boot: Bootstrap, level: float = 0.95) -> pd.DataFrame:
-        """Score, interval and count of every (slice, student), all slices at once."""
-        entries = self.slice_entries()
+        """Score, interval and count of every (slice, student), all slices in one pass over
+        the bootstrap resamples. A slice of some datapoints (a task, teacher or attribute
+        value) resamples only those; a slice over all of them (overall, a factor, a judge)
+        resamples all."""
         S = self.n_students
         rows = []
-        nums: list[np.ndarray] = []
-        dens: list[np.ndarray] = []
-        block_cols = 0
-        lows: list[np.ndarray] = []
-        highs: list[np.ndarray] = []
-
-        def flush() -> None:
-            nonlocal block_cols
-            if not nums:
-                return
-            lo, hi = boot.ratio_ci(np.concatenate(nums, 1), np.concatenate(dens, 1), level)
-            lows.append(lo)
-            highs.append(hi)
-            nums.clear()
-            dens.clear()
-            block_cols = 0
-
-        for kind, name, task, item, student, value in entries:
+        blocks: list[tuple[np.ndarray | None, np.ndarray, np.ndarray]] = []
+        for kind, name, task, item, student, value in self.slice_entries():
             ok = ~np.isnan(value)
             item, student, value = item[ok], student[ok], value[ok]
-            num = np.zeros((self.n_items, S), np.float32)
-            den = np.zeros((self.n_items, S), np.float32)
-            _scatter(num, item, student, value)
-            _scatter(den, item, student, None)
+            local, inv = np.unique(item, return_inverse=True)
+            num = np.zeros((len(local), S), np.float32)
+            den = np.zeros((len(local), S), np.float32)
+            _scatter(num, inv, student, value)
+            _scatter(den, inv, student, None)
             total_n = den.sum(0)
             score = np.where(total_n > 0, num.sum(0, dtype=np.float64) / np.maximum(total_n, 1), np.nan)
             n_items = (den > 0).sum(0)
@@ -311,16 +298,15 @@ class ScoreModel:
                         "n_items": int(n_items[s]),
                     }
                 )
-            nums.append(num)
-            dens.append(den)
-            block_cols += S
-            if block_cols * self.n_items > 8_000_000:
-                flush()
-        flush()
+            if S > 1 and (den == den[:, :1]).all():
+                den = den[:, :1]  # every student answered the same datapoints: one denominator
+            blocks.append((None if len(local) == self.n_items else local, num, den))
         table = pd.DataFrame(rows)
         if len(table):
-            table["ci_low"] = np.concatenate(lows)
-            table["ci_high"] = np.concatenate(highs)
+            reps = boot.ratios(blocks)
+            bounds = [percentile_interval(r, level) for r in reps]
+            table["ci_low"] = np.concatenate([b[0] for b in bounds])
+            table["ci_high"] = np.concatenate([b[1] for b in bounds])
             table.loc[table["n"] == 0, ["score", "ci_low", "ci_high"]] = np.nan
         return table
 

@@ -1,0 +1,120 @@
+"""Speed and peak memory of ``coeval analyze`` on a synthetic run of N judge records.
+
+The run folder is written by :func:`coeval_analysis.synthetic.write_synthetic_run` (five
+students, four judges plus one answering at random, three teachers, two tasks; failures
+and duplicate lines included) and cached between calls under the system temp folder.
+``coeval analyze`` then runs in a child process that reports its own peak resident memory,
+so the figure is the analysis alone, not the generator.
+
+    python -m benchmarks.analysis                    # 1,000,000 records
+    python -m benchmarks.analysis --records 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+TARGET_SECONDS = 15.0
+TARGET_PEAK_MB = 2048.0
+_CACHE_VERSION = 1
+
+_CHILD = """
+import resource, sys
+from coeval.cli.main import main
+try:
+    main(sys.argv[2:])
+except SystemExit as exc:
+    code = exc.code or 0
+else:
+    code = 0
+with open(sys.argv[1], "w") as fh:
+    fh.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+sys.exit(code)
+"""
+
+
+def build_run(n_records: int, root: Path | None = None) -> tuple[Path, float]:
+    """A synthetic run folder of about ``n_records`` judge records (cached), and the
+    seconds spent writing it (0 when cached)."""
+    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+
+    base = root or Path(tempfile.gettempdir()) / "coeval-bench-analysis"
+    path = base / f"run-{n_records}-v{_CACHE_VERSION}"
+    done = path / ".complete"
+    if done.exists():
+        return path, 0.0
+    if path.exists():
+        shutil.rmtree(path)
+    started = time.perf_counter()
+    spec = SyntheticSpec.for_records(n_records, failure_rate=0.01, duplicate_rate=0.005, seed=1)
+    write_synthetic_run(path, spec)
+    done.write_text("ok\n", encoding="utf-8")
+    return path, time.perf_counter() - started
+
+
+def run(n_records: int = 1_000_000, *, n_boot: int = 1000, workdir: Path | None = None) -> dict[str, Any]:
+    """Build (or reuse) the synthetic run and time ``coeval analyze`` on it.
+
+    Returns ``{"name", "n_records", "seconds", "peak_mb", "target_seconds",
+    "target_peak_mb", "ok", ...}``.
+    """
+    run_dir, setup_seconds = build_run(n_records, workdir)
+    records = sum(1 for p in (run_dir / "phase5_evaluations").glob("*.jsonl") for _ in p.open("rb"))
+    with tempfile.TemporaryDirectory(prefix="coeval-bench-out-") as tmp:
+        out = Path(tmp) / "analysis"
+        rss_file = Path(tmp) / "maxrss"
+        cmd = [sys.executable, "-c", _CHILD, str(rss_file), "analyze", "--run", str(run_dir), "--out", str(out),
+               "--bootstrap", str(n_boot), "--quiet"]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        started = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        seconds = time.perf_counter() - started
+        if proc.returncode != 0:
+            raise RuntimeError(f"coeval analyze failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        peak_mb = int(rss_file.read_text()) / 1024.0  # ru_maxrss is in KiB on Linux
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    return {
+        "name": "analysis",
+        "n_records": records,
+        "seconds": round(seconds, 2),
+        "peak_mb": round(peak_mb, 1),
+        "records_per_second": round(records / seconds),
+        "target_seconds": TARGET_SECONDS,
+        "target_peak_mb": TARGET_PEAK_MB,
+        "ok": seconds <= TARGET_SECONDS and peak_mb <= TARGET_PEAK_MB,
+        "setup_seconds": round(setup_seconds, 2),
+        "n_boot": n_boot,
+        "cpu_count": os.cpu_count(),
+        "n_duplicates": summary["n_duplicates"],
+        "n_failed": summary["n_failed"],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000, help="judge records to analyse")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args(argv)
+    result = run(args.records, n_boot=args.bootstrap)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        verdict = "OK" if result["ok"] else "OVER TARGET"
+        print(f"coeval analyze on {result['n_records']:,} judge records: {result['seconds']:.1f} s "
+              f"(target {TARGET_SECONDS:.0f} s), peak {result['peak_mb']:.0f} MB "
+              f"(target {TARGET_PEAK_MB:.0f} MB) -> {verdict}")
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
