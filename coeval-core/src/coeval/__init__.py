@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "load_config": "coeval.config",
     "ConfigError": "coeval.config",
+    "ValidationIssue": "coeval.config",
     "validate_config": "coeval.config",
     "plan_experiment": "coeval.planning",
     "run_experiment": "coeval.runner",
@@ -32,4 +33,4 @@ def __getattr__(name: str) -> Any:  # lazy so `import coeval` stays cheap
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["ConfigError", "load_config", "plan_experiment", "run_experiment", "validate_config"]
+__all__ = ["ConfigError", "ValidationIssue", "load_config", "plan_experiment", "run_experiment", "validate_config"]

@@ -55,7 +55,8 @@ class CoevalGroup(click.Group):
         if name in CORE_COMMANDS and name not in self.commands:
             module, _ = CORE_COMMANDS[name]
             if _available(module):
-                return importlib.import_module(module).command  # type: ignore[no-any-return]
+                command: click.Command = importlib.import_module(module).command
+                return command
         self._load_plugin_commands()
         return self.commands.get(name)
 

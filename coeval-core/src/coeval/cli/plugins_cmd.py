@@ -20,9 +20,9 @@ def command(as_json: bool) -> None:
     regs = registries()
     dists = plugin_distributions()
     names = sorted({pm.get_name(p) or "" for p in pm.get_plugins()} - {""})
-    report = []
+    report: list[dict[str, object]] = []
     for name in names:
-        entry = {"name": name, "distribution": dists.get(name, "")}
+        entry: dict[str, object] = {"name": name, "distribution": dists.get(name, "")}
         for kind, registry in regs.all().items():
             items = registry.by_plugin(name)
             if items:
@@ -35,4 +35,4 @@ def command(as_json: bool) -> None:
         click.echo(f"{entry['name']}  ({entry['distribution']})")
         for kind in regs.all():
             if kind in entry:
-                click.echo(f"  {kind}: {', '.join(entry[kind])}")
+                click.echo(f"  {kind}: {', '.join(map(str, entry[kind]))}")  # type: ignore[call-overload]
