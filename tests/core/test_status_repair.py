@@ -150,3 +150,16 @@ def test_status_lists_pending_batch_jobs(tmp_path):
                                           "polled_at": None, "message": ""}]
     text = CliRunner().invoke(cli, ["status", "--run", str(rf.root)])
     assert "batch_1" in text.output and "2 requests" in text.output
+
+
+def test_status_tells_a_running_run_from_a_crashed_one(tmp_path):
+    from coeval.storage.lock import RunLock
+
+    _, rf = finished_run(tmp_path)
+    rf.update_meta(lambda m: (m.__setitem__("status", "in_progress"),
+                              m.__setitem__("phases_in_progress", ["evaluation"])))
+    crashed = collect_status(rf.root)
+    assert crashed["active"] is False and crashed["status"].startswith("stopped")
+    with RunLock(rf.root, shared=True):
+        running = collect_status(rf.root)
+    assert running["active"] is True and running["status"] == "in_progress"

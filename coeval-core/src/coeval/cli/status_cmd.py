@@ -104,6 +104,13 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
         from coeval.plugins import registries as _registries
 
         registries = _registries()
+    from coeval.storage.lock import folder_in_use
+
+    active = folder_in_use(run.root)
+    run_status = meta.get("status")
+    if run_status == "in_progress" and not active:
+        run_status = "stopped (no process is running it; it crashed or was killed)"
+        notes.append("resume it with `coeval run --config <your config> --continue`")
     completed = set(meta.get("phases_completed") or [])
     in_progress = set(meta.get("phases_in_progress") or [])
     phases = []
@@ -119,7 +126,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
                 state = "complete" if phase.name in completed else "complete (run --continue to record it)"
             elif total.ok == 0 and total.failed == 0:
                 state = "not started"
-            elif phase.name in in_progress and meta.get("status") == "in_progress":
+            elif phase.name in in_progress and active:
                 state = "in progress"
             else:
                 state = "incomplete"
@@ -151,7 +158,8 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
     return {
         "run": str(run.root),
         "experiment_id": meta.get("experiment_id"),
-        "status": meta.get("status"),
+        "status": run_status,
+        "active": active,
         "created_at": meta.get("created_at"),
         "updated_at": meta.get("updated_at"),
         "forked_from": (meta.get("forked_from") or {}).get("path"),

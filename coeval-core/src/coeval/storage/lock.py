@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import IO
 
-__all__ = ["RunFolderBusyError", "RunLock"]
+__all__ = ["RunFolderBusyError", "RunLock", "folder_in_use"]
 
 LOCK_NAME = ".run.lock"
 
@@ -96,6 +96,26 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def folder_in_use(root: str | os.PathLike[str]) -> bool:
+    """Whether a coeval process (run, shard, repair) holds the run folder now. Reads only."""
+    path = Path(root) / LOCK_NAME
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: cannot tell without taking the lock
+        return False
+    try:
+        fh = path.open("r", encoding="utf-8")
+    except OSError:
+        return False  # every run creates the lock file: none has run here
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        return False
 
 
 def _read_holder(path: Path) -> str | None:
