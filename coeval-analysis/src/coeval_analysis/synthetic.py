@@ -49,6 +49,15 @@ class SyntheticSpec:
     difficulty_sd: float = 0.15
     #: per-teacher multiplier of datapoint spread (how well its items separate students)
     teacher_spread: Mapping[str, float] = field(default_factory=dict)
+    #: judge -> extra leniency on answers of the student with the judge's own name
+    self_bias: Mapping[str, float] = field(default_factory=dict)
+    #: judge -> score added per unit of standardised answer length (verbosity bias)
+    length_bias: Mapping[str, float] = field(default_factory=dict)
+    evaluation_mode: str = "single"  # or "per_factor": one record per factor
+    #: add a rubric factor scored by this metric (``metric`` evaluator records, no judge)
+    metric: str | None = None
+    #: write benchmark gold records (``evaluator: gold``, 1.0 when the answer is right)
+    gold: bool = False
     failure_rate: float = 0.0
     duplicate_rate: float = 0.0
     old_format: bool = False
@@ -117,9 +126,10 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
             _dump({a: list(v) for a, v in spec.attributes.items()}), encoding="utf-8"
         )
         (root / "phase1_attributes" / f"{task}.nuanced_attrs.json").write_text("{}", encoding="utf-8")
-        (root / "phase2_rubric" / f"{task}.rubric.json").write_text(
-            _dump({f: f"The answer is good on {f}." for f in factors}), encoding="utf-8"
-        )
+        rubric: dict[str, object] = {f: f"The answer is good on {f}." for f in factors}
+        if spec.metric:
+            rubric["overlap"] = {"metric": spec.metric, "description": "Overlap with the reference."}
+        (root / "phase2_rubric" / f"{task}.rubric.json").write_text(_dump(rubric), encoding="utf-8")
         for teacher in spec.teachers:
             n = spec.datapoints_per_teacher
             spread = spec.teacher_spread.get(teacher, 1.0)
@@ -175,6 +185,7 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
                         if not spec.old_format:
                             rec["status"] = "ok"
                         fh.write(_dump(rec) + "\n")
+            z_len = ((lengths - 210.0) / 110.0)[:, :, None]
             for judge in spec.all_judges:
                 if judge in spec.random_judges:
                     levels = rng.integers(0, 3, latent.shape)
@@ -183,7 +194,10 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
                         latent
                         + spec.leniency.get(judge, 0.0)
                         + rng.normal(0.0, spec.judges[judge], latent.shape)
+                        + spec.length_bias.get(judge, 0.0) * z_len
                     )
+                    if judge in spec.self_bias and judge in students:
+                        seen[:, students.index(judge), :] += spec.self_bias[judge]
                     levels = np.digitize(seen, [0.4, 0.6])
                 words = _LEVELS[levels]
                 failed = rng.random((n, len(students))) < spec.failure_rate
@@ -215,5 +229,36 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
                         if dup[i, si]:
                             lines.append(line)
                 path = root / "phase5_evaluations" / f"{task}.{teacher}.{judge}.evaluations.jsonl"
+                path.write_text("".join(lines), encoding="utf-8")
+            truth = latent.mean(2)
+            for kind, name, make in (
+                (
+                    "metric",
+                    "metric",
+                    (lambda v: {"overlap": round(float(np.clip(v, 0, 1)), 6)}) if spec.metric else None,
+                ),
+                ("gold", "gold", (lambda v: {"gold": 1.0 if v > 0.5 else 0.0}) if spec.gold else None),
+            ):
+                if make is None:
+                    continue
+                lines = []
+                for i, dp in enumerate(dp_ids):
+                    for si, student in enumerate(students):
+                        rid = f"{dp}__{student}"
+                        noisy = truth[i, si] + rng.normal(0.0, 0.05)
+                        rec = {
+                            "id": f"{rid}__{name}",
+                            "response_id": rid,
+                            "datapoint_id": dp,
+                            "task_id": task,
+                            "teacher_model_id": teacher,
+                            "student_model_id": student,
+                            "judge_model_id": name,
+                            "evaluator": kind,
+                            "scores": make(noisy),
+                            "status": "ok",
+                        }
+                        lines.append(_dump(rec) + "\n")
+                path = root / "phase5_evaluations" / f"{task}.{teacher}.{name}.evaluations.jsonl"
                 path.write_text("".join(lines), encoding="utf-8")
     return root

@@ -104,44 +104,43 @@ def _diff_in_means(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
 def self_preference(model: ScoreModel, robust: RobustRanking) -> dict[str, Any]:
     """Do models favour themselves?
 
-    ``judge_is_student``: for a judge that is also a student, how much more it scores its
-    own answers than the other judges do, minus how much more it scores everyone else's
-    (its general leniency): a difference in differences on the same responses.
+    Each (response, judge) score is compared with the mean score the *unrelated* judges
+    (other vendor families than the student's, see :func:`model_family`) gave the same
+    response. ``judge_is_student``: for a judge that is also a student, its mean excess on
+    its own answers minus its mean excess on answers of models unrelated to it (its
+    general leniency): a difference in differences on the same responses.
     ``same_family``: the same for answers of other models of the judge's family.
     ``teacher_is_student``: for a student that is also a teacher, its lead over the other
-    students on its own datapoints minus its lead elsewhere. Positive = self-preference;
-    ``se`` is a standard error ignoring clustering.
+    students on its own datapoints minus its lead elsewhere (judge-weighted scores).
+    Positive = self-preference; ``se`` is a standard error ignoring clustering. Without
+    unrelated judges there is no reference and no entry.
     """
     pr, pj, pm = model.per_judge_response()
-    J = len(model.judges)
     out: dict[str, Any] = {"judge_is_student": {}, "same_family": {}, "teacher_is_student": {}}
-    if J >= 2 and len(pr):
-        tot, cnt = dense_mean(pr, model.n_responses, pm)
-        sums = np.nan_to_num(tot) * cnt
-        others = np.where(cnt[pr] > 1, (sums[pr] - pm) / np.maximum(cnt[pr] - 1, 1), np.nan)
-        diff = pm - others
-        resp_student = model.resp_student[pr]
-        fam_students = np.array([model_family(s) for s in model.students] + [""])
+    if len(model.judges) >= 2 and len(pr):
+        student = model.resp_student[pr]
+        fam_student = np.array([model_family(s) for s in model.students] + [""], dtype=object)[student]
+        fam_judge = np.array([model_family(j) for j in model.judges], dtype=object)[pj]
+        unrelated = (fam_judge != fam_student) & (student >= 0)
+        s_u = np.bincount(pr, weights=np.where(unrelated, pm, 0.0), minlength=model.n_responses)
+        c_u = np.bincount(pr, weights=unrelated.astype(float), minlength=model.n_responses)
+        n_ref = np.where(unrelated, c_u[pr] - 1, c_u[pr])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ref = np.where(n_ref > 0, (s_u[pr] - np.where(unrelated, pm, 0.0)) / np.maximum(n_ref, 1), np.nan)
+        excess = pm - ref
+        student_names = np.array([*model.students, ""], dtype=object)[student]
         for j, judge in enumerate(model.judges):
             mine = pj == j
-            if judge in model.students:
-                s = model.students.index(judge)
-                own = mine & (resp_student == s)
-                if own.any():
-                    out["judge_is_student"][judge] = _diff_in_means(
-                        diff[own], diff[mine & (resp_student != s)]
-                    )
-            fam = model_family(judge)
-            as_student = model.students.index(judge) if judge in model.students else -2
-            same = (
-                mine
-                & (fam_students[resp_student] == fam)
-                & (resp_student != as_student)
-                & (resp_student >= 0)
-            )
-            if same.any():
-                rest = mine & (fam_students[resp_student] != fam)
-                out["same_family"][judge] = {"family": fam, **_diff_in_means(diff[same], diff[rest])}
+            baseline = excess[mine & unrelated]
+            own = mine & (student_names == judge)
+            if own.any():
+                out["judge_is_student"][judge] = _diff_in_means(excess[own], baseline)
+            kin = mine & ~unrelated & (student_names != judge) & (student >= 0)
+            if kin.any():
+                out["same_family"][judge] = {
+                    "family": model_family(judge),
+                    **_diff_in_means(excess[kin], baseline),
+                }
     c = robust.consensus
     if model.n_students >= 2 and len(c):
         n_s = (~np.isnan(c)).sum(1)

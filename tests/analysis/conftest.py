@@ -1,0 +1,53 @@
+"""Fixtures of the analysis tests: the earlier tool's reference run, synthetic runs with
+known truth, and a headless Chromium for the HTML report."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+
+REFERENCE_RUN = Path(os.environ.get("COEVAL_REFERENCE_RUN", "/work/shared/reference-runs/medium-benchmark-v1"))
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def reference_run() -> Path:
+    if not (REFERENCE_RUN / "phase5_evaluations").is_dir():
+        pytest.skip(f"reference run not present at {REFERENCE_RUN}")
+    return REFERENCE_RUN
+
+
+@pytest.fixture
+def make_run(tmp_path: Path) -> Callable[..., Path]:
+    """Write a synthetic run folder: ``make_run(name, **SyntheticSpec fields)``."""
+
+    def make(name: str = "synthetic", **fields: Any) -> Path:
+        return write_synthetic_run(tmp_path / name, SyntheticSpec(**fields))
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium driven by playwright (no browser download)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+        )
+        try:
+            yield b
+        finally:
+            b.close()

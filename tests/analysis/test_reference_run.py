@@ -1,0 +1,137 @@
+"""`coeval analyze` on the earlier tool's real run, with the agreement statistics rebuilt
+independently from the raw JSONL (stdlib json, no coeval code) and checked with sklearn,
+krippendorff and pingouin."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from coeval.cli.main import cli
+
+krippendorff = pytest.importorskip("krippendorff")
+pingouin = pytest.importorskip("pingouin")
+sk_metrics = pytest.importorskip("sklearn.metrics")
+
+LEVEL = {"Low": 0, "Medium": 1, "High": 2}
+
+
+@pytest.fixture(scope="module")
+def analysed(reference_run: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("reference-analysis")
+    result = CliRunner().invoke(cli, ["analyze", "--run", str(reference_run), "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    return out, json.loads((out / "summary.json").read_text())
+
+
+def _raw_units(run: Path) -> dict[tuple[str, str], dict[str, int]]:
+    """(response_id, factor) -> {judge: level}, last valid record of an id winning."""
+    latest: dict[str, dict[str, Any]] = {}
+    for path in sorted((run / "phase5_evaluations").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            valid = rec.get("status") != "failed" and rec.get("scores")
+            if valid or rec["id"] not in latest:
+                latest.pop(rec["id"], None)
+                latest[rec["id"]] = rec
+    units: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    for rec in latest.values():
+        if rec.get("status") == "failed" or not rec.get("scores"):
+            continue
+        for factor, word in rec["scores"].items():
+            units[(rec["response_id"], factor)][rec["judge_model_id"]] = LEVEL[word]
+    return units
+
+
+def test_summary_has_the_documented_keys(analysed: tuple[Path, dict[str, Any]]) -> None:
+    out, s = analysed
+    assert {"students", "judges", "agreement", "teachers", "n_records", "n_failed", "n_duplicates"} <= set(s)
+    assert s["n_records"] == 7987
+    assert s["n_duplicates"] == 44  # ids the earlier tool reused on Extend
+    assert s["n_failed"] == 9
+    assert s["data_quality"]["n_orphaned"] == 0  # students recovered from phase 4
+    assert len(s["students"]) == 5
+    for student in s["students"].values():
+        assert set(student) >= {"score", "ci", "rank", "robust_score"}
+        low, high = student["ci"]
+        assert low <= student["score"] <= high
+    assert sorted(st["rank"] for st in s["students"].values()) == [1, 2, 3, 4, 5]
+    for judge in s["judges"].values():
+        assert {"weight", "failure_rate"} <= set(judge)
+    assert s["judges"]["smollm2-1b7"]["n_failed"] == 9
+    assert s["judges"]["smollm2-1b7"]["failure_rate"] == pytest.approx(9 / 1985)
+    assert set(s["agreement"]["icc"]) >= {"icc3_1", "icc3_k", "icc2_1"}
+    for pair in s["agreement"]["pairwise"]:
+        assert set(pair) >= {"a", "b", "n", "spa", "wpa", "kappa"}
+    for teacher in s["teachers"].values():
+        assert "discrimination" in teacher
+    assert (out / "report.html").stat().st_size > 1_000_000  # plotly.js inside
+    for name in ("students", "student_scores", "judges", "judge_pairs", "teachers", "responses"):
+        assert (out / "tables" / f"{name}.csv").exists()
+        assert (out / "tables" / f"{name}.parquet").exists()
+    students = pd.read_parquet(out / "tables" / "students.parquet")
+    assert set(students["student"]) == set(s["students"])
+
+
+def test_kappa_matches_sklearn_on_raw_records(reference_run: Path, analysed: tuple[Path, dict[str, Any]]) -> None:
+    _, s = analysed
+    units = _raw_units(reference_run)
+    for pair in s["agreement"]["pairwise"]:
+        a = [u[pair["a"]] for u in units.values() if pair["a"] in u and pair["b"] in u]
+        b = [u[pair["b"]] for u in units.values() if pair["a"] in u and pair["b"] in u]
+        assert pair["n"] == len(a)
+        assert pair["spa"] == pytest.approx(np.mean(np.array(a) == np.array(b)))
+        if pair["kappa"] is None:
+            assert len(set(a) | set(b)) == 1
+            continue
+        assert pair["kappa"] == pytest.approx(sk_metrics.cohen_kappa_score(a, b, labels=[0, 1, 2]), abs=1e-9)
+        assert pair["kappa_linear"] == pytest.approx(
+            sk_metrics.cohen_kappa_score(a, b, labels=[0, 1, 2], weights="linear"), abs=1e-9
+        )
+
+
+def test_alpha_and_icc_match_reference_packages(reference_run: Path, analysed: tuple[Path, dict[str, Any]]) -> None:
+    _, s = analysed
+    units = _raw_units(reference_run)
+    judges = s["agreement"]["judges"]
+    matrix = np.array([[u.get(j, np.nan) for j in judges] for u in units.values()], float)
+    alpha = krippendorff.alpha(reliability_data=matrix.T, level_of_measurement="ordinal")
+    assert s["agreement"]["krippendorff_alpha"] == pytest.approx(alpha, abs=1e-9)
+
+    icc_judges = s["agreement"]["icc"]["judges"]
+    assert "qwen2p5-0b5" not in icc_judges  # 3 records: too few items in common
+    cols = [judges.index(j) for j in icc_judges]
+    complete = matrix[:, cols][~np.isnan(matrix[:, cols]).any(1)]
+    assert s["agreement"]["icc"]["n_items"] == len(complete)
+    n, k = complete.shape
+    long = pd.DataFrame({"item": np.repeat(np.arange(n), k), "rater": np.tile(np.arange(k), n),
+                         "score": complete.ravel()})
+    ref = pingouin.intraclass_corr(long, targets="item", raters="rater", ratings="score").set_index("Type")
+    assert s["agreement"]["icc"]["icc3_1"] == pytest.approx(ref.loc["ICC(C,1)", "ICC"], abs=1e-9)
+    assert s["agreement"]["icc"]["icc3_k"] == pytest.approx(ref.loc["ICC(C,k)", "ICC"], abs=1e-9)
+    assert s["agreement"]["icc"]["icc2_1"] == pytest.approx(ref.loc["ICC(A,1)", "ICC"], abs=1e-9)
+
+
+def test_student_scores_match_a_plain_recomputation(reference_run: Path, analysed: tuple[Path, dict[str, Any]]) -> None:
+    """Mean over responses of (mean over factors of mean over judges), students from phase 4."""
+    _, s = analysed
+    student_of: dict[str, str] = {}
+    for path in sorted((reference_run / "phase4_responses").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            student_of[rec["id"]] = rec["student_model_id"]
+    per_response: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for (response, factor), by_judge in _raw_units(reference_run).items():
+        per_response[response][factor].extend(level / 2 for level in by_judge.values())
+    by_student: dict[str, list[float]] = defaultdict(list)
+    for response, factors in per_response.items():
+        by_student[student_of[response]].append(np.mean([np.mean(v) for v in factors.values()]))
+    for student, scores in by_student.items():
+        assert s["students"][student]["score"] == pytest.approx(np.mean(scores), abs=1e-6)
