@@ -192,6 +192,7 @@ def test_anthropic_sampling_parameters_need_the_older_api_version(fake: Any, tmp
 
 def test_bedrock_api_key_is_sent_as_a_bearer_token(fake: Any, tmp_path: Any) -> None:
     from coeval.credentials import KeyStore
+
     from tests.providers.conftest import write_keys
 
     keys = KeyStore.load(write_keys(tmp_path, {"bedrock": {"api_key": f"BedrockAPIKey-{SECRET}", "region": "us-east-1"}}))
@@ -219,6 +220,7 @@ def test_bedrock_api_key_is_sent_as_a_bearer_token(fake: Any, tmp_path: Any) -> 
 
 def test_azure_v1_surface(fake: Any, tmp_path: Any) -> None:
     from coeval.credentials import KeyStore
+
     from tests.providers.conftest import write_keys
 
     keys = KeyStore.load(write_keys(tmp_path, {"azure_openai": {"api_key": "az-key-123456", "endpoint": fake.url,
@@ -237,3 +239,25 @@ def test_azure_v1_surface(fake: Any, tmp_path: Any) -> None:
     assert asyncio.run(go()).text
     sent = fake.requests("openai.chat")[0]
     assert sent["path"] == "/openai/v1/chat/completions" and sent["model"] == "my-deployment"
+
+
+@pytest.mark.parametrize("fault", ["hang", "truncate", "reset"])
+@pytest.mark.parametrize("name", ["openai", "anthropic", "gemini", "bedrock"])
+def test_timeouts_and_broken_connections_are_retried(name: str, fault: str, fake: Any, tmp_path: Any) -> None:
+    fake.push_faults(route(name, fake), [{"kind": fault, "hang_s": 3}])
+    model, creds = model_and_credentials(name, fake.url, tmp_path, timeout=0.5)
+    iface = registries().interfaces.get(name)(model, creds)
+    outcomes: list[WorkOutcome] = []
+    item = WorkItem(key="k", phase="response_collection", model=model, on_done=outcomes.append,
+                    request=GenerateRequest(prompt="hello", params=model.parameters))
+
+    async def go() -> None:
+        try:
+            await Scheduler({model.name: iface}, FAST_RETRY).run("response_collection", [item])
+        finally:
+            await iface.aclose()
+
+    asyncio.run(go())
+    assert outcomes[0].status == "ok", outcomes[0].error
+    assert outcomes[0].attempts == 2
+    assert fake.counts[route(name, fake)] == 2  # no retry hidden in the SDK or its transport

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -120,6 +121,22 @@ def boto_error(provider: str, exc: BaseException, model: str) -> ModelError | No
     return None
 
 
+_session: Any = None
+_session_lock = threading.RLock()
+
+
+def _boto_session() -> Any:
+    """One boto3 session for the process: clients made from it share the loaded service models
+    (building a client from a fresh session re-reads them, about a second each)."""
+    global _session
+    with _session_lock:
+        if _session is None:
+            import boto3
+
+            _session = boto3.session.Session()
+        return _session
+
+
 def _bearer(token: str) -> Any:
     def add_header(request: Any, **_: Any) -> None:
         request.headers["Authorization"] = f"Bearer {token}"
@@ -145,7 +162,6 @@ class BedrockInterface(ProviderInterface):
         """A boto3 client for ``bedrock-runtime``, ``bedrock`` or ``s3`` with CoEval's settings."""
         if service in self._clients:
             return self._clients[service]
-        import boto3
         import botocore
         from botocore.config import Config
 
@@ -166,7 +182,8 @@ class BedrockInterface(ProviderInterface):
             token = self.setting("session_token")
             if token:
                 kwargs["aws_session_token"] = str(token)
-        client = boto3.session.Session().client(service, **kwargs)
+        with _session_lock:
+            client = _boto_session().client(service, **kwargs)
         if bearer:
             client.meta.events.register(f"request-created.{client.meta.service_model.service_id.hyphenize()}", _bearer(bearer))
         self._clients[service] = client

@@ -1,6 +1,7 @@
 """Google Gemini through ``google-genai``: the Gemini Developer API (``gemini``) and Vertex AI
 (``vertex``). The async client (``client.aio``) runs on aiohttp; google-genai does not retry
-unless asked, so the scheduler's policy is the only one.
+except after a dropped connection, which CoEval turns off (one attempt), so the scheduler's
+policy is the only one.
 
 Structured output uses ``response_mime_type: application/json`` with ``response_json_schema``.
 Vertex credentials come from the ``vertex`` block of the key file: ``project``, ``location``
@@ -131,7 +132,9 @@ class GeminiInterface(ProviderInterface):
     def _http_options(self) -> Any:
         from google.genai import types
 
-        options: dict[str, Any] = {"timeout": int(self.timeout * 1000)}
+        # retry_options with one attempt: without it google-genai's aiohttp path quietly resends
+        # a request after a dropped connection (sleeping 1-10 s); the scheduler retries instead.
+        options: dict[str, Any] = {"timeout": int(self.timeout * 1000), "retry_options": types.HttpRetryOptions(attempts=1)}
         if self.base_url:
             options["base_url"] = self.base_url
         version = self.setting("api_version")
