@@ -120,3 +120,20 @@ def test_models_lists_each_provider(fake: Any, tmp_path: Path, monkeypatch: Any)
 def test_models_unknown_provider_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli, ["models", "--providers", "nonesuch"])
     assert result.exit_code == 2 and "nonesuch" in result.output
+
+
+def test_sdks_are_imported_only_when_a_client_is_built() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from coeval.plugins import registries\n"
+        "from coeval.config.model import ModelConfig\n"
+        "r = registries()\n"
+        "for name in ('openai', 'anthropic', 'gemini', 'bedrock'):\n"
+        "    r.interfaces.get(name)(ModelConfig(name='m', interface=name, parameters={'model': 'x'}), None)\n"
+        "print(sorted(m for m in ('openai', 'anthropic', 'boto3', 'google.genai') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
