@@ -41,11 +41,19 @@ DEFAULT_CONTEXT = 4096
 
 
 def default_threads() -> int:
-    """The CPUs this process may use (llama.cpp's own default ignores CPU affinity)."""
+    """Half the CPUs this process may use (at least 1, at most 8).
+
+    llama.cpp's threads meet at a barrier after every operation, so when other processes
+    compete for the cores a thread count equal to the core count collapses: on two busy
+    cores, two threads ran a judge call in about 30 s where one thread took about 1.5 s.
+    Half the CPUs (about the physical cores on SMT machines) keeps that margin. ``threads``
+    overrides it on a dedicated machine.
+    """
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        available = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+        available = os.cpu_count() or 1
+    return max(1, min(8, available // 2))
 
 
 def build_chat_payload(request: GenerateRequest, label: str) -> dict[str, Any]:
@@ -141,7 +149,7 @@ class LlamaCppInterface(Interface):
     """GGUF models through llama.cpp on the CPU; no ``model`` means the embedded SmolLM2.
 
     ``parameters``: ``model`` (a ``.gguf`` path or ``smollm2-135m``), ``n_ctx`` (context
-    tokens, default 4096), ``threads`` (default: the CPUs this process may use),
+    tokens, default 4096), ``threads`` (default: half the CPUs this process may use),
     ``n_gpu_layers`` (default 0), ``verbose`` (llama.cpp's own log, default off), and the
     shared sampling keys (``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``seed``,
     ``repetition_penalty``).
