@@ -1,0 +1,65 @@
+"""The quick start: its config is valid, and a shrunken copy runs all five phases for real."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from coeval.config import load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "examples" / "quickstart.yaml"
+PHASE_FILES = {
+    "phase1_attributes": "short_answer.target_attrs.json",
+    "phase2_rubric": "short_answer.rubric.json",
+}
+
+
+def test_quickstart_config_is_valid_and_runs_only_the_embedded_model() -> None:
+    config = load_config(QUICKSTART, check_filesystem=False)
+    assert config.experiment.id == "quickstart-v1" and config.experiment.storage_folder == "./runs"
+    assert {m.interface for m in config.models} == {"llamacpp"}
+    assert {m.parameters["model"] for m in config.models} == {"smollm2-135m"}
+    temperatures = {m.parameters["temperature"] for m in config.models}
+    assert len(temperatures) >= 2, "sampling settings must differ, or the ensemble is trivial"
+    assert len(config.teachers) >= 2 and len(config.students) >= 2 and len(config.judges) >= 2
+
+
+def coeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "coeval.cli.main", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=240)
+
+
+def test_a_small_copy_of_the_quickstart_runs_every_phase_on_the_real_model(tmp_path: Path) -> None:
+    raw = yaml.safe_load(QUICKSTART.read_text())
+    greedy, hot = raw["models"][0], raw["models"][2]
+    raw["models"] = [greedy, hot]  # one teacher and judge, two students: 1 item, 2 answers, 2 grades
+    raw["tasks"][0]["sampling"]["total"] = 1
+    raw["experiment"]["id"] = "quickstart-small"
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+
+    done = coeval("run", "--config", "small.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = tmp_path / "runs" / "quickstart-small"
+    for folder, name in PHASE_FILES.items():
+        assert (run / folder / name).is_file()
+
+    def records(folder: str) -> list[dict[str, object]]:
+        return [json.loads(line) for f in sorted((run / folder).glob("*.jsonl")) for line in f.read_text().splitlines()]
+
+    datapoints, responses, grades = records("phase3_datapoints"), records("phase4_responses"), \
+        records("phase5_evaluations")
+    assert len(datapoints) == 1 and len(responses) == 2 and len(grades) == 2
+    assert all(r["status"] == "ok" for r in datapoints + responses + grades)
+    assert datapoints[0]["prompt"] and datapoints[0]["reference_response"]
+    assert all(str(r["response"]).strip() for r in responses)
+    assert all(set(g["scores"]) == {"correctness", "concision"} for g in grades)  # type: ignore[arg-type]
+    assert all(v in ("High", "Medium", "Low") for g in grades for v in g["scores"].values())  # type: ignore[attr-defined]
+
+    status = coeval("status", "--run", str(run), cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert "completed" in status.stdout
