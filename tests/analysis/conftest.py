@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
 
-REFERENCE_RUN = Path(os.environ.get("COEVAL_REFERENCE_RUN", "/work/shared/reference-runs/medium-benchmark-v1"))
+REFERENCE_RUN = Path(
+    os.environ.get("COEVAL_REFERENCE_RUN", "/work/shared/reference-runs/medium-benchmark-v1")
+)
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
@@ -44,8 +45,15 @@ def browser() -> Iterator[Any]:
         b = p.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
         )
         try:
             yield b

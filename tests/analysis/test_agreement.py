@@ -5,15 +5,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
-from coeval_analysis.stats.agreement import cohen_kappa, confusion, icc, krippendorff_alpha, pairwise_agreement
+from coeval_analysis.stats.agreement import (
+    cohen_kappa,
+    confusion,
+    icc,
+    krippendorff_alpha,
+    pairwise_agreement,
+)
 
 krippendorff = pytest.importorskip("krippendorff")
 pingouin = pytest.importorskip("pingouin")
 sk_metrics = pytest.importorskip("sklearn.metrics")
 
 
-def _ratings(seed: int, n: int = 300, noise: tuple[float, ...] = (0.2, 0.4, 0.6), missing: float = 0.1) -> np.ndarray:
+def _ratings(
+    seed: int, n: int = 300, noise: tuple[float, ...] = (0.2, 0.4, 0.6), missing: float = 0.1
+) -> np.ndarray:
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, 3, n)
     cols = []
@@ -89,7 +96,9 @@ def _long(matrix: np.ndarray) -> pd.DataFrame:
 
 def test_icc_textbook_example_shrout_fleiss() -> None:
     # Shrout & Fleiss (1979), table 2: 6 targets rated by 4 judges
-    data = np.array([[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]], float)
+    data = np.array(
+        [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]], float
+    )
     r = icc(data)
     assert r["icc2_1"] == pytest.approx(0.29, abs=0.005)
     assert r["icc3_1"] == pytest.approx(0.71, abs=0.005)
@@ -100,7 +109,9 @@ def test_icc_textbook_example_shrout_fleiss() -> None:
 def test_icc_matches_pingouin(seed: int) -> None:
     levels = _ratings(seed, n=150, noise=(0.2, 0.5, 0.3, 0.6), missing=0.0).astype(float)
     r = icc(levels)
-    ref = pingouin.intraclass_corr(_long(levels), targets="item", raters="rater", ratings="score").set_index("Type")
+    ref = pingouin.intraclass_corr(_long(levels), targets="item", raters="rater", ratings="score").set_index(
+        "Type"
+    )
     # pingouin >= 0.7 labels: ICC(C,1) = ICC(3,1), ICC(C,k) = ICC(3,k), ICC(A,1) = ICC(2,1)
     for ours, theirs in (("icc3_1", "ICC(C,1)"), ("icc3_k", "ICC(C,k)"), ("icc2_1", "ICC(A,1)")):
         assert r[ours] == pytest.approx(ref.loc[theirs, "ICC"], abs=1e-9)

@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 
 krippendorff = pytest.importorskip("krippendorff")
@@ -80,7 +79,9 @@ def test_summary_has_the_documented_keys(analysed: tuple[Path, dict[str, Any]]) 
     assert set(students["student"]) == set(s["students"])
 
 
-def test_kappa_matches_sklearn_on_raw_records(reference_run: Path, analysed: tuple[Path, dict[str, Any]]) -> None:
+def test_kappa_matches_sklearn_on_raw_records(
+    reference_run: Path, analysed: tuple[Path, dict[str, Any]]
+) -> None:
     _, s = analysed
     units = _raw_units(reference_run)
     for pair in s["agreement"]["pairwise"]:
@@ -97,7 +98,9 @@ def test_kappa_matches_sklearn_on_raw_records(reference_run: Path, analysed: tup
         )
 
 
-def test_alpha_and_icc_match_reference_packages(reference_run: Path, analysed: tuple[Path, dict[str, Any]]) -> None:
+def test_alpha_and_icc_match_reference_packages(
+    reference_run: Path, analysed: tuple[Path, dict[str, Any]]
+) -> None:
     _, s = analysed
     units = _raw_units(reference_run)
     judges = s["agreement"]["judges"]
@@ -111,15 +114,18 @@ def test_alpha_and_icc_match_reference_packages(reference_run: Path, analysed: t
     complete = matrix[:, cols][~np.isnan(matrix[:, cols]).any(1)]
     assert s["agreement"]["icc"]["n_items"] == len(complete)
     n, k = complete.shape
-    long = pd.DataFrame({"item": np.repeat(np.arange(n), k), "rater": np.tile(np.arange(k), n),
-                         "score": complete.ravel()})
+    long = pd.DataFrame(
+        {"item": np.repeat(np.arange(n), k), "rater": np.tile(np.arange(k), n), "score": complete.ravel()}
+    )
     ref = pingouin.intraclass_corr(long, targets="item", raters="rater", ratings="score").set_index("Type")
     assert s["agreement"]["icc"]["icc3_1"] == pytest.approx(ref.loc["ICC(C,1)", "ICC"], abs=1e-9)
     assert s["agreement"]["icc"]["icc3_k"] == pytest.approx(ref.loc["ICC(C,k)", "ICC"], abs=1e-9)
     assert s["agreement"]["icc"]["icc2_1"] == pytest.approx(ref.loc["ICC(A,1)", "ICC"], abs=1e-9)
 
 
-def test_student_scores_match_a_plain_recomputation(reference_run: Path, analysed: tuple[Path, dict[str, Any]]) -> None:
+def test_student_scores_match_a_plain_recomputation(
+    reference_run: Path, analysed: tuple[Path, dict[str, Any]]
+) -> None:
     """Mean over responses of (mean over factors of mean over judges), students from phase 4."""
     _, s = analysed
     student_of: dict[str, str] = {}

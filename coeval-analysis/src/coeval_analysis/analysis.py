@@ -79,7 +79,7 @@ def analyze(
     verb = verbosity(model, robust)
     coverage, coverage_table = attribute_coverage(data)
     gold = gold_report(model, robust, boot, opts.level)
-    labels = label_report(data.labels)
+    labels = label_report(data.labels, data.target_attributes)
     ev_scores = evaluator_scores(model)
     judges, judge_table = _judges(data, model, robust, pairs)
     students, student_table = _students(model, slices, robust, gold)

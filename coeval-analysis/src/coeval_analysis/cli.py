@@ -159,8 +159,8 @@ def _print_ranking(summary: dict) -> None:  # type: ignore[type-arg]
         return "—" if x is None else f"{x:.3f}"  # type: ignore[str-format]
 
     table = Table(title=f"{summary['experiment_id']}: students", title_justify="left")
-    for col in ("rank", "student", "robust score", "95% CI", "mean score", "95% CI "):
-        table.add_column(col, justify="left" if col == "student" else "right")
+    for col in ("#", "student", "robust", "95% CI", "mean", "95% CI "):
+        table.add_column(col, justify="left" if col == "student" else "right", no_wrap=col != "student")
     for name, s in summary["students"].items():
         table.add_row(
             str(s["robust_rank"]),

@@ -48,7 +48,7 @@ class DataQuality:
     n_records: int = 0  #: phase-5 lines that parsed as records
     n_bad_lines: int = 0  #: phase-5 lines that did not parse (truncated writes)
     n_duplicates: int = 0  #: records dropped because a later record had the same id
-    n_superseded_failures: int = 0  #: of those, failed records replaced by a later valid one
+    n_superseded_failures: int = 0  #: of those, failed records whose id also has a valid record
     n_failed: int = 0  #: kept records with status failed (or no usable score)
     n_orphaned: int = 0  #: valid records whose response or student could not be resolved
     n_incomplete: int = 0  #: (response, judge) pairs lacking some LLM rubric factor

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from coeval_analysis.labels import precision_recall_f1
+from coeval_analysis.labels import normalise_label, precision_recall_f1
 from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.robust import RobustRanking
 from coeval_analysis.stats.scores import GOLD, ScoreModel, dense_mean
@@ -105,14 +105,18 @@ def evaluator_scores(model: ScoreModel) -> pd.DataFrame:
     )
 
 
-def label_report(labels: pd.DataFrame) -> dict[str, Any]:
+def label_report(labels: pd.DataFrame, grid: dict[str, dict[str, list[str]]] | None = None) -> dict[str, Any]:
     """Per (task, attribute): accuracy and per-label precision / recall / F1 over all
-    students, and accuracy and macro-F1 per student."""
+    students, and accuracy and macro-F1 per student. The labels are the attribute's values
+    in the grid plus every gold value; an answer that is none of them is wrong (a false
+    negative of the gold label) without becoming a label of its own."""
     out: dict[str, Any] = {}
     if labels is None or labels.empty:
         return out
     for (task, attr), g in labels.groupby(["task", "attribute"], sort=True):
-        rep = precision_recall_f1(list(g["gold"]), list(g["predicted"]))
+        names = {normalise_label(v) for v in (grid or {}).get(str(task), {}).get(str(attr), [])}
+        names |= {normalise_label(x) for gold in g["gold"] for x in gold}
+        rep = precision_recall_f1(list(g["gold"]), list(g["predicted"]), labels=sorted(names))
         per_student = {}
         for student, gs in g.groupby("student", sort=True):
             r = precision_recall_f1(

@@ -14,10 +14,11 @@ the others gets zero.
 **Item weights.** A datapoint helps the ranking as far as students differ on it more than
 the judges' disagreement explains. For item i: ``D_i`` = variance over students of the
 weighted consensus score, ``N_i`` = mean over students of the consensus' noise variance
-(weighted variance between judges / effective number of judges). The weight
-``d_i = D_i / (D_i + N_i)`` is the share of the spread that is not judge noise: 0 for an
-item every student gets the same score on, near 0 for one the judges cannot agree on, near
-1 for a clean, separating item.
+(weighted variance between judges / effective number of judges), the part of ``D_i`` that
+judge noise alone would produce. The weight ``d_i = max(D_i - N_i, 0) / D_i`` is the share
+of the spread that is not judge noise (an item reliability): 0 for an item every student
+gets the same score on or whose differences are all judge noise, near 1 for a clean,
+separating item. (If no item has any weight, all count equally.)
 
 **Robust score** of a student: ``sum_i d_i c_is / sum_i d_i`` over the items it answered.
 Intervals resample datapoints with the weights held fixed; judge-weight intervals resample
@@ -150,7 +151,9 @@ def robust_ranking(model: ScoreModel, boot: Bootstrap, level: float = 0.95) -> R
     with np.errstate(invalid="ignore", divide="ignore"):
         spread = np.where(n_s >= 2, _nanvar(c, n_s), 0.0)
         item_noise = np.where(n_s > 0, np.nansum(np.where(has, noise, 0.0), 1) / np.maximum(n_s, 1), 0.0)
-        d = np.where(spread > 0, spread / (spread + item_noise), 0.0)
+        d = np.where(
+            spread > 0, np.clip(spread - item_noise, 0.0, None) / np.where(spread > 0, spread, 1.0), 0.0
+        )
     if d.sum() <= 0:
         d = np.where(n_s > 0, 1.0, 0.0)
 
