@@ -140,7 +140,7 @@ class MockInterface(Interface):
 
     def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
         super().__init__(model, credentials)
-        self._settings_cache: dict[int, tuple[Mapping[str, Any], _Settings]] = {}
+        self._last_settings: tuple[Mapping[str, Any], _Settings] | None = None
         self._settings(model.parameters)  # fail early on bad parameters
         replies = model.parameters.get("replies")
         if replies is not None and not isinstance(replies, list | tuple | Mapping):
@@ -162,15 +162,13 @@ class MockInterface(Interface):
         return f"mock:{self.model.name}"
 
     def _settings(self, params: Mapping[str, Any]) -> _Settings:
-        # Requests carry the model's parameters merged with role parameters; phases reuse
-        # the same mapping object for a role, so cache the parsed form by identity.
-        cached = self._settings_cache.get(id(params))
-        if cached is not None and cached[0] is params:
-            return cached[1]
+        # Requests carry the model's parameters merged with a role's; phases build a new
+        # mapping per request, mostly equal to the last one, so compare before parsing.
+        last = self._last_settings
+        if last is not None and (last[0] is params or last[0] == params):
+            return last[1]
         settings = _Settings(params, self.model.name)
-        if len(self._settings_cache) > 64:
-            self._settings_cache.clear()
-        self._settings_cache[id(params)] = (params, settings)
+        self._last_settings = (dict(params), settings)
         return settings
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:

@@ -173,6 +173,7 @@ class RunFolder:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self._phase_dirs: dict[str, Path] = {}  # built once: phases ask per record
 
     @classmethod
     def for_experiment(cls, storage_folder: str | os.PathLike[str], experiment_id: str) -> RunFolder:
@@ -192,7 +193,10 @@ class RunFolder:
         return self.root / "run.log"
 
     def phase_dir(self, phase_id: str) -> Path:
-        return self.root / PHASE_DIRS[phase_id]
+        path = self._phase_dirs.get(phase_id)
+        if path is None:
+            path = self._phase_dirs[phase_id] = self.root / PHASE_DIRS[phase_id]
+        return path
 
     def target_attrs_path(self, task: str) -> Path:
         return self.phase_dir("attribute_mapping") / f"{task}.target_attrs.json"

@@ -1,0 +1,163 @@
+"""The pipeline end to end: throughput against the fake provider server, and our overhead.
+
+*throughput*: the medium shape (12,400 calls) through the ``openai`` interface -- the real
+``openai`` SDK over HTTP -- against ``coeval_providers.fake_server`` started as a separate
+process with 200 ms latency per call. All five models share one API key, so one
+connection with a concurrency limit of ``concurrency`` (64: a typical provider limit)
+carries every call; the ideal time of a phase is ``calls x latency / concurrency``, and
+efficiency is ideal / wall. CPU is this (client) process's own; the server's is reported
+beside it.
+
+*overhead*: the same shape on the ``mock`` interface with no latency, so every CPU
+millisecond is CoEval's own (phases, scheduler, records, the mock's answers).
+
+    python -m benchmarks.pipeline throughput
+    python -m benchmarks.pipeline overhead
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import medium_shape, write_yaml
+
+TARGET_THROUGHPUT_S = 60.0
+TARGET_OVERHEAD_MS = 0.3
+PLANNED_CALLS = 12_400
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _proc_cpu_seconds(pid: int) -> float | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _run(config_path: Path, keys_file: Path | None) -> tuple[Any, Any, float, float]:
+    """Run the experiment in this process; (result, progress, wall s, cpu s)."""
+    from coeval.config import load_config
+    from coeval.progress import ProgressReporter
+    from coeval.run_options import RunOptions
+    from coeval.runner import arun_experiment
+
+    keys = str(keys_file) if keys_file else None
+    config = load_config(config_path, keys_file=keys)
+    progress = ProgressReporter(enabled=False, summary=False)
+    options = RunOptions(keys_file=keys, progress=False)
+    cpu0, wall0 = _cpu_seconds(), time.perf_counter()
+    result = asyncio.run(arun_experiment(config, options, progress=progress))
+    wall, cpu = time.perf_counter() - wall0, _cpu_seconds() - cpu0
+    if result.exit_code != 0:
+        raise RuntimeError(f"the benchmark run ended with exit code {result.exit_code}: {result.message}")
+    return result, progress, wall, cpu
+
+
+def _phases(progress: Any, latency_s: float, concurrency: int) -> tuple[list[dict[str, Any]], int]:
+    rows, calls = [], 0
+    for t in progress.trackers:
+        phase_calls = t.ok + t.failed + t.retries
+        calls += phase_calls
+        ideal = phase_calls * latency_s / concurrency if concurrency else 0.0
+        rows.append({
+            "phase": t.phase_id,
+            "calls": phase_calls,
+            "wall_s": round(t.elapsed, 2),
+            "ideal_s": round(ideal, 2),
+            "efficiency": round(ideal / t.elapsed, 3) if t.elapsed > 0 and ideal else None,
+        })
+    return rows, calls
+
+
+def throughput(latency_ms: float = 200.0, concurrency: int = 64, total: int | None = None) -> dict[str, Any]:
+    """Figure (a). Starts the fake server, runs the medium shape against it."""
+    with tempfile.TemporaryDirectory(prefix="coeval-bench-tp-") as tmp:
+        work = Path(tmp)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "coeval_providers.fake_server", "--port", "0", "--latency-ms", str(latency_ms),
+             "--no-log-bodies"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            assert server.stdout is not None
+            url = server.stdout.readline().strip()
+            if not url.startswith("http"):
+                raise RuntimeError(f"the fake server did not start: {server.stderr.read() if server.stderr else ''}")
+            keys = write_yaml(work / "keys.yaml", {"providers": {"openai": "sk-bench-shared-key"}})
+            params = {"base_url": f"{url}/v1", "concurrency": concurrency, "max_concurrency": concurrency,
+                      "timeout": 60}
+            config = write_yaml(work / "exp.yaml", medium_shape("openai", params, storage=work / "runs",
+                                                                 experiment_id="bench-throughput", total=total))
+            server_cpu0 = _proc_cpu_seconds(server.pid)
+            _, progress, wall, cpu = _run(config, keys)
+            server_cpu1 = _proc_cpu_seconds(server.pid)
+        finally:
+            server.terminate()
+            server.wait(10)
+    phases, calls = _phases(progress, latency_ms / 1000.0, concurrency)
+    ideal = sum(p["ideal_s"] for p in phases)
+    server_ms = None
+    if server_cpu0 is not None and server_cpu1 is not None and calls:
+        server_ms = round((server_cpu1 - server_cpu0) * 1000 / calls, 3)
+    return {
+        "name": "pipeline_throughput",
+        "calls": calls,
+        "latency_ms": latency_ms,
+        "concurrency": concurrency,
+        "wall_s": round(wall, 2),
+        "ideal_s": round(ideal, 2),
+        "efficiency": round(ideal / wall, 3) if wall else None,
+        "calls_per_s": round(calls / wall, 1) if wall else None,
+        "client_cpu_ms_per_call": round(cpu * 1000 / calls, 3) if calls else None,
+        "server_cpu_ms_per_call": server_ms,
+        "phases": phases,
+        "target_s": TARGET_THROUGHPUT_S,
+        "ok": wall <= TARGET_THROUGHPUT_S and calls >= (PLANNED_CALLS if total is None else 0),
+    }
+
+
+def overhead(total: int | None = None) -> dict[str, Any]:
+    """Figure (b). The medium shape on the zero-latency mock: CoEval's own CPU per call."""
+    with tempfile.TemporaryDirectory(prefix="coeval-bench-oh-") as tmp:
+        work = Path(tmp)
+        config = write_yaml(work / "exp.yaml", medium_shape("mock", {"latency_ms": 0}, storage=work / "runs",
+                                                             experiment_id="bench-overhead", total=total))
+        _, progress, wall, cpu = _run(config, None)
+    phases, calls = _phases(progress, 0.0, 0)
+    per_call = cpu * 1000 / calls if calls else float("nan")
+    return {
+        "name": "orchestration_overhead",
+        "calls": calls,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "cpu_ms_per_call": round(per_call, 4),
+        "phases": [{k: v for k, v in p.items() if k in ("phase", "calls", "wall_s")} for p in phases],
+        "target_ms_per_call": TARGET_OVERHEAD_MS,
+        "ok": per_call <= TARGET_OVERHEAD_MS and calls >= (PLANNED_CALLS if total is None else 0),
+    }
+
+
+def main(argv: list[str]) -> int:
+    import json
+
+    which = argv[0] if argv else "overhead"
+    result = throughput() if which == "throughput" else overhead()
+    print(json.dumps(result, indent=2))
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

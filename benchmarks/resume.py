@@ -1,0 +1,150 @@
+"""``coeval run --continue`` on a finished run of 1,000,000 evaluation records.
+
+The run folder is the medium shape (5 models, 4 tasks) with 2,000 datapoints per teacher:
+40,000 datapoints, 200,000 responses and 1,000,000 evaluations. It is made from a real
+run of the same shape on the ``mock`` interface with 2 datapoints per teacher, whose records
+are replicated with their sequence numbers (and so every id) shifted -- the records are
+exactly what the pipeline writes, only more of them -- and cached under the temp folder.
+
+The measured command finds nothing missing, so it must make no call; the figures are its
+wall time and peak memory (the whole ``coeval`` process, started fresh).
+
+    python -m benchmarks.resume                       # 1,000,000 records
+    python -m benchmarks.resume --datapoints 200      # 100,000 records
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import CACHE, medium_shape, write_yaml
+
+TARGET_SECONDS = 10.0
+TARGET_PEAK_MB = 1024.0
+_SEED_TOTAL = 2
+_CACHE_VERSION = 1
+_SEQ = re.compile(r"__(\d{5})(?=__|\")")
+
+_CHILD = """
+import resource, sys, time
+from coeval.cli.main import main
+started = time.perf_counter()
+try:
+    main(sys.argv[2:])
+except SystemExit as exc:
+    code = exc.code or 0
+else:
+    code = 0
+seconds = time.perf_counter() - started
+with open(sys.argv[1], "w") as fh:
+    fh.write(f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss} {seconds}")
+sys.exit(code)
+"""
+
+
+def _config(root: Path, total: int) -> Path:
+    return write_yaml(root / "exp.yaml", medium_shape("mock", {}, storage=root / "runs", experiment_id="resume",
+                                                      total=total))
+
+
+def build_run(datapoints: int) -> tuple[Path, Path, float]:
+    """(config, run folder, seconds spent building; 0 when cached)."""
+    if datapoints % _SEED_TOTAL:
+        raise ValueError(f"datapoints must be a multiple of {_SEED_TOTAL}")
+    root = CACHE / f"resume-{datapoints}-v{_CACHE_VERSION}"
+    run = root / "runs" / "resume"
+    if (root / ".complete").exists():
+        return root / "exp.yaml", run, 0.0
+    if root.exists():
+        shutil.rmtree(root)
+    started = time.perf_counter()
+    root.mkdir(parents=True)
+    _seed_run(root)
+    copies = datapoints // _SEED_TOTAL
+    for phase in ("phase3_datapoints", "phase4_responses", "phase5_evaluations"):
+        for path in sorted((run / phase).glob("*.jsonl")):
+            _replicate(path, copies)
+    _config(root, datapoints)
+    (root / ".complete").write_text("ok\n", encoding="utf-8")
+    return root / "exp.yaml", run, time.perf_counter() - started
+
+
+def _seed_run(root: Path) -> None:
+    """A real run of the medium shape with 2 datapoints per teacher, on the mock."""
+    from coeval.config import load_config
+    from coeval.progress import NullProgress
+    from coeval.run_options import RunOptions
+    from coeval.runner import arun_experiment
+
+    config = load_config(_config(root, _SEED_TOTAL))
+    result = asyncio.run(arun_experiment(config, RunOptions(progress=False), progress=NullProgress()))
+    if result.exit_code != 0:
+        raise RuntimeError(f"seed run failed: {result.message}")
+
+
+def _replicate(path: Path, copies: int) -> None:
+    """Append ``copies - 1`` shifted copies of every record (seq -> seq + k * seed total)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    with path.open("w", encoding="utf-8") as out:
+        for k in range(copies):
+            shift = k * _SEED_TOTAL
+            if shift == 0:
+                out.write("\n".join(lines) + "\n")
+                continue
+            out.write("\n".join(_SEQ.sub(lambda m, s=shift: f"__{int(m.group(1)) + s:05d}", ln) for ln in lines) + "\n")
+
+
+def run(datapoints: int = 2000) -> dict[str, Any]:
+    """Figure (c): time and peak memory of ``coeval run --continue`` with nothing missing."""
+    config, run_dir, setup = build_run(datapoints)
+    evaluations = sum(1 for p in (run_dir / "phase5_evaluations").glob("*.jsonl") for _ in p.open("rb"))
+    before = {p: p.stat().st_size for p in run_dir.rglob("*.jsonl")}
+    with tempfile.TemporaryDirectory(prefix="coeval-bench-resume-") as tmp:
+        stats = Path(tmp) / "stats"
+        cmd = [sys.executable, "-c", _CHILD, str(stats), "run", "--config", str(config), "--continue"]
+        started = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - started
+        if proc.returncode != 0:
+            raise RuntimeError(f"coeval run --continue failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        maxrss_kib, inner = stats.read_text().split()
+    after = {p: p.stat().st_size for p in run_dir.rglob("*.jsonl")}
+    meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
+    last = (meta.get("runs") or [{}])[-1]
+    peak = int(maxrss_kib) / 1024.0
+    return {
+        "name": "resume_scan",
+        "evaluation_records": evaluations,
+        "seconds": round(wall, 2),
+        "seconds_in_process": round(float(inner), 2),
+        "peak_mb": round(peak, 1),
+        "records_untouched": before == after,
+        "exit_code": last.get("exit_code"),
+        "target_seconds": TARGET_SECONDS,
+        "target_peak_mb": TARGET_PEAK_MB,
+        "setup_seconds": round(setup, 1),
+        "ok": wall <= TARGET_SECONDS and peak <= TARGET_PEAK_MB and before == after,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datapoints", type=int, default=2000, help="datapoints per (task, teacher)")
+    args = parser.parse_args(argv)
+    result = run(args.datapoints)
+    print(json.dumps(result, indent=2))
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
