@@ -72,8 +72,20 @@ def run(n_records: int = 1_000_000, *, n_boot: int = 1000, workdir: Path | None 
     with tempfile.TemporaryDirectory(prefix="coeval-bench-out-") as tmp:
         out = Path(tmp) / "analysis"
         rss_file = Path(tmp) / "maxrss"
-        cmd = [sys.executable, "-c", _CHILD, str(rss_file), "analyze", "--run", str(run_dir), "--out", str(out),
-               "--bootstrap", str(n_boot), "--quiet"]
+        cmd = [
+            sys.executable,
+            "-c",
+            _CHILD,
+            str(rss_file),
+            "analyze",
+            "--run",
+            str(run_dir),
+            "--out",
+            str(out),
+            "--bootstrap",
+            str(n_boot),
+            "--quiet",
+        ]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         started = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
@@ -110,9 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
     else:
         verdict = "OK" if result["ok"] else "OVER TARGET"
-        print(f"coeval analyze on {result['n_records']:,} judge records: {result['seconds']:.1f} s "
-              f"(target {TARGET_SECONDS:.0f} s), peak {result['peak_mb']:.0f} MB "
-              f"(target {TARGET_PEAK_MB:.0f} MB) -> {verdict}")
+        print(
+            f"coeval analyze on {result['n_records']:,} judge records: {result['seconds']:.1f} s "
+            f"(target {TARGET_SECONDS:.0f} s), peak {result['peak_mb']:.0f} MB "
+            f"(target {TARGET_PEAK_MB:.0f} MB) -> {verdict}"
+        )
     return 0 if result["ok"] else 1
 
 

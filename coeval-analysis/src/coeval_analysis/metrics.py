@@ -112,9 +112,16 @@ class BertScore:
         _check(candidates, references)
         if not candidates:
             return []
-        refs = [r if isinstance(r, str) else list(r) for r in references]
-        empty = [not (c or "").strip() for c in candidates]
-        _, _, f1 = self._load().score([c or "" for c in candidates], refs, verbose=False)
+        refs = [[r] if isinstance(r, str) else list(r) for r in references]
+        # an empty side scores 0; it is replaced before scoring because bert-score cannot
+        # encode an empty text with current transformers tokenizers
+        empty = [
+            not (c or "").strip() or not any(x.strip() for x in r)
+            for c, r in zip(candidates, refs, strict=True)
+        ]
+        cands = ["." if e else c for e, c in zip(empty, candidates, strict=True)]
+        refs = [["."] if e else [x for x in r if x.strip()] for e, r in zip(empty, refs, strict=True)]
+        _, _, f1 = self._load().score(cands, refs, verbose=False)
         return [0.0 if e else _clip(v) for e, v in zip(empty, f1.tolist(), strict=True)]
 
 

@@ -1,0 +1,94 @@
+"""Self-preference, verbosity, coverage and gold diagnostics find what was planted."""
+
+from __future__ import annotations
+
+import pytest
+from coeval_analysis import analyze, load_run
+from coeval_analysis.analysis import AnalysisOptions
+from coeval_analysis.stats.diagnostics import model_family
+
+STUDENTS = {"alpha-1": 0.7, "beta-2": 0.55, "gamma-3": 0.4}
+JUDGES = {"beta-2": 0.1, "delta-1": 0.1, "eps-1": 0.1, "beta-9": 0.1}
+
+
+def test_self_preference_of_a_judge_is_found_and_others_are_clean(make_run) -> None:
+    run = make_run(
+        students=STUDENTS,
+        judges=JUDGES,
+        random_judges=(),
+        self_bias={"beta-2": 0.3},
+        teachers=("gamma-3", "t-2"),
+        datapoints_per_teacher=30,
+        seed=4,
+    )
+    sp = analyze(load_run(run), AnalysisOptions(n_boot=50)).summary["self_preference"]
+    own = sp["judge_is_student"]["beta-2"]
+    assert own["bias"] > 0.2 and own["bias"] > 4 * own["se"]
+    kin = sp["same_family"]["beta-9"]  # same family, no planted bias
+    assert kin["family"] == "beta"
+    assert abs(kin["bias"]) < 3 * kin["se"] + 0.02
+    teacher = sp["teacher_is_student"]["gamma-3"]  # teaches and answers, no planted bias
+    assert abs(teacher["bias"]) < 3 * teacher["se"] + 0.02
+
+
+def test_verbosity_bias_of_one_judge_is_found(make_run) -> None:
+    run = make_run(
+        students=STUDENTS,
+        judges={"j-a": 0.1, "j-b": 0.1, "j-c": 0.1},
+        random_judges=(),
+        length_bias={"j-b": 0.2},
+        datapoints_per_teacher=30,
+        seed=5,
+    )
+    verb = analyze(load_run(run), AnalysisOptions(n_boot=50)).summary["verbosity"]
+    assert verb["judges"]["j-b"]["spearman"] > 0.4
+    assert verb["judges"]["j-b"]["within_item"] > 0.4
+    assert abs(verb["judges"]["j-a"]["spearman"]) < 0.15
+
+
+def test_gold_scores_sit_beside_judge_scores(make_run) -> None:
+    run = make_run(
+        students=STUDENTS,
+        judges={"j-a": 0.1, "j-b": 0.15},
+        random_judges=("j-r",),
+        gold=True,
+        datapoints_per_teacher=30,
+        seed=6,
+    )
+    s = analyze(load_run(run), AnalysisOptions(n_boot=100)).summary
+    gold = s["gold"]
+    assert gold["ensemble_vs_gold"]["pearson"] > 0.6
+    assert gold["judges_vs_gold"]["j-r"]["pearson"] < 0.2
+    assert gold["ranking_vs_gold"]["spearman"] == pytest.approx(1.0)
+    assert "gold" not in s["judges"] or "weight" not in s["judges"]["gold"]  # gold never weighs as a judge
+    for name in STUDENTS:
+        low, high = s["students"][name]["gold_ci"]
+        assert low <= s["students"][name]["gold_score"] <= high
+
+
+def test_coverage_reports_values_never_drawn(make_run, tmp_path) -> None:
+    import json
+
+    run = make_run(datapoints_per_teacher=4, seed=1)
+    grid = json.loads((run / "phase1_attributes" / "task-1.target_attrs.json").read_text())
+    grid["level"].append("unheard-of")
+    (run / "phase1_attributes" / "task-1.target_attrs.json").write_text(json.dumps(grid))
+    cov = analyze(load_run(run), AnalysisOptions(n_boot=20)).summary["coverage"]["task-1"]
+    assert cov["uncovered"] == ["level=unheard-of"]
+    assert cov["value_coverage"] == pytest.approx(5 / 6)
+    assert 0 < cov["pair_coverage"] <= 1
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        ("gpt-4o-mini", "gpt"),
+        ("Qwen/Qwen2.5-7B-Instruct", "qwen"),
+        ("claude-3-haiku", "claude"),
+        ("meta-llama/Llama-3.1-8B", "llama"),
+        ("ollama:mistral", "mistral"),
+        ("smollm2-1b7", "smollm"),
+    ],
+)
+def test_model_family(name: str, family: str) -> None:
+    assert model_family(name) == family

@@ -1,0 +1,93 @@
+"""The HTML report: self-contained, works from file://, charts drawn with no console error
+and no network request, sortable tables, section navigation."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from coeval.cli.main import cli
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+
+    root = tmp_path_factory.mktemp("report")
+    run = write_synthetic_run(
+        root / "run", SyntheticSpec(gold=True, metric="bleu", failure_rate=0.02, seed=2)
+    )
+    out = root / "analysis"
+    result = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--out", str(out), "--bootstrap", "200"])
+    assert result.exit_code == 0, result.output
+    assert "stu-a" in result.output  # the ranking is printed
+    return out / "report.html"
+
+
+def test_report_is_one_self_contained_file(report: Path) -> None:
+    page = report.read_text(encoding="utf-8")
+    assert page.count("plotly.js v") == 1  # the bundle, embedded once
+    # nothing is loaded from elsewhere: no external scripts, styles, images or fonts
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=[\"']?(https?:)?//", page)
+    assert "cdn." not in page.split("plotly.js v")[0]
+    for section in (
+        "overview",
+        "ranking",
+        "breakdowns",
+        "judges",
+        "agreement",
+        "teachers",
+        "bias",
+        "coverage",
+        "references",
+        "quality",
+    ):
+        assert f'id="{section}"' in page and f'href="#{section}"' in page
+
+
+@pytest.mark.browser
+def test_report_renders_in_headless_chromium(report: Path, browser, tmp_path: Path) -> None:
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    problems: list[str] = []
+    requests: list[str] = []
+    page.on(
+        "console",
+        lambda m: problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None,
+    )
+    page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(report.as_uri())
+    page.wait_for_selector("body[data-charts-drawn]", timeout=60_000)
+    n_charts = int(page.get_attribute("body", "data-charts-drawn") or 0)
+    assert n_charts >= 8
+    assert page.locator(".figure .main-svg").count() >= n_charts  # plotly drew every chart
+    assert page.locator(".figure .heatmaplayer, .figure .barlayer, .figure .scatterlayer").count() >= n_charts
+    assert problems == []
+    assert [u for u in requests if not u.startswith("file://")] == []
+
+    # sortable tables: clicking a header orders the rows by that column
+    table = page.locator("#ranking table")
+    table.locator("th", has_text="robust score").click()
+    cells = table.locator("tbody tr td:nth-child(3)").all_inner_texts()
+    values = [float(c) for c in cells]
+    assert values == sorted(values, reverse=True)
+    table.locator("th", has_text="robust score").click()
+    values = [float(c) for c in table.locator("tbody tr td:nth-child(3)").all_inner_texts()]
+    assert values == sorted(values)
+
+    # navigation: a link scrolls its section into view and is highlighted
+    page.click('nav a[href="#agreement"]')
+    page.wait_for_function("document.querySelector('#agreement').getBoundingClientRect().top < 200")
+    assert "active" in (page.get_attribute('nav a[href="#agreement"]', "class") or "")
+
+    page.evaluate("window.scrollTo(0, 0)")
+    shot_dir = Path(os.environ.get("COEVAL_TEST_ARTIFACTS", tmp_path))
+    shot_dir.mkdir(parents=True, exist_ok=True)
+    shot = shot_dir / "analysis-report.png"
+    page.screenshot(path=str(shot), full_page=False)
+    assert shot.stat().st_size > 20_000
+    page.close()
