@@ -173,7 +173,7 @@ def test_the_config_snapshot_loads_back(tmp_path):
     assert back.experiment == cfg.experiment
 
 
-def _write_yaml(tmp_path: Path, exp_id: str, total: int, latency: int) -> Path:
+def _write_yaml(tmp_path: Path, exp_id: str, total: int, latency: list[int]) -> Path:
     config = {
         "models": [mock_model("a", latency_ms=latency), mock_model("b", latency_ms=latency)],
         "tasks": [task(total=total)],
@@ -191,20 +191,22 @@ def _coeval(*args: str) -> subprocess.Popen:
 
 
 def test_ctrl_c_stops_cleanly_and_continue_finishes(tmp_path):
-    path = _write_yaml(tmp_path, "interrupted", total=6, latency=150)
+    # answers take 0.3-1.5 s: phase 3 is still running when its first datapoint lands
+    path = _write_yaml(tmp_path, "interrupted", total=6, latency=[300, 1500])
     rf_root = tmp_path / "runs" / "interrupted"
     proc = _coeval("run", "--config", str(path))
     deadline = time.monotonic() + 60
     dp_file = rf_root / "phase3_datapoints"
     while time.monotonic() < deadline and not (dp_file.is_dir() and any(dp_file.iterdir())):
-        time.sleep(0.05)
-    time.sleep(0.3)
+        time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     m = json.loads((rf_root / "meta.json").read_text())
     assert m["status"] == "interrupted"
     assert m["runs"][-1]["exit_code"] == 130
+    # the calls in flight were finished and written; nothing after them was started
+    assert "evaluation" not in m["phases_completed"]
     # every line written is whole
     for f in rf_root.rglob("*.jsonl"):
         for line in f.read_text().splitlines():
