@@ -3,14 +3,42 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Iterable, Mapping
+from typing import Any, Generic, TypeVar
 
+from coeval.batching.base import BatchRunner
 from coeval.interfaces.base import FatalModelError, ModelError, TransientModelError
 
 from coeval_providers import _errors
+from coeval_providers.interfaces._base import ProviderInterface
 
-__all__ = ["dump_jsonl", "line_error", "load_jsonl", "missing_error"]
+__all__ = ["ProviderBatchRunner", "dump_jsonl", "line_error", "load_jsonl", "missing_error"]
+
+IfaceT = TypeVar("IfaceT", bound=ProviderInterface)
+T = TypeVar("T")
+
+
+class ProviderBatchRunner(BatchRunner, Generic[IfaceT]):
+    """A batch runner built on its provider's real-time interface: the same client, request
+    body, reply parser and error mapping, so a batch record is identical to a real-time one."""
+
+    interface_class: type[IfaceT]
+
+    def __init__(self, model: Any, credentials: Any = None) -> None:
+        super().__init__(model, credentials)
+        self.iface: IfaceT = self.interface_class(model, credentials)
+
+    async def _call(self, call: Awaitable[T]) -> T:
+        """Await one SDK call; what the SDK raises becomes one of CoEval's error kinds."""
+        try:
+            return await call
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise self.iface.classify_error(exc) from None
+
+    async def aclose(self) -> None:
+        await self.iface.aclose()
 
 
 def dump_jsonl(lines: Iterable[Mapping[str, Any]]) -> bytes:

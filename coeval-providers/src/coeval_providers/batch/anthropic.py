@@ -7,9 +7,8 @@ Limits: 100,000 requests and 256 MB per batch; custom ids match ``^[a-zA-Z0-9_-]
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from coeval.batching.base import BatchJobStatus, BatchRunner
+from coeval.batching.base import BatchJobStatus
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,
@@ -18,7 +17,7 @@ from coeval.interfaces.base import (
     TransientModelError,
 )
 
-from coeval_providers.batch._common import line_error
+from coeval_providers.batch._common import ProviderBatchRunner, line_error
 from coeval_providers.interfaces.anthropic import AnthropicInterface, parse_message
 
 __all__ = ["AnthropicBatchRunner"]
@@ -26,22 +25,11 @@ __all__ = ["AnthropicBatchRunner"]
 _FATAL_TYPES = {"invalid_request_error", "authentication_error", "permission_error", "not_found_error", "request_too_large"}
 
 
-class AnthropicBatchRunner(BatchRunner):
+class AnthropicBatchRunner(ProviderBatchRunner[AnthropicInterface]):
     interface_name = "anthropic"
+    interface_class = AnthropicInterface
     max_requests_per_job = 100_000
     poll_interval_s = 60.0
-
-    def __init__(self, model: Any, credentials: Any = None) -> None:
-        super().__init__(model, credentials)
-        self.iface = AnthropicInterface(model, credentials)
-
-    async def _call(self, coro: Any) -> Any:
-        try:
-            return await coro
-        except ModelError:
-            raise
-        except Exception as exc:
-            raise self.iface.classify_error(exc) from None
 
     async def submit(self, requests: Sequence[tuple[str, GenerateRequest]]) -> str:
         batch = await self._call(self.iface.client().messages.batches.create(
@@ -92,6 +80,3 @@ class AnthropicBatchRunner(BatchRunner):
 
     async def cancel(self, job_id: str) -> None:
         await self._call(self.iface.client().messages.batches.cancel(job_id))
-
-    async def aclose(self) -> None:
-        await self.iface.aclose()

@@ -17,11 +17,11 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coeval.batching.base import BatchJobStatus, BatchRunner
+from coeval.batching.base import BatchJobStatus
 from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, ModelError
 
 from coeval_providers import _errors
-from coeval_providers.batch._common import dump_jsonl, line_error, load_jsonl
+from coeval_providers.batch._common import ProviderBatchRunner, dump_jsonl, line_error, load_jsonl
 from coeval_providers.interfaces._base import max_tokens_of, system_of
 from coeval_providers.interfaces.anthropic import message_params, parse_message
 from coeval_providers.interfaces.bedrock import BedrockInterface
@@ -106,24 +106,17 @@ def parse_model_output(model_id: str, output: Any) -> tuple[str, int, int]:
     return text, tokens_in, tokens_out
 
 
-class BedrockBatchRunner(BatchRunner):
+class BedrockBatchRunner(ProviderBatchRunner[BedrockInterface]):
     interface_name = "bedrock"
+    interface_class = BedrockInterface
     max_requests_per_job = 50_000
     #: Bedrock rejects jobs with fewer records.
     min_requests_per_job = 100
     poll_interval_s = 60.0
 
-    def __init__(self, model: Any, credentials: Any = None) -> None:
-        super().__init__(model, credentials)
-        self.iface = BedrockInterface(model, credentials)
-
-    async def _call(self, fn: Any, **kwargs: Any) -> Any:
-        try:
-            return await self.iface.run_sync(fn, **kwargs)
-        except ModelError:
-            raise
-        except Exception as exc:
-            raise self.iface.classify_error(exc) from None
+    async def _boto(self, fn: Any, **kwargs: Any) -> Any:
+        """One blocking boto3 call, run in the interface's thread pool."""
+        return await self._call(self.iface.run_sync(fn, **kwargs))
 
     def _location(self) -> tuple[str, str, str]:
         uri = self.iface.setting("batch_s3_uri")
@@ -140,8 +133,8 @@ class BedrockBatchRunner(BatchRunner):
         base = f"{prefix}/{name}" if prefix else name
         data = dump_jsonl({"recordId": cid, "modelInput": model_input(self.iface.model_id, req)} for cid, req in requests)
         s3 = self.iface.boto_client("s3")
-        await self._call(s3.put_object, Bucket=bucket, Key=f"{base}/input.jsonl", Body=data)
-        job = await self._call(
+        await self._boto(s3.put_object, Bucket=bucket, Key=f"{base}/input.jsonl", Body=data)
+        job = await self._boto(
             self.iface.boto_client("bedrock").create_model_invocation_job,
             jobName=name, roleArn=role, modelId=self.iface.model_id,
             inputDataConfig={"s3InputDataConfig": {"s3Uri": f"s3://{bucket}/{base}/input.jsonl", "s3InputFormat": "JSONL"}},
@@ -150,24 +143,24 @@ class BedrockBatchRunner(BatchRunner):
         return str(job["jobArn"])
 
     async def poll(self, job_id: str) -> BatchJobStatus:
-        job = await self._call(self.iface.boto_client("bedrock").get_model_invocation_job, jobIdentifier=job_id)
+        job = await self._boto(self.iface.boto_client("bedrock").get_model_invocation_job, jobIdentifier=job_id)
         return BatchJobStatus(job_id=job_id, state=_STATES.get(str(job.get("status")), "running"),  # type: ignore[arg-type]
                               message=str(job.get("message") or "")[:500])
 
     async def collect(self, job_id: str) -> Mapping[str, GenerateResult | ModelError]:
-        job = await self._call(self.iface.boto_client("bedrock").get_model_invocation_job, jobIdentifier=job_id)
+        job = await self._boto(self.iface.boto_client("bedrock").get_model_invocation_job, jobIdentifier=job_id)
         out_uri = str(job["outputDataConfig"]["s3OutputDataConfig"]["s3Uri"])
         bucket, _, prefix = out_uri.removeprefix("s3://").partition("/")
         job_key = job_id.rsplit("/", 1)[-1]
         prefix = f"{prefix.rstrip('/')}/{job_key}/" if prefix.strip("/") else f"{job_key}/"
         s3 = self.iface.boto_client("s3")
-        listing = await self._call(s3.list_objects_v2, Bucket=bucket, Prefix=prefix)
+        listing = await self._boto(s3.list_objects_v2, Bucket=bucket, Prefix=prefix)
         out: dict[str, GenerateResult | ModelError] = {}
         for obj in listing.get("Contents", []):
             key = str(obj["Key"])
             if not key.endswith(".out") or key.endswith("manifest.json.out"):
                 continue
-            body = await self._call(s3.get_object, Bucket=bucket, Key=key)
+            body = await self._boto(s3.get_object, Bucket=bucket, Key=key)
             data = await self.iface.run_sync(body["Body"].read)
             for line in load_jsonl(data):
                 record_id = str(line.get("recordId"))
@@ -184,7 +177,4 @@ class BedrockBatchRunner(BatchRunner):
         return out
 
     async def cancel(self, job_id: str) -> None:
-        await self._call(self.iface.boto_client("bedrock").stop_model_invocation_job, jobIdentifier=job_id)
-
-    async def aclose(self) -> None:
-        await self.iface.aclose()
+        await self._boto(self.iface.boto_client("bedrock").stop_model_invocation_job, jobIdentifier=job_id)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from coeval.batching.base import BatchJobStatus, BatchRunner
+from coeval.batching.base import BatchJobStatus
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,
@@ -26,7 +26,7 @@ from coeval.interfaces.base import (
     TransientModelError,
 )
 
-from coeval_providers.batch._common import dump_jsonl, line_error, load_jsonl
+from coeval_providers.batch._common import ProviderBatchRunner, dump_jsonl, line_error, load_jsonl
 from coeval_providers.interfaces.gemini import (
     GeminiInterface,
     VertexInterface,
@@ -46,23 +46,11 @@ def _state_name(state: Any) -> str:
     return str(getattr(state, "name", None) or getattr(state, "value", None) or state)
 
 
-class GeminiBatchRunner(BatchRunner):
+class GeminiBatchRunner(ProviderBatchRunner[GeminiInterface]):
     interface_name = "gemini"
     max_requests_per_job = 50_000
     poll_interval_s = 60.0
     interface_class: type[GeminiInterface] = GeminiInterface
-
-    def __init__(self, model: Any, credentials: Any = None) -> None:
-        super().__init__(model, credentials)
-        self.iface = self.interface_class(model, credentials)
-
-    async def _call(self, coro: Any) -> Any:
-        try:
-            return await coro
-        except ModelError:
-            raise
-        except Exception as exc:
-            raise self.iface.classify_error(exc) from None
 
     def _lines(self, requests: Sequence[tuple[str, GenerateRequest]]) -> bytes:
         return dump_jsonl({"key": cid, "request": rest_request(req)} for cid, req in requests)
@@ -127,9 +115,6 @@ class GeminiBatchRunner(BatchRunner):
 
     async def cancel(self, job_id: str) -> None:
         await self._call(self.iface.client().aio.batches.cancel(name=job_id))
-
-    async def aclose(self) -> None:
-        await self.iface.aclose()
 
 
 class VertexBatchRunner(GeminiBatchRunner):

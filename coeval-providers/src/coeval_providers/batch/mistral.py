@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coeval.batching.base import BatchJobStatus, BatchRunner
+from coeval.batching.base import BatchJobStatus
 from coeval.interfaces.base import GenerateRequest, GenerateResult, ModelError
 
-from coeval_providers.batch._common import dump_jsonl, line_error, load_jsonl
-from coeval_providers.interfaces.openai_compat import MistralInterface, parse_chat_completion
+from coeval_providers.batch._common import dump_jsonl
+from coeval_providers.batch.openai import OpenAIFileBatchRunner
+from coeval_providers.interfaces.openai_compat import MistralInterface
 
 __all__ = ["MistralBatchRunner"]
 
@@ -23,34 +24,21 @@ _STATES = {"QUEUED": "pending", "RUNNING": "running", "CANCELLATION_REQUESTED": 
            "FAILED": "failed", "TIMEOUT_EXCEEDED": "expired", "CANCELLED": "cancelled"}
 
 
-class MistralBatchRunner(BatchRunner):
+class MistralBatchRunner(OpenAIFileBatchRunner[MistralInterface]):
     interface_name = "mistral"
+    interface_class = MistralInterface
     max_requests_per_job = 1_000_000
     poll_interval_s = 30.0
 
-    def __init__(self, model: Any, credentials: Any = None) -> None:
-        super().__init__(model, credentials)
-        self.iface = MistralInterface(model, credentials)
-
-    async def _call(self, coro: Any) -> Any:
-        try:
-            return await coro
-        except ModelError:
-            raise
-        except Exception as exc:
-            raise self.iface.classify_error(exc) from None
-
     async def submit(self, requests: Sequence[tuple[str, GenerateRequest]]) -> str:
-        client = self.iface.client()
         lines = []
         for cid, req in requests:
             body = self.iface.build_body(req)
             body.pop("model", None)
             lines.append({"custom_id": cid, "body": body})
-        uploaded = await self._call(client.files.create(file=("coeval-batch.jsonl", dump_jsonl(lines), "application/jsonl"),
-                                                        purpose="batch"))
-        job = await self._call(client.post("/batch/jobs", cast_to=object, body={
-            "input_files": [uploaded.id], "endpoint": "/v1/chat/completions", "model": self.iface.model_id,
+        file_id = await self._upload(dump_jsonl(lines))
+        job = await self._call(self.iface.client().post("/batch/jobs", cast_to=object, body={
+            "input_files": [file_id], "endpoint": "/v1/chat/completions", "model": self.iface.model_id,
             "metadata": {"coeval_model": self.model.name[:64]}, "timeout_hours": 24,
         }))
         return str(job["id"])
@@ -67,28 +55,7 @@ class MistralBatchRunner(BatchRunner):
 
     async def collect(self, job_id: str) -> Mapping[str, GenerateResult | ModelError]:
         job = await self._job(job_id)
-        out: dict[str, GenerateResult | ModelError] = {}
-        for file_id in (job.get("output_file"), job.get("error_file")):
-            if not file_id:
-                continue
-            content = await self._call(self.iface.client().files.content(file_id))
-            for line in load_jsonl(content.content):
-                cid = str(line.get("custom_id"))
-                response = line.get("response") or {}
-                error = line.get("error") or {}
-                if response.get("status_code") == 200 and not error:
-                    try:
-                        text, tokens_in, tokens_out, model, _ = parse_chat_completion("mistral", response.get("body"))
-                        out[cid] = self.iface.result(text, tokens_in, tokens_out, model, batch=True)
-                    except ModelError as exc:
-                        out[cid] = exc
-                else:
-                    out[cid] = line_error("mistral", response.get("status_code"), response.get("body") or error,
-                                          error.get("code") if isinstance(error, dict) else None)
-        return out
+        return await self._collect_files(job.get("output_file"), job.get("error_file"))
 
     async def cancel(self, job_id: str) -> None:
         await self._call(self.iface.client().post(f"/batch/jobs/{job_id}/cancel", cast_to=object))
-
-    async def aclose(self) -> None:
-        await self.iface.aclose()

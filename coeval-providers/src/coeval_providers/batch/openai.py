@@ -9,33 +9,71 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
-from coeval.batching.base import BatchJobStatus, BatchRunner
+from coeval.batching.base import BatchJobStatus
 from coeval.interfaces.base import GenerateRequest, GenerateResult, ModelError
 
-from coeval_providers.batch._common import dump_jsonl, line_error, load_jsonl
+from coeval_providers.batch._common import ProviderBatchRunner, dump_jsonl, line_error, load_jsonl
 from coeval_providers.interfaces.azure_openai import AzureOpenAIInterface
-from coeval_providers.interfaces.openai_compat import OpenAIInterface, parse_chat_completion
+from coeval_providers.interfaces.openai_compat import (
+    OpenAICompatInterface,
+    OpenAIInterface,
+    parse_chat_completion,
+)
 
-__all__ = ["AzureOpenAIBatchRunner", "OpenAIBatchRunner"]
+__all__ = ["AzureOpenAIBatchRunner", "OpenAIBatchRunner", "OpenAIFileBatchRunner"]
 
 _STATES = {"validating": "pending", "in_progress": "running", "finalizing": "running", "cancelling": "running",
            "completed": "completed", "failed": "failed", "expired": "expired", "cancelled": "cancelled"}
 
+CompatT = TypeVar("CompatT", bound=OpenAICompatInterface)
 
-class OpenAIBatchRunner(BatchRunner):
+
+class OpenAIFileBatchRunner(ProviderBatchRunner[CompatT]):
+    """A runner whose requests and results travel as OpenAI-shaped JSONL files through the
+    OpenAI SDK's files API (OpenAI, Azure OpenAI, Mistral)."""
+
+    async def _upload(self, data: bytes) -> str:
+        """Upload one job's input file; returns its file id."""
+        uploaded = await self._call(self.iface.client().files.create(
+            file=("coeval-batch.jsonl", data, "application/jsonl"), purpose="batch"))
+        return str(uploaded.id)
+
+    async def _collect_files(self, *file_ids: str | None) -> dict[str, GenerateResult | ModelError]:
+        """The results in a job's output and error files, one
+        ``{"custom_id", "response": {"status_code", "body"}, "error"}`` per line."""
+        out: dict[str, GenerateResult | ModelError] = {}
+        provider = self.iface.name
+        for file_id in file_ids:
+            if not file_id:
+                continue
+            content = await self._call(self.iface.client().files.content(file_id))
+            for line in load_jsonl(content.content):
+                custom_id = str(line.get("custom_id"))
+                response = line.get("response") or {}
+                error = line.get("error") or {}
+                status = response.get("status_code")
+                if status == 200 and not error:
+                    try:
+                        text, tokens_in, tokens_out, model, _ = parse_chat_completion(provider, response.get("body"))
+                        out[custom_id] = self.iface.result(text, tokens_in, tokens_out, model, batch=True)
+                    except ModelError as exc:
+                        out[custom_id] = exc
+                else:
+                    out[custom_id] = line_error(provider, status, response.get("body") or error,
+                                                error.get("code") if isinstance(error, dict) else None)
+        return out
+
+
+class OpenAIBatchRunner(OpenAIFileBatchRunner[OpenAICompatInterface]):
     interface_name = "openai"
     max_requests_per_job = 50_000
     #: 200 MB per input file, with a margin.
     max_bytes_per_job = 190 * 1024 * 1024
     poll_interval_s = 30.0
     endpoint = "/v1/chat/completions"
-    interface_class: type[OpenAIInterface] | type[AzureOpenAIInterface] = OpenAIInterface
-
-    def __init__(self, model: Any, credentials: Any = None) -> None:
-        super().__init__(model, credentials)
-        self.iface = self.interface_class(model, credentials)
+    interface_class: type[OpenAICompatInterface] = OpenAIInterface
 
     def _line(self, custom_id: str, request: GenerateRequest) -> dict[str, Any]:
         return {"custom_id": custom_id, "method": "POST", "url": self.endpoint, "body": self.iface.build_body(request)}
@@ -53,20 +91,10 @@ class OpenAIBatchRunner(BatchRunner):
             size += line
         return [c for c in chunks if c]
 
-    async def _call(self, coro: Any) -> Any:
-        try:
-            return await coro
-        except ModelError:
-            raise
-        except Exception as exc:
-            raise self.iface.classify_error(exc) from None
-
     async def submit(self, requests: Sequence[tuple[str, GenerateRequest]]) -> str:
-        client = self.iface.client()
-        data = dump_jsonl(self._line(cid, req) for cid, req in requests)
-        uploaded = await self._call(client.files.create(file=("coeval-batch.jsonl", data, "application/jsonl"), purpose="batch"))
-        batch = await self._call(client.batches.create(
-            input_file_id=uploaded.id, endpoint=self.endpoint, completion_window="24h",
+        file_id = await self._upload(dump_jsonl(self._line(cid, req) for cid, req in requests))
+        batch = await self._call(self.iface.client().batches.create(
+            input_file_id=file_id, endpoint=self.endpoint, completion_window="24h",
             metadata={"coeval_model": self.model.name[:64], "requests": str(len(requests))},
         ))
         return str(batch.id)
@@ -81,37 +109,12 @@ class OpenAIBatchRunner(BatchRunner):
                               total=counts.total if counts else 0, succeeded=counts.completed if counts else 0,
                               failed=counts.failed if counts else 0, message=message)
 
-    async def _file_lines(self, file_id: str | None) -> list[dict[str, Any]]:
-        if not file_id:
-            return []
-        content = await self._call(self.iface.client().files.content(file_id))
-        return load_jsonl(content.content)
-
     async def collect(self, job_id: str) -> Mapping[str, GenerateResult | ModelError]:
-        client = self.iface.client()
-        batch = await self._call(client.batches.retrieve(job_id))
-        out: dict[str, GenerateResult | ModelError] = {}
-        provider = self.iface.name
-        for line in await self._file_lines(batch.output_file_id) + await self._file_lines(batch.error_file_id):
-            custom_id = str(line.get("custom_id"))
-            response = line.get("response") or {}
-            error = line.get("error") or {}
-            status = response.get("status_code")
-            if status == 200 and not error:
-                try:
-                    text, tokens_in, tokens_out, model, _ = parse_chat_completion(provider, response.get("body"))
-                    out[custom_id] = self.iface.result(text, tokens_in, tokens_out, model, batch=True)
-                except ModelError as exc:
-                    out[custom_id] = exc
-            else:
-                out[custom_id] = line_error(provider, status, response.get("body") or error, error.get("code"))
-        return out
+        batch = await self._call(self.iface.client().batches.retrieve(job_id))
+        return await self._collect_files(batch.output_file_id, batch.error_file_id)
 
     async def cancel(self, job_id: str) -> None:
         await self._call(self.iface.client().batches.cancel(job_id))
-
-    async def aclose(self) -> None:
-        await self.iface.aclose()
 
 
 class AzureOpenAIBatchRunner(OpenAIBatchRunner):
