@@ -155,6 +155,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
         })
     budget = config.experiment.budget_usd if config is not None else None
     total_spend = round(sum(float(v) for v in spend.values()), 6)
+    estimate = _estimate_beside_spend(run.root, models)
     return {
         "run": str(run.root),
         "experiment_id": meta.get("experiment_id"),
@@ -169,9 +170,31 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
         "spend_usd": total_spend,
         "budget_usd": budget,
         "budget_reached": budget is not None and total_spend >= budget,
+        "estimate": estimate,
         "pending_batches": _pending_batches(run, notes),
         "recent_errors": _recent_errors(run),
         "notes": notes,
+    }
+
+
+def _estimate_beside_spend(root: Path, models: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run's ``cost_estimate.json`` (from ``plan`` / ``--estimate-only`` / ``estimate_cost``)
+    summarised for comparison with the spend and calls recorded in ``meta.json``."""
+    from coeval.cost.report import read_estimate
+
+    data = read_estimate(root)
+    if data is None:
+        return None
+    per_model = data.get("models") or {}
+    for m in models:
+        planned = per_model.get(m["model"]) or {}
+        m["estimated_calls"] = planned.get("calls")
+        m["estimated_usd"] = planned.get("cost_usd")
+    return {
+        "generated_at": data.get("generated_at"),
+        "remaining_only": bool(data.get("remaining_only")),
+        "total_calls": data.get("total_calls"),
+        "total_cost_usd": data.get("total_cost_usd"),
     }
 
 
@@ -242,13 +265,27 @@ def _print(status: dict[str, Any]) -> None:
     if status["failures_by_cause"]:
         causes = ", ".join(f"{k}: {v}" for k, v in sorted(status["failures_by_cause"].items(), key=lambda kv: -kv[1]))
         console.print(f"failed items by cause: {causes}  (fill with `coeval run --continue`)")
-    models = Table(title="calls and spend")
-    for col in ("model", "calls", "quota", "spend $"):
+    estimate = status.get("estimate")
+    models = Table(title="calls and spend" + (" (estimate beside actual)" if estimate else ""))
+    columns = ["model", "calls", "quota", "spend $"]
+    if estimate:
+        columns[2:2] = ["est. calls"]
+        columns.append("est. $")
+    for col in columns:
         models.add_column(col, justify="left" if col == "model" else "right")
     for m in status["models"]:
         quota = "" if m["max_calls"] is None else f"{m['max_calls']}" + (" reached" if m["quota_reached"] else "")
-        models.add_row(m["model"], str(m["calls"]), quota, f"{m['spend_usd']:.4f}")
+        row = [m["model"], str(m["calls"]), quota, f"{m['spend_usd']:.4f}"]
+        if estimate:
+            est_calls, est_usd = m.get("estimated_calls"), m.get("estimated_usd")
+            row[2:2] = ["" if est_calls is None else str(est_calls)]
+            row.append("" if est_usd is None else f"{est_usd:.4f}")
+        models.add_row(*row)
     console.print(models)
+    if estimate:
+        scope = "remaining work" if estimate["remaining_only"] else "whole run"
+        console.print(f"estimate ({scope}, {estimate['generated_at']}): {estimate['total_calls']} calls, "
+                      f"${estimate['total_cost_usd'] or 0:.4f}; actual spend ${status['spend_usd']:.4f}")
     if status["budget_usd"] is not None:
         reached = " (reached)" if status["budget_reached"] else ""
         console.print(f"spend ${status['spend_usd']:.4f} of budget ${status['budget_usd']:.4f}{reached}")
