@@ -86,12 +86,12 @@ def make_prompts(n: int, seed: int) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 60))) for _ in range(n)]
 
 
-def interface(folder: Path, device: str, dtype: str, batch_size: int, new_tokens: int) -> Any:
+def interface(folder: Path, device: str, dtype: str, batch_size: int, new_tokens: int, threads: int | None) -> Any:
     from coeval.config.model import ModelConfig
     from coeval_hf.huggingface import HuggingFaceInterface
 
     params = {"model": str(folder), "device": device, "dtype": dtype, "temperature": 0,
-              "max_new_tokens": new_tokens, "batch_size": batch_size, "batch_tokens": 10**7}
+              "max_new_tokens": new_tokens, "batch_size": batch_size, "batch_tokens": 10**7, "threads": threads}
     return HuggingFaceInterface(ModelConfig(f"bench-b{batch_size}", "huggingface", parameters=params))
 
 
@@ -121,7 +121,7 @@ async def measure(folder: Path, args: argparse.Namespace) -> list[dict[str, Any]
     rows: list[dict[str, Any]] = []
     with Progress(transient=True) as progress:
         task = progress.add_task("generating", total=1 + len(args.batch_sizes))
-        iface = interface(folder, args.device, args.dtype, 1, args.new_tokens)
+        iface = interface(folder, args.device, args.dtype, 1, args.new_tokens, args.threads)
         await timed(iface, make_prompts(2, 99), concurrent=False)  # load + warm-up
         seconds, tokens = await timed(iface, make_prompts(args.sequential_calls, 1), concurrent=False)
         rows.append({"mode": "one at a time", "batch_size": 1, "calls": args.sequential_calls,
@@ -129,7 +129,7 @@ async def measure(folder: Path, args: argparse.Namespace) -> list[dict[str, Any]
         await iface.aclose()
         progress.advance(task)
         for size in args.batch_sizes:
-            iface = interface(folder, args.device, args.dtype, size, args.new_tokens)
+            iface = interface(folder, args.device, args.dtype, size, args.new_tokens, args.threads)
             await timed(iface, make_prompts(size, 98), concurrent=True)  # warm-up at this shape
             assert iface._slot is not None
             before = len(iface._slot.batch_sizes)
@@ -147,7 +147,7 @@ async def measure(folder: Path, args: argparse.Namespace) -> list[dict[str, Any]
     return rows
 
 
-def environment(device: str, dtype: str, params: int) -> dict[str, Any]:
+def environment(device: str, dtype: str, params: int, threads: int | None) -> dict[str, Any]:
     import torch
     import transformers
 
@@ -156,7 +156,8 @@ def environment(device: str, dtype: str, params: int) -> dict[str, Any]:
     gpu = torch.cuda.get_device_name(0) if device != "cpu" and torch.cuda.is_available() else None
     dtype = str(resolve_dtype(dtype, torch.device(device))).replace("torch.", "")
     return {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
-            "device": device, "gpu": gpu, "dtype": dtype, "parameters": params, "cpu": platform.processor() or None}
+            "device": device, "gpu": gpu, "dtype": dtype, "parameters": params, "cpu": platform.processor() or None,
+            "torch_threads": threads or torch.get_num_threads()}
 
 
 def print_table(rows: list[dict[str, Any]], env: dict[str, Any]) -> None:
@@ -185,6 +186,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=4, help="batches per batch size (calls = rounds x size)")
     parser.add_argument("--min-calls", type=int, default=8, help="at least this many calls per batch size")
     parser.add_argument("--sequential-calls", type=int, default=8, help="calls in the one-at-a-time row")
+    parser.add_argument("--threads", type=int,
+                        help="torch CPU threads (default on CPU: half the CPUs, which stays steady on a busy machine)")
     parser.add_argument("--out", default="runs/bench/gpu_generation.json", help="where to write the JSON results")
     args = parser.parse_args(argv)
     import torch
@@ -196,6 +199,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.new_tokens = args.new_tokens or (128 if gpu else 32)
     default_sizes = "1,2,4,8,16,32,64" if gpu else "1,2,4,8,16"
     args.batch_sizes = [int(b) for b in (args.batch_sizes or default_sizes).split(",")]
+    if args.threads is None and not gpu:
+        from coeval_hf.llamacpp import default_threads
+
+        args.threads = default_threads()
     return args
 
 
@@ -203,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="coeval-bench-model-") as tmp:
         params = build_model(Path(tmp), args.size)
-        env = environment(args.device, args.dtype, params)
+        env = environment(args.device, args.dtype, params, args.threads)
         rows = asyncio.run(measure(Path(tmp), args))
     from coeval_hf._host import get_host
 

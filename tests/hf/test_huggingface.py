@@ -237,8 +237,21 @@ def test_device_auto_is_checked_again_by_torch_when_the_model_loads(
     assert "\n" not in str(info.value) and "device: cpu" in str(info.value)
 
 
-def test_explicit_cpu_device_runs(tiny_model_dir: Path) -> None:
-    iface = make(tiny_model_dir, device="cpu", dtype="float32")
+def test_explicit_cpu_device_runs_with_the_threads_asked_for(tiny_model_dir: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import torch
+
+    asked: list[tuple[int, str]] = []
+    real = torch.set_num_threads
+
+    def spy(n: int) -> None:
+        asked.append((n, threading.current_thread().name))
+        real(n)
+
+    monkeypatch.setattr(torch, "set_num_threads", spy)
+    iface = make(tiny_model_dir, device="cpu", dtype="float32", threads=1)
 
     async def main() -> GenerateResult:
         out = await iface.generate(ask(iface, "Hello"))
@@ -246,6 +259,7 @@ def test_explicit_cpu_device_runs(tiny_model_dir: Path) -> None:
         return out
 
     assert run(main()).usage.output_tokens > 0
+    assert asked == [(1, "coeval-local-models")]  # set where generation runs (OpenMP's setting is per thread)
 
 
 @pytest.mark.parametrize(

@@ -41,13 +41,14 @@ class LoadSpec:
     cache_dir: str | None = None
     batch_size: int = 32
     batch_tokens: int = 32768
+    threads: int | None = None  # torch CPU threads (process-wide); None keeps torch's default
     token: str | None = attrs.field(default=None, repr=False, eq=False)
 
     def key(self) -> str:
         return "|".join(
             str(v) for v in ("huggingface", self.model, self.revision, self.device, self.dtype, self.load_in_4bit,
                              self.load_in_8bit, self.trust_remote_code, self.cache_dir, self.batch_size,
-                             self.batch_tokens)
+                             self.batch_tokens, self.threads)
         )
 
 
@@ -83,6 +84,8 @@ class TransformersEngine:
         self.dtype = resolve_dtype(spec.dtype, self.device)
         self.batch_size = spec.batch_size
         self._torch = torch
+        if spec.threads:
+            torch.set_num_threads(spec.threads)
         self.tokenizer, self.model = self._load()
         self.model.eval()
         self.context = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)

@@ -11,7 +11,8 @@
 * ``load_in_4bit`` / ``load_in_8bit``: bitsandbytes quantisation (CUDA only).
 * ``batch_size`` (default 32) and ``batch_tokens`` (default 32768): the largest batch,
   in prompts and in tokens (rows x (longest prompt + max_tokens)).
-* ``revision``, ``trust_remote_code`` (default false), ``cache_dir``.
+* ``revision``, ``trust_remote_code`` (default false), ``cache_dir``; ``threads``: torch's
+  CPU threads (process-wide) for ``device: cpu`` on a busy machine.
 * sampling, shared with ``llamacpp``: ``max_new_tokens`` / ``max_tokens`` (default 512),
   ``temperature`` (0 = greedy; default 0.7), ``top_p``, ``top_k``, ``seed``,
   ``repetition_penalty``; ``system_prompt``.
@@ -92,6 +93,7 @@ class HuggingFaceInterface(Interface):
             cache_dir=cache_dir,
             batch_size=read_int(params, "batch_size", label, minimum=1, default=32) or 32,
             batch_tokens=read_int(params, "batch_tokens", label, minimum=16, default=32768) or 32768,
+            threads=read_int(params, "threads", label, minimum=1),
             token=token,
         )
 
