@@ -118,3 +118,15 @@ def test_icc_matches_pingouin(seed: int) -> None:
         lo, hi = ref.loc[theirs, "CI95"]
         assert r[f"{ours}_ci"][0] == pytest.approx(lo, abs=0.006)  # pingouin rounds to 2 decimals
         assert r[f"{ours}_ci"][1] == pytest.approx(hi, abs=0.006)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_rank_correlations_match_scipy(seed: int) -> None:
+    from coeval_analysis.stats._correlation import kendall_tau_b, spearman
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 6, 40).astype(float)  # ties on purpose
+    y = x + rng.integers(-2, 3, 40)
+    assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+    assert kendall_tau_b(x, y) == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)

@@ -9,7 +9,7 @@ file works from ``file://`` with no CDN and no server.
 from __future__ import annotations
 
 import html
-import importlib.resources
+import importlib.util
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +32,13 @@ _MAX_SCATTER = 3000
 
 
 def plotly_js() -> str:
-    """The plotly.js bundle shipped inside the ``plotly`` package (no download)."""
-    ref = importlib.resources.files("plotly") / "package_data" / "plotly.min.js"
-    return ref.read_text(encoding="utf-8")
+    """The plotly.js bundle shipped inside the ``plotly`` package (no download; the Python
+    package itself is not imported)."""
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the plotly package is not installed (pip install plotly)")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return (folder / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
 
 
 # ------------------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats
 
 __all__ = [
     "cohen_kappa",
@@ -161,6 +160,8 @@ def icc(matrix: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:
     of the k raters, ``icc2_1``: absolute agreement of one rater (two-way random), each with
     an F-based confidence interval (``*_ci``).
     """
+    from scipy.special import fdtri  # F quantiles; scipy.stats would add half a second of import
+
     x = np.asarray(matrix, dtype=float)
     n, k = x.shape
     nan = float("nan")
@@ -199,8 +200,8 @@ def icc(matrix: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:
     }
     with np.errstate(divide="ignore", invalid="ignore"):
         f0 = msr / mse
-        f_l = f0 / stats.f.ppf(1 - alpha / 2, df_r, df_e)
-        f_u = f0 * stats.f.ppf(1 - alpha / 2, df_e, df_r)
+        f_l = f0 / fdtri(df_r, df_e, 1 - alpha / 2)
+        f_u = f0 * fdtri(df_e, df_r, 1 - alpha / 2)
         out["icc3_1_ci"] = [float((f_l - 1) / (f_l + k - 1)), float((f_u - 1) / (f_u + k - 1))]
         out["icc3_k_ci"] = [float(1 - 1 / f_l), float(1 - 1 / f_u)]
         # ICC(2,1): Satterthwaite degrees of freedom (Shrout & Fleiss 1979, eq. for case 2)
@@ -208,8 +209,8 @@ def icc(matrix: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:
         vn = df_e * (k * icc2_1 * fj + n * (1 + (k - 1) * icc2_1) - k * icc2_1) ** 2
         vd = df_r * k**2 * icc2_1**2 * fj**2 + (n * (1 + (k - 1) * icc2_1) - k * icc2_1) ** 2
         v = vn / vd
-        f_up = stats.f.ppf(1 - alpha / 2, df_r, v)
-        f_lo = stats.f.ppf(1 - alpha / 2, v, df_r)
+        f_up = fdtri(df_r, v, 1 - alpha / 2)
+        f_lo = fdtri(v, df_r, 1 - alpha / 2)
         lo = n * (msr - f_up * mse) / (f_up * (k * msc + (k * n - k - n) * mse) + n * msr)
         hi = n * (f_lo * msr - mse) / (k * msc + (k * n - k - n) * mse + n * f_lo * msr)
         out["icc2_1_ci"] = [float(lo), float(hi)]

@@ -11,8 +11,8 @@ import re
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from coeval_analysis.stats._correlation import kendall_tau_b, spearman
 from coeval_analysis.stats.robust import RobustRanking
 from coeval_analysis.stats.scores import ScoreModel, dense_mean
 
@@ -56,7 +56,7 @@ def teacher_discrimination(model: ScoreModel, robust: RobustRanking) -> dict[str
             other_means = _col_mean(others)
             ok = ~np.isnan(means) & ~np.isnan(other_means)
             if ok.sum() >= 3:
-                tau = stats.kendalltau(means[ok], other_means[ok]).statistic
+                tau = kendall_tau_b(means[ok], other_means[ok])
                 entry["ranking_agreement"] = _f(tau)
         out[name] = entry
     return out
@@ -175,7 +175,7 @@ def verbosity(model: ScoreModel, robust: RobustRanking) -> dict[str, Any]:
         ok = ~np.isnan(ln) & ~np.isnan(score)
         if ok.sum() < 3 or np.std(ln[ok]) == 0 or np.std(score[ok]) == 0:
             return None
-        rho = stats.spearmanr(ln[ok], score[ok]).statistic
+        rho = spearman(ln[ok], score[ok])
         item = model.resp_item[r][ok]
         good = item >= 0
         within = None

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from coeval_analysis.labels import normalise_label, precision_recall_f1
+from coeval_analysis.stats._correlation import pearson, spearman
 from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.robust import RobustRanking
 from coeval_analysis.stats.scores import GOLD, ScoreModel, dense_mean
@@ -27,8 +27,8 @@ def _corr(x: np.ndarray, y: np.ndarray) -> dict[str, Any] | None:
     if ok.sum() < 3 or np.std(x[ok]) == 0 or np.std(y[ok]) == 0:
         return {"pearson": None, "spearman": None, "n": int(ok.sum())}
     return {
-        "pearson": float(np.corrcoef(x[ok], y[ok])[0, 1]),
-        "spearman": float(stats.spearmanr(x[ok], y[ok]).statistic),
+        "pearson": pearson(x[ok], y[ok]),
+        "spearman": float(spearman(x[ok], y[ok])),
         "n": int(ok.sum()),
     }
 
@@ -78,7 +78,7 @@ def gold_report(
     ok = ~np.isnan(score) & ~np.isnan(robust.score)
     if ok.sum() >= 3:
         out["ranking_vs_gold"] = {
-            "spearman": float(stats.spearmanr(score[ok], robust.score[ok]).statistic),
+            "spearman": float(spearman(score[ok], robust.score[ok])),
             "n_students": int(ok.sum()),
         }
     return out
