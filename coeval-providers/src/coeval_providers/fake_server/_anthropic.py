@@ -9,7 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from coeval_providers.fake_server import _batch
-from coeval_providers.fake_server._core import STATE, Call, Reply, handle_model_call, make_reply
+from coeval_providers.fake_server._core import STATE, Call, Reply, handle_model_call, make_reply, message_text
 from coeval_providers.fake_server._state import BatchJob
 
 __all__ = ["add_routes", "anthropic_error", "list_models"]
@@ -29,14 +29,6 @@ def anthropic_error(status: int, code: str, message: str, headers: dict[str, str
     return web.json_response(body, status=status, headers=headers)
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    return ""
-
-
 def _forced_tool(body: dict[str, Any]) -> dict[str, Any] | None:
     choice = body.get("tool_choice") or {}
     if choice.get("type") != "tool":
@@ -48,7 +40,7 @@ def _forced_tool(body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def messages_call(body: dict[str, Any]) -> Call:
-    parts = [_text(body.get("system"))] + [_text(m.get("content")) for m in body.get("messages", [])]
+    parts = [message_text(body.get("system"))] + [message_text(m.get("content")) for m in body.get("messages", [])]
     tool = _forced_tool(body)
     schema = tool.get("input_schema") if tool else ((body.get("output_config") or {}).get("format") or {}).get("schema")
     return Call(route="anthropic.messages", model=body.get("model"), prompt=" ".join(p for p in parts if p),
@@ -171,8 +163,7 @@ async def cancel_batch(request: web.Request) -> web.Response:
     job = state.jobs.get(request.match_info["batch_id"])
     if job is None:
         return anthropic_error(404, "not_found", "batch not found", {})
-    if job.state not in _batch.TERMINAL:
-        job.state = "cancelled"
+    _batch.cancel(job)
     return web.json_response(_batch_object(request, job))
 
 

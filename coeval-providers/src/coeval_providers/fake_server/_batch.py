@@ -7,13 +7,14 @@ in force then: ``batch_outcome``, ``batch_failed_lines`` and ``batch_done_before
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 from coeval_providers.fake_server._state import BatchJob, FakeState
 
-__all__ = ["TERMINAL", "advance", "new_job"]
+__all__ = ["TERMINAL", "advance", "cancel", "counts", "jsonl", "new_job"]
 
 TERMINAL = frozenset({"completed", "expired", "failed", "cancelled"})
 
@@ -64,8 +65,19 @@ def advance(job: BatchJob, respond: Callable[[dict[str, Any]], dict[str, Any]]) 
     job.state = "expired" if outcome == "expired" else "completed"
 
 
+def cancel(job: BatchJob) -> None:
+    """Cancel ``job``; a job that has already ended keeps its outcome, as on the real APIs."""
+    if job.state not in TERMINAL:
+        job.state = "cancelled"
+
+
 def counts(job: BatchJob) -> dict[str, int]:
     ok = sum(1 for kind, _ in job.results.values() if kind == "ok")
     failed = sum(1 for kind, _ in job.results.values() if kind == "error")
     expired = sum(1 for kind, _ in job.results.values() if kind == "expired")
     return {"total": len(job.requests), "ok": ok, "failed": failed, "expired": expired}
+
+
+def jsonl(lines: list[dict[str, Any]]) -> bytes:
+    """A results file: one JSON object a line, as every provider's batch output is written."""
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()

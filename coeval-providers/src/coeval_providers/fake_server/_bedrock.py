@@ -179,7 +179,7 @@ def _write_outputs(request: web.Request, job: BatchJob) -> None:
             lines.append({"recordId": custom_id, "modelInput": model_input, "error": {"errorCode": payload["status"], "errorMessage": payload["message"]}})
     name = job.extra["input_keys"][0].rsplit("/", 1)[-1]
     base = f"{out_prefix}/{job.id}" if out_prefix else job.id
-    state.objects[(out_bucket, f"{base}/{name}.out")] = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    state.objects[(out_bucket, f"{base}/{name}.out")] = _batch.jsonl(lines)
     manifest = {"totalRecordCount": len(job.requests), "processedRecordCount": ok + failed, "successRecordCount": ok,
                 "errorRecordCount": failed, "inputTokenCount": tokens_in, "outputTokenCount": tokens_out}
     state.objects[(out_bucket, f"{base}/manifest.json.out")] = json.dumps(manifest).encode()
@@ -192,8 +192,7 @@ async def get_job(request: web.Request) -> web.Response:
     if job is None:
         return bedrock_error(404, "not_found", "job not found", {})
     if request.method == "POST":  # .../stop
-        if job.state not in _batch.TERMINAL:
-            job.state = "cancelled"
+        _batch.cancel(job)
         return web.json_response({})
 
     def respond(model_input: dict[str, Any]) -> dict[str, Any]:

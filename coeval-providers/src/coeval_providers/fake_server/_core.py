@@ -18,7 +18,7 @@ from aiohttp import web
 from coeval_providers.fake_server._schema import schema_instance
 from coeval_providers.fake_server._state import REJECTED_KEY_PREFIX, FakeState, Fault
 
-__all__ = ["STATE", "Call", "ErrorRenderer", "Reply", "count_tokens", "handle_model_call", "make_reply"]
+__all__ = ["STATE", "Call", "ErrorRenderer", "Reply", "count_tokens", "handle_model_call", "make_reply", "message_text"]
 
 STATE: web.AppKey[FakeState] = web.AppKey("coeval_fake_state", FakeState)
 
@@ -49,6 +49,16 @@ class Reply:
     input_tokens: int
     output_tokens: int
     finish: str = "stop"  # stop | length
+
+
+def message_text(content: Any) -> str:
+    """The text of a message's content: a string, or a list of parts / blocks with ``text``
+    (the OpenAI and Anthropic shapes agree on this)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
 
 
 def count_tokens(text: str) -> int:

@@ -153,7 +153,7 @@ def _output_file(request: web.Request, job: BatchJob) -> str:
             elif kind == "error":
                 lines.append({"key": custom_id, "error": {"code": payload["status"], "message": payload["message"], "status": "INTERNAL"}})
         file_id = state.new_id("out")
-        state.files[f"files/{file_id}"] = {"content": "".join(json.dumps(x) + "\n" for x in lines).encode(),
+        state.files[f"files/{file_id}"] = {"content": _batch.jsonl(lines),
                                           "filename": f"{job.id}.jsonl", "purpose": "batch_output", "created_at": 0}
         job.extra["output_file"] = f"files/{file_id}"
     return str(job.extra["output_file"])
@@ -194,8 +194,7 @@ async def get_batch(request: web.Request) -> web.Response:
             return await _openai.get_batch(request)
         return gemini_error(404, "not_found", f"batch {job_id} not found", {})
     if request.method == "POST" and action == "cancel":
-        if job.state not in _batch.TERMINAL:
-            job.state = "cancelled"
+        _batch.cancel(job)
         return web.json_response({})
     state.record("gemini.batches.get", {"method": "GET", "path": request.path})
     _batch.advance(job, _respond_for(job.model or ""))
@@ -307,7 +306,7 @@ def _write_vertex_output(request: web.Request, job: BatchJob) -> None:
         elif kind == "error":
             lines.append({"key": custom_id, "request": body, "status": f"Internal error: {payload['message']}"})
     bucket, key = gcs_split(job.extra["output_dir"] + "/predictions.jsonl")
-    state.objects[(bucket, key)] = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    state.objects[(bucket, key)] = _batch.jsonl(lines)
 
 
 async def vertex_job(request: web.Request) -> web.Response:
@@ -318,8 +317,7 @@ async def vertex_job(request: web.Request) -> web.Response:
     if job is None or job.provider != "vertex":
         return gemini_error(404, "not_found", f"job {job_id} not found", {})
     if request.method == "POST" and action == "cancel":
-        if job.state not in _batch.TERMINAL:
-            job.state = "cancelled"
+        _batch.cancel(job)
         return web.json_response({})
     state.record("vertex.batches.get", {"method": "GET", "path": request.path})
     _batch.advance(job, _respond_for(job.model or ""))

@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from coeval_providers.fake_server import _batch
-from coeval_providers.fake_server._core import STATE, Call, Reply, handle_model_call, make_reply
+from coeval_providers.fake_server._core import STATE, Call, Reply, handle_model_call, make_reply, message_text
 from coeval_providers.fake_server._state import BatchJob, FakeState
 
 __all__ = ["FAKE_MODELS", "add_routes", "chat_call", "chat_response", "openai_error"]
@@ -34,18 +34,10 @@ def openai_error(status: int, code: str, message: str, headers: dict[str, str]) 
     return web.json_response(body, status=status, headers=headers)
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
 def _schema_from_hint(body: dict[str, Any]) -> dict[str, Any] | None:
     """Providers with JSON mode only get the schema as text in the prompt; find it there."""
     for m in body.get("messages", []):
-        text = _text_of(m.get("content"))
+        text = message_text(m.get("content"))
         if "JSON Schema:" in text:
             try:
                 found = json.loads(text.split("JSON Schema:", 1)[1].strip())
@@ -57,7 +49,7 @@ def _schema_from_hint(body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def chat_call(body: dict[str, Any], route: str = "openai.chat", model: str | None = None) -> Call:
-    prompt = " ".join(_text_of(m.get("content")) for m in body.get("messages", []) if isinstance(m, dict))
+    prompt = " ".join(message_text(m.get("content")) for m in body.get("messages", []) if isinstance(m, dict))
     schema = None
     fmt = body.get("response_format")
     if isinstance(fmt, dict):
@@ -191,12 +183,10 @@ def _finish_files(state: FakeState, job: BatchJob, mistral: bool = False) -> Non
             err_lines.append({"id": rid, "custom_id": custom_id, "response": {"status_code": payload["status"], "request_id": rid, "body": err_body}, "error": None})
         else:
             err_lines.append({"id": rid, "custom_id": custom_id, "response": None, "error": {"code": "batch_expired", "message": "This request could not be executed before the completion window expired."}})
-    def dump(lines: list[dict[str, Any]]) -> bytes:
-        return "".join(json.dumps(line) + "\n" for line in lines).encode()
     if out_lines:
-        job.extra["output_file_id"] = store_file(state, dump(out_lines), f"{job.id}_output.jsonl", "batch_output")
+        job.extra["output_file_id"] = store_file(state, _batch.jsonl(out_lines), f"{job.id}_output.jsonl", "batch_output")
     if err_lines:
-        job.extra["error_file_id"] = store_file(state, dump(err_lines), f"{job.id}_error.jsonl", "batch_output")
+        job.extra["error_file_id"] = store_file(state, _batch.jsonl(err_lines), f"{job.id}_error.jsonl", "batch_output")
 
 
 _OPENAI_STATUS = {"pending": "validating", "running": "in_progress", "completed": "completed", "expired": "expired", "failed": "failed", "cancelled": "cancelled"}
@@ -257,8 +247,7 @@ async def cancel_batch(request: web.Request) -> web.Response:
     job = state.jobs.get(_match(request, "batch_id"))
     if job is None:
         return openai_error(404, "batch_not_found", "No such batch", {})
-    if job.state not in _batch.TERMINAL:
-        job.state = "cancelled"
+    _batch.cancel(job)
     return web.json_response(_batch_object(job))
 
 
@@ -319,8 +308,7 @@ async def cancel_mistral_job(request: web.Request) -> web.Response:
     job = state.jobs.get(request.match_info["job_id"])
     if job is None:
         return openai_error(404, "not_found", "No such job", {})
-    if job.state not in _batch.TERMINAL:
-        job.state = "cancelled"
+    _batch.cancel(job)
     return web.json_response(_mistral_job(job))
 
 
