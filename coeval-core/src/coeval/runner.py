@@ -274,6 +274,9 @@ class _Run:
         self.scheduler: Scheduler | None = None
         self.stop_requested = False
         self.interfaces: dict[str, Interface] = {}
+        #: Surveys made before the lock was taken, reused by the phase loop: on a finished
+        #: run of a million records a survey is the whole cost of --continue, so make it once.
+        self._surveys: dict[str, Any] = {}
 
     # -- checks before anything is written ------------------------------------------------
     def _preflight(self) -> tuple[dict[str, Any], RunFolder | None]:
@@ -469,8 +472,10 @@ class _Run:
         view = RunView(self.config, self.run, self.registries)
         may_run = []
         for i, phase in enumerate(phases):
-            if self.options.continue_run and phase.name in completed and phase.survey(view).complete:
-                continue
+            if self.options.continue_run and phase.name in completed:
+                survey = self._surveys[phase.name] = phase.survey(view)
+                if survey.complete:
+                    continue
             may_run = [p.name for p in phases[i:]]
             break
         self._build_interfaces(may_run)
@@ -572,7 +577,7 @@ class _Run:
             if self.stop_requested:
                 break
             if self.options.continue_run and name in completed and not upstream_wrote:
-                survey = phase.survey(view)
+                survey = self._surveys.pop(name, None) or phase.survey(view)
                 if survey.complete:
                     self.results[name] = PhaseResult(name, mode, status="skipped", survey=survey)
                     log.info("phase skipped: completed earlier", phase=name)

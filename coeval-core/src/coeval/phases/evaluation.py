@@ -41,6 +41,7 @@ from coeval.records import (
     evaluation_id,
     load_phase_records,
     record_status,
+    scan_phase,
     usable_response,
     utc_now,
 )
@@ -101,6 +102,49 @@ class _State:
         return self._rubrics[task.name]
 
 
+class _SurveyState(_State):
+    """What a survey needs, small enough for a run of a million evaluations: each response
+    as its ids, each evaluation as ``(status, scored factors, error kind)``."""
+
+    def __init__(self, view: RunView) -> None:  # noqa: D107 - loads less than _State
+        self.tasks = {t.name: t for t in view.config.tasks}
+        self.datapoints = load_phase_records(view.run, "data_generation")
+        shared: dict[Any, Any] = {}  # one copy of each repeated value (task ids, factor sets)
+
+        def brief_response(rec: dict[str, Any]) -> dict[str, Any] | None:
+            if rec.get("task_id") not in self.tasks or not usable_response(rec):
+                return None
+            return {
+                "id": rec["id"],
+                "task_id": shared.setdefault(rec["task_id"], rec["task_id"]),
+                "datapoint_id": rec.get("datapoint_id"),
+            }
+
+        def brief_evaluation(rec: dict[str, Any]) -> tuple[str, frozenset[str] | None, str | None]:
+            scores = rec.get("scores")
+            factors = None
+            if isinstance(scores, Mapping):
+                key = tuple(scores)
+                factors = shared.get(key)
+                if factors is None:
+                    factors = shared[key] = frozenset(key)
+            status = OK if record_status(rec) == OK else "failed"
+            kind = rec.get("error_kind")
+            return status, factors, None if kind is None else shared.setdefault(kind, str(kind))
+
+        self.all_responses = {}
+        self.responses = [
+            r for r in scan_phase(view.run, "response_collection", brief_response).values() if r is not None
+        ]
+        self.evaluations = scan_phase(view.run, "evaluation", brief_evaluation)  # type: ignore[assignment]
+        self._rubrics = {}
+        self.view = view
+
+
+def _brief_covers(brief: tuple[str, frozenset[str] | None, str | None] | None, factors: list[str]) -> bool:
+    return brief is not None and brief[0] == OK and brief[1] is not None and all(f in brief[1] for f in factors)
+
+
 def _evaluators(view: RunView) -> list[Any]:
     return [entry.value for entry in view.registries.evaluators]
 
@@ -136,19 +180,20 @@ class EvaluationPhase:
 
     def survey(self, view: RunView) -> Survey:
         s = Survey(self.name)
-        state = _State(view)
+        state = _SurveyState(view)
         for task in view.config.tasks:
             if state.rubric(task) is None:
                 s.notes.append(f"{task.name}: no rubric yet (phase 2 incomplete)")
+        briefs: Mapping[str, Any] = state.evaluations
         for group, rid, factors, *_ in self._expected(view, state):
             counts = s.group(group)
             counts.expected += 1
-            rec = state.evaluations.get(rid)
-            if _covers(rec, factors):
+            brief = briefs.get(rid)
+            if _brief_covers(brief, factors):
                 counts.ok += 1
-            elif rec is not None and record_status(rec) != OK:
+            elif brief is not None and brief[0] != OK:
                 counts.failed += 1
-                s.failures[str(rec.get("error_kind") or "error")] += 1
+                s.failures[brief[2] or "error"] += 1
         return s
 
     # ---- running ------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from coeval.records import (
     load_phase_records,
     record_status,
     response_id,
+    scan_phase,
     usable_datapoint,
     utc_now,
 )
@@ -66,20 +67,21 @@ class ResponseCollectionPhase:
 
     def survey(self, view: RunView) -> Survey:
         s = Survey(self.name)
-        responses = load_phase_records(view.run, self.name)
+        # (status, error kind) per response: whole records of a big run would not fit
+        statuses = scan_phase(view.run, self.name, lambda r: (record_status(r), r.get("error_kind")))
         students = view.callable_models("student")
         for dp in usable_datapoints(view):
             for student in students:
                 counts = s.group(student.name)
                 counts.expected += 1
-                rec = responses.get(response_id(dp["id"], student.name))
-                if rec is None:
+                brief = statuses.get(response_id(dp["id"], student.name))
+                if brief is None:
                     continue
-                if record_status(rec) == "ok":
+                if brief[0] == "ok":
                     counts.ok += 1
                 else:
                     counts.failed += 1
-                    s.failures[str(rec.get("error_kind") or "error")] += 1
+                    s.failures[str(brief[1] or "error")] += 1
         return s
 
     async def run(self, ctx: PhaseContext) -> None:
