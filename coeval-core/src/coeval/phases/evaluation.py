@@ -106,7 +106,7 @@ class _SurveyState(_State):
     """What a survey needs, small enough for a run of a million evaluations: each response
     as its ids, each evaluation as ``(status, scored factors, error kind)``."""
 
-    def __init__(self, view: RunView) -> None:  # noqa: D107 - loads less than _State
+    def __init__(self, view: RunView) -> None:
         self.tasks = {t.name: t for t in view.config.tasks}
         self.datapoints = load_phase_records(view.run, "data_generation")
         shared: dict[Any, Any] = {}  # one copy of each repeated value (task ids, factor sets)
