@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from coeval.interfaces.base import GenerateRequest
+from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.plugins import registries
 from coeval.scheduler import RetryPolicy, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 
@@ -26,22 +26,17 @@ JUDGE_SCHEMA = {
 }
 
 
-def run_one(name: str, fake: Any, tmp_path: Any, *, key: str | None = None, schema: Any = None,
-            limits: SchedulerLimits = FAST_RETRY) -> tuple[WorkOutcome, float]:
-    """One item through the scheduler with the registered interface ``name``."""
-    kwargs = {"key": key} if key else {}
-    model, creds = model_and_credentials(name, fake.url, tmp_path, **kwargs)
-    iface = registries().interfaces.get(name)(model, creds)
+def schedule_one(model: Any, iface: Any, request: GenerateRequest, *, phase: str = "response_collection",
+                 limits: SchedulerLimits = FAST_RETRY) -> tuple[WorkOutcome, float]:
+    """One request through the real scheduler, then the interface closed: its outcome and the
+    seconds it took."""
     outcomes: list[WorkOutcome] = []
-    item = WorkItem(key="item-1", phase="response_collection", model=model,
-                    request=GenerateRequest(prompt="What is the capital of France?", params=model.params_for("student"),
-                                            system="Answer briefly.", json_schema=schema),
-                    on_done=outcomes.append)
+    item = WorkItem(key="item-1", phase=phase, model=model, request=request, on_done=outcomes.append)
 
     async def go() -> float:
         start = time.perf_counter()
         try:
-            await Scheduler({model.name: iface}, limits).run("response_collection", [item])
+            await Scheduler({model.name: iface}, limits).run(phase, [item])
         finally:
             await iface.aclose()
         return time.perf_counter() - start
@@ -49,6 +44,29 @@ def run_one(name: str, fake: Any, tmp_path: Any, *, key: str | None = None, sche
     elapsed = asyncio.run(go())
     assert len(outcomes) == 1
     return outcomes[0], elapsed
+
+
+def generate_once(iface: Any, request: GenerateRequest) -> GenerateResult:
+    """One direct ``generate`` call, then the interface closed."""
+
+    async def go() -> GenerateResult:
+        try:
+            return await iface.generate(request)
+        finally:
+            await iface.aclose()
+
+    return asyncio.run(go())
+
+
+def run_one(name: str, fake: Any, tmp_path: Any, *, key: str | None = None, schema: Any = None,
+            limits: SchedulerLimits = FAST_RETRY) -> tuple[WorkOutcome, float]:
+    """One item through the scheduler with the registered interface ``name``."""
+    kwargs = {"key": key} if key else {}
+    model, creds = model_and_credentials(name, fake.url, tmp_path, **kwargs)
+    iface = registries().interfaces.get(name)(model, creds)
+    request = GenerateRequest(prompt="What is the capital of France?", params=model.params_for("student"),
+                              system="Answer briefly.", json_schema=schema)
+    return schedule_one(model, iface, request, limits=limits)
 
 
 def route(name: str, fake: Any) -> str:
@@ -174,19 +192,10 @@ def test_anthropic_sampling_parameters_need_the_older_api_version(fake: Any, tmp
     assert "temperature not sent" in caplog.text
     assert "temperature" not in iface.params(GenerateRequest(prompt="x", params=model.parameters))
     legacy, creds = model_and_credentials("anthropic", fake.url, tmp_path, temperature=0.0, anthropic_version="2023-06-01")
-    outcomes: list[WorkOutcome] = []
     legacy_iface = registries().interfaces.get("anthropic")(legacy, creds)
-    item = WorkItem(key="k", phase="evaluation", model=legacy, on_done=outcomes.append,
-                    request=GenerateRequest(prompt="judge this", params=legacy.parameters))
-
-    async def go() -> None:
-        try:
-            await Scheduler({legacy.name: legacy_iface}, FAST_RETRY).run("evaluation", [item])
-        finally:
-            await legacy_iface.aclose()
-
-    asyncio.run(go())
-    assert outcomes[0].status == "ok"
+    outcome, _ = schedule_one(legacy, legacy_iface, GenerateRequest(prompt="judge this", params=legacy.parameters),
+                              phase="evaluation")
+    assert outcome.status == "ok"
     assert fake.requests("anthropic.messages")[0]["headers"]["anthropic-version"] == "2023-06-01"
 
 
@@ -206,13 +215,7 @@ def test_bedrock_api_key_is_sent_as_a_bearer_token(fake: Any, tmp_path: Any) -> 
     client.meta.events.register("before-send.bedrock-runtime.Converse",
                                 lambda request, **_: seen.update(auth=request.headers.get("Authorization", b"")) or None)
 
-    async def go() -> Any:
-        try:
-            return await iface.generate(GenerateRequest(prompt="hi", params=model.parameters))
-        finally:
-            await iface.aclose()
-
-    result = asyncio.run(go())
+    result = generate_once(iface, GenerateRequest(prompt="hi", params=model.parameters))
     assert result.text
     auth = seen["auth"].decode() if isinstance(seen["auth"], bytes) else seen["auth"]
     assert auth == f"Bearer BedrockAPIKey-{SECRET}"  # no SigV4 signature
@@ -230,13 +233,7 @@ def test_azure_v1_surface(fake: Any, tmp_path: Any) -> None:
     model = ModelConfig(name="az", interface="azure_openai", parameters={"model": "my-deployment", "max_tokens": 20})
     iface = registries().interfaces.get("azure_openai")(model, keys.for_provider("azure_openai"))
 
-    async def go() -> Any:
-        try:
-            return await iface.generate(GenerateRequest(prompt="hi", params=model.parameters))
-        finally:
-            await iface.aclose()
-
-    assert asyncio.run(go()).text
+    assert generate_once(iface, GenerateRequest(prompt="hi", params=model.parameters)).text
     sent = fake.requests("openai.chat")[0]
     assert sent["path"] == "/openai/v1/chat/completions" and sent["model"] == "my-deployment"
 
@@ -247,17 +244,7 @@ def test_timeouts_and_broken_connections_are_retried(name: str, fault: str, fake
     fake.push_faults(route(name, fake), [{"kind": fault, "hang_s": 3}])
     model, creds = model_and_credentials(name, fake.url, tmp_path, timeout=0.5)
     iface = registries().interfaces.get(name)(model, creds)
-    outcomes: list[WorkOutcome] = []
-    item = WorkItem(key="k", phase="response_collection", model=model, on_done=outcomes.append,
-                    request=GenerateRequest(prompt="hello", params=model.parameters))
-
-    async def go() -> None:
-        try:
-            await Scheduler({model.name: iface}, FAST_RETRY).run("response_collection", [item])
-        finally:
-            await iface.aclose()
-
-    asyncio.run(go())
-    assert outcomes[0].status == "ok", outcomes[0].error
-    assert outcomes[0].attempts == 2
+    outcome, _ = schedule_one(model, iface, GenerateRequest(prompt="hello", params=model.parameters))
+    assert outcome.status == "ok", outcome.error
+    assert outcome.attempts == 2
     assert fake.counts[route(name, fake)] == 2  # no retry hidden in the SDK or its transport
