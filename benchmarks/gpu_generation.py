@@ -37,11 +37,7 @@ SIZES = {
     "base": (768, 12, 12, 3072),  # ~110M parameters: a GPU run
     "small": (256, 4, 4, 1024),  # ~4M parameters: a CPU run in about a minute
 }
-WORDS = (
-    "teacher student judge rubric answer question score model benchmark evaluation prompt response "
-    "reference attribute factor sample batch token decode layer attention matrix vector gradient "
-    "language reasoning summary translation arithmetic geometry history biology chemistry physics"
-).split()
+WORDS = ["teacher", "student", "judge", "rubric", "answer", "question", "score", "model", "benchmark", "evaluation", "prompt", "response", "reference", "attribute", "factor", "sample", "batch", "token", "decode", "layer", "attention", "matrix", "vector", "gradient", "language", "reasoning", "summary", "translation", "arithmetic", "geometry", "history", "biology", "chemistry", "physics"]
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
@@ -150,7 +146,6 @@ async def measure(folder: Path, args: argparse.Namespace) -> list[dict[str, Any]
 def environment(device: str, dtype: str, params: int, threads: int | None) -> dict[str, Any]:
     import torch
     import transformers
-
     from coeval_hf._devices import resolve_dtype
 
     gpu = torch.cuda.get_device_name(0) if device != "cpu" and torch.cuda.is_available() else None

@@ -7,13 +7,13 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"  # before anything imports huggingface_hub: never a download
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-from collections.abc import Iterator  # noqa: E402
-from pathlib import Path  # noqa: E402
+from collections.abc import Iterator
+from pathlib import Path
 
-import pytest  # noqa: E402
+import pytest
+from coeval_hf._host import get_host
 
-from coeval_hf._host import get_host  # noqa: E402
-from tests.hf.tiny_model import build_tiny_model  # noqa: E402
+from tests.hf.tiny_model import build_tiny_model
 
 
 @pytest.fixture(scope="session")

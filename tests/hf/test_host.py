@@ -7,7 +7,6 @@ import threading
 from collections.abc import Sequence
 
 import pytest
-
 from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, ModelError
 from coeval_hf._host import ModelHost, PendingCall
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult
 from coeval_hf import _devices
@@ -285,7 +284,7 @@ def test_bad_parameters_are_named_before_loading(tiny_model_dir: Path, params: d
 def test_bad_role_parameters_are_named_too(tiny_model_dir: Path) -> None:
     config = ModelConfig("tiny", "huggingface", parameters={"model": str(tiny_model_dir), "device": "cpu"},
                          role_parameters={"judge": {"temperature": -1}})
-    with pytest.raises(ParameterError, match="role_parameters.judge: parameters.temperature"):
+    with pytest.raises(ParameterError, match=r"role_parameters\.judge: parameters\.temperature"):
         HuggingFaceInterface(config)
 
 
@@ -320,7 +319,7 @@ def test_hub_id_missing_from_cache_while_offline_is_a_clear_fatal_error(tmp_path
         finally:
             await iface.aclose()
 
-    with pytest.raises(FatalModelError, match="not in .*empty.*offline"):
+    with pytest.raises(FatalModelError, match=r"not in .*empty.*offline"):
         run(main())
 
 

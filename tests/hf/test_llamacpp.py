@@ -9,7 +9,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult
 from coeval_hf import embedded
@@ -101,7 +100,7 @@ def test_a_prompt_beyond_the_context_is_a_fatal_error_naming_the_model() -> None
         finally:
             await iface.aclose()
 
-    with pytest.raises(FatalModelError, match="'smol'.*context"):
+    with pytest.raises(FatalModelError, match=r"'smol'.*context"):
         asyncio.run(main())
 
 

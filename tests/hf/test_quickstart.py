@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import yaml
-
 from coeval.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]

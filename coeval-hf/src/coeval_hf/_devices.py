@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from coeval.interfaces.base import FatalModelError
+
 from coeval_hf._params import ParameterError, prefixed
 
 __all__ = [

@@ -20,13 +20,20 @@ to a local model goes through this host:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, ModelError, TransientModelError
+from coeval.interfaces.base import (
+    FatalModelError,
+    GenerateRequest,
+    GenerateResult,
+    ModelError,
+    TransientModelError,
+)
 
 __all__ = ["Engine", "ModelHost", "ModelSlot", "PendingCall", "get_host"]
 
@@ -58,10 +65,8 @@ class PendingCall:
             else:
                 self._future.set_result(outcome)
 
-        try:
+        with contextlib.suppress(RuntimeError):  # the caller's loop closed meanwhile: nobody listens
             self._loop.call_soon_threadsafe(deliver)
-        except RuntimeError:  # the caller's loop was closed meanwhile: nobody is listening
-            pass
 
 
 class Engine(Protocol):
@@ -204,7 +209,7 @@ class ModelHost:
             except ModelError as exc:
                 self._fail_slot(slot, exc)
                 return
-            except Exception as exc:  # noqa: BLE001 - a load failure is the slot's fatal error
+            except Exception as exc:
                 self._fail_slot(slot, FatalModelError(f"could not load {slot.label}: {type(exc).__name__}: {exc}"))
                 return
             with self._cond:
@@ -218,7 +223,7 @@ class ModelHost:
         selection_error: ModelError | None = None
         try:
             batch = self._engine.select_batch(pending) or pending[:1]
-        except Exception as exc:  # noqa: BLE001 - fail the oldest call, keep the worker alive
+        except Exception as exc:
             batch, selection_error = pending[:1], TransientModelError(f"{type(exc).__name__}: {exc}")
         with self._cond:
             chosen = {id(c) for c in batch}
@@ -229,7 +234,7 @@ class ModelHost:
             return
         try:
             outcomes: Sequence[GenerateResult | ModelError] = self._engine.run_batch(batch)
-        except Exception as exc:  # noqa: BLE001 - engines should not raise; never kill the worker
+        except Exception as exc:
             outcomes = [TransientModelError(f"{type(exc).__name__}: {exc}")]
         self._resolve_all(batch, list(outcomes))
 

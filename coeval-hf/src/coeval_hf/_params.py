@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-
 from coeval.interfaces.base import FatalModelError
 
 __all__ = ["DEFAULT_MAX_TOKENS", "ParameterError", "Sampling", "prefixed", "read_bool", "read_int", "read_sampling"]

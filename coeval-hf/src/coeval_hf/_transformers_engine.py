@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-
 from coeval.interfaces.base import FatalModelError, GenerateResult, ModelError, TransientModelError, Usage
+
 from coeval_hf._devices import resolve_device, resolve_dtype
 from coeval_hf._host import PendingCall
 from coeval_hf._params import Sampling, read_sampling
@@ -109,7 +109,6 @@ class TransformersEngine:
         return self._from_pretrained(self.spec.model, local_only=False)
 
     def _from_pretrained(self, source: str, *, local_only: bool) -> tuple[Any, Any]:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         common: dict[str, Any] = {
             "local_files_only": local_only,
@@ -186,7 +185,7 @@ class TransformersEngine:
         """The prompt's token ids, with the chat template applied (cached on the call)."""
         cached = call.scratch.get("input_ids")
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached
         request = call.request
         system = request.system or request.params.get("system_prompt")
         if getattr(self.tokenizer, "chat_template", None):
@@ -198,14 +197,14 @@ class TransformersEngine:
             text = f"{system}\n\n{request.prompt}" if system else request.prompt
             ids = self.tokenizer(text)["input_ids"]
         call.scratch["input_ids"] = list(ids)
-        return call.scratch["input_ids"]  # type: ignore[no-any-return]
+        return call.scratch["input_ids"]
 
     @staticmethod
     def sampling_of(call: PendingCall, label: str) -> Sampling:
         cached = call.scratch.get("sampling")
         if cached is None:
             cached = call.scratch["sampling"] = read_sampling(call.request.params, label)
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def select_batch(self, pending: Sequence[PendingCall]) -> list[PendingCall]:
         """The oldest call plus the waiting calls that decode like it, up to the size limits."""
@@ -254,7 +253,7 @@ class TransformersEngine:
             half = len(calls) // 2
             self.batch_size = max(1, half)  # remember: this size did not fit
             return self._generate(calls[:half], sampling) + self._generate(calls[half:], sampling)
-        except Exception as exc:  # noqa: BLE001 - reported per call; the worker keeps going
+        except Exception as exc:
             return [TransientModelError(f"{self.label}: generation failed: {type(exc).__name__}: {exc}")] * len(calls)
 
     def _generate_once(self, calls: Sequence[PendingCall], sampling: Sampling) -> list[GenerateResult | ModelError]:

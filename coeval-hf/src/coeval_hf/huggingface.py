@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
+
 from coeval_hf._devices import check_gpu_cheaply, validate_device, validate_dtype
 from coeval_hf._host import ModelSlot, get_host
 from coeval_hf._params import ParameterError, read_bool, read_int, read_sampling
@@ -54,7 +55,7 @@ class HuggingFaceInterface(Interface):
         for role, overrides in model.role_parameters.items():
             read_sampling({**model.parameters, **overrides}, f"role_parameters.{role}")
         self.default_concurrency = 2 * self.spec.batch_size  # one batch runs while the next gathers
-        self.max_concurrency = max(self.max_concurrency, self.default_concurrency)
+        self.max_concurrency = max(Interface.max_concurrency, self.default_concurrency)
         self._slot: ModelSlot | None = None
 
     def _load_spec(self, params: Any) -> LoadSpec:

@@ -27,6 +27,7 @@ from coeval.interfaces.base import (
     TransientModelError,
     Usage,
 )
+
 from coeval_hf._host import ModelSlot, PendingCall, get_host
 from coeval_hf._params import ParameterError, read_bool, read_int, read_sampling
 from coeval_hf.embedded import DEFAULT_MODEL, EmbeddedModelMissing, embedded_model_path, is_embedded_name
@@ -112,7 +113,7 @@ class LlamaCppEngine:
             reply = self._server.handle_chat_completions(body)
         except ModelError as exc:
             return exc
-        except Exception as exc:  # noqa: BLE001 - the engine reports, the scheduler decides
+        except Exception as exc:
             return TransientModelError(f"{self.label}: llama.cpp failed: {type(exc).__name__}: {exc}")
         return parse_reply(reply, self.label)
 
