@@ -1,17 +1,18 @@
-"""Helpers the adapters share: typed field access and the multiple-choice item."""
+"""Helpers the adapters share: typed field access, and the multiple-choice item and adapter base."""
 
 from __future__ import annotations
 
 import re
 import string
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from coeval_benchmarks.base import BenchmarkItem, RowError
+from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
 
 __all__ = [
     "LETTERS",
     "MCQ_RUBRIC",
+    "MultipleChoiceAdapter",
     "bucket",
     "choice_item",
     "letter_for",
@@ -105,6 +106,15 @@ def choice_item(
         label=gold,
         choices=choices,
     )
+
+
+class MultipleChoiceAdapter(BenchmarkAdapter):
+    """A dataset whose items are all :func:`choice_item` questions: scored on the option letter,
+    with the gold letter as the ``correct_answer`` label attribute."""
+
+    gold_metric = "choice"
+    rubric: ClassVar[Mapping[str, str]] = MCQ_RUBRIC
+    label_attributes = ("correct_answer",)
 
 
 def stable_shuffle(options: Sequence[str], correct: int, key: str) -> tuple[list[str], int]:

@@ -11,20 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from coeval_benchmarks.adapters._common import MCQ_RUBRIC, choice_item, text, text_list
-from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
+from coeval_benchmarks.adapters._common import MultipleChoiceAdapter, choice_item, text, text_list
+from coeval_benchmarks.base import BenchmarkItem, RowError
 
 
-class ARCChallenge(BenchmarkAdapter):
+class ARCChallenge(MultipleChoiceAdapter):
     name = "arc_challenge"
     title = "ARC-Challenge"
     hub_id = "allenai/ai2_arc"
     default_split = "test"
-    gold_metric = "choice"
     description = "Answer a multiple-choice grade-school science question that needs reasoning, not just lookup."
     output_description = "The letter of the correct option."
-    rubric = MCQ_RUBRIC
-    label_attributes = ("correct_answer",)
     required_fields = ("id", "question", "choices", "answerKey")
 
     def item(self, row: Mapping[str, Any], index: int, split: str) -> BenchmarkItem:

@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from coeval_benchmarks.adapters._common import MCQ_RUBRIC, choice_item, row_id, text, text_list
-from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
+from coeval_benchmarks.adapters._common import MultipleChoiceAdapter, choice_item, row_id, text, text_list
+from coeval_benchmarks.base import BenchmarkItem, RowError
 
 _TAG = re.compile(r"\s*\[[a-z ]+\]\s*")
 
@@ -35,16 +35,13 @@ def _label(row: Mapping[str, Any]) -> int:
     )
 
 
-class HellaSwag(BenchmarkAdapter):
+class HellaSwag(MultipleChoiceAdapter):
     name = "hellaswag"
     title = "HellaSwag"
     hub_id = "Rowan/hellaswag"
     default_split = "validation"
-    gold_metric = "choice"
     description = "Pick the most plausible continuation of a short description of an everyday activity."
     output_description = "The letter of the most plausible ending: A, B, C or D."
-    rubric = MCQ_RUBRIC
-    label_attributes = ("correct_answer",)
     required_fields = ("ctx", "endings", "label")
 
     def item(self, row: Mapping[str, Any], index: int, split: str) -> BenchmarkItem:

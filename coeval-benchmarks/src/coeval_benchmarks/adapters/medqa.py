@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from coeval_benchmarks.adapters._common import LETTERS, choice_item, row_id, text
-from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
+from coeval_benchmarks.adapters._common import LETTERS, MultipleChoiceAdapter, choice_item, row_id, text
+from coeval_benchmarks.base import BenchmarkItem, RowError
 
 
 def options_by_letter(row: Mapping[str, Any]) -> dict[str, str]:
@@ -32,12 +32,11 @@ def options_by_letter(row: Mapping[str, Any]) -> dict[str, str]:
     return {k: options[k] for k in letters}
 
 
-class MedQA(BenchmarkAdapter):
+class MedQA(MultipleChoiceAdapter):
     name = "medqa"
     title = "MedQA (USMLE)"
     hub_id = "bigbio/med_qa"
     default_split = "test"
-    gold_metric = "choice"
     description = "Answer a US medical licensing exam (USMLE) style clinical multiple-choice question."
     output_description = "The letter of the correct option."
     rubric: ClassVar[Mapping[str, str]] = {
@@ -47,7 +46,6 @@ class MedQA(BenchmarkAdapter):
             "decide the answer; a bare letter is acceptable."
         ),
     }
-    label_attributes = ("correct_answer",)
     required_fields = ("question", "options")
 
     def item(self, row: Mapping[str, Any], index: int, split: str) -> BenchmarkItem:

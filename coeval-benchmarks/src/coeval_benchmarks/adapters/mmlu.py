@@ -9,8 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from coeval_benchmarks.adapters._common import LETTERS, MCQ_RUBRIC, choice_item, row_id, text, text_list
-from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
+from coeval_benchmarks.adapters._common import (
+    LETTERS,
+    MultipleChoiceAdapter,
+    choice_item,
+    row_id,
+    text,
+    text_list,
+)
+from coeval_benchmarks.base import BenchmarkItem, RowError
 
 
 def answer_index(row: Mapping[str, Any], field: str, n_options: int) -> int:
@@ -30,16 +37,13 @@ def answer_index(row: Mapping[str, Any], field: str, n_options: int) -> int:
     )
 
 
-class MMLU(BenchmarkAdapter):
+class MMLU(MultipleChoiceAdapter):
     name = "mmlu"
     title = "MMLU"
     hub_id = "cais/mmlu"
     default_split = "test"
-    gold_metric = "choice"
     description = "Answer a multiple-choice knowledge question from one of 57 academic and professional subjects."
     output_description = "The letter of the correct option: A, B, C or D."
-    rubric = MCQ_RUBRIC
-    label_attributes = ("correct_answer",)
     required_fields = ("question", "choices", "answer")
 
     def item(self, row: Mapping[str, Any], index: int, split: str) -> BenchmarkItem:

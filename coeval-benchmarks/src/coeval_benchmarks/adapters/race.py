@@ -9,20 +9,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from coeval_benchmarks.adapters._common import LETTERS, MCQ_RUBRIC, choice_item, row_id, text, text_list
-from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
+from coeval_benchmarks.adapters._common import (
+    LETTERS,
+    MultipleChoiceAdapter,
+    choice_item,
+    row_id,
+    text,
+    text_list,
+)
+from coeval_benchmarks.base import BenchmarkItem, RowError
 
 
-class RACE(BenchmarkAdapter):
+class RACE(MultipleChoiceAdapter):
     name = "race"
     title = "RACE"
     hub_id = "ehovy/race"
     default_split = "test"
-    gold_metric = "choice"
     description = "Read a passage from an English exam and answer a multiple-choice question about it."
     output_description = "The letter of the correct option: A, B, C or D."
-    rubric = MCQ_RUBRIC
-    label_attributes = ("correct_answer",)
     required_fields = ("article", "question", "options", "answer")
 
     def item(self, row: Mapping[str, Any], index: int, split: str) -> BenchmarkItem:

@@ -10,20 +10,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from coeval_benchmarks.adapters._common import MCQ_RUBRIC, choice_item, row_id, stable_shuffle, text
-from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem
+from coeval_benchmarks.adapters._common import (
+    MultipleChoiceAdapter,
+    choice_item,
+    row_id,
+    stable_shuffle,
+    text,
+)
+from coeval_benchmarks.base import BenchmarkItem
 
 
-class SciQ(BenchmarkAdapter):
+class SciQ(MultipleChoiceAdapter):
     name = "sciq"
     title = "SciQ"
     hub_id = "allenai/sciq"
     default_split = "test"
-    gold_metric = "choice"
     description = "Answer a multiple-choice science exam question, using the supporting paragraph when one is given."
     output_description = "The letter of the correct option: A, B, C or D."
-    rubric = MCQ_RUBRIC
-    label_attributes = ("correct_answer",)
     required_fields = ("question", "correct_answer", "distractor1", "distractor2", "distractor3")
 
     def item(self, row: Mapping[str, Any], index: int, split: str) -> BenchmarkItem:
