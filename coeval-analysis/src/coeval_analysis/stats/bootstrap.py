@@ -74,22 +74,36 @@ class Bootstrap:
         belong to (None = all items in order), ``num`` (rows x K), ``den`` (rows x K or
         rows x 1 when every column shares it). Returns (n_boot, K) per block; NaN where a
         resample leaves a column without weight."""
-        prepared = []
-        for items, num, den in blocks:
-            prepared.append(
-                (items, np.ascontiguousarray(num, np.float32), np.ascontiguousarray(den, np.float32))
-            )
-        outs = [np.empty((self.n_boot, num.shape[1])) for _, num, _ in prepared]
+        # Blocks over all items are stacked into one wide product: each chunk of W is then
+        # read once for all of them (narrow products are bound by reading W, not by FLOPs).
+        Span = tuple[int, int, int, int]  # block, first num column, first den column, den width
+        prepared: list[tuple[np.ndarray | None, np.ndarray, np.ndarray, list[Span]]] = []
+        whole = [i for i, (items, _, _) in enumerate(blocks) if items is None]
+        if whole:
+            spans: list[Span] = []
+            n0 = d0 = 0
+            for i in whole:
+                spans.append((i, n0, d0, blocks[i][2].shape[1]))
+                n0 += blocks[i][1].shape[1]
+                d0 += blocks[i][2].shape[1]
+            num_all = _f32(np.hstack([blocks[i][1] for i in whole]))
+            den_all = _f32(np.hstack([blocks[i][2] for i in whole]))
+            prepared.append((None, num_all, den_all, spans))
+        for i, (items, num, den) in enumerate(blocks):
+            if items is not None:
+                prepared.append((items, _f32(num), _f32(den), [(i, 0, 0, den.shape[1])]))
+        outs = [np.empty((self.n_boot, num.shape[1])) for _, num, _ in blocks]
         row = 0
         for w in self.weights():
-            for out, (items, num, den) in zip(outs, prepared, strict=True):
+            for items, num, den, block_spans in prepared:
                 ws = w if items is None else w[:, items]
                 top = ws @ num
                 bottom = ws @ den
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    out[row : row + len(w)] = np.where(
-                        bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan
-                    )
+                for i, n0, d0, dk in block_spans:
+                    k = blocks[i][1].shape[1]
+                    t, b = top[:, n0 : n0 + k], bottom[:, d0 : d0 + dk]
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        outs[i][row : row + len(w)] = np.where(b > 0, t / np.where(b > 0, b, 1), np.nan)
             row += len(w)
         return outs
 
@@ -129,3 +143,7 @@ def percentile_interval(reps: np.ndarray, level: float = 0.95) -> tuple[np.ndarr
             q = np.nanquantile(sub, [tail, 1.0 - tail], axis=0)
         lo[has], hi[has] = q[0], q[1]
     return lo, hi
+
+
+def _f32(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float32)
