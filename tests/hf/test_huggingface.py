@@ -305,6 +305,7 @@ def test_hub_id_loads_from_the_cache_that_hf_home_names(tiny_model_dir: Path, tm
         return out
 
     assert run(main()).usage.output_tokens > 0
+    assert run(iface.list_models()) == ["acme/tiny-chat"]  # what `coeval models` shows: loads offline
 
 
 def test_hub_id_missing_from_cache_while_offline_is_a_clear_fatal_error(tmp_path: Path,

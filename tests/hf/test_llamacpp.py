@@ -59,7 +59,7 @@ def test_the_shipped_model_answers_a_short_prompt_quietly(capfd: pytest.CaptureF
     result = asyncio.run(main())
     assert "Paris" in result.text
     assert result.usage.input_tokens > 5 and 0 < result.usage.output_tokens <= 48
-    assert result.cost_usd == 0.0
+    assert result.cost_usd == 0.0 and result.model == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert capfd.readouterr().err == ""  # llama.cpp's per-request log lines are off by default
 
 

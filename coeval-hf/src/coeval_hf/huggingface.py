@@ -33,7 +33,7 @@ from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
 from coeval_hf._devices import check_gpu_cheaply, validate_device, validate_dtype
 from coeval_hf._host import ModelSlot, get_host
 from coeval_hf._params import ParameterError, read_bool, read_int, read_sampling
-from coeval_hf._transformers_engine import LoadSpec, TransformersEngine
+from coeval_hf._transformers_engine import LoadSpec, TransformersEngine, hf_cache_dir
 
 if TYPE_CHECKING:
     from coeval.config.model import ModelConfig
@@ -106,6 +106,16 @@ class HuggingFaceInterface(Interface):
         if self._slot is None:
             self._slot = get_host().acquire(self.spec.key(), self._load, self.label)
         return await get_host().submit(self._slot, request)
+
+    async def list_models(self) -> list[str]:
+        """Models already in the hub cache (``coeval models``): the ones that load offline."""
+        try:
+            from huggingface_hub import scan_cache_dir
+
+            info = scan_cache_dir(hf_cache_dir(self.spec.cache_dir))
+        except Exception:  # no cache yet, or no huggingface_hub: nothing to list
+            return []
+        return sorted(repo.repo_id for repo in info.repos if repo.repo_type == "model")
 
     def connection_key(self) -> str:
         return f"{self.name}:{self.model.name}"

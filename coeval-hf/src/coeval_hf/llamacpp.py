@@ -142,7 +142,7 @@ def parse_reply(reply: Any, label: str) -> GenerateResult | ModelError:
         text=text or "",
         usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
         cost_usd=0.0,
-        model=str(reply.get("model") or "") or None,
+        model=Path(str(reply.get("model"))).name if reply.get("model") else None,  # the file, not its folder
     )
 
 
