@@ -134,22 +134,20 @@ _JSON_TYPE_WORDS = {
 }
 
 
+#: Python type -> JSON type name, bool before int (a bool is an int to ``isinstance``).
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (type(None), "null"),
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
+
+
 def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return next((name for cls, name in _JSON_TYPES if isinstance(value, cls)), type(value).__name__)
 
 
 def _describe(value: Any) -> str:

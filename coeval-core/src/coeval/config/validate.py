@@ -162,6 +162,15 @@ class Validator:
             )
         )
 
+    def _add_unknown(self, rule: str, path: Path_, message: str, word: str, choices: Sequence[str]) -> None:
+        """A name that is not one of ``choices``: the message and the fix offer the closest
+        choice, or the fix lists them all."""
+        guess = did_you_mean(word, choices)
+        if guess:
+            self.add(rule, path, f"{message} (did you mean '{guess}'?)", f"replace '{word}' with '{guess}'")
+        else:
+            self.add(rule, path, message, f"use one of: {', '.join(choices)}")
+
     def run(self) -> list[ValidationIssue]:
         if not isinstance(self.raw, dict):
             got = "an empty file" if self.raw is None else f"a {type(self.raw).__name__}"
@@ -243,14 +252,9 @@ class Validator:
             iface = model.get("interface")
             if not isinstance(iface, str) or not iface or iface == AUTO_INTERFACE or iface in known:
                 continue
-            guess = did_you_mean(iface, sorted(known | {AUTO_INTERFACE}))
-            message = f"unknown interface '{iface}'" + (f" (did you mean '{guess}'?)" if guess else "")
-            fix = (
-                f"replace '{iface}' with '{guess}'"
-                if guess
-                else "use one of: " + ", ".join(sorted(known | {AUTO_INTERFACE}))
+            self._add_unknown(
+                "V-06", ("models", i, "interface"), f"unknown interface '{iface}'", iface, sorted(known | {AUTO_INTERFACE})
             )
-            self.add("V-06", ("models", i, "interface"), message, fix)
 
     def _needs_judge(self) -> bool:
         for _, task in self.tasks:
@@ -312,17 +316,15 @@ class Validator:
                 if iface in self._known_interfaces():
                     message = f"interface '{iface}' has no batch API"
                     fix = f"remove '{iface}'; batch works with: {', '.join(sorted(BATCHABLE_INTERFACES))}"
+                    self.add("V-13", ("experiment", "batch", iface), message, fix)
                 else:
-                    guess = did_you_mean(str(iface), sorted(BATCHABLE_INTERFACES))
-                    message = f"'{iface}' is not a batchable interface" + (
-                        f" (did you mean '{guess}'?)" if guess else ""
+                    self._add_unknown(
+                        "V-13",
+                        ("experiment", "batch", iface),
+                        f"'{iface}' is not a batchable interface",
+                        str(iface),
+                        sorted(BATCHABLE_INTERFACES),
                     )
-                    fix = (
-                        f"replace '{iface}' with '{guess}'"
-                        if guess
-                        else f"use one of: {', '.join(sorted(BATCHABLE_INTERFACES))}"
-                    )
-                self.add("V-13", ("experiment", "batch", iface), message, fix)
         for i, model in self.models:
             iface = model.get("interface")
             if (
@@ -392,12 +394,13 @@ class Validator:
         names = self.model_names
         for name in quota:
             if name not in names:
-                guess = did_you_mean(str(name), names)
-                message = f"quota names '{name}', which is not a model of this config" + (
-                    f" (did you mean '{guess}'?)" if guess else ""
+                self._add_unknown(
+                    "V-25",
+                    ("experiment", "quota", name),
+                    f"quota names '{name}', which is not a model of this config",
+                    str(name),
+                    names,
                 )
-                fix = f"replace '{name}' with '{guess}'" if guess else f"use one of: {', '.join(names)}"
-                self.add("V-25", ("experiment", "quota", name), message, fix)
 
     def _requires_model(self, interface: str) -> bool:
         if interface in MODEL_OPTIONAL_INTERFACES:
