@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from coeval.cli.main import cli
 from coeval.config import ConfigError, load_config, validate_config
 from coeval.config.validate import ALL_RULES
@@ -158,27 +158,26 @@ def test_dry_run_reports_disk_problems_as_warnings(isolated: Path) -> None:
     assert "Dry run" in result.stdout
 
 
-def test_malformed_key_file_is_a_clean_error(isolated: Path) -> None:
-    keys = isolated / "keys.yaml"
-    keys.write_text("providers:\n  openai: [not, a, key\n", encoding="utf-8")
-    config = isolated / "ok.yaml"
+def dry_run_with_keys(workdir: Path, keys_yaml: str) -> Result:
+    """``coeval run --dry-run`` of the mock smoke example with a key file holding ``keys_yaml``."""
+    keys = workdir / "keys.yaml"
+    keys.write_text(keys_yaml, encoding="utf-8")
+    config = workdir / "ok.yaml"
     config.write_text(
         (Path(__file__).parents[2] / "examples" / "mock_smoke.yaml").read_text(), encoding="utf-8"
     )
-    result = CliRunner().invoke(cli, ["run", "--config", str(config), "--dry-run", "--keys", str(keys)])
+    return CliRunner().invoke(cli, ["run", "--config", str(config), "--dry-run", "--keys", str(keys)])
+
+
+def test_malformed_key_file_is_a_clean_error(isolated: Path) -> None:
+    result = dry_run_with_keys(isolated, "providers:\n  openai: [not, a, key\n")
     assert result.exit_code == 2
     assert "key file" in result.stderr and "not valid YAML" in result.stderr
     assert "Traceback" not in result.output
 
 
 def test_key_file_secrets_never_printed(isolated: Path) -> None:
-    keys = isolated / "keys.yaml"
-    keys.write_text("providers:\n  openai: 42\n  anthropic: sk-ant-secret-value-123\n", encoding="utf-8")
-    config = isolated / "ok.yaml"
-    config.write_text(
-        (Path(__file__).parents[2] / "examples" / "mock_smoke.yaml").read_text(), encoding="utf-8"
-    )
-    result = CliRunner().invoke(cli, ["run", "--config", str(config), "--dry-run", "--keys", str(keys)])
+    result = dry_run_with_keys(isolated, "providers:\n  openai: 42\n  anthropic: sk-ant-secret-value-123\n")
     assert result.exit_code == 2
     assert "providers.openai" in result.stderr
     assert "sk-ant-secret-value-123" not in result.output
