@@ -36,8 +36,9 @@ except SystemExit as exc:
     code = exc.code or 0
 else:
     code = 0
+usage = resource.getrusage(resource.RUSAGE_SELF)
 with open(sys.argv[1], "w") as fh:
-    fh.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+    fh.write(f"{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}")
 sys.exit(code)
 """
 
@@ -92,13 +93,15 @@ def run(n_records: int = 1_000_000, *, n_boot: int = 1000, workdir: Path | None 
         seconds = time.perf_counter() - started
         if proc.returncode != 0:
             raise RuntimeError(f"coeval analyze failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
-        peak_mb = int(rss_file.read_text()) / 1024.0  # ru_maxrss is in KiB on Linux
+        maxrss, cpu = rss_file.read_text().split()
+        peak_mb = int(maxrss) / 1024.0  # ru_maxrss is in KiB on Linux
         summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     return {
         "name": "analysis",
         "n_records": records,
         "seconds": round(seconds, 2),
         "peak_mb": round(peak_mb, 1),
+        "cpu_seconds": round(float(cpu), 2),
         "records_per_second": round(records / seconds),
         "target_seconds": TARGET_SECONDS,
         "target_peak_mb": TARGET_PEAK_MB,
@@ -106,6 +109,7 @@ def run(n_records: int = 1_000_000, *, n_boot: int = 1000, workdir: Path | None 
         "setup_seconds": round(setup_seconds, 2),
         "n_boot": n_boot,
         "cpu_count": os.cpu_count(),
+        "load_average": round(os.getloadavg()[0], 2),
         "n_duplicates": summary["n_duplicates"],
         "n_failed": summary["n_failed"],
     }
@@ -124,8 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "OK" if result["ok"] else "OVER TARGET"
         print(
             f"coeval analyze on {result['n_records']:,} judge records: {result['seconds']:.1f} s "
-            f"(target {TARGET_SECONDS:.0f} s), peak {result['peak_mb']:.0f} MB "
-            f"(target {TARGET_PEAK_MB:.0f} MB) -> {verdict}"
+            f"(target {TARGET_SECONDS:.0f} s; {result['cpu_seconds']:.1f} s CPU, load average "
+            f"{result['load_average']}), peak {result['peak_mb']:.0f} MB (target {TARGET_PEAK_MB:.0f} MB) "
+            f"-> {verdict}"
         )
     return 0 if result["ok"] else 1
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -71,13 +72,11 @@ def analyze_command(
 
     Example: coeval analyze --run eval_runs/demo-v1 --out reports/demo
     """
-    from coeval.plugins import registries
-
     from coeval_analysis.analysis import AnalysisOptions, analyze
     from coeval_analysis.errors import AnalysisInputError
     from coeval_analysis.loader import load_run
 
-    writers = {entry.name: entry.value for entry in registries().reports}
+    writers = _report_writers()
     unknown = [r for r in reports if r not in writers]
     if unknown:
         raise click.BadParameter(
@@ -119,6 +118,22 @@ def analyze_command(
             if path.name in ("report.html", "summary.json"):
                 click.echo(f"  {path}")
         click.echo(f"  {out / 'tables'}/ (CSV and Parquet)" if (out / "tables").exists() else "")
+
+
+def _report_writers() -> dict[str, Any]:
+    """Report writers of every plugin, in registration order. Only the ``register_reports``
+    hook is called (``registries()`` would also set up interfaces and evaluators, which
+    analysis does not need)."""
+    from coeval.plugins import get_plugin_manager
+
+    writers: dict[str, Any] = {}
+
+    def register(name: str, writer: Any, **_options: Any) -> None:
+        writers.setdefault(name, writer)
+
+    for impl in reversed(get_plugin_manager().hook.register_reports.get_hookimpls()):
+        impl.function(register=register)
+    return writers
 
 
 class _NoProgress:

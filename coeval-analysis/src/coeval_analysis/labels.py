@@ -23,10 +23,12 @@ import re
 import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "LabelReport",
@@ -175,6 +177,8 @@ def precision_recall_f1(
     predicted has precision 0; a label never in gold has recall 0 (sklearn's
     ``zero_division=0``). ``labels`` fixes the label list (default: every label seen).
     """
+    import pandas as pd
+
     if len(gold) != len(predicted):
         raise ValueError(f"{len(gold)} gold items but {len(predicted)} predictions")
     g_items = [sorted({normalise_label(x) for x in g}) for g in gold]
