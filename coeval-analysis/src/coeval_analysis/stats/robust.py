@@ -18,7 +18,8 @@ weighted consensus score, ``N_i`` = mean over students of the consensus' noise v
 judge noise alone would produce. The weight ``d_i = max(D_i - N_i, 0) / D_i`` is the share
 of the spread that is not judge noise (an item reliability): 0 for an item every student
 gets the same score on or whose differences are all judge noise, near 1 for a clean,
-separating item. (If no item has any weight, all count equally.)
+separating item. The weight used is ``0.1 + 0.9 * d_i``: a datapoint's reliability is
+estimated from a handful of students, so none is dropped entirely or trusted alone.
 
 **Robust score** of a student: ``sum_i d_i c_is / sum_i d_i`` over the items it answered.
 Intervals resample datapoints with the weights held fixed; judge-weight intervals resample
@@ -37,6 +38,7 @@ from coeval_analysis.stats.scores import ScoreModel, dense_mean, pair_mean
 __all__ = ["RobustRanking", "judge_weights", "robust_ranking"]
 
 SHRINK_UNITS = 30.0
+ITEM_WEIGHT_FLOOR = 0.1
 
 
 def _snr_weight(r: np.ndarray) -> np.ndarray:
@@ -151,11 +153,12 @@ def robust_ranking(model: ScoreModel, boot: Bootstrap, level: float = 0.95) -> R
     with np.errstate(invalid="ignore", divide="ignore"):
         spread = np.where(n_s >= 2, _nanvar(c, n_s), 0.0)
         item_noise = np.where(n_s > 0, np.nansum(np.where(has, noise, 0.0), 1) / np.maximum(n_s, 1), 0.0)
-        d = np.where(
+        reliability = np.where(
             spread > 0, np.clip(spread - item_noise, 0.0, None) / np.where(spread > 0, spread, 1.0), 0.0
         )
-    if d.sum() <= 0:
-        d = np.where(n_s > 0, 1.0, 0.0)
+    # a floor keeps every answered item in the score: one item's reliability rests on a
+    # handful of students and is itself noisy, so no item is ever trusted alone
+    d = np.where(n_s > 0, ITEM_WEIGHT_FLOOR + (1.0 - ITEM_WEIGHT_FLOOR) * reliability, 0.0)
 
     num_m = np.where(has, c, 0.0) * d[:, None]
     den_m = has * d[:, None]
