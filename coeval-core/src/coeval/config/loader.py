@@ -19,7 +19,7 @@ import cattrs
 from coeval.config._yaml import LineMap, read_yaml
 from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
-from coeval.config.validate import KNOWN_METRICS, Validator
+from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
 from coeval.interfaces.known import AUTO_INTERFACE, KNOWN_INTERFACES
 
 __all__ = ["RESUME_DEFAULT_MODES", "load_config", "read_config_file", "structure_config", "validate_config"]
@@ -73,13 +73,14 @@ def _file_issue(source: str, message: str, fix: str) -> ValidationIssue:
     return ValidationIssue("V-00", "(file)", message, fix, source=source)
 
 
-def _registered() -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """Interfaces (name -> registration options) and metrics that installed plugins provide."""
+def _registered() -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
+    """Interfaces (name -> registration options), metrics and evaluators that installed
+    plugins provide."""
     from coeval.plugins import registries
 
     regs = registries()
     interfaces = {entry.name: dict(entry.options) for entry in regs.interfaces}
-    return interfaces, regs.metrics.names()
+    return interfaces, regs.metrics.names(), regs.evaluators.names()
 
 
 def validate_config(
@@ -148,7 +149,7 @@ def load_config(
         if isinstance(experiment, dict):
             experiment["resume_from"] = resume_from
 
-    interfaces, metrics = _registered()
+    interfaces, metrics, evaluators = _registered()
     validator = Validator(
         raw,
         lines=lines,
@@ -159,6 +160,7 @@ def load_config(
         environment_as_warnings=environment_as_warnings,
         interfaces=interfaces,
         metrics=[*metrics, *KNOWN_METRICS],
+        evaluators={*evaluators, *KNOWN_EVALUATORS},
     )
     issues += validator.run()
     if not any(i.is_error for i in issues):

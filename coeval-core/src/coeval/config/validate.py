@@ -32,6 +32,7 @@ V-30   ``label_attributes`` shape              V-31  ``budget_usd`` >= 0
 V-32   ``seed`` integer                        V-33  ``role_parameters`` roles
 V-34   attribute maps and rubric shapes        V-35  ``interface: auto`` resolves
 V-36   ``--only-models`` names configured models
+V-37   model names differ from phase-5 evaluator names (``label``, ``metric``, ``gold``, ...)
 =====  =====================================================================================
 """
 
@@ -77,6 +78,8 @@ ENVIRONMENT_RULES = frozenset({"V-10", "V-11", "V-14", "V-35"})
 #: Metrics a rubric factor may name even when the distribution providing them
 #: (coeval-analysis) is not installed; installed plugins may register more.
 KNOWN_METRICS = ("bleu", "bertscore", "exact_match")
+#: Evaluators whose records use their name as ``judge_model_id``; a model may not take one.
+KNOWN_EVALUATORS = ("label", "metric", "gold")
 
 Path_ = tuple[str | int, ...]
 
@@ -142,6 +145,7 @@ class Validator:
     environment_as_warnings: bool = False
     interfaces: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)  # registered name -> options
     metrics: Iterable[str] = ()
+    evaluators: Iterable[str] = KNOWN_EVALUATORS
     issues: list[ValidationIssue] = attrs.field(factory=list)
 
     # ---- collecting ------------------------------------------------------------------------
@@ -245,6 +249,17 @@ class Validator:
                     )
                 else:
                     first[name] = i
+        reserved = set(self.evaluators)
+        for i, model in self.models:
+            name = model.get("name")
+            if isinstance(name, str) and name in reserved:
+                self.add(
+                    "V-37",
+                    ("models", i, "name"),
+                    f"model name '{name}' is the name of a phase-5 evaluator, whose records would be "
+                    "mixed up with this model's judgements",
+                    f"rename the model (e.g. '{name}-model')",
+                )
 
     def _interfaces(self) -> None:
         known = self._known_interfaces()

@@ -7,12 +7,12 @@ from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from coeval.batching.base import BatchRunner
-from coeval.interfaces.base import FatalModelError, ModelError, TransientModelError
+from coeval.interfaces.base import ModelError, TransientModelError
 
 from coeval_providers import _errors
 from coeval_providers.interfaces._base import ProviderInterface
 
-__all__ = ["ProviderBatchRunner", "dump_jsonl", "line_error", "load_jsonl", "missing_error"]
+__all__ = ["ProviderBatchRunner", "dump_jsonl", "line_error", "load_jsonl"]
 
 IfaceT = TypeVar("IfaceT", bound=ProviderInterface)
 T = TypeVar("T")
@@ -72,9 +72,4 @@ def line_error(provider: str, status: int | None, body: Any, code: str | None = 
     return TransientModelError(f"{provider} batch: request failed{': ' + detail if detail else ''}")
 
 
-def missing_error(provider: str) -> ModelError:
-    return TransientModelError(f"{provider} batch: no result for this request in the job's output")
 
-
-def fatal(provider: str, message: str) -> FatalModelError:
-    return FatalModelError(f"{provider} batch: {message}")
