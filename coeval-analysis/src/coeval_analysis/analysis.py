@@ -255,7 +255,7 @@ def _students(
     rows = []
     for i, s in enumerate(model.students):
         row = overall.loc[s] if s in overall.index else None
-        entry = {
+        entry: dict[str, Any] = {
             "score": _num(score[i]),
             "ci": [_num(row["ci_low"]), _num(row["ci_high"])] if row is not None else [None, None],
             "rank": int(rank[i]),
@@ -268,10 +268,11 @@ def _students(
             entry["gold_score"] = gold["students"][s]["gold_score"]
             entry["gold_ci"] = gold["students"][s]["gold_ci"]
         out[s] = entry
-        flat = {"student": s, **{k: v for k, v in entry.items() if not isinstance(v, list)}}
+        flat: dict[str, Any] = {"student": s, **{k: v for k, v in entry.items() if not isinstance(v, list)}}
         for k in ("ci", "robust_ci", "gold_ci"):
-            if k in entry:
-                flat[f"{k}_low"], flat[f"{k}_high"] = entry[k]
+            bounds = entry.get(k)
+            if isinstance(bounds, list):
+                flat[f"{k}_low"], flat[f"{k}_high"] = bounds
         rows.append(flat)
     ordered = dict(sorted(out.items(), key=lambda kv: (kv[1]["robust_rank"], kv[0])))
     table = pd.DataFrame(rows)

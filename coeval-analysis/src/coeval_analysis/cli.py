@@ -150,7 +150,7 @@ class _NoProgress:
         return None
 
 
-def _progress(quiet: bool):  # type: ignore[no-untyped-def]
+def _progress(quiet: bool) -> Any:
     if quiet:
         return _NoProgress()
     from rich.console import Console
@@ -166,12 +166,12 @@ def _progress(quiet: bool):  # type: ignore[no-untyped-def]
     )
 
 
-def _print_ranking(summary: dict) -> None:  # type: ignore[type-arg]
+def _print_ranking(summary: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    def f(x: object) -> str:
-        return "—" if x is None else f"{x:.3f}"  # type: ignore[str-format]
+    def f(x: float | None) -> str:
+        return "—" if x is None else f"{x:.3f}"
 
     table = Table(title=f"{summary['experiment_id']}: students", title_justify="left")
     for col in ("#", "student", "robust", "95% CI", "mean", "95% CI "):

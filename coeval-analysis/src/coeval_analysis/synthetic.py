@@ -246,7 +246,7 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
                     for si, student in enumerate(students):
                         rid = f"{dp}__{student}"
                         noisy = truth[i, si] + rng.normal(0.0, 0.05)
-                        rec = {
+                        extra: dict[str, object] = {
                             "id": f"{rid}__{name}",
                             "response_id": rid,
                             "datapoint_id": dp,
@@ -258,7 +258,7 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
                             "scores": make(noisy),
                             "status": "ok",
                         }
-                        lines.append(_dump(rec) + "\n")
+                        lines.append(_dump(extra) + "\n")
                 path = root / "phase5_evaluations" / f"{task}.{teacher}.{name}.evaluations.jsonl"
                 path.write_text("".join(lines), encoding="utf-8")
     return root

@@ -26,7 +26,7 @@ def lazy_writers() -> dict[str, Callable[[Any, Path], list[Path]]]:
         def writer(analysis: Any, out_dir: Path) -> list[Path]:
             import importlib
 
-            return getattr(importlib.import_module(module), func)(analysis, out_dir)  # type: ignore[no-any-return]
+            return getattr(importlib.import_module(module), func)(analysis, out_dir)
 
         writer.__name__ = func
         writer.__doc__ = f"Lazy wrapper of {target}."
