@@ -185,7 +185,12 @@ def _print_ranking(summary: dict[str, Any]) -> None:
             f(s["score"]),
             f"[{f(s['ci'][0])}, {f(s['ci'][1])}]",
         )
-    Console().print(table)
+    if summary["students"]:
+        Console().print(table)
+    else:
+        click.echo(
+            "No usable score in this run: every record failed or could not be used (see data quality)."
+        )
     q = summary["data_quality"]
     click.echo(
         f"records {q['n_records']:,}; failed {q['n_failed']:,}; duplicates dropped {q['n_duplicates']:,}; "

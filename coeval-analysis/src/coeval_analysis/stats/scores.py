@@ -301,14 +301,15 @@ class ScoreModel:
             if S > 1 and (den == den[:, :1]).all():
                 den = den[:, :1]  # every student answered the same datapoints: one denominator
             blocks.append((None if len(local) == self.n_items else local, num, den))
-        table = pd.DataFrame(rows)
+        columns = ["kind", "slice", "task", "student", "score", "n", "n_items", "ci_low", "ci_high"]
+        table = pd.DataFrame(rows, columns=columns[:-2])
         if len(table):
             reps = boot.ratios(blocks)
             bounds = [percentile_interval(r, level) for r in reps]
             table["ci_low"] = np.concatenate([b[0] for b in bounds])
             table["ci_high"] = np.concatenate([b[1] for b in bounds])
             table.loc[table["n"] == 0, ["score", "ci_low", "ci_high"]] = np.nan
-        return table
+        return table.reindex(columns=columns)
 
 
 def _scatter(mat: np.ndarray, item: np.ndarray, student: np.ndarray, value: np.ndarray | None) -> None:

@@ -1,0 +1,76 @@
+"""Small and degenerate runs still produce every report, with what can be said."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+from coeval.cli.main import cli
+
+from .runs import datapoint, evaluation, response, write_run
+
+RUBRIC = {"accuracy": "Correct.", "clarity": "Clear."}
+DPS = [datapoint("t", "teach", i + 1, color="red") for i in range(3)]
+TWO = [response(dp, s) for dp in DPS for s in ("s1", "s2")]
+
+
+def _analyze(run: Path) -> dict:
+    out = run.parent / f"{run.name}-out"
+    result = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--out", str(out), "--bootstrap", "50"])
+    assert result.exit_code == 0, result.output
+    assert (out / "report.html").exists() and (out / "tables").is_dir()
+    summary = json.loads((out / "summary.json").read_text())
+    summary["_output"] = result.output
+    return summary
+
+
+def test_one_judge_and_no_phase_3_or_4(tmp_path: Path) -> None:
+    run = write_run(
+        tmp_path / "r",
+        rubric=RUBRIC,
+        datapoints=DPS,
+        responses=TWO,
+        evaluations=[evaluation(r, "j1", {"accuracy": "High", "clarity": "Low"}) for r in TWO],
+    )
+    shutil.rmtree(run / "phase3_datapoints")
+    shutil.rmtree(run / "phase4_responses")
+    s = _analyze(run)
+    assert s["students"]["s1"]["score"] == 0.5
+    assert s["agreement"]["pairwise"] == [] and s["agreement"]["krippendorff_alpha"] is None
+    assert "two LLM judges" in s["agreement"]["note"]
+    assert s["judges"]["j1"]["weight"] == 1.0
+
+
+def test_every_record_failed(tmp_path: Path) -> None:
+    run = write_run(
+        tmp_path / "r",
+        rubric=RUBRIC,
+        datapoints=DPS,
+        responses=TWO,
+        evaluations=[evaluation(r, "j1", {}, status="failed", error_kind="timeout") for r in TWO],
+    )
+    s = _analyze(run)
+    assert s["students"] == {}
+    assert s["n_failed"] == 6
+    assert s["judges"]["j1"]["failure_rate"] == 1.0
+    assert s["judges"]["j1"]["errors"] == {"timeout": 6}
+    assert "No usable score" in s["_output"]
+
+
+def test_one_student(tmp_path: Path) -> None:
+    one = [response(dp, "s1") for dp in DPS]
+    run = write_run(
+        tmp_path / "r",
+        rubric=RUBRIC,
+        datapoints=DPS,
+        responses=one,
+        evaluations=[
+            evaluation(r, j, {"accuracy": "High", "clarity": "Medium"}) for r in one for j in ("j1", "j2")
+        ],
+    )
+    s = _analyze(run)
+    assert s["students"]["s1"]["score"] == 0.75
+    assert s["students"]["s1"]["rank"] == 1
+    assert s["agreement"]["pairwise"][0]["spa"] == 1.0
