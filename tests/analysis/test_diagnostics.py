@@ -60,7 +60,8 @@ def test_gold_scores_sit_beside_judge_scores(make_run) -> None:
     assert gold["ensemble_vs_gold"]["pearson"] > 0.6
     assert gold["judges_vs_gold"]["j-r"]["pearson"] < 0.2
     assert gold["ranking_vs_gold"]["spearman"] == pytest.approx(1.0)
-    assert "gold" not in s["judges"] or "weight" not in s["judges"]["gold"]  # gold never weighs as a judge
+    assert "gold" not in s["judges"]  # gold never weighs as a judge
+    assert s["evaluator_records"]["gold"]["evaluator"] == "gold"
     for name in STUDENTS:
         low, high = s["students"][name]["gold_ci"]
         assert low <= s["students"][name]["gold_score"] <= high

@@ -56,6 +56,7 @@ def test_every_record_failed(tmp_path: Path) -> None:
     assert s["n_failed"] == 6
     assert s["judges"]["j1"]["failure_rate"] == 1.0
     assert s["judges"]["j1"]["errors"] == {"timeout": 6}
+    assert s["judges"]["j1"]["weight"] == 0.0
     assert "No usable score" in s["_output"]
 
 

@@ -81,7 +81,7 @@ def analyze(
     gold = gold_report(model, robust, boot, opts.level)
     labels = label_report(data.labels, data.target_attributes)
     ev_scores = evaluator_scores(model)
-    judges, judge_table = _judges(data, model, robust, pairs)
+    judges, evaluator_records, judge_table = _judges(data, model, robust, pairs)
     students, student_table = _students(model, slices, robust, gold)
 
     q = data.quality
@@ -99,6 +99,7 @@ def analyze(
         "data_quality": q.as_dict(),
         "students": students,
         "judges": judges,
+        "evaluator_records": evaluator_records,
         "agreement": agreement,
         "teachers": teachers,
         "self_preference": bias,
@@ -193,9 +194,11 @@ def _agreement(model: ScoreModel, opts: AnalysisOptions) -> tuple[dict[str, Any]
 
 def _judges(
     data: RunData, model: ScoreModel, robust: RobustRanking, pairs: list[dict[str, Any]]
-) -> tuple[dict[str, Any], pd.DataFrame]:
+) -> tuple[dict[str, Any], dict[str, Any], pd.DataFrame]:
+    """(LLM judges, other evaluators (metric, label, gold), table of both)."""
     recs = data.records
     out: dict[str, Any] = {}
+    others: dict[str, Any] = {}
     rows = []
     by_judge = recs.groupby("judge", observed=True)
     failed = by_judge["failed"].agg(["size", "sum"])
@@ -226,7 +229,10 @@ def _judges(
                     "mean_kappa": _num(np.mean([p["kappa"] for p in mine])) if mine else None,
                 }
             )
-        out[name] = entry
+        elif entry["evaluator"] == LLM_JUDGE:  # every record failed: it contributes nothing
+            entry.update({"weight": 0.0, "weight_ci": [0.0, 0.0], "consensus_r": None, "n_units": 0,
+                          "mean_score": None, "mean_kappa": None})  # fmt: skip
+        (out if entry["evaluator"] == LLM_JUDGE else others)[name] = entry
         rows.append(
             {
                 "judge": name,
@@ -239,7 +245,7 @@ def _judges(
         ci = table.pop("weight_ci")
         table["weight_ci_low"] = [c[0] if isinstance(c, list) else None for c in ci]
         table["weight_ci_high"] = [c[1] if isinstance(c, list) else None for c in ci]
-    return out, table
+    return out, others, table
 
 
 def _students(

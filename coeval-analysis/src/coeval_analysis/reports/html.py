@@ -457,13 +457,14 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                 80 + 40 * len(llm),
             )
         )
-    names = list(judges)
+    names = list(judges) + list(s.get("evaluator_records", {}))
+    everyone = {**judges, **s.get("evaluator_records", {})}
     jblocks.append(
         fig(
             "fig-failures",
             _bar(
                 names,
-                [judges[j]["failure_rate"] for j in names],
+                [everyone[j]["failure_rate"] for j in names],
                 "Failure rate",
                 axis="share of records failed",
                 color=_COLORS[3],
@@ -473,7 +474,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
     )
     jrows = [
         {"judge": k, **v, "errors": ", ".join(f"{a}: {b}" for a, b in v.get("errors", {}).items())}
-        for k, v in judges.items()
+        for k, v in everyone.items()
     ]
     jblocks.append(
         Table(
