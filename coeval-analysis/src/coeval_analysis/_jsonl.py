@@ -70,22 +70,37 @@ def read_records(
     try:
         con.execute("SET preserve_insertion_order = true")
         try:
-            table = con.sql(_query(files, columns, computed, hidden)).to_arrow_table()
+            table = _duck_read(con, files, columns, computed, hidden)
         except unreadable:
+            # file by file; a file DuckDB cannot read at all is read in Python. Hashes
+            # would then come from two functions, so they are dropped (the loader falls
+            # back to comparing ids as text).
             tables = []
+            hashes = [n for n, e in computed.items() if e.startswith("hash(")]
             for path in files:
                 try:
-                    tables.append(con.sql(_query([path], columns, computed, hidden)).to_arrow_table())
+                    part = _duck_read(con, [path], columns, computed, hidden)
                 except unreadable:
-                    tables.append(_read_slow(path, columns, computed, hidden))
+                    part = _read_slow(path, columns, computed, hidden)
+                tables.append(part.drop_columns([h for h in hashes if h in part.column_names]))
             table = pa.concat_tables([t.cast(tables[0].schema) for t in tables])
     finally:
         con.close()
     return _drop_bad_rows(table, [n for n in columns if n not in hidden])
 
 
+def _duck_read(
+    con: Any,
+    files: Sequence[Path],
+    columns: Mapping[str, str],
+    computed: Mapping[str, str],
+    hidden: Sequence[str],
+) -> pa.Table:
+    return con.sql(_query(files, columns, computed, hidden)).to_arrow_table()
+
+
 def _empty(schema: pa.Schema, computed: Mapping[str, str]) -> pa.Table:
-    extra = [(n, pa.int64()) for n in computed]
+    extra = [(n, pa.uint64() if expr.startswith("hash(") else pa.int64()) for n, expr in computed.items()]
     return pa.schema([*schema, *extra]).empty_table()
 
 
@@ -122,9 +137,12 @@ def _read_slow(
     schema = pa.schema([(n, _ARROW_TYPES[k]) for n, k in columns.items()])
     table = pa.Table.from_pylist(rows, schema=schema)
     for name, expr in computed.items():
-        # only length(field) is used by the loader
+        # the loader asks for length(field) and hash(field)
         field = expr[expr.index("(") + 1 : expr.index(")")]
-        table = table.append_column(name, pc.cast(pc.utf8_length(table.column(field)), pa.int64()))
+        if expr.startswith("length("):
+            table = table.append_column(name, pc.cast(pc.utf8_length(table.column(field)), pa.int64()))
+        elif not expr.startswith("hash("):  # hashes are dropped by the caller
+            raise ValueError(f"cannot compute {expr!r} without DuckDB")
     return table.drop_columns([n for n in hidden if n in table.column_names])
 
 

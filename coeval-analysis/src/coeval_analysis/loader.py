@@ -44,6 +44,8 @@ PHASE4 = "phase4_responses"
 PHASE5 = "phase5_evaluations"
 
 _LEVELS = {"low": (0.0, 0), "medium": (0.5, 1), "high": (1.0, 2)}
+#: a 64-bit hash of each record's id, computed by DuckDB while it reads (see _id_codes)
+_ID_HASH = {"id_hash": "hash(id)"}
 
 _EVAL_COLUMNS = {
     "id": TEXT, "response_id": TEXT, "datapoint_id": TEXT, "task_id": TEXT, "teacher_model_id": TEXT,
@@ -193,13 +195,38 @@ def _failed_status(table: pa.Table) -> np.ndarray:
 
 
 def _id_codes(table: pa.Table) -> np.ndarray:
-    """Codes that are equal exactly when ids are; a record without an id is unique."""
-    arr = table.column("id").combine_chunks()
-    enc = pc.dictionary_encode(arr)
-    codes = pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)
-    missing = codes < 0
-    if missing.any():
+    """Codes that are equal exactly when ids are; a record without an id is unique.
+
+    Rows are grouped by the 64-bit hash DuckDB computed while reading (``id_hash``), which
+    is much cheaper than hashing a million strings again; rows that share a hash (in
+    practice only true duplicates) are then re-coded by their id text, so a hash collision
+    can never merge two different records."""
+    n = table.num_rows
+    if n == 0:
+        return np.zeros(0, np.int64)
+    if "id_hash" not in table.column_names:  # read without DuckDB: compare the texts
+        enc = pc.dictionary_encode(table.column("id").combine_chunks())
+        codes = pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)
+        missing = codes < 0
         codes[missing] = len(enc.dictionary) + np.arange(int(missing.sum()))
+        return codes
+    h = table.column("id_hash").to_numpy(zero_copy_only=False).astype(np.uint64)
+    order = np.argsort(h, kind="stable")
+    hs = h[order]
+    first = np.r_[True, hs[1:] != hs[:-1]]
+    group = np.cumsum(first) - 1
+    codes = np.empty(n, np.int64)
+    codes[order] = group
+    shared_sorted = ~first | np.r_[~first[1:], False]
+    if shared_sorted.any():
+        rows = order[shared_sorted]
+        texts = table.column("id").take(pa.array(rows)).to_pylist()
+        exact: dict[str | None, int] = {}
+        base = int(group[-1]) + 1
+        codes[rows] = [exact.setdefault(t, base + len(exact)) for t in texts]
+    missing = table.column("id").is_null().to_numpy(zero_copy_only=False)
+    if missing.any():
+        codes[missing] = codes.max() + 1 + np.arange(int(missing.sum()))
     return codes
 
 
@@ -264,7 +291,7 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     quality = DataQuality()
 
     # ---- read the three phases -------------------------------------------------------
-    ev, ev_bad = read_records(eval_files, _EVAL_COLUMNS)
+    ev, ev_bad = read_records(eval_files, _EVAL_COLUMNS, _ID_HASH)
     quality.n_records, quality.n_bad_lines = ev.num_rows, ev_bad
     if ev.num_rows == 0:
         raise AnalysisInputError(f"{root / PHASE5}: the evaluation files hold no records")
@@ -273,10 +300,10 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     resp, resp_bad = read_records(
         _jsonl_files(root, PHASE4),
         {**_RESP_COLUMNS, "response": TEXT},
-        {"length": "length(response)"},
+        {"length": "length(response)", **_ID_HASH},
         hidden=() if want_text else ("response",),
     )
-    dps, dp_bad = read_records(_jsonl_files(root, PHASE3), _DP_COLUMNS)
+    dps, dp_bad = read_records(_jsonl_files(root, PHASE3), _DP_COLUMNS, _ID_HASH)
 
     # ---- vocabularies shared by all tables ---------------------------------------------
     models = Vocabulary(
