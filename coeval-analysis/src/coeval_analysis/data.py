@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 __all__ = ["LLM_JUDGE", "DataQuality", "PhaseQuality", "RunData"]
@@ -146,7 +145,3 @@ class RunData:
             if isinstance(m, dict) and isinstance(m.get("name"), str):
                 out[m["name"]] = [str(r) for r in m.get("roles", []) or []]
         return out
-
-
-def empty_codes() -> np.ndarray:
-    return np.zeros(0, np.int32)

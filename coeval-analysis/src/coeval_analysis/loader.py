@@ -7,8 +7,10 @@ Rules, each applied deliberately and counted in :class:`~coeval_analysis.data.Da
   the others are counted as duplicates. The earlier tool reused ids on Extend.
 * A record is failed when its ``status`` is ``failed`` or it has no usable score (old
   records have no status). Failed records count towards judge failure rates, never as Low.
-* Records without ``student_model_id`` (old format) get the student of their response in
-  phase 4; records whose response or student cannot be resolved are orphaned.
+* Who answered what (student, teacher, task, datapoint) comes from the response record of
+  phase 4 when the evaluation's ``response_id`` resolves, else from the evaluation itself
+  (old records have no ``student_model_id``); records whose response or student cannot be
+  resolved are orphaned.
 * Score values are High/Medium/Low (1/0.5/0) or numbers in [0, 1] (also as strings);
   anything else is an invalid score, dropped and counted by value.
 * LLM-judge scores must name a factor of the task's rubric (when the rubric is known).

@@ -2,7 +2,7 @@
 
 A response's score is the mean over its rubric factors of the mean over everyone who
 scored that factor (LLM judges, and metric / label evaluators for their factors). Benchmark
-gold scores are kept apart (see :mod:`coeval_analysis.stats.gold`). A student's score on a
+gold scores are kept apart (see :mod:`coeval_analysis.stats.reference`). A student's score on a
 slice (a task, teacher, attribute value, factor or judge) is the mean of its response
 scores there; intervals resample datapoints, so a student's answers to one prompt move
 together, and all students share the resamples.
