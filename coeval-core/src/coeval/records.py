@@ -8,43 +8,36 @@ id it had before and ids never collide:
 * evaluation ``{response_id}__{judge}`` (``per_factor`` adds ``__{factor}``)
 
 Readers keep the **last valid** record per id (a retried item appends a new line), skip
-lines that do not parse, and accept the earlier tool's records, which carry no ``status``.
+lines that do not parse, and accept legacy records, which carry no ``status``.
 """
 
 from __future__ import annotations
 
-import json
+import gc
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from coeval.storage.run_folder import RunFolder, iter_jsonl, utc_now
+from coeval.storage.run_folder import RunFolder, iter_jsonl, loads_record, utc_now
 
 T = TypeVar("T")
-
-try:  # orjson parses a record in a third of the time: it decides how fast --continue
-    import orjson  # starts on a run of a million records
-
-    def _loads(line: bytes) -> Any:
-        try:
-            return orjson.loads(line)
-        except orjson.JSONDecodeError:  # NaN / Infinity, which json.dumps writes
-            return json.loads(line)
-
-except ImportError:  # pragma: no cover - orjson is a dependency; stay correct without it
-    _loads = json.loads
 
 __all__ = [
     "FAILED",
     "OK",
+    "OK_RECORD_LINE",
     "call_fields",
     "datapoint_id",
     "evaluation_id",
     "is_ok",
     "latest_by_id",
     "load_phase_records",
+    "match_every_line",
     "record_status",
     "response_id",
+    "scan_lines",
+    "scan_ok_phase",
     "scan_phase",
     "usable_datapoint",
     "usable_response",
@@ -125,17 +118,55 @@ def scan_phase(run: RunFolder, phase_id: str, reduce: Callable[[dict[str, Any]],
     whole record, and whole records would take gigabytes."""
     out: dict[str, T] = {}
     for path in run.jsonl_files(phase_id):
-        with path.open("rb") as fh:
-            for line in fh:
-                try:
-                    rec = _loads(line)
-                except ValueError:  # a cut or garbled line: not a record (blank lines too)
-                    continue
-                if isinstance(rec, dict):
-                    rid = rec.get("id")
-                    if isinstance(rid, str) and rid:
-                        out[rid] = reduce(rec)
+        scan_lines(path.read_bytes(), reduce, out)  # one file at a time: a few MB
     return out
+
+
+def scan_ok_phase(run: RunFolder, phase_id: str, reduce: Callable[[dict[str, Any]], T], ok: T) -> dict[str, T]:
+    """:func:`scan_phase` where a file whose every line is an ok record in our layout is
+    read by one regular expression, each record reduced to ``ok``."""
+    out: dict[str, T] = {}
+    for path in run.jsonl_files(phase_id):
+        data = path.read_bytes()
+        found = match_every_line(OK_RECORD_LINE, data)
+        if found is None:
+            scan_lines(data, reduce, out)
+        else:
+            out.update(dict.fromkeys([rid.decode() for rid in found], ok))
+    return out
+
+
+#: Any record as our writer lays it out with ``"status": "ok"`` (quotes inside JSON
+#: strings are always escaped, so the marker can only be the record's own key).
+OK_RECORD_LINE = re.compile(rb'^\{"id": "([^"\\\n]*)"[^\n]*"status": "ok"', re.M)
+
+
+def match_every_line(pattern: re.Pattern[bytes], data: bytes) -> list[Any] | None:
+    """``pattern.findall(data)`` when the pattern matches every line of a JSONL file's
+    bytes, else None. Surveys read finished runs this way, a regular expression over the
+    whole file instead of a JSON parse per line, and fall back to parsing otherwise."""
+    found = pattern.findall(data)
+    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    return found if len(found) == lines else None
+
+
+def scan_lines(data: bytes, reduce: Callable[[dict[str, Any]], T], out: dict[str, T]) -> None:
+    """:func:`scan_phase` for the bytes of one JSONL file, into ``out``."""
+    collecting = gc.isenabled()
+    gc.disable()  # many small objects and no cycles: the collector would only slow this
+    try:
+        for line in data.split(b"\n"):
+            try:
+                rec = loads_record(line)
+            except ValueError:  # a cut or garbled line: not a record (blank lines too)
+                continue
+            if isinstance(rec, dict):
+                rid = rec.get("id")
+                if isinstance(rid, str) and rid:
+                    out[rid] = reduce(rec)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def load_file_records(path: Path) -> dict[str, dict[str, Any]]:

@@ -21,7 +21,8 @@ already has records: a new student, or a new judge, is scored alone).
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -40,12 +41,14 @@ from coeval.records import (
     call_fields,
     evaluation_id,
     load_phase_records,
+    match_every_line,
     record_status,
-    scan_phase,
+    scan_lines,
     usable_response,
     utc_now,
 )
 from coeval.scheduler.work import WorkItem, WorkOutcome
+from coeval.storage.run_folder import loads_record
 
 __all__ = ["EvaluationPhase", "judge_factors"]
 
@@ -102,47 +105,98 @@ class _State:
         return self._rubrics[task.name]
 
 
+#: A usable (ok, non-empty) response as our writer lays it out: id, datapoint_id and
+#: task_id first, an answer that starts with a visible character, status ok.
+_OK_RESPONSE = re.compile(
+    rb'^\{"id": "([^"\\\n]*)", "datapoint_id": "([^"\\\n]*)", "task_id": "([^"\\\n]*)"'
+    rb'[^\n]*"response": "[^\s"\\][^\n]*"status": "ok"',
+    re.M,
+)
+#: An ok evaluation as our writer lays it out: ``{"id": ..., "scores": {...}, ..., "status": "ok"``.
+_OK_EVALUATION = re.compile(rb'^\{"id": "([^"\\\n]*)"[^\n]*"scores": (\{[^}\n]*\})[^\n]*"status": "ok"', re.M)
+
+Brief = tuple[str, "frozenset[str] | None", "str | None"]
+
+
 class _SurveyState(_State):
     """What a survey needs, small enough for a run of a million evaluations: each response
-    as its ids, each evaluation as ``(status, scored factors, error kind)``."""
+    as its ids, each evaluation as a shared ``(status, scored factors, error kind)``.
+
+    Files of a finished run (every line an ok record in our writer's layout) are read with
+    one regular expression each instead of a JSON parse per line; any other file (failed or
+    old records, a cut line) is parsed line by line, with the same result."""
 
     def __init__(self, view: RunView) -> None:
         self.tasks = {t.name: t for t in view.config.tasks}
         self.datapoints = load_phase_records(view.run, "data_generation")
-        shared: dict[Any, Any] = {}  # one copy of each repeated value (task ids, factor sets)
-
-        def brief_response(rec: dict[str, Any]) -> dict[str, Any] | None:
-            if rec.get("task_id") not in self.tasks or not usable_response(rec):
-                return None
-            return {
-                "id": rec["id"],
-                "task_id": shared.setdefault(rec["task_id"], rec["task_id"]),
-                "datapoint_id": rec.get("datapoint_id"),
-            }
-
-        def brief_evaluation(rec: dict[str, Any]) -> tuple[str, frozenset[str] | None, str | None]:
-            scores = rec.get("scores")
-            factors = None
-            if isinstance(scores, Mapping):
-                key = tuple(scores)
-                factors = shared.get(key)
-                if factors is None:
-                    factors = shared[key] = frozenset(key)
-            status = OK if record_status(rec) == OK else "failed"
-            kind = rec.get("error_kind")
-            return status, factors, None if kind is None else shared.setdefault(kind, str(kind))
-
+        self._shared: dict[Any, Any] = {}  # one copy of each repeated value
         self.all_responses = {}
-        self.responses = [
-            r for r in scan_phase(view.run, "response_collection", brief_response).values() if r is not None
-        ]
-        self.evaluations = scan_phase(view.run, "evaluation", brief_evaluation)  # type: ignore[assignment]
+        responses: dict[str, dict[str, Any] | None] = {}
+        for path in view.run.jsonl_files("response_collection"):
+            data = path.read_bytes()
+            found = match_every_line(_OK_RESPONSE, data)
+            if found is None:
+                scan_lines(data, self._brief_response, responses)
+                continue
+            for rid, dp_id, task_id in found:
+                task = task_id.decode()
+                responses[rid.decode()] = (
+                    {"id": rid.decode(), "task_id": self._shared.setdefault(task, task), "datapoint_id": dp_id.decode()}
+                    if task in self.tasks else None
+                )
+        self.responses = [r for r in responses.values() if r is not None]
+        #: When every evaluation is an ok record in our layout (a finished run): id bytes ->
+        #: its scores segment, and each distinct segment's factors. Else None, and
+        #: ``evaluations`` holds a brief per id.
+        self.ok_segments: dict[bytes, bytes] | None = {}
+        self.segment_factors: dict[bytes, frozenset[str]] = {}
+        self.evaluations = {}
+        files = view.run.jsonl_files("evaluation")
+        for path in files:
+            found = match_every_line(_OK_EVALUATION, path.read_bytes())
+            if found is None or not self._add_segments(found):
+                self.ok_segments = None
+                break
+            self.ok_segments.update(found)
+        if self.ok_segments is None:
+            for path in files:
+                scan_lines(path.read_bytes(), self._brief_evaluation, self.evaluations)  # type: ignore[arg-type]
         self._rubrics = {}
         self.view = view
 
+    def _factor_set(self, scores: Mapping[str, Any]) -> frozenset[str]:
+        key = tuple(scores)
+        factors = self._shared.get(key)
+        if factors is None:
+            factors = self._shared[key] = frozenset(key)
+        return factors
 
-def _brief_covers(brief: tuple[str, frozenset[str] | None, str | None] | None, factors: list[str]) -> bool:
-    return brief is not None and brief[0] == OK and brief[1] is not None and all(f in brief[1] for f in factors)
+    def _brief(self, status: str, factors: frozenset[str] | None, kind: Any) -> Brief:
+        brief = (status, factors, None if kind is None else str(kind))
+        shared: Brief = self._shared.setdefault(("brief", brief), brief)
+        return shared
+
+    def _brief_response(self, rec: dict[str, Any]) -> dict[str, Any] | None:
+        if rec.get("task_id") not in self.tasks or not usable_response(rec):
+            return None
+        return {"id": rec["id"], "task_id": self._shared.setdefault(rec["task_id"], rec["task_id"]),
+                "datapoint_id": rec.get("datapoint_id")}
+
+    def _brief_evaluation(self, rec: dict[str, Any]) -> Brief:
+        scores = rec.get("scores")
+        factors = self._factor_set(scores) if isinstance(scores, dict) else None
+        status = OK if rec.get("status") == OK or record_status(rec) == OK else "failed"
+        return self._brief(status, factors, rec.get("error_kind"))
+
+    def _add_segments(self, found: list[tuple[bytes, bytes]]) -> bool:
+        """Learn the factors of each new scores segment (a few dozen in a million records)."""
+        for segment in {seg for _, seg in found} - self.segment_factors.keys():
+            try:
+                scores = loads_record(segment)
+            except ValueError:  # a brace inside a factor name cut the segment short
+                return False
+            self.segment_factors[segment] = self._factor_set(scores)
+        return True
 
 
 def _evaluators(view: RunView) -> list[Any]:
@@ -159,13 +213,16 @@ class EvaluationPhase:
         """Yields (group, record id, factors, response, datapoint, task, judge|evaluator, factor)."""
         judges = view.callable_models("judge")
         evaluators = _evaluators(view)
+        factors_of: dict[str, list[str]] = {}  # per task: the rubric does not change per response
         for resp in state.responses:
             task = state.tasks[resp["task_id"]]
             rubric = state.rubric(task)
             if rubric is None:
                 continue
             dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
-            factors = judge_factors(task, rubric)
+            factors = factors_of.get(task.name)
+            if factors is None:
+                factors = factors_of[task.name] = judge_factors(task, rubric)
             if factors:
                 for judge in judges:
                     if task.evaluation_mode == "per_factor":
@@ -184,17 +241,100 @@ class EvaluationPhase:
         for task in view.config.tasks:
             if state.rubric(task) is None:
                 s.notes.append(f"{task.name}: no rubric yet (phase 2 incomplete)")
-        briefs: Mapping[str, Any] = state.evaluations
-        for group, rid, factors, *_ in self._expected(view, state):
-            counts = s.group(group)
+        # the loop of _expected(), flattened: a finished run of a million evaluations is
+        # surveyed on every --continue, so this runs a million times
+        briefs: Mapping[str, Brief] = state.evaluations  # type: ignore[assignment]
+        judges = [j.name for j in view.callable_models("judge")]
+        evaluators = _evaluators(view)
+        factors_of: dict[str, tuple[str, ...] | None] = {}
+
+        def tally(group: str, rid: str, factors: tuple[str, ...]) -> None:
+            counts = s.groups.get(group) or s.group(group)
             counts.expected += 1
             brief = briefs.get(rid)
-            if _brief_covers(brief, factors):
-                counts.ok += 1
-            elif brief is not None and brief[0] != OK:
+            if brief is None:
+                return
+            if brief[0] == OK:
+                if brief[1] is not None and brief[1].issuperset(factors):
+                    counts.ok += 1
+            else:
                 counts.failed += 1
                 s.failures[brief[2] or "error"] += 1
+
+        if state.ok_segments is not None:
+            self._tally_finished(s, state, judges, evaluators)
+            return s
+        for resp in state.responses:
+            task = state.tasks[resp["task_id"]]
+            if task.name not in factors_of:
+                rubric = state.rubric(task)
+                factors_of[task.name] = None if rubric is None else tuple(judge_factors(task, rubric))
+            factors = factors_of[task.name]
+            if factors is None:
+                continue
+            rid = resp["id"]
+            if factors:
+                if task.evaluation_mode == "per_factor":
+                    for judge in judges:
+                        for f in factors:
+                            tally(judge, f"{rid}__{judge}__{f}", (f,))
+                else:
+                    for judge in judges:
+                        tally(judge, f"{rid}__{judge}", factors)
+            if evaluators:
+                dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
+                rubric = state.rubric(task) or {}
+                for ev in evaluators:
+                    ev_factors = ev.factors(task, rubric, dp) if dp else []
+                    if ev_factors:
+                        tally(ev.name, f"{rid}__{ev.name}", tuple(ev_factors))
         return s
+
+    @staticmethod
+    def _tally_finished(s: Survey, state: _SurveyState, judges: list[str], evaluators: list[Any]) -> None:
+        """The survey of a run whose evaluations are all ok (the usual --continue of a
+        finished run): whole groups of ids at a time, looked up as bytes."""
+        segments = state.ok_segments
+        assert segments is not None
+        covers: dict[tuple[bytes | None, tuple[str, ...]], bool] = {}
+
+        def add(group: str, found: list[bytes | None], factors: tuple[str, ...]) -> None:
+            counts = s.groups.get(group) or s.group(group)
+            counts.expected += len(found)
+            for seg, n in Counter(found).items():
+                key = (seg, factors)
+                if key not in covers:
+                    covers[key] = seg is not None and state.segment_factors[seg].issuperset(factors)
+                if covers[key]:
+                    counts.ok += n
+
+        by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for resp in state.responses:
+            by_task[resp["task_id"]].append(resp)
+        for task_name, responses in by_task.items():
+            task = state.tasks[task_name]
+            rubric = state.rubric(task)
+            if rubric is None:
+                continue
+            factors = tuple(judge_factors(task, rubric))
+            ids = [resp["id"].encode() for resp in responses]
+            for judge in judges:
+                if not factors:
+                    break
+                if task.evaluation_mode == "per_factor":
+                    for f in factors:
+                        suffix = f"__{judge}__{f}".encode()
+                        add(judge, [segments.get(i + suffix) for i in ids], (f,))
+                else:
+                    suffix = f"__{judge}".encode()
+                    add(judge, [segments.get(i + suffix) for i in ids], factors)
+            for ev in evaluators:
+                suffix = f"__{ev.name}".encode()
+                for resp, i in zip(responses, ids, strict=True):
+                    dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
+                    ev_factors = ev.factors(task, rubric, dp) if dp else []
+                    if ev_factors:
+                        add(ev.name, [segments.get(i + suffix)], tuple(ev_factors))
 
     # ---- running ------------------------------------------------------------------------
     async def run(self, ctx: PhaseContext) -> None:

@@ -28,7 +28,7 @@ from coeval.records import (
     load_phase_records,
     record_status,
     response_id,
-    scan_phase,
+    scan_ok_phase,
     usable_datapoint,
     utc_now,
 )
@@ -68,7 +68,7 @@ class ResponseCollectionPhase:
     def survey(self, view: RunView) -> Survey:
         s = Survey(self.name)
         # (status, error kind) per response: whole records of a big run would not fit
-        statuses = scan_phase(view.run, self.name, lambda r: (record_status(r), r.get("error_kind")))
+        statuses = scan_ok_phase(view.run, self.name, lambda r: (record_status(r), r.get("error_kind")), ("ok", None))
         students = view.callable_models("student")
         for dp in usable_datapoints(view):
             for student in students:

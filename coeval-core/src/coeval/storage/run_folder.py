@@ -1,6 +1,6 @@
 """The run folder: paths, atomic JSON artifacts, locked ``meta.json``, append-only JSONL.
 
-Layout (kept from the earlier tool so its runs load unchanged)::
+Layout (the legacy layout, so runs in the legacy format load unchanged)::
 
     {storage_folder}/{experiment_id}/
       meta.json  config.yaml  run.log
@@ -35,6 +35,7 @@ __all__ = [
     "atomic_write_text",
     "cut_partial_last_line",
     "iter_jsonl",
+    "loads_record",
     "utc_now",
 ]
 
@@ -71,12 +72,28 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
 
 
+try:  # orjson parses a record in a third of json's time; a run holds millions of them
+    import orjson
+
+    def loads_record(line: bytes) -> Any:
+        """One JSON value from UTF-8 bytes; ValueError when the line is not one."""
+        try:
+            return orjson.loads(line)
+        except orjson.JSONDecodeError:  # NaN / Infinity, which json.dumps writes
+            return json.loads(line)
+
+except ImportError:  # pragma: no cover - orjson is a dependency; stay correct without it
+
+    def loads_record(line: bytes) -> Any:
+        return json.loads(line)
+
+
 def iter_jsonl(path: Path, *, on_bad_line: Callable[[int, str], None] | None = None) -> Iterator[dict[str, Any]]:
     """Records of a JSONL file. A line that does not parse (a crash mid-write leaves at most
-    the last one truncated) is skipped and reported to ``on_bad_line(lineno, text)``."""
+    the last one truncated; bytes that are not UTF-8) is skipped and reported to
+    ``on_bad_line(lineno, text)``."""
     try:
-        # bytes that are not UTF-8 (disk junk) make their line unparseable, never the file
-        fh = path.open("r", encoding="utf-8", errors="replace")
+        fh = path.open("rb")
     except FileNotFoundError:
         return
     with fh:
@@ -84,15 +101,15 @@ def iter_jsonl(path: Path, *, on_bad_line: Callable[[int, str], None] | None = N
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
+                rec = loads_record(line)
+            except ValueError:
                 if on_bad_line is not None:
-                    on_bad_line(lineno, line)
+                    on_bad_line(lineno, line.decode("utf-8", errors="replace"))
                 continue
             if isinstance(rec, dict):
                 yield rec
             elif on_bad_line is not None:
-                on_bad_line(lineno, line)
+                on_bad_line(lineno, line.decode("utf-8", errors="replace"))
 
 
 def cut_partial_last_line(path: Path) -> int:
