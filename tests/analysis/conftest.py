@@ -1,4 +1,4 @@
-"""Fixtures of the analysis tests: the earlier tool's reference run, synthetic runs with
+"""Fixtures of the analysis tests: the legacy-format reference run, synthetic runs with
 known truth, and a headless Chromium for the HTML report."""
 
 from __future__ import annotations

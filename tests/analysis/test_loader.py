@@ -123,7 +123,7 @@ def test_per_factor_records_merge_by_response_and_judge(tmp_path: Path) -> None:
 
 def test_mixed_rubric_with_metric_factor_is_complete(tmp_path: Path) -> None:
     """Judges score the LLM factors, the metric evaluator the metric one: nothing is invalid
-    (the earlier tool marked every record of such a rubric incomplete)."""
+    (a mixed rubric must never mark every record incomplete)."""
     rubric = {"accuracy": "Correct.", "overlap": {"metric": "bleu", "description": "BLEU vs reference"}}
     dps, resps = _basic(2)
     evs = [

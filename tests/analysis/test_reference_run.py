@@ -1,4 +1,4 @@
-"""`coeval analyze` on the earlier tool's real run, with the agreement statistics rebuilt
+"""`coeval analyze` on a real run in the legacy format, with the agreement statistics rebuilt
 independently from the raw JSONL (stdlib json, no coeval code) and checked with sklearn,
 krippendorff and pingouin."""
 
@@ -53,7 +53,7 @@ def test_summary_has_the_documented_keys(analysed: tuple[Path, dict[str, Any]]) 
     out, s = analysed
     assert {"students", "judges", "agreement", "teachers", "n_records", "n_failed", "n_duplicates"} <= set(s)
     assert s["n_records"] == 7987
-    assert s["n_duplicates"] == 44  # ids the earlier tool reused on Extend
+    assert s["n_duplicates"] == 44  # ids reused on Extend in the legacy run
     assert s["n_failed"] == 9
     assert s["data_quality"]["n_orphaned"] == 0  # students recovered from phase 4
     assert len(s["students"]) == 5

@@ -1,10 +1,10 @@
-"""Load a run folder (ours or the earlier tool's) into :class:`~coeval_analysis.data.RunData`.
+"""Load a run folder (current or legacy format) into :class:`~coeval_analysis.data.RunData`.
 
 Rules, each applied deliberately and counted in :class:`~coeval_analysis.data.DataQuality`:
 
 * A line that is not a JSON object is skipped (a crash can cut the last line of a file).
 * Records sharing an ``id``: the last *valid* one wins (the last one if none is valid);
-  the others are counted as duplicates. The earlier tool reused ids on Extend.
+  the others are counted as duplicates. Legacy runs can hold ids reused on Extend.
 * A record is failed when its ``status`` is ``failed`` or it has no usable score (old
   records have no status). Failed records count towards judge failure rates, never as Low.
 * Who answered what (student, teacher, task, datapoint) comes from the response record of

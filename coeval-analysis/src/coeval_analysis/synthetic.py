@@ -4,7 +4,7 @@ Students have a set quality, datapoints a difficulty, judges a set noise and len
 any judge can be made to answer at random. A judge sees ``quality - difficulty + noise``
 and answers Low / Medium / High by thresholds, so the true ranking of students is the
 order of their quality. Records are written in the run-folder format of
-docs/data-format.md (optionally the earlier tool's: no ``student_model_id``, no
+docs/data-format.md (optionally the legacy format's: no ``student_model_id``, no
 ``status``), fast enough to write a million judge records in seconds.
 """
 

@@ -54,7 +54,7 @@ def _recent_errors(run: Any, limit: int = 5) -> list[dict[str, str]]:
 
 
 def _pending_batches(run: Any, notes: list[str]) -> list[dict[str, Any]]:
-    """Jobs in ``pending_batches.json`` (also the earlier tool's ``{batch_id: {...}}`` form)."""
+    """Jobs in ``pending_batches.json`` (also the legacy ``{batch_id: {...}}`` form)."""
     from coeval.batching.pending import PendingStore
 
     store = PendingStore(run)

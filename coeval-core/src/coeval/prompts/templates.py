@@ -46,7 +46,7 @@ TEMPLATE_VARIABLES: dict[str, frozenset[str]] = {
     },
 }
 
-#: alias -> canonical variable (the earlier tool's names and the documented ones both work).
+#: alias -> canonical variable (legacy names and the documented ones both work).
 ALIASES: dict[str, str] = {
     "prompt": "input",
     "reference_response": "reference",

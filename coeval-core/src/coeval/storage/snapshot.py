@@ -78,7 +78,7 @@ def read_config_snapshot(run: RunFolder) -> Config | None:
         return load_config(dict(raw), check_filesystem=False)
     except ConfigError:
         pass
-    try:  # a snapshot of the earlier tool, or of a config an older version accepted
+    try:  # a legacy-format snapshot, or of a config an older version accepted
         return structure_config(dict(raw), source=str(run.config_path))
     except Exception:
         return None
