@@ -25,6 +25,7 @@ T = TypeVar("T")
 
 __all__ = [
     "FAILED",
+    "ID_HEAD",
     "OK",
     "OK_RECORD_LINE",
     "call_fields",
@@ -132,22 +133,44 @@ def scan_ok_phase(run: RunFolder, phase_id: str, reduce: Callable[[dict[str, Any
         if found is None:
             scan_lines(data, reduce, out)
         else:
-            out.update(dict.fromkeys([rid.decode() for rid in found], ok))
+            out.update(dict.fromkeys([rid.decode() for rid, _ in found], ok))
     return out
 
 
-#: Any record as our writer lays it out with ``"status": "ok"`` (quotes inside JSON
-#: strings are always escaped, so the marker can only be the record's own key).
-OK_RECORD_LINE = re.compile(rb'^\{"id": "([^"\\\n]*)"[^\n]*"status": "ok"', re.M)
+#: How every ok record of ours ends (the fields of :func:`call_fields`, in order). A
+#: line cut short cannot end like this; quotes inside JSON strings are always escaped, so
+#: the markers can only be the record's own keys.
+OK_TAIL = (
+    rb'"status": "ok", "attempts": \d+, "usage": \{"input_tokens": \d+, "output_tokens": \d+\}'
+    rb'(?:, "cost_usd": [-+0-9.eE]+)?\}$'
+)
+#: The start of each of our records (matched after a newline: only at a line start).
+ID_HEAD = re.compile(rb'\n\{"id": "([^"\\\n]*)"')
+#: Any ok record as our writer lays it out: the id first, :data:`OK_TAIL` last.
+OK_RECORD_LINE: tuple[re.Pattern[bytes], re.Pattern[bytes]] = (ID_HEAD, re.compile(OK_TAIL, re.M))
 
 
-def match_every_line(pattern: re.Pattern[bytes], data: bytes) -> list[Any] | None:
-    """``pattern.findall(data)`` when the pattern matches every line of a JSONL file's
-    bytes, else None. Surveys read finished runs this way, a regular expression over the
-    whole file instead of a JSON parse per line, and fall back to parsing otherwise."""
-    found = pattern.findall(data)
-    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    return found if len(found) == lines else None
+def match_every_line(
+    pattern: tuple[re.Pattern[bytes], re.Pattern[bytes]], data: bytes
+) -> list[tuple[Any, Any]] | None:
+    """Per line of a JSONL file's bytes, what the ``(head, tail)`` patterns capture, when
+    every line (each ending in a newline, as our writer ends every record) has both; else
+    None. The head starts with a newline, so it matches only at line starts; the tail ends
+    with ``$``, so it matches at most once per line: equal counts pair them line by line.
+
+    Surveys read finished runs this way, two regular expressions over the whole file
+    instead of a JSON parse per line, and fall back to parsing otherwise."""
+    if data and not data.endswith(b"\n"):  # a cut last line: only the parser can judge it
+        return None
+    lines = data.count(b"\n")
+    head, tail = pattern
+    heads = head.findall(b"\n" + data)
+    if len(heads) != lines:
+        return None
+    tails = tail.findall(data)
+    if len(tails) != lines:
+        return None
+    return list(zip(heads, tails, strict=True))
 
 
 def scan_lines(data: bytes, reduce: Callable[[dict[str, Any]], T], out: dict[str, T]) -> None:

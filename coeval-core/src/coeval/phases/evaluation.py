@@ -37,7 +37,9 @@ from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunV
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import JUDGE_FACTOR_SCHEMA, judge_single_schema
 from coeval.records import (
+    ID_HEAD,
     OK,
+    OK_TAIL,
     call_fields,
     evaluation_id,
     load_phase_records,
@@ -107,13 +109,12 @@ class _State:
 
 #: A usable (ok, non-empty) response as our writer lays it out: id, datapoint_id and
 #: task_id first, an answer that starts with a visible character, status ok.
-_OK_RESPONSE = re.compile(
-    rb'^\{"id": "([^"\\\n]*)", "datapoint_id": "([^"\\\n]*)", "task_id": "([^"\\\n]*)"'
-    rb'[^\n]*"response": "[^\s"\\][^\n]*"status": "ok"',
-    re.M,
+_OK_RESPONSE = (
+    re.compile(rb'\n\{"id": "([^"\\\n]*)", "datapoint_id": "([^"\\\n]*)", "task_id": "([^"\\\n]*)"'),
+    re.compile(rb'"response": "[^\s"\\][^\n]*' + OK_TAIL, re.M),
 )
 #: An ok evaluation as our writer lays it out: ``{"id": ..., "scores": {...}, ..., "status": "ok"``.
-_OK_EVALUATION = re.compile(rb'^\{"id": "([^"\\\n]*)"[^\n]*"scores": (\{[^}\n]*\})[^\n]*"status": "ok"', re.M)
+_OK_EVALUATION = (ID_HEAD, re.compile(rb'"scores": (\{[^}\n]*\})[^\n]*' + OK_TAIL, re.M))
 
 Brief = tuple[str, "frozenset[str] | None", "str | None"]
 
@@ -138,7 +139,7 @@ class _SurveyState(_State):
             if found is None:
                 scan_lines(data, self._brief_response, responses)
                 continue
-            for rid, dp_id, task_id in found:
+            for (rid, dp_id, task_id), _ in found:
                 task = task_id.decode()
                 responses[rid.decode()] = (
                     {"id": rid.decode(), "task_id": self._shared.setdefault(task, task), "datapoint_id": dp_id.decode()}
@@ -153,7 +154,8 @@ class _SurveyState(_State):
         self.evaluations = {}
         files = view.run.jsonl_files("evaluation")
         for path in files:
-            found = match_every_line(_OK_EVALUATION, path.read_bytes())
+            data = path.read_bytes()
+            found = match_every_line(_OK_EVALUATION, data)
             if found is None or not self._add_segments(found):
                 self.ok_segments = None
                 break
