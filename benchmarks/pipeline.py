@@ -50,12 +50,14 @@ def _proc_cpu_seconds(pid: int) -> float | None:
 def _run(config_path: Path, keys_file: Path | None) -> tuple[Any, Any, float, float]:
     """Run the experiment in this process; (result, progress, wall s, cpu s)."""
     from coeval.config import load_config
+    from coeval.plugins import registries
     from coeval.progress import ProgressReporter
     from coeval.run_options import RunOptions
     from coeval.runner import arun_experiment
 
     keys = str(keys_file) if keys_file else None
     config = load_config(config_path, keys_file=keys)
+    registries()  # plugin discovery and imports: once per process, not a per-call cost
     progress = ProgressReporter(enabled=False, summary=False)
     options = RunOptions(keys_file=keys, progress=False)
     cpu0, wall0 = _cpu_seconds(), time.perf_counter()

@@ -1,0 +1,171 @@
+"""``nox -s bench`` / ``python -m benchmarks.run``: CoEval's speed and memory figures.
+
+Four figures, each measured in a fresh process and printed beside its target:
+
+a. *pipeline throughput*: the medium shape (12,400 calls) through the ``openai`` interface
+   against the fake provider server at 200 ms latency (:mod:`benchmarks.pipeline`);
+b. *orchestration overhead*: the same shape on the zero-latency ``mock``: CoEval's own CPU
+   per call (median of three runs);
+c. *resume scan*: ``coeval run --continue`` on a finished run of 1,000,000 evaluation
+   records (:mod:`benchmarks.resume`);
+d. *analysis*: ``coeval analyze`` on 1,000,000 judge records (:mod:`benchmarks.analysis`).
+
+Results go to ``bench-results.json`` (with the machine they were measured on). The exit
+code is 0 when every figure is within its target. ``--quick`` runs small sizes (a smoke
+test of the harness; its figures are not the targets' figures).
+
+    python -m benchmarks.run
+    python -m benchmarks.run --only overhead,resume
+    python -m benchmarks.run --quick --out /tmp/bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import machine, run_child
+
+FIGURES = ("throughput", "overhead", "resume", "analysis")
+
+
+def _throughput(quick: bool) -> dict[str, Any]:
+    return run_child("pipeline:throughput", {"total": 2} if quick else {}, timeout=900)
+
+
+def _overhead(quick: bool) -> dict[str, Any]:
+    runs = [run_child("pipeline:overhead", {"total": 2} if quick else {}) for _ in range(1 if quick else 3)]
+    per_call = [r["cpu_ms_per_call"] for r in runs]
+    result = dict(runs[len(runs) // 2] if len(runs) == 1 else sorted(runs, key=lambda r: r["cpu_ms_per_call"])[1])
+    result["cpu_ms_per_call"] = round(statistics.median(per_call), 4)
+    result["cpu_ms_per_call_runs"] = per_call
+    result["ok"] = result["cpu_ms_per_call"] <= result["target_ms_per_call"] and all(r["ok"] or quick for r in runs)
+    return result
+
+
+def _resume(quick: bool) -> dict[str, Any]:
+    from benchmarks import resume
+
+    return resume.run(20 if quick else 2000)
+
+
+def _analysis(quick: bool) -> dict[str, Any]:
+    try:
+        from benchmarks import analysis
+    except ImportError as exc:  # the analysis distribution is not installed
+        return {"name": "analysis", "ok": False, "error": f"unavailable: {exc}"}
+    return analysis.run(20_000 if quick else 1_000_000, n_boot=100 if quick else 1000)
+
+
+RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
+    "throughput": _throughput,
+    "overhead": _overhead,
+    "resume": _resume,
+    "analysis": _analysis,
+}
+
+
+def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for name, r in results.items():
+        verdict = "ran (quick)" if quick else "OK" if r.get("ok") else "OVER TARGET"
+        if "error" in r:
+            rows.append((name, r["error"], "", "FAILED"))
+        elif name == "throughput":
+            rows.append((
+                "a. pipeline throughput",
+                f"{r['calls']:,} calls in {r['wall_s']:.1f} s (ideal {r['ideal_s']:.1f} s, efficiency "
+                f"{r['efficiency']:.2f}); client CPU {r['client_cpu_ms_per_call']:.2f} ms/call; "
+                f"peak {r['process_peak_mb']:.0f} MB",
+                f"<= {r['target_s']:.0f} s",
+                verdict,
+            ))
+        elif name == "overhead":
+            rows.append((
+                "b. orchestration overhead",
+                f"{r['cpu_ms_per_call']:.3f} ms CPU per call ({r['calls']:,} calls on the mock; runs: "
+                f"{', '.join(f'{x:.3f}' for x in r['cpu_ms_per_call_runs'])})",
+                f"<= {r['target_ms_per_call']} ms",
+                verdict,
+            ))
+        elif name == "resume":
+            rows.append((
+                "c. resume scan",
+                f"{r['seconds']:.1f} s, peak {r['peak_mb']:.0f} MB ({r['evaluation_records']:,} evaluation records)",
+                f"<= {r['target_seconds']:.0f} s, <= {r['target_peak_mb'] / 1024:.0f} GB",
+                verdict,
+            ))
+        elif name == "analysis":
+            rows.append((
+                "d. analysis",
+                f"{r['seconds']:.1f} s, peak {r['peak_mb']:.0f} MB ({r['n_records']:,} judge records)",
+                f"<= {r['target_seconds']:.0f} s, <= {r['target_peak_mb'] / 1024:.0f} GB",
+                verdict,
+            ))
+    return rows
+
+
+def _table(rows: list[tuple[str, str, str, str]]) -> str:
+    headers = ("benchmark", "measured", "target", "result")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = "  ".join("-" * w for w in widths)
+    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)), line]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(FIGURES), help=f"comma-separated subset of {', '.join(FIGURES)}")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test of the harness")
+    parser.add_argument("--out", default="bench-results.json", help="where to write the results (JSON)")
+    args = parser.parse_args(argv)
+    chosen = [f.strip() for f in args.only.split(",") if f.strip()]
+    unknown = [f for f in chosen if f not in RUNNERS]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(FIGURES)}")
+
+    info = machine()
+    print(f"machine: {info['cpu']}, {info['cpu_count']} CPUs, {info['memory_gb']} GB, Python {info['python']}; "
+          f"load average {info['load_average_at_start']}", flush=True)
+    results: dict[str, dict[str, Any]] = {}
+    for name in chosen:
+        print(f"running {name} ...", flush=True)
+        started = time.perf_counter()
+        try:
+            results[name] = RUNNERS[name](args.quick)
+        except Exception as exc:  # one broken benchmark must not hide the others' figures
+            results[name] = {"name": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
+        results[name]["bench_seconds"] = round(time.perf_counter() - started, 1)
+
+    print()
+    print(_table(_rows(results, args.quick)))
+    if args.quick:  # small sizes: the targets do not apply, only whether everything ran
+        all_ok = not any("error" in r for r in results.values())
+    else:
+        all_ok = all(r.get("ok") for r in results.values())
+    report = {
+        "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "quick": args.quick,
+        "machine": info,
+        "results": results,
+        "all_within_target": all_ok,
+    }
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if args.quick:
+        verdict = "every benchmark ran (quick sizes: targets not applied)" if all_ok else "a benchmark failed"
+    else:
+        verdict = "all figures within target" if all_ok else "some figures are over target"
+    print(f"\n{verdict}; results in {args.out}")
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
