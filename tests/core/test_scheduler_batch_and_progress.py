@@ -109,3 +109,23 @@ def test_progress_bars_draw_on_a_terminal():
     reporter.close()
     text = out.getvalue()
     assert "data_generation" in text and "20/20" in text
+
+
+def test_the_bar_shows_the_phase_total_while_it_runs():
+    reporter = ProgressReporter(console=Console(file=io.StringIO(), force_terminal=True, width=160))
+    iface = ScriptedInterface(delay=0.01, default_concurrency=2, max_concurrency=2)
+    rec = Recorder()
+
+    async def main():
+        task = asyncio.ensure_future(Scheduler({"m": iface}, progress=reporter).run("evaluation", make_items(iface, 50, rec)))
+        while len(rec.outcomes) < 6:
+            await asyncio.sleep(0.005)
+        snapshot = io.StringIO()
+        assert reporter._live is not None
+        Console(file=snapshot, width=160).print(reporter._live.get_renderable())
+        await task
+        return snapshot.getvalue()
+
+    text = asyncio.run(main())
+    reporter.close()
+    assert "/50" in text and "evaluation" in text

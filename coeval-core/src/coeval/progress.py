@@ -105,6 +105,7 @@ class _LiveProgress(Progress):
         for tracker, task_id in list(self.trackers):
             self.update(
                 task_id,
+                total=tracker.total or None,  # known once the phase's items are counted
                 completed=tracker.done,
                 done=tracker.done,
                 rate=tracker.rate,
