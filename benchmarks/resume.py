@@ -106,6 +106,15 @@ def _replicate(path: Path, copies: int) -> None:
 
 def run(datapoints: int = 2000) -> dict[str, Any]:
     """Figure (c): time and peak memory of ``coeval run --continue`` with nothing missing."""
+    result = _measure(datapoints)
+    if not result["records_untouched"] and result["setup_seconds"] == 0.0:
+        # a cached run from an older record format: --continue had work to do; rebuild once
+        shutil.rmtree(CACHE / f"resume-{datapoints}-v{_CACHE_VERSION}")
+        result = _measure(datapoints)
+    return result
+
+
+def _measure(datapoints: int) -> dict[str, Any]:
     config, run_dir, setup = build_run(datapoints)
     evaluations = sum(1 for p in (run_dir / "phase5_evaluations").glob("*.jsonl") for _ in p.open("rb"))
     before = {p: p.stat().st_size for p in run_dir.rglob("*.jsonl")}
