@@ -718,7 +718,16 @@ def _storage_error(exc: OSError) -> str:
 
 
 def run_experiment(config: Config, options: RunOptions = RunOptions()) -> RunResult:  # noqa: B008
-    """Run the experiment to the end (blocking). Ctrl-C stops it cleanly (exit code 130)."""
+    """Run the experiment to the end (blocking). Ctrl-C stops it cleanly (exit code 130).
+
+    With ``options.estimate_only`` or ``experiment.estimate_cost: true`` the cost estimate is
+    printed and written to ``cost_estimate.json`` first; ``estimate_only`` then returns
+    without running any phase (status ``estimated``).
+    """
+    if options.estimate_only or config.experiment.estimate_cost:
+        estimated = _estimate_first(config, options)
+        if options.estimate_only:
+            return estimated
     interrupts = _Interrupts(None)
 
     async def main() -> RunResult:
@@ -744,6 +753,30 @@ def run_experiment(config: Config, options: RunOptions = RunOptions()) -> RunRes
             return runner.run(main())
     except KeyboardInterrupt:
         return interrupts.result or _interrupted(config)
+
+
+def _estimate_first(config: Config, options: RunOptions) -> RunResult:
+    """Print and store the cost estimate; warn when it exceeds ``budget_usd``."""
+    from coeval.cost import estimate_and_report
+
+    estimate = estimate_and_report(
+        config,
+        only_models=options.only_models,
+        keys_file=options.keys_file,
+        continue_run=options.continue_run,
+        samples=options.estimate_samples,
+        write_file=True,
+    )
+    budget = config.experiment.budget_usd
+    message = ""
+    if budget is not None and estimate.total_cost_usd > budget:
+        message = (
+            f"the estimate (${estimate.total_cost_usd:,.2f}) exceeds budget_usd (${budget:,.2f}); "
+            "the run stops making calls when the budget is spent"
+        )
+        sys.stderr.write(f"coeval: warning: {message}\n")
+    run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
+    return RunResult(exit_code=EXIT_OK, run_folder=run.root, status="estimated", message=message)
 
 
 def _interrupted(config: Config) -> RunResult:

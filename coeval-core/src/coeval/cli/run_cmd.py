@@ -159,14 +159,6 @@ def command(
         click.echo(format_plan(plan), nl=False)
         click.echo("Dry run: config is valid; no call made, no file written.")
         return
-    if estimate_only or config.experiment.estimate_cost:
-        estimate = _estimate_only(
-            config, models, keys=keys, continue_run=continue_run, samples=estimate_samples
-        )
-        _budget_check(config, estimate)
-        if estimate_only:
-            return
-
     from coeval.run_options import RunOptions
 
     options = RunOptions(
@@ -177,7 +169,7 @@ def command(
         probe_mode=probe_mode,
         probe_on_fail=probe_on_fail,
         log_level=log_level.upper() if log_level else None,
-        estimate_only=False,
+        estimate_only=estimate_only,
         estimate_samples=estimate_samples,
         progress=sys.stderr.isatty(),
     )
@@ -191,30 +183,3 @@ def command(
         raise
     result = run_experiment(config, options)
     ctx.exit(int(getattr(result, "exit_code", 0)))
-
-
-def _estimate_only(
-    config: Any, models: tuple[str, ...], *, keys: str | None, continue_run: bool, samples: int | None
-) -> Any:
-    """Print the cost estimate and write ``cost_estimate.json`` into the run folder."""
-    from coeval.cost import estimate_and_report
-
-    return estimate_and_report(
-        config,
-        only_models=models,
-        keys_file=keys,
-        continue_run=continue_run,
-        samples=samples,
-        write_file=True,
-    )
-
-
-def _budget_check(config: Any, estimate: Any) -> None:
-    budget = config.experiment.budget_usd
-    if budget is not None and estimate.total_cost_usd > budget:
-        click.secho(
-            f"warning: the estimate (${estimate.total_cost_usd:,.2f}) exceeds budget_usd (${budget:,.2f}); "
-            "the run stops making calls when the budget is spent",
-            fg="yellow",
-            err=True,
-        )
