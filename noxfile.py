@@ -6,12 +6,23 @@ Sessions reuse the project's .venv when it exists (`nox --no-venv` is implied by
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
 nox.options.sessions = ["tests"]
 nox.options.default_venv_backend = "none"
 
 PACKAGES = ["coeval-core", "coeval-providers", "coeval-hf", "coeval-analysis", "coeval-benchmarks"]
+VENV_PYTHON = Path(".venv/bin/python")
+
+
+def _python(session: nox.Session) -> str:
+    """The project's interpreter: .venv (made by scripts/test.sh) or whatever `python` is."""
+    if not VENV_PYTHON.exists():
+        session.log("no .venv yet: run `bash scripts/test.sh` once to install everything")
+        return "python"
+    return str(VENV_PYTHON)
 
 
 @nox.session(python=False)
@@ -23,31 +34,33 @@ def tests(session: nox.Session) -> None:
 @nox.session(python=False)
 def lint(session: nox.Session) -> None:
     """ruff over all distributions and tests."""
-    session.run("python", "-m", "pip", "install", "-q", "ruff", external=True)
-    session.run("python", "-m", "ruff", "check", *[f"{p}/src" for p in PACKAGES], "tests", external=True)
+    py = _python(session)
+    session.run(py, "-m", "pip", "install", "-q", "ruff", external=True)
+    session.run(py, "-m", "ruff", "check", *[f"{p}/src" for p in PACKAGES], "tests", "benchmarks", external=True)
 
 
 @nox.session(python=False)
 def typecheck(session: nox.Session) -> None:
     """mypy over the core."""
-    session.run("python", "-m", "pip", "install", "-q", "mypy", "types-PyYAML", external=True)
-    session.run("python", "-m", "mypy", "coeval-core/src/coeval", external=True)
+    py = _python(session)
+    session.run(py, "-m", "pip", "install", "-q", "mypy", "types-PyYAML", external=True)
+    session.run(py, "-m", "mypy", "coeval-core/src/coeval", external=True)
 
 
 @nox.session(python=False)
 def bench(session: nox.Session) -> None:
     """Speed and memory benchmarks: prints figures beside targets, writes bench-results.json."""
-    session.run("python", "-m", "benchmarks.run", *session.posargs, external=True)
+    session.run(_python(session), "-m", "benchmarks.run", *session.posargs, external=True)
 
 
 @nox.session(python=False)
 def bench_gpu(session: nox.Session) -> None:
     """Batched vs one-at-a-time generation with transformers (GPU when present)."""
-    session.run("python", "-m", "benchmarks.gpu_generation", *session.posargs, external=True)
+    session.run(_python(session), "-m", "benchmarks.gpu_generation", *session.posargs, external=True)
 
 
 @nox.session(python=False)
 def chaos(session: nox.Session) -> None:
     """Kill `coeval run` at random moments and check --continue finishes without duplicates."""
-    session.run("python", "-m", "pytest", "-q", "-m", "slow", "tests/core/test_chaos.py", *session.posargs,
+    session.run(_python(session), "-m", "pytest", "-q", "-m", "slow", "tests/core/test_chaos.py", *session.posargs,
                 external=True)

@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import attrs
-
 from coeval import load_config, run_experiment
 from coeval.run_options import RunOptions
 

@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 
 SMOKE = Path(__file__).resolve().parents[2] / "examples" / "mock_smoke.yaml"

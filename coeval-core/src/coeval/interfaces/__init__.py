@@ -11,7 +11,7 @@ from coeval.interfaces.base import (
     TransientModelError,
     Usage,
 )
-from coeval.interfaces.known import KNOWN_INTERFACES, BATCHABLE_INTERFACES, providing_distribution
+from coeval.interfaces.known import BATCHABLE_INTERFACES, KNOWN_INTERFACES, providing_distribution
 
 __all__ = [
     "BATCHABLE_INTERFACES",
