@@ -35,13 +35,17 @@ def make_run(tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's Chromium driven by playwright (no browser download)."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip("chromium is not installed (apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
+    """Debian's Chromium driven by playwright (no browser download).
+
+    Module-scoped on purpose: while playwright's sync API is open it holds an asyncio loop
+    running in the main thread, and every later ``asyncio.run`` in the session would fail.
+    """
+    assert Path(CHROMIUM).exists(), "chromium is not installed: apt-get install -y chromium (scripts/test.sh does)"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
         b = p.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
