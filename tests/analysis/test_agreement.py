@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import krippendorff
 import numpy as np
 import pandas as pd
+import pingouin
 import pytest
 from coeval_analysis.stats.agreement import (
     cohen_kappa,
@@ -12,10 +14,7 @@ from coeval_analysis.stats.agreement import (
     krippendorff_alpha,
     pairwise_agreement,
 )
-
-krippendorff = pytest.importorskip("krippendorff")
-pingouin = pytest.importorskip("pingouin")
-sk_metrics = pytest.importorskip("sklearn.metrics")
+from sklearn import metrics as sk_metrics
 
 
 def _ratings(

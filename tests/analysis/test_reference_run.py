@@ -9,14 +9,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import krippendorff
 import numpy as np
 import pandas as pd
+import pingouin
 import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
 
-krippendorff = pytest.importorskip("krippendorff")
-pingouin = pytest.importorskip("pingouin")
 sk_metrics = pytest.importorskip("sklearn.metrics")
 
 LEVEL = {"Low": 0, "Medium": 1, "High": 2}

@@ -132,7 +132,7 @@ def test_second_ingest_and_second_continue_write_nothing_new(mixed_run: tuple[Pa
 def test_analyze_reports_gold_scores_beside_judge_scores_and_their_correlation(
     mixed_run: tuple[Path, RunFolder], tmp_path: Path
 ) -> None:
-    pytest.importorskip("coeval_analysis")
+    import coeval_analysis  # noqa: F401  (the analyze command comes from it)
     config, run = mixed_run
     coeval("ingest", "--run", str(run.root), "-b", "gsm8k,sciq", "--data-dir", str(FIXTURES))
     coeval("run", "--config", str(config), "--continue")

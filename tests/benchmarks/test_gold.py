@@ -137,7 +137,7 @@ def test_a_metric_that_fails_to_load_does_not_stop_scoring(caplog: pytest.LogCap
 
 def test_real_bleu_from_the_metrics_registry_scores_code() -> None:
     """With coeval-analysis installed, gold scoring uses its registered metrics."""
-    pytest.importorskip("coeval_analysis")
+    import coeval_analysis  # noqa: F401  (its metrics are what is tested)
     code = datapoint(HumanEval(), 1)
     right = "```python\n" + code["code_prefix"] + code["labels"][0] + "```"
     wrong = "```python\n" + code["code_prefix"] + "    return sorted(xs)[::-1]\n```"
@@ -147,7 +147,7 @@ def test_real_bleu_from_the_metrics_registry_scores_code() -> None:
 
 @pytest.mark.slow
 def test_real_bertscore_from_the_metrics_registry_scores_summaries() -> None:
-    pytest.importorskip("coeval_analysis")
+    import coeval_analysis  # noqa: F401  (its metrics are what is tested)
     summary = datapoint(XSum())
     close, unrelated = GoldEvaluator().evaluate(TASK, {}, summary, replies(
         "The old station building will become a new public library.",

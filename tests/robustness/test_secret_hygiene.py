@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from coeval_providers import fake_server
 
 from ._support import invoke, no_traceback
-
-fake_server = pytest.importorskip("coeval_providers.fake_server", reason="needs the coeval-providers distribution")
 
 
 def _key(prefix: str) -> str:
