@@ -67,7 +67,7 @@ class CoevalGroup(click.Group):
                 rows.append((name, CORE_COMMANDS[name][1]))
             else:
                 cmd = self.commands[name]
-                rows.append((name, cmd.get_short_help_str(limit=80)))
+                rows.append((name, cmd.get_short_help_str(limit=300)))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

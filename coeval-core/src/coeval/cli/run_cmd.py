@@ -102,7 +102,8 @@ def load_for_cli(
     "--resume",
     "resume",
     metavar="ID",
-    help="Fork phases 1-2 from this earlier run (overrides experiment.resume_from).",
+    help="Start this run from an earlier one (id under storage_folder, or a path): its artifacts are "
+    "reused as the phase modes say (overrides experiment.resume_from).",
 )
 @click.option(
     "--probe",
