@@ -15,7 +15,7 @@ __all__ = ["analyze_command"]
 _STAGES = ("load", "scores", "robust ranking", "judge agreement", "teachers and diagnostics", "reports")
 
 
-@click.command("analyze")
+@click.command("analyze", short_help="Rank the students of a run; write an HTML report, summary.json and tables.")
 @click.option(
     "--run",
     "run_path",

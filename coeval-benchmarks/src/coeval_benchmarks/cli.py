@@ -61,7 +61,10 @@ def _print_list(adapters: dict[str, Any]) -> None:
     Console().print(table)
 
 
-@click.command("ingest", epilog=EPILOG, context_settings={"max_content_width": 100})
+@click.command(
+    "ingest",
+    short_help="Add standard benchmarks (MMLU, GSM8K, HumanEval, ...) to a run as a replay teacher.",
+    epilog=EPILOG, context_settings={"max_content_width": 100})
 @click.option("--run", "run_path", type=click.Path(file_okay=False, path_type=Path),
               help="The run folder ({storage_folder}/{experiment id}) to add the benchmarks to.")
 @click.option("--benchmarks", "-b", "benchmarks", multiple=True, metavar="NAME...",
