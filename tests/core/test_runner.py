@@ -234,3 +234,12 @@ def test_a_failed_probe_stops_the_run_before_anything_is_written(tmp_path):
                        probe_mode="full", probe_on_fail="warn")
     assert run(warn).exit_code == 0
     assert run(cfg, continue_run=True, probe_mode="disable").exit_code == 0
+
+
+def test_a_transient_error_during_the_probe_is_retried_not_fatal(tmp_path):
+    # one 503 or 429 while probing is load, not a broken model: the run must not be refused
+    flaky = mock_model("flaky", ["student"], replies={"Reply with the word OK": [
+        {"mock_error": "transient"}, {"mock_error": "rate_limit", "retry_after": 0.01}]})
+    cfg = make_config(tmp_path, [mock_model("m", ["teacher", "judge"]), flaky], [task(total=1)], probe_mode="full")
+    result = run(cfg)
+    assert result.exit_code == 0, result.message

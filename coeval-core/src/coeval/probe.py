@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,10 +26,13 @@ from coeval.credentials import KeyStore, redact
 if TYPE_CHECKING:
     from coeval.config.model import Config, ModelConfig
 
-__all__ = ["PROBE_MODES", "ProbeFailed", "ProbeResult", "aprobe_models", "check_probe", "models_to_probe", "probe_models"]
+__all__ = ["PROBE_MODES", "ProbeFailed", "ProbeResult", "aprobe_models", "check_probe", "models_to_probe", "probe_models", "probe_with_retries"]
 
 PROBE_MODES = ("full", "resume", "disable")
 DEFAULT_TIMEOUT_S = 60.0
+#: Calls per probe: a 503 or 429 is load, not a broken model, so it is asked again (with the
+#: run's backoff) before the model is reported as failing.
+PROBE_ATTEMPTS = 3
 
 
 @attrs.frozen
@@ -93,6 +97,30 @@ def models_to_probe(config: Config, mode: str, registries: Any = None) -> list[M
     return [m for m in models if m.name in needed]
 
 
+async def probe_with_retries(iface: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """``iface.probe()``, asked again after a retryable error (a 503 or a 429)."""
+    from coeval.interfaces.base import ModelError
+    from coeval.scheduler.retry import RetryPolicy
+
+    policy, rng = RetryPolicy(max_delay_s=5.0, max_retry_after_s=30.0), random.Random()
+    for attempt in range(1, PROBE_ATTEMPTS + 1):
+        try:
+            await asyncio.wait_for(iface.probe(), timeout_s)
+            return
+        except ModelError as exc:
+            delay = policy.delay_for(exc, attempt, rng) if attempt < PROBE_ATTEMPTS else None
+            if delay is None:
+                raise
+        except Exception as exc:
+            if isinstance(exc, TimeoutError):
+                raise
+            classified = iface.classify_error(exc)
+            delay = policy.delay_for(classified, attempt, rng) if attempt < PROBE_ATTEMPTS else None
+            if delay is None:
+                raise
+        await asyncio.sleep(delay)
+
+
 async def _probe_one(model: ModelConfig, keys: KeyStore, registries: Any, timeout_s: float) -> ProbeResult:
     from coeval.interfaces.known import providing_distribution
 
@@ -104,7 +132,7 @@ async def _probe_one(model: ModelConfig, keys: KeyStore, registries: Any, timeou
     start = time.perf_counter()
     try:
         iface = registries.interfaces.get(model.interface)(model, keys.for_provider(model.interface, model.access_key))
-        await asyncio.wait_for(iface.probe(), timeout_s)
+        await probe_with_retries(iface, timeout_s)
         return ProbeResult(model.name, model.interface, True, latency_s=round(time.perf_counter() - start, 3))
     except TimeoutError:
         return ProbeResult(model.name, model.interface, False, error=f"no answer within {timeout_s:.0f} s")

@@ -357,14 +357,14 @@ class _Run:
         mode = self.options.probe_mode or exp.probe_mode
         if mode == "disable" or not self.interfaces:
             return
-        from coeval.probe import ProbeFailed, ProbeResult, models_to_probe
+        from coeval.probe import ProbeFailed, ProbeResult, models_to_probe, probe_with_retries
 
         names = sorted({m.name for m in models_to_probe(self.config, mode, self.registries)} & set(self.interfaces))
 
         async def one(name: str) -> ProbeResult:
             iface = self.interfaces[name]
             try:
-                await asyncio.wait_for(iface.probe(), 60.0)
+                await probe_with_retries(iface, 60.0)
             except Exception as exc:
                 err = iface.classify_error(exc) if not isinstance(exc, TimeoutError) else exc
                 kind = getattr(err, "kind", type(err).__name__)
