@@ -75,3 +75,21 @@ def test_one_student(tmp_path: Path) -> None:
     assert s["students"]["s1"]["score"] == 0.75
     assert s["students"]["s1"]["rank"] == 1
     assert s["agreement"]["pairwise"][0]["spa"] == 1.0
+
+
+def test_judges_that_agree_on_one_level_have_no_correlation_to_report(tmp_path: Path) -> None:
+    """Every judge gave High to everything: a judge's correlation with the others is
+    undefined (no variance), so it is null, not a made-up 0; the weights stay equal."""
+    run = write_run(
+        tmp_path / "r",
+        rubric=RUBRIC,
+        datapoints=DPS,
+        responses=TWO,
+        evaluations=[
+            evaluation(r, j, {"accuracy": "High", "clarity": "High"}) for r in TWO for j in ("j1", "j2", "j3")
+        ],
+    )
+    s = _analyze(run)
+    for name in ("j1", "j2", "j3"):
+        assert s["judges"][name]["consensus_r"] is None, name
+        assert abs(s["judges"][name]["weight"] - 1 / 3) < 1e-9

@@ -47,7 +47,9 @@ def _snr_weight(r: np.ndarray) -> np.ndarray:
 
 
 def _consensus_corr(x: np.ndarray, present: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per judge: correlation with the leave-one-out weighted consensus, and units used."""
+    """Per judge: correlation with the leave-one-out weighted consensus (NaN where it is
+    undefined: under 3 units, or no variance in the judge's scores or the consensus), and
+    units used."""
     z = np.where(present, x, 0.0)
     p = present.astype(np.float64)
     num_all = z @ w
@@ -60,12 +62,12 @@ def _consensus_corr(x: np.ndarray, present: np.ndarray, w: np.ndarray) -> tuple[
         ok = present[:, j] & (den > 1e-12)
         n[j] = ok.sum()
         if n[j] < 3:
-            r[j] = 0.0
+            r[j] = np.nan
             continue
         c = (num_all[ok] - w[j] * z[ok, j]) / den[ok]
         xj = x[ok, j]
         sx, sc = xj.std(), c.std()
-        r[j] = 0.0 if sx == 0 or sc == 0 else float(np.mean((xj - xj.mean()) * (c - c.mean())) / (sx * sc))
+        r[j] = np.nan if sx == 0 or sc == 0 else float(np.mean((xj - xj.mean()) * (c - c.mean())) / (sx * sc))
     return r, n
 
 
