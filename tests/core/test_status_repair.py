@@ -163,3 +163,15 @@ def test_status_tells_a_running_run_from_a_crashed_one(tmp_path):
     with RunLock(rf.root, shared=True):
         running = collect_status(rf.root)
     assert running["active"] is True and running["status"] == "in_progress"
+
+
+def test_status_never_calls_a_phase_complete_while_an_earlier_phase_has_gaps(tmp_path):
+    # every teacher call fails: phases 4-5 expect nothing yet, which is not "complete"
+    broken = mock_model("t", ["teacher"], replies={"": {"mock_error": "fatal", "message": "no such model"}})
+    cfg = make_config(tmp_path, [broken, mock_model("s", ["student", "judge"])],
+                      [task(total=2, rubric="auto")], probe_mode="disable")
+    assert run(cfg).exit_code == 1
+    states = {p["phase"]: p["state"] for p in collect_status(folder(cfg).root)["phases"]}
+    assert states["rubric_mapping"] == "incomplete"
+    for later in ("data_generation", "response_collection", "evaluation"):
+        assert not states[later].startswith("complete"), states

@@ -115,6 +115,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
     in_progress = set(meta.get("phases_in_progress") or [])
     phases = []
     failures: Counter[str] = Counter()
+    first_gap: str | None = None
     for phase in ordered_phases(registries):
         entry: dict[str, Any] = {"phase": phase.name, "recorded_complete": phase.name in completed}
         if config is not None:
@@ -122,7 +123,10 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
             entry.update(survey.to_dict())
             failures.update(survey.failures)
             total = survey.total
-            if survey.complete:
+            if survey.complete and phase.name not in completed and first_gap is not None:
+                # it expects nothing more only because an earlier phase has not produced it yet
+                state = f"waiting for {first_gap}"
+            elif survey.complete:
                 state = "complete" if phase.name in completed else "complete (run --continue to record it)"
             elif total.ok == 0 and total.failed == 0:
                 state = "not started"
@@ -131,6 +135,8 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
             else:
                 state = "incomplete"
             entry["state"] = state
+            if not survey.complete and first_gap is None:
+                first_gap = phase.name
         else:
             entry["state"] = "complete" if phase.name in completed else "unknown"
         if phase.name in ("data_generation", "response_collection", "evaluation"):
