@@ -153,3 +153,18 @@ def test_concurrent_shards_ask_each_teacher_for_attributes_once(tmp_path, monkey
     asked = sorted((m, r.schema_name) for m, r in RecordingMock.requests if r.role == "teacher"
                    and r.schema_name in ("target_attributes", "rubric"))
     assert asked == [("a", "rubric"), ("a", "target_attributes"), ("b", "rubric"), ("b", "target_attributes")]
+
+
+def test_each_concurrent_shard_records_its_own_end_in_the_run_log(tmp_path):
+    models = [mock_model("a", ["teacher", "student", "judge"], latency_ms=100),
+              mock_model("b", ["student"], latency_ms=5)]
+    cfg = make_config(tmp_path, models, [task(total=2)])
+    threads = [threading.Thread(target=run, args=(cfg,), kwargs={"only_models": (n,)}) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    runs = meta(folder(cfg))["runs"]
+    assert sorted(tuple(r["only_models"]) for r in runs) == [("a",), ("b",)]
+    for entry in runs:
+        assert entry.get("exit_code") == 0 and entry.get("finished_at"), runs

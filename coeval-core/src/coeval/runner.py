@@ -36,6 +36,7 @@ import contextlib
 import signal
 import sys
 import time
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -270,6 +271,9 @@ class _Run:
         exp = config.experiment
         self.run = RunFolder.for_experiment(exp.storage_folder, exp.id)
         self.only = frozenset(options.only_models)
+        #: Names this process's entry in ``meta["runs"]``: shards append theirs concurrently,
+        #: so "the last entry" may be another process's.
+        self.run_id = uuid.uuid4().hex[:12]
         self.results: dict[str, PhaseResult] = {}
         self.scheduler: Scheduler | None = None
         self.stop_requested = False
@@ -415,6 +419,7 @@ class _Run:
             if fork is not None:
                 meta["forked_from"] = fork
             meta["runs"].append({
+                "run_id": self.run_id,
                 "started_at": now,
                 "continue": self.options.continue_run,
                 "only_models": sorted(self.only),
@@ -456,8 +461,9 @@ class _Run:
     def _finish_meta(self, status: str, exit_code: int) -> None:
         def change(meta: dict[str, Any]) -> None:
             meta["status"] = status
-            if meta.get("runs"):
-                meta["runs"][-1].update({"finished_at": utc_now(), "exit_code": exit_code, "status": status})
+            mine = [r for r in meta.get("runs") or [] if r.get("run_id") == self.run_id]
+            if mine:
+                mine[-1].update({"finished_at": utc_now(), "exit_code": exit_code, "status": status})
 
         self.run.update_meta(change)
 
