@@ -39,6 +39,8 @@ OPTIONS = {"A": "London", "B": "Paris", "C": "Mercury", "D": "Venus"}
         ("The answer is D. Option A is wrong because it is older.", "D"),
         ("A cat is not a planet, so the answer is C", "C"),
         ("It is Paris.", "B"),  # the text of exactly one option
+        ("The final answer is $\\boxed{B}$.", "B"),  # LaTeX math around the letter
+        ("Final Answer: $\\boxed{\\text{C}}$", "C"),
     ],
 )
 def test_choice_forms(reply: str, expected: str) -> None:
@@ -84,6 +86,11 @@ def test_choice_respects_the_items_letters() -> None:
         ("-5", "-5"),
         ("It grew by 12.5%", "12.5"),
         ("Counting 3, 4 and 5 gives 5", "5"),
+        # a stated answer written as its calculation: the result counts, not the first operand
+        ("So the answer is 48 + 24 = 72.", "72"),
+        ("Total: 3 x $4 = $12", "12"),
+        ("The answer is 12 - 4 = 8 apples", "8"),
+        ("The answer is 6 * 7 / 2 = 21", "21"),
     ],
 )
 def test_number_forms(reply: str, expected: str) -> None:

@@ -20,7 +20,7 @@ __all__ = ["extract_choice", "extract_code", "extract_number", "parse_number"]
 
 # ---- multiple choice ------------------------------------------------------------------------
 
-_MARKUP = re.compile(r"(\*\*|__|`|\\textbf\{|\\text\{|\\boxed\{|\\mathrm\{)")
+_MARKUP = re.compile(r"(\*\*|__|`|\$|\\textbf\{|\\text\{|\\boxed\{|\\mathrm\{)")
 _OPEN = r"[\(\[\{<]?"
 _CLOSE = r"[\)\]\}>]?"
 #: "answer is B", "Answer: b", "correct option would be (C)", "final answer - D", "I choose A".
@@ -115,6 +115,8 @@ _STATED = re.compile(
     re.IGNORECASE,
 )
 _ANY = re.compile(_NUMBER)
+#: A stated answer written as its calculation, "the answer is 48 + 24 = 72": the result.
+_CALCULATION = re.compile(rf"(?:\s*[-+*/x×÷]\s*(?:{_NUMBER}))+\s*=\s*({_NUMBER})")
 
 
 def parse_number(text: str | None) -> Decimal | None:
@@ -142,9 +144,15 @@ def extract_number(text: str | None) -> Decimal | None:
         return None
     plain = text.replace("**", "")
     for pattern in (_HASHES, _BOXED, _STATED, _ANY):
-        found = pattern.findall(plain)
-        if found:
-            value = parse_number(found[-1])
+        matches = list(pattern.finditer(plain))
+        if matches:
+            last = matches[-1]
+            found = last.group(1) if pattern.groups else last.group(0)
+            if pattern is _STATED:
+                calculation = _CALCULATION.match(plain, last.end())
+                if calculation:
+                    found = calculation.group(1)
+            value = parse_number(found)
             if value is not None:
                 return value
     return None
