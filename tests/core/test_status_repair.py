@@ -175,3 +175,16 @@ def test_status_never_calls_a_phase_complete_while_an_earlier_phase_has_gaps(tmp
     assert states["rubric_mapping"] == "incomplete"
     for later in ("data_generation", "response_collection", "evaluation"):
         assert not states[later].startswith("complete"), states
+
+
+def test_repair_logs_every_change_it_makes_even_without_reopening_a_phase(tmp_path):
+    _, rf = finished_run(tmp_path)
+    path = rf.jsonl_files("evaluation")[0]
+    first = path.read_text().splitlines()[0]
+    with path.open("a") as fh:  # a crash-cut copy of a whole record: no gap, just a bad line
+        fh.write(first + "\n" + first[:40])
+    fixed = CliRunner().invoke(cli, ["repair", "--run", str(rf.root)])
+    assert fixed.exit_code == 0, fixed.output
+    m = meta(rf)
+    assert m["phases_completed"] == PHASES
+    assert m["repair_log"][-1]["bad_lines"] == 1 and m["repair_log"][-1]["duplicates"] == 1

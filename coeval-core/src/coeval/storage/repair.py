@@ -244,7 +244,7 @@ def _repair_meta(run: RunFolder, report: RepairReport, dry_run: bool, config: An
         if first is not None:
             reopen = [p for p in completed if p in order and order.index(p) >= first]
     report.phases_reopened = reopen
-    if dry_run or (not reopen and not report.meta_rebuilt):
+    if dry_run or (not reopen and not report.meta_rebuilt and not report.changed):
         return
     meta["phases_completed"] = [p for p in completed if p not in reopen]
     if reopen and meta.get("status") == "completed":
