@@ -80,6 +80,9 @@ def test_user_pricing_file_overrides_and_extends(tmp_path: Path, monkeypatch: py
     ("prices: {}", "unknown top-level key"),
     ("auto_routing: [{names: x}]", "auto_routing[0]"),
     ("providers: [", "not valid YAML"),
+    ("providers: [openai]", "providers"),
+    ("providers: {openai: {models: [gpt-4o]}}", "providers.openai.models"),
+    ("auto_routing: {names: [x]}", "auto_routing"),
 ])
 def test_bad_pricing_file_names_file_and_field(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "bad.yaml"
@@ -87,6 +90,41 @@ def test_bad_pricing_file_names_file_and_field(tmp_path: Path, content: str, mes
     with pytest.raises(PricingFileError) as err:
         PricingTable.load(path)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_pricing_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(b"\xff\xfe providers: {}")
+    with pytest.raises(PricingFileError, match="not UTF-8") as err:
+        PricingTable.load(path)
+    assert str(path) in str(err.value)
+
+
+def test_bad_pricing_file_is_a_user_error_in_plan_and_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken $COEVAL_PRICING_FILE stops plan and run with exit 2 and the file's name, before
+    any call is paid for (not a traceback, not a retried error on every reply)."""
+    from click.testing import CliRunner
+    from coeval.cli.main import cli
+
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("providers: {openai: {models: {gpt-4o-mini: {input: cheap, output: 1}}}}")
+    monkeypatch.setenv(PRICING_ENV, str(prices))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-1234")
+    config = tmp_path / "exp.yaml"
+    config.write_text(yaml.safe_dump({
+        "models": [{"name": "gpt", "interface": "openai", "parameters": {"model": "gpt-4o-mini", "base_url": "http://127.0.0.1:9/v1"},
+                    "roles": ["teacher", "student", "judge"]}],
+        "tasks": [{"name": "t", "description": "d", "output_description": "o", "target_attributes": {"a": ["x"]},
+                   "nuanced_attributes": {"b": ["y"]}, "sampling": {"target": [1, 1], "nuance": [1, 1], "total": 1},
+                   "rubric": {"r": "c"}}],
+        "experiment": {"id": "prices-test", "storage_folder": str(tmp_path / "runs")},
+    }))
+    for args in (["plan", "--config", str(config)], ["run", "--config", str(config), "--probe", "disable"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert isinstance(result.exception, SystemExit), result.exception  # a user error, not a traceback
+        assert str(prices) in result.output and "providers.openai.models.gpt-4o-mini.input" in result.output
+    assert not (tmp_path / "runs" / "prices-test" / "phase3_datapoints").exists()
 
 
 def test_hooks_price_and_route() -> None:

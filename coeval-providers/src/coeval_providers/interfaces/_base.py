@@ -78,6 +78,7 @@ class ProviderInterface(Interface):
             self.max_concurrency = int(params["max_concurrency"])
         self.max_concurrency = max(self.max_concurrency, self.default_concurrency)
         self._price: Any = _UNSET
+        _ = self.price  # a broken $COEVAL_PRICING_FILE stops here, before any call is paid for
 
     # ---- settings ----------------------------------------------------------------------------
     def setting(self, key: str, *env: str, default: Any = None) -> Any:

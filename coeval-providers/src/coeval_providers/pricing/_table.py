@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import yaml
+from coeval.cli.errors import UserError
 
 __all__ = ["PRICING_ENV", "AutoChoice", "Price", "PricingFileError", "PricingTable", "pricing_table", "reset_pricing_table"]
 
@@ -23,8 +24,9 @@ PRICING_ENV = "COEVAL_PRICING_FILE"
 _REGION_PREFIX = re.compile(r"^(us|eu|apac|global|us-gov|jp|au|ca)\.")
 
 
-class PricingFileError(ValueError):
-    """A pricing file that cannot be used; the message names the file and the field."""
+class PricingFileError(UserError, ValueError):
+    """A pricing file that cannot be used; the message names the file and the field. A user
+    error: commands stop with exit code 2 and this message, not a traceback."""
 
 
 @attrs.frozen
@@ -86,6 +88,10 @@ class PricingTable:
                 raise PricingFileError(f"{path}: pricing file not found (named by ${PRICING_ENV})")
             try:
                 raw = yaml.safe_load(path.read_text("utf-8")) or {}
+            except UnicodeDecodeError:
+                raise PricingFileError(f"{path}: not UTF-8 text (named by ${PRICING_ENV})") from None
+            except OSError as exc:
+                raise PricingFileError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 where = f" line {mark.line + 1}" if mark is not None else ""
@@ -182,6 +188,10 @@ def _parse(raw: Any, source: str) -> tuple[dict[str, dict[str, Any]], list[_Rout
     if unknown:
         raise PricingFileError(f"{source}: unknown top-level key(s) {sorted(unknown)}; expected providers, auto_routing")
     providers: dict[str, dict[str, Any]] = {}
+    if not isinstance(raw.get("providers") or {}, Mapping):
+        raise PricingFileError(f"{source}: providers: expected a mapping of provider -> {{models, batch_discount}}")
+    if not isinstance(raw.get("auto_routing") or [], list):
+        raise PricingFileError(f"{source}: auto_routing: expected a list of {{names, serve}} entries")
     for name, entry in (raw.get("providers") or {}).items():
         where = f"{source}: providers.{name}"
         if not isinstance(entry, Mapping):
@@ -192,6 +202,8 @@ def _parse(raw: Any, source: str) -> tuple[dict[str, dict[str, Any]], list[_Rout
             if d > 1:
                 raise PricingFileError(f"{where}.batch_discount: a multiplier in [0, 1] (0.5 = half price), got {d}")
             parsed["batch_discount"] = d
+        if not isinstance(entry.get("models") or {}, Mapping):
+            raise PricingFileError(f"{where}.models: expected a mapping of model id -> {{input, output}}")
         for model, price in (entry.get("models") or {}).items():
             parsed["models"][str(model)] = _parse_price(price, f"{where}.models.{model}")
         if entry.get("default") is not None:
