@@ -90,3 +90,32 @@ def test_report_renders_in_headless_chromium(report: Path, browser, tmp_path: Pa
     page.screenshot(path=str(shot), full_page=False)
     assert shot.stat().st_size > 20_000
     page.close()
+
+
+def test_intervals_are_labelled_with_the_level_asked_for(tmp_path: Path) -> None:
+    """`--level 0.9` gives 90% intervals: the report and the printed ranking say 90%, not 95%."""
+    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+
+    run = write_synthetic_run(tmp_path / "run", SyntheticSpec(seed=4, datapoints_per_teacher=5))
+    out = tmp_path / "analysis"
+    result = CliRunner().invoke(
+        cli, ["analyze", "--run", str(run), "--out", str(out), "--bootstrap", "50", "--level", "0.9"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "90% CI" in result.output and "95%" not in result.output
+    from coeval_analysis.reports.html import plotly_js
+
+    page = (out / "report.html").read_text(encoding="utf-8").replace(plotly_js(), "")
+    assert "90% CI" in page and "90% interval" in page
+    assert "95%" not in page
+
+
+def test_no_bootstrap_says_there_are_no_intervals(tmp_path: Path) -> None:
+    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+
+    run = write_synthetic_run(tmp_path / "run", SyntheticSpec(seed=4, datapoints_per_teacher=5))
+    out = tmp_path / "analysis"
+    result = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--out", str(out), "--bootstrap", "0"])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "no intervals were computed" in page and "(0 resamples)" not in page

@@ -36,7 +36,7 @@ _STAGES = ("load", "scores", "robust ranking", "judge agreement", "teachers and 
     type=click.IntRange(0, 100_000),
     default=1000,
     show_default=True,
-    help="Bootstrap resamples of datapoints for the 95% intervals (0: no intervals).",
+    help="Bootstrap resamples of datapoints for the intervals (0: no intervals).",
 )
 @click.option(
     "--level",
@@ -63,7 +63,7 @@ def analyze_command(
     reports: tuple[str, ...],
     quiet: bool,
 ) -> None:
-    """Analyse a run: student ranking with 95% intervals and a robust (judge- and
+    """Analyse a run: student ranking with bootstrap intervals and a robust (judge- and
     datapoint-weighted) ranking, judge agreement (kappa, Krippendorff's alpha, ICC),
     teacher discrimination, self-preference, verbosity, coverage and judge failures.
 
@@ -174,7 +174,8 @@ def _print_ranking(summary: dict[str, Any]) -> None:
         return "—" if x is None else f"{x:.3f}"
 
     table = Table(title=f"{summary['experiment_id']}: students", title_justify="left")
-    for col in ("#", "student", "robust", "95% CI", "mean", "95% CI "):
+    ci = f"{summary['settings']['level'] * 100:g}% CI"
+    for col in ("#", "student", "robust", ci, "mean", f"{ci} "):
         table.add_column(col, justify="left" if col == "student" else "right", no_wrap=col != "student")
     for name, s in summary["students"].items():
         table.add_row(

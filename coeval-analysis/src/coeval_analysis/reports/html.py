@@ -140,7 +140,7 @@ def _layout(title: str = "", **kw: Any) -> dict[str, Any]:
     return base
 
 
-def _ranking_figure(students: dict[str, Any]) -> dict[str, Any]:
+def _ranking_figure(students: dict[str, Any], pct: str = "95%") -> dict[str, Any]:
     names = list(students)[::-1]
     traces = []
     for key, ci_key, label, color in (
@@ -188,7 +188,7 @@ def _ranking_figure(students: dict[str, Any]) -> dict[str, Any]:
     return {
         "data": traces,
         "layout": _layout(
-            "Students: score with 95% interval",
+            f"Students: score with {pct} interval",
             xaxis={"title": {"text": "score (0 = all Low, 1 = all High)"}},
             legend={"orientation": "h", "y": -0.2},
         ),
@@ -350,6 +350,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
 
     students = s["students"]
     q = s["data_quality"]
+    pct = f"{s['settings']['level'] * 100:g}%"  # the confidence level the intervals were computed at
 
     # overview
     best = next(iter(students), None)
@@ -366,8 +367,12 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
     intro = (
         f"Experiment <b>{html.escape(s['experiment_id'])}</b>. "
         + (f"Top student by robust score: <b>{html.escape(best)}</b>. " if best else "")
-        + "Scores run from 0 (every factor Low) to 1 (every factor High); intervals are 95% bootstrap "
-        f"intervals over datapoints ({s['settings']['n_boot']} resamples)."
+        + "Scores run from 0 (every factor Low) to 1 (every factor High); "
+        + (
+            f"intervals are {pct} bootstrap intervals over datapoints ({s['settings']['n_boot']} resamples)."
+            if s["settings"]["n_boot"]
+            else "no intervals were computed (--bootstrap 0)."
+        )
     )
     sections.append(Section("overview", "Overview", "", [Text(Markup(intro)), KeyFigures(keys)]))
 
@@ -377,14 +382,14 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         ("robust_rank", "robust rank"),
         ("student", "student"),
         ("robust_score", "robust score"),
-        ("robust_ci", "robust 95% CI"),
+        ("robust_ci", f"robust {pct} CI"),
         ("rank", "rank"),
         ("score", "mean score"),
-        ("ci", "95% CI"),
+        ("ci", f"{pct} CI"),
         ("n_responses", "responses"),
     ]
     if any("gold_score" in r for r in rank_rows):
-        cols += [("gold_score", "gold score"), ("gold_ci", "gold 95% CI")]
+        cols += [("gold_score", "gold score"), ("gold_ci", f"gold {pct} CI")]
     sections.append(
         Section(
             "ranking",
@@ -395,7 +400,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             [
                 b
                 for b in (
-                    fig("fig-ranking", _ranking_figure(students), 90 + 45 * len(students)),
+                    fig("fig-ranking", _ranking_figure(students, pct), 90 + 45 * len(students)),
                     Table(cols, rank_rows),
                 )
                 if b
@@ -429,14 +434,14 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                 ("slice", "slice"),
                 ("student", "student"),
                 ("score", "score"),
-                ("ci", "95% CI"),
+                ("ci", f"{pct} CI"),
                 ("n", "responses"),
             ],
             brows,
         )
     )
     sections.append(
-        Section("breakdowns", "Breakdowns", "Student scores by slice, with 95% intervals.", blocks)
+        Section("breakdowns", "Breakdowns", f"Student scores by slice, with {pct} intervals.", blocks)
     )
 
     # judges
@@ -450,7 +455,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                 _bar(
                     llm,
                     [judges[j]["weight"] for j in llm],
-                    "Judge weights (95% interval)",
+                    f"Judge weights ({pct} interval)",
                     [judges[j]["weight_ci"] for j in llm],
                     "weight",
                 ),
@@ -482,7 +487,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                 ("judge", "judge"),
                 ("evaluator", "kind"),
                 ("weight", "weight"),
-                ("weight_ci", "95% CI"),
+                ("weight_ci", f"{pct} CI"),
                 ("consensus_r", "r with others"),
                 ("mean_score", "mean score given"),
                 ("mean_kappa", "mean κ"),
