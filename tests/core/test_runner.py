@@ -243,3 +243,26 @@ def test_a_transient_error_during_the_probe_is_retried_not_fatal(tmp_path):
     cfg = make_config(tmp_path, [mock_model("m", ["teacher", "judge"]), flaky], [task(total=1)], probe_mode="full")
     result = run(cfg)
     assert result.exit_code == 0, result.message
+
+
+def _calls_in_records(rf, model):
+    by = {"data_generation": "teacher_model_id", "response_collection": "student_model_id",
+          "evaluation": "judge_model_id"}
+    return sum(r.get("attempts", 0) for ph, field in by.items() for r in lines(rf, ph) if r.get(field) == model)
+
+
+def test_calls_lost_with_a_killed_process_still_count_against_the_quota(tmp_path):
+    models = [mock_model("a", ["student"]), mock_model("b", ["teacher", "judge"])]
+    assert run(make_config(tmp_path, models, [task(total=2)])).exit_code == 0
+    rf = folder(make_config(tmp_path, models, [task(total=2)]))
+    made = _calls_in_records(rf, "a")
+    assert made == 2
+    # a kill -9 before the call counter reached meta.json: the records are there, the counts are not
+    m = meta(rf)
+    m["calls"], m["status"] = {}, "in_progress"
+    (rf.root / "meta.json").write_text(json.dumps(m))
+    capped = make_config(tmp_path, models, [task(total=3)], quota={"a": {"max_calls": made}})
+    result = run(capped, continue_run=True)
+    assert result.exit_code == 3, result.message  # a had used its quota already
+    assert _calls_in_records(rf, "a") == made
+    assert meta(rf)["calls"]["a"] == made

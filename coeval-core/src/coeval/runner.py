@@ -55,7 +55,7 @@ from coeval.run_options import RunOptions
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkOutcome
 from coeval.storage.fork import fork_run
 from coeval.storage.lock import RunFolderBusyError, RunLock
-from coeval.storage.run_folder import RunFolder, cut_partial_last_line, utc_now
+from coeval.storage.run_folder import RunFolder, cut_partial_last_line, iter_jsonl, utc_now
 from coeval.storage.snapshot import write_config_snapshot
 
 __all__ = [
@@ -152,6 +152,29 @@ def ordered_phases(registries: Any) -> list[Any]:
             ordered += others
             break
     return ordered
+
+
+#: The record field naming the model whose calls a record of each phase accounts for.
+_CALLER_FIELD = {"data_generation": "teacher_model_id", "response_collection": "student_model_id",
+                 "evaluation": "judge_model_id"}
+
+
+def written_calls(run: RunFolder) -> tuple[Counter[str], defaultdict[str, float]]:
+    """Calls and spend per model that the records of phases 3-5 account for (superseded
+    lines included: each was paid for). A lower bound of what the folder's runs spent."""
+    calls: Counter[str] = Counter()
+    spend: defaultdict[str, float] = defaultdict(float)
+    for phase, field in _CALLER_FIELD.items():
+        for path in run.jsonl_files(phase):
+            for rec in iter_jsonl(path):
+                model = rec.get(field)
+                if not isinstance(model, str):
+                    continue
+                with contextlib.suppress(TypeError, ValueError):
+                    calls[model] += max(0, int(rec.get("attempts") or 0))
+                with contextlib.suppress(TypeError, ValueError):
+                    spend[model] += max(0.0, float(rec.get("cost_usd") or 0.0))
+    return calls, spend
 
 
 class _Ledger:
@@ -428,6 +451,33 @@ class _Run:
 
         return self.run.update_meta(change)
 
+    def _recount_lost_calls(self, meta: dict[str, Any], log: Any) -> dict[str, Any]:
+        """A killed process loses the calls it had not yet added to ``meta.json``; its
+        records still say what they cost. Raise the counts to what the records account for
+        (less what a fork copied), so quotas and budgets hold across a crash. Only while the
+        folder is held alone: a shard's unsaved counts would be counted twice."""
+        fork = meta.get("forked_from")
+        if fork and "calls_copied" not in fork:
+            return meta  # forked by an older version: copied calls unknown, keep the counts
+        calls, spend = written_calls(self.run)
+        for k, v in ((fork or {}).get("calls_copied") or {}).items():
+            calls[k] -= int(v)
+        for k, usd in ((fork or {}).get("spend_copied_usd") or {}).items():
+            spend[k] -= float(usd)
+        low_calls = {k: v for k, v in calls.items() if v > int((meta.get("calls") or {}).get(k, 0))}
+        low_spend = {k: round(v, 10) for k, v in spend.items()
+                     if v > float((meta.get("spend_usd") or {}).get(k, 0.0)) + 1e-9}
+        if not low_calls and not low_spend:
+            return meta
+
+        def change(m: dict[str, Any]) -> None:
+            m.setdefault("calls", {}).update(low_calls)
+            m.setdefault("spend_usd", {}).update(low_spend)
+
+        log.warning("calls recorded by a stopped process were missing from meta.json; counted them",
+                    calls=low_calls, spend_usd=low_spend or None)
+        return self.run.update_meta(change)
+
     def _phase_started(self, name: str) -> None:
         def change(meta: dict[str, Any]) -> None:
             if name not in meta.setdefault("phases_in_progress", []):
@@ -513,6 +563,9 @@ class _Run:
         if source is not None and not self.run.exists():
             copy = [p for p in PHASE_IDS if self.config.experiment.phases.mode(p) != "New"]
             fork = fork_run(source, self.run, copy)
+            copied_calls, copied_spend = written_calls(self.run)
+            fork["calls_copied"] = dict(copied_calls)
+            fork["spend_copied_usd"] = {k: round(v, 10) for k, v in copied_spend.items()}
             log.info("forked from an earlier run", source=fork["path"], phases=fork["phases_copied"],
                      files=fork["files_copied"])
         meta = self._init_meta(fork)
@@ -523,6 +576,7 @@ class _Run:
                     if cut:
                         log.warning("cut a partial last line (a crash interrupted its write)", file=str(path),
                                     bytes=cut)
+            meta = self._recount_lost_calls(meta, log)
         write_config_snapshot(self.run, self.user_config)
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
