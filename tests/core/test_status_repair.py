@@ -188,3 +188,16 @@ def test_repair_logs_every_change_it_makes_even_without_reopening_a_phase(tmp_pa
     m = meta(rf)
     assert m["phases_completed"] == PHASES
     assert m["repair_log"][-1]["bad_lines"] == 1 and m["repair_log"][-1]["duplicates"] == 1
+
+
+def test_a_running_phase_shows_in_progress_before_its_first_record(tmp_path):
+    from coeval.storage.lock import RunLock
+
+    _, rf = finished_run(tmp_path)
+    for path in rf.jsonl_files("evaluation"):
+        path.unlink()
+    rf.update_meta(lambda m: (m.__setitem__("status", "in_progress"), m.__setitem__("phases_in_progress", ["evaluation"]),
+                              m.__setitem__("phases_completed", PHASES[:4])))
+    with RunLock(rf.root, shared=True):
+        states = {p["phase"]: p["state"] for p in collect_status(rf.root)["phases"]}
+    assert states["evaluation"] == "in progress"

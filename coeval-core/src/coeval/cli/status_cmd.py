@@ -128,10 +128,10 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
                 state = f"waiting for {first_gap}"
             elif survey.complete:
                 state = "complete" if phase.name in completed else "complete (run --continue to record it)"
-            elif total.ok == 0 and total.failed == 0:
-                state = "not started"
             elif phase.name in in_progress and active:
                 state = "in progress"
+            elif total.ok == 0 and total.failed == 0:
+                state = "not started"
             else:
                 state = "incomplete"
             entry["state"] = state
