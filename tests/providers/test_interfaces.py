@@ -248,3 +248,29 @@ def test_timeouts_and_broken_connections_are_retried(name: str, fault: str, fake
     assert outcome.status == "ok", outcome.error
     assert outcome.attempts == 2
     assert fake.counts[route(name, fake)] == 2  # no retry hidden in the SDK or its transport
+
+
+def _closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic", "gemini", "bedrock", "vertex", "azure_openai"])
+def test_wrong_base_url_says_cannot_connect_and_names_the_host(name: str, tmp_path: Any) -> None:
+    """A base_url where nothing listens is a transient error that says which host could not be
+    reached and what to check, not "request timed out" (which sends users to raise timeouts)."""
+    from coeval.interfaces.base import TransientModelError
+
+    url = _closed_port_url()
+    model, creds = model_and_credentials(name, url, tmp_path)
+    iface = registries().interfaces.get(name)(model, creds)
+    with pytest.raises(TransientModelError) as err:
+        generate_once(iface, GenerateRequest(prompt="hello", params=model.parameters))
+    message = str(err.value)
+    assert message.startswith(f"{name}: cannot connect"), message
+    assert url.removeprefix("http://") in message and "base_url" in message
+    assert "timed out" not in message and SECRET not in message

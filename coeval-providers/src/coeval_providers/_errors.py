@@ -17,9 +17,11 @@ Messages pass through :func:`coeval.credentials.redact`, and never include reque
 from __future__ import annotations
 
 import email.utils
+import errno
 import json
 import re
 import time
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,7 +34,7 @@ from coeval.interfaces.base import (
     TransientModelError,
 )
 
-__all__ = ["from_status", "malformed", "parse_retry_after", "short_body", "transient"]
+__all__ = ["cannot_connect", "from_status", "malformed", "parse_retry_after", "short_body", "transient"]
 
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?$")
 #: Provider-side key fragments ("sk-abc***xyz", "AIza...") a body may echo back.
@@ -132,3 +134,33 @@ def transient(provider: str, exc: BaseException) -> TransientModelError:
     name = type(exc).__name__
     text = redact(str(exc))[:200]
     return TransientModelError(f"{provider}: {name}{': ' + text if text else ''}")
+
+
+def cannot_connect(provider: str, exc: BaseException) -> TransientModelError | None:
+    """The request never reached the provider (connection refused, unknown host): a message that
+    names the host, so a wrong ``base_url`` is obvious. None when ``exc`` is not that.
+
+    Looks through the exception chain for aiohttp's connector error (under the openai,
+    anthropic and google-genai SDKs; openai's reports it as a timeout) or botocore's.
+    """
+    seen: set[int] = set()
+    err: BaseException | None = exc
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        name = type(err).__name__
+        if name.startswith("ClientConnector") and getattr(err, "host", None):
+            os_error = getattr(err, "os_error", None)
+            refused = getattr(os_error, "errno", None) == errno.ECONNREFUSED
+            why = "connection refused" if refused else getattr(os_error, "strerror", None) or str(os_error or name)
+            where = f"{err.host}:{getattr(err, 'port', '')}".rstrip(":")
+            return TransientModelError(redact(f"{provider}: cannot connect to {where} ({why}); check base_url and the network"))
+        if name == "EndpointConnectionError":
+            url = str((getattr(err, "kwargs", None) or {}).get("endpoint_url") or "")
+            parts = urllib.parse.urlsplit(url)
+            where = f"{parts.scheme}://{parts.netloc}" if parts.netloc else "the endpoint"
+            cause = err.__cause__ or err.__context__
+            inner = getattr(cause, "__cause__", None) or getattr(cause, "__context__", None)
+            why = getattr(inner, "strerror", None) or type(cause or err).__name__
+            return TransientModelError(redact(f"{provider}: cannot connect to {where} ({why}); check base_url, region and the network"))
+        err = err.__cause__ or err.__context__
+    return None

@@ -99,6 +99,8 @@ def anthropic_error(provider: str, exc: BaseException, model: str) -> ModelError
 
     if isinstance(exc, anthropic.APIStatusError):
         return _errors.from_status(provider, exc.status_code, exc.body, exc.response.headers, model=model)
+    if isinstance(exc, anthropic.APIConnectionError) and (refused := _errors.cannot_connect(provider, exc)):
+        return refused
     if isinstance(exc, anthropic.APITimeoutError):
         return TransientModelError(f"{provider}: request timed out")
     if isinstance(exc, anthropic.APIConnectionError):

@@ -114,6 +114,8 @@ def boto_error(provider: str, exc: BaseException, model: str) -> ModelError | No
         return FatalModelError(f"{provider}: no AWS credentials; add a bedrock block to keys.yaml or set AWS_ACCESS_KEY_ID")
     if isinstance(exc, bx.ReadTimeoutError | bx.ConnectTimeoutError):
         return TransientModelError(f"{provider}: request timed out")
+    if isinstance(exc, bx.EndpointConnectionError) and (refused := _errors.cannot_connect(provider, exc)):
+        return refused
     if isinstance(exc, bx.EndpointConnectionError | bx.ConnectionClosedError | bx.HTTPClientError):
         return TransientModelError(f"{provider}: connection failed ({type(exc).__name__})")
     if isinstance(exc, bx.ResponseParserError):

@@ -112,6 +112,9 @@ def genai_error(provider: str, exc: BaseException, model: str) -> ModelError | N
         return err
     module = type(exc).__module__
     if module.startswith(("aiohttp", "httpx", "httpcore")) or isinstance(exc, TimeoutError | ConnectionError):
+        refused = _errors.cannot_connect(provider, exc)
+        if refused is not None:
+            return refused
         return TransientModelError(f"{provider}: connection failed ({type(exc).__name__})")
     if isinstance(exc, ValueError) and "pydantic" in module:
         return MalformedResponseError(f"{provider}: malformed reply (does not match the API schema)")

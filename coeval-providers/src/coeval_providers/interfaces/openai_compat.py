@@ -62,6 +62,8 @@ def openai_error(provider: str, exc: BaseException, model: str) -> ModelError | 
     if isinstance(exc, openai.APIStatusError):
         body = exc.body if exc.body is not None else getattr(exc.response, "text", "")
         return _errors.from_status(provider, exc.status_code, body, exc.response.headers, model=model)
+    if isinstance(exc, openai.APIConnectionError) and (refused := _errors.cannot_connect(provider, exc)):
+        return refused
     if isinstance(exc, openai.APITimeoutError):
         return TransientModelError(f"{provider}: request timed out")
     if isinstance(exc, openai.APIConnectionError):
