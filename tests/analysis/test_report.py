@@ -119,3 +119,64 @@ def test_no_bootstrap_says_there_are_no_intervals(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "no intervals were computed" in page and "(0 resamples)" not in page
+
+
+@pytest.mark.browser
+def test_charts_of_a_run_without_spread_keep_their_scales(browser, tmp_path: Path) -> None:
+    """One student, every score High, no failures: the score axis stays within [0, 1] and
+    the failure-rate axis does not run negative (plotly's autorange would draw 0..2 and -1..1)."""
+    from .runs import datapoint, evaluation, response, write_run
+
+    dps = [datapoint("t", "teach", i + 1, color="red") for i in range(4)]
+    resps = [response(dp, "s1") for dp in dps]
+    run = write_run(
+        tmp_path / "r",
+        rubric={"accuracy": "Correct."},
+        datapoints=dps,
+        responses=resps,
+        evaluations=[evaluation(r, j, {"accuracy": "High"}) for r in resps for j in ("j1", "j2")],
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--out", str(out), "--bootstrap", "20"])
+    assert result.exit_code == 0, result.output
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.goto((out / "report.html").as_uri())
+    page.wait_for_selector("body[data-charts-drawn]", timeout=60_000)
+
+    def axis(fid: str, name: str) -> list[float]:
+        return page.evaluate(f"document.getElementById('{fid}')._fullLayout.{name}.range")
+
+    low, high = axis("fig-ranking", "xaxis")
+    assert low >= 0 and high <= 1.05
+    low, high = axis("fig-failures", "xaxis")
+    assert low >= 0 and high <= 1.05
+    low, high = axis("fig-weights", "xaxis")
+    assert low >= 0
+    zmin, zmax = page.evaluate(
+        "[document.getElementById('fig-task')._fullData[0].zmin, "
+        "document.getElementById('fig-task')._fullData[0].zmax]"
+    )
+    assert zmin >= 0 and zmax <= 1
+    page.close()
+
+
+def test_agreement_section_says_why_it_is_empty(tmp_path: Path) -> None:
+    """One judge: the report says agreement needs two, and what a dash stands for."""
+    from .runs import datapoint, evaluation, response, write_run
+
+    dps = [datapoint("t", "teach", i + 1) for i in range(3)]
+    resps = [response(dp, s) for dp in dps for s in ("s1", "s2")]
+    run = write_run(
+        tmp_path / "r",
+        rubric={"accuracy": "Correct."},
+        datapoints=dps,
+        responses=resps,
+        evaluations=[evaluation(r, "j1", {"accuracy": "High"}) for r in resps],
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--out", str(out), "--report", "html"])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text(encoding="utf-8")
+    agreement = page.split('id="agreement"')[1].split("<section")[0]
+    assert "at least two LLM judges" in agreement
+    assert "— marks" in agreement

@@ -189,7 +189,11 @@ def _ranking_figure(students: dict[str, Any], pct: str = "95%") -> dict[str, Any
         "data": traces,
         "layout": _layout(
             f"Students: score with {pct} interval",
-            xaxis={"title": {"text": "score (0 = all Low, 1 = all High)"}},
+            # scores live in [0, 1]: autorange may zoom in, never show impossible scores
+            xaxis={
+                "title": {"text": "score (0 = all Low, 1 = all High)"},
+                "autorangeoptions": {"minallowed": 0, "maxallowed": 1.02},
+            },
             legend={"orientation": "h", "y": -0.2},
         ),
     }
@@ -207,11 +211,15 @@ def _heatmap(
     piv = piv.reindex(columns=[s for s in students if s in piv.columns]).iloc[::-1]
     z = [[None if pd.isna(v) else round(float(v), 4) for v in row] for row in piv.to_numpy()]
     text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
+    values = [v for row in z for v in row if v is not None]
+    # one value everywhere: plotly would centre a scale of width 1 on it (0.5..1.5 for 1.0)
+    flat = {"zmin": 0.0, "zmax": 1.0} if values and max(values) - min(values) < 1e-9 else {}
     return {
         "data": [
             {
                 "type": "heatmap",
                 "z": z,
+                **flat,
                 "x": list(piv.columns),
                 "y": [str(i) for i in piv.index],
                 "text": text,
@@ -237,7 +245,10 @@ def _bar(
     ci: list[list[Any]] | None = None,
     axis: str = "",
     color: str = _COLORS[0],
+    max_value: float | None = None,
 ) -> dict[str, Any]:
+    """A horizontal bar chart of non-negative values (at most ``max_value``): the axis never
+    runs below 0 (plotly draws -1..1 when every value is 0)."""
     trace: dict[str, Any] = {
         "type": "bar",
         "orientation": "h",
@@ -256,7 +267,13 @@ def _bar(
                 None if v is None or c[0] is None else v - c[0] for v, c in zip(values, ci, strict=True)
             ],
         }
-    return {"data": [trace], "layout": _layout(title, xaxis={"title": {"text": axis}})}
+    limits: dict[str, float] = {"minallowed": 0}
+    if max_value is not None:
+        limits["maxallowed"] = max_value
+    return {
+        "data": [trace],
+        "layout": _layout(title, xaxis={"title": {"text": axis}, "autorangeoptions": limits}),
+    }
 
 
 def _matrix_figure(judges: list[str], pairs: list[dict[str, Any]], key: str, title: str) -> dict[str, Any]:
@@ -400,7 +417,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             [
                 b
                 for b in (
-                    fig("fig-ranking", _ranking_figure(students, pct), 90 + 45 * len(students)),
+                    fig("fig-ranking", _ranking_figure(students, pct), max(220, 90 + 45 * len(students))),
                     Table(cols, rank_rows),
                 )
                 if b
@@ -420,7 +437,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         ("attribute", "by attribute value"),
     ):
         n_rows = slices[slices["kind"] == kind]["slice"].nunique()
-        f = fig(f"fig-{kind}", _heatmap(slices, kind, f"Score {title}", order), 120 + 28 * n_rows)
+        f = fig(f"fig-{kind}", _heatmap(slices, kind, f"Score {title}", order), max(240, 120 + 28 * n_rows))
         if f:
             blocks.append(f)
     brows = slices[slices["kind"] != "overall"].to_dict("records")
@@ -458,6 +475,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                     f"Judge weights ({pct} interval)",
                     [judges[j]["weight_ci"] for j in llm],
                     "weight",
+                    max_value=1.0,
                 ),
                 80 + 40 * len(llm),
             )
@@ -473,6 +491,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                 "Failure rate",
                 axis="share of records failed",
                 color=_COLORS[3],
+                max_value=1.0,
             ),
             80 + 40 * len(names),
         )
@@ -530,7 +549,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             fig(
                 "fig-kappa",
                 _matrix_figure(ag["judges"], ag["pairwise"], "kappa", "Cohen's κ by pair"),
-                140 + 40 * len(ag["judges"]),
+                max(280, 140 + 40 * len(ag["judges"])),
             )
         )
         ablocks.append(
@@ -558,6 +577,12 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
     note = ""
     if icc_.get("excluded"):
         note = f" ICC uses the items every judge in it scored; left out for low coverage: {', '.join(icc_['excluded'])}."
+    if ag.get("note"):
+        note += f" {ag['note'][0].upper()}{ag['note'][1:]}."
+    note += (
+        " — marks a statistic that is undefined on these items (fewer than two judges on them, or"
+        " no variation in the levels given: κ when both judges used one level only)."
+    )
     sections.append(
         Section(
             "agreement",
@@ -681,6 +706,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                     "Attribute values covered",
                     axis="share of values with a datapoint",
                     color=_COLORS[5],
+                    max_value=1.0,
                 ),
                 80 + 40 * len(cnames),
             )
