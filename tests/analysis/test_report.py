@@ -180,3 +180,30 @@ def test_agreement_section_says_why_it_is_empty(tmp_path: Path) -> None:
     agreement = page.split('id="agreement"')[1].split("<section")[0]
     assert "at least two LLM judges" in agreement
     assert "— marks" in agreement
+
+
+def test_attribute_heatmap_keeps_values_of_different_tasks_apart(tmp_path: Path) -> None:
+    """Two tasks with an attribute value of the same name: the heatmap has a row for each,
+    with that task's scores, instead of silently showing one task's numbers for both."""
+    import json
+
+    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+
+    run = write_synthetic_run(tmp_path / "run", SyntheticSpec(seed=4, datapoints_per_teacher=6))
+    out = tmp_path / "analysis"
+    result = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--out", str(out), "--bootstrap", "20"])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text(encoding="utf-8")
+    island = page.split('id="coeval-figures">')[1].split("</script>")[0]
+    heat = json.loads(island)["fig-attribute"]["data"][0]
+    table = json.loads((out / "summary.json").read_text())["breakdowns"]["attribute"]
+    expected = {(r["task"], r["slice"], r["student"]): r["score"] for r in table}
+    assert len(heat["y"]) == len({(t, s) for t, s, _ in expected})  # one row per task and value
+    shown = 0
+    for row, label in zip(heat["z"], heat["y"], strict=True):
+        task = next(t for t in ("task-1", "task-2") if t in label)
+        value = label.replace(task, "").strip(" ()·:")
+        for student, z in zip(heat["x"], row, strict=True):
+            assert z == pytest.approx(expected[(task, value, student)], abs=1e-4), (label, student)
+            shown += 1
+    assert shown == len(expected)

@@ -207,7 +207,12 @@ def _heatmap(
         sub = sub[sub["task"] == task]
     if sub.empty:
         return None
-    piv = sub.pivot_table(index="slice", columns="student", values="score", aggfunc="first", sort=True)
+    # an attribute value named alike in two tasks is two rows, labelled with their task
+    shared = sub.groupby("slice")["task"].transform("nunique") > 1
+    sub = sub.assign(
+        row=np.where(shared, sub["task"].astype(str) + ": " + sub["slice"].astype(str), sub["slice"])
+    )
+    piv = sub.pivot_table(index="row", columns="student", values="score", aggfunc="first", sort=True)
     piv = piv.reindex(columns=[s for s in students if s in piv.columns]).iloc[::-1]
     z = [[None if pd.isna(v) else round(float(v), 4) for v in row] for row in piv.to_numpy()]
     text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
@@ -436,7 +441,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         ("judge", "by judge / evaluator"),
         ("attribute", "by attribute value"),
     ):
-        n_rows = slices[slices["kind"] == kind]["slice"].nunique()
+        n_rows = len(slices[slices["kind"] == kind][["task", "slice"]].drop_duplicates())
         f = fig(f"fig-{kind}", _heatmap(slices, kind, f"Score {title}", order), max(240, 120 + 28 * n_rows))
         if f:
             blocks.append(f)
