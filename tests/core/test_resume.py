@@ -176,3 +176,18 @@ def test_continue_runs_phases_4_and_5_for_an_ingested_benchmark_teacher(tmp_path
     assert result.phases["response_collection"].written == 1
     assert result.phases["evaluation"].written == 1
     assert "arc__arc-bench__q1__m" in ok_records(rf, "response_collection")
+
+
+def test_continue_warns_when_the_configs_static_rubric_no_longer_matches_the_run(tmp_path):
+    cfg = make_config(tmp_path, [mock_model("m")], [task(total=1)])
+    assert run(cfg).exit_code == 0
+    edited = make_config(tmp_path, [mock_model("m")],
+                         [task(total=1, rubric={"correctness": "The answer is right.", "tone": "Polite."})])
+    assert run(edited, continue_run=True).exit_code == 0
+    rf = folder(cfg)
+    # the run keeps scoring with the rubric it started with, and says so instead of staying silent
+    assert "tone" not in json.loads((rf.root / "phase2_rubric" / "qa.rubric.json").read_text())
+    events = [json.loads(line) for line in (rf.root / "run.log").read_text().splitlines()]
+    stale = [e for e in events if e.get("level") == "warning" and e.get("phase") == "rubric_mapping"
+             and "differs" in e.get("event", "")]
+    assert stale and stale[0]["task"] == "qa", events[-5:]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import sys
 import time
@@ -451,6 +452,28 @@ class _Run:
 
         return self.run.update_meta(change)
 
+    def _warn_stale_static_artifacts(self, log: Any) -> None:
+        """Phases 1-2 keep an existing artifact (Keep, and ``--continue``): a static map or
+        rubric edited in the config since is not used. Say so rather than go on in silence."""
+        from coeval.phases.mapping import _TeacherMappingPhase
+
+        view = RunView(self.config, self.run, self.registries)
+        for entry in self.registries.phases:
+            phase = entry.value
+            if not isinstance(phase, _TeacherMappingPhase) or self._mode(phase.name) == "New":
+                continue
+            for task in self.config.tasks:
+                for kind, path in phase.artifacts(view, task):
+                    static = phase.static_value(view, task, kind)
+                    if static is None or not path.is_file():
+                        continue
+                    with contextlib.suppress(PhaseError):
+                        if view.read_json(path) != json.loads(json.dumps(dict(static))):
+                            what = "rubric" if kind == "rubric" else f"{kind} attributes"
+                            log.warning(f"the config's static {what} differs from the run's; the run keeps its own "
+                                        "(start a new experiment id to use the new one)",
+                                        phase=phase.name, task=task.name, artifact=str(path))
+
     def _recount_lost_calls(self, meta: dict[str, Any], log: Any) -> dict[str, Any]:
         """A killed process loses the calls it had not yet added to ``meta.json``; its
         records still say what they cost. Raise the counts to what the records account for
@@ -580,6 +603,7 @@ class _Run:
         write_config_snapshot(self.run, self.user_config)
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
+        self._warn_stale_static_artifacts(log)
         exp = self.config.experiment
         limits = SchedulerLimits(
             generation_retries=exp.generation_retries,
