@@ -207,3 +207,17 @@ def test_attribute_heatmap_keeps_values_of_different_tasks_apart(tmp_path: Path)
             assert z == pytest.approx(expected[(task, value, student)], abs=1e-4), (label, student)
             shown += 1
     assert shown == len(expected)
+
+
+def test_gold_section_says_what_its_numbers_are(report: Path) -> None:
+    """The gold figures come with what they correlate, and the unweighted mean beside the
+    judge-weighted one, so a reader can see whether the weighting brought the judges closer
+    to gold."""
+    import json
+
+    summary = json.loads((report.parent / "summary.json").read_text())
+    page = report.read_text(encoding="utf-8")
+    section = page.split('id="references"')[1].split("<section")[0]
+    assert "per response" in section and "gold ranking" in section
+    plain = summary["gold"]["plain_vs_gold"]["pearson"]
+    assert f"{plain:.3f}" in section and "plain mean vs gold" in section

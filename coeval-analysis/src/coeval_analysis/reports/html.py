@@ -762,6 +762,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                 [
                     ("ensemble vs gold: Pearson", _fmt(ens.get("pearson"))),
                     ("Spearman", _fmt(ens.get("spearman"))),
+                    ("plain mean vs gold: Pearson", _fmt((gold.get("plain_vs_gold") or {}).get("pearson"))),
                     ("responses", _fmt(ens.get("n"))),
                     ("ranking vs gold: Spearman", _fmt((gold.get("ranking_vs_gold") or {}).get("spearman"))),
                 ]
@@ -814,7 +815,11 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                 "references",
                 "Gold, metrics and labels",
                 "Scores against references: benchmark gold verdicts (kept apart from the judge score), "
-                "metric factors and label exact-match with per-label precision, recall and F1.",
+                "metric factors and label exact-match with per-label precision, recall and F1. "
+                "Ensemble vs gold: the correlation, per response, between the judge-weighted score and the "
+                "gold verdict (plain mean: the same for the unweighted mean of the judges); each judge's own "
+                "correlation is in the table. Ranking vs gold: Spearman's ρ between the robust ranking and "
+                "the gold ranking of the students. Each student's gold score is in the ranking table.",
                 rblocks,
             )
         )
