@@ -168,3 +168,14 @@ def test_each_concurrent_shard_records_its_own_end_in_the_run_log(tmp_path):
     assert sorted(tuple(r["only_models"]) for r in runs) == [("a",), ("b",)]
     for entry in runs:
         assert entry.get("exit_code") == 0 and entry.get("finished_at"), runs
+
+
+def test_a_busy_folder_is_refused_before_any_model_is_probed(tmp_path):
+    cfg = make_config(tmp_path, [mock_model("m")], [task(total=1)])
+    assert run(cfg).exit_code == 0
+    # the probe would fail loudly if it were called: the busy folder must be reported first, with no call
+    probed = make_config(tmp_path, [mock_model("m", replies={"Reply with the word OK": {"mock_error": "fatal"}})],
+                         [task(total=2)], probe_mode="full")  # one more datapoint: work to do
+    with RunLock(folder(cfg).root):
+        result = run(probed, continue_run=True)
+    assert result.exit_code == 2 and "another coeval process" in result.message, result.message

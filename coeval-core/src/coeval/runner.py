@@ -557,15 +557,17 @@ class _Run:
                     continue
             may_run = [p.name for p in phases[i:]]
             break
-        self._build_interfaces(may_run)
-        await self._probe()
-
         lock = RunLock(self.run.root, shared=bool(self.only))
+        # an existing folder is locked before probing, so a busy one is refused at once and
+        # with no call; a new one only after (a failed probe must leave nothing behind)
+        lock_first = self.run.root.is_dir()
         try:
-            lock.acquire()
-        except RunFolderBusyError as exc:
-            raise RunError(str(exc)) from None
-        try:
+            if lock_first:
+                self._acquire(lock)
+            self._build_interfaces(may_run)
+            await self._probe()
+            if not lock_first:
+                self._acquire(lock)
             level = (self.options.log_level or self.config.experiment.log_level).upper()
             # the console shows warnings and the progress lines; run.log gets every event
             console = "WARNING" if level == "INFO" else level
@@ -580,6 +582,13 @@ class _Run:
                 with contextlib.suppress(Exception):
                     await iface.aclose()
             lock.release()
+
+    @staticmethod
+    def _acquire(lock: RunLock) -> None:
+        try:
+            lock.acquire()
+        except RunFolderBusyError as exc:
+            raise RunError(str(exc)) from None
 
     async def _locked(self, phases: list[Any], completed: set[str], source: RunFolder | None, log: Any) -> RunResult:
         fork = None
