@@ -221,3 +221,13 @@ def test_gold_section_says_what_its_numbers_are(report: Path) -> None:
     assert "per response" in section and "gold ranking" in section
     plain = summary["gold"]["plain_vs_gold"]["pearson"]
     assert f"{plain:.3f}" in section and "plain mean vs gold" in section
+
+
+def test_teacher_and_bias_sections_explain_their_columns(report: Path) -> None:
+    page = report.read_text(encoding="utf-8")
+    teachers = page.split('id="teachers"')[1].split("<section")[0].split("<table")[0]
+    for term in ("Discrimination", "Separation", "Ranking agreement", "Mean score", "Datapoint weights"):
+        assert term in teachers, term
+    bias = page.split('id="bias"')[1].split("<section")[0].split("<table")[0]
+    assert "—" in bias and "no unrelated" in bias  # why a bias can be missing
+    assert "within" in bias.lower()  # the within-datapoint correlation is explained

@@ -640,8 +640,12 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         Section(
             "teachers",
             "Teachers",
-            "Discrimination: how far apart students score on a teacher's datapoints. Ranking agreement: "
-            "Kendall's τ between the ranking its datapoints give and the one the other teachers' give.",
+            "Discrimination: how far apart students score on a teacher's datapoints (the mean, over its "
+            "datapoints, of the standard deviation of the students' scores). Separation: the standard "
+            "deviation of the students' mean scores on its datapoints. Ranking agreement: Kendall's τ "
+            "between the ranking its datapoints give and the one the other teachers' give. Mean score: how "
+            "easy its datapoints are. Datapoint weights: the weight each datapoint gets in the robust score "
+            "(0.1 for one that does not separate students beyond judge noise, up to 1).",
             [b for b in tblocks if b],
         )
     )
@@ -692,7 +696,10 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             "Self-preference and verbosity",
             "Bias: how much more a judge scores its own (or its family's) answers than the other judges "
             "do, minus how much more it scores everyone else's; for teachers, a student's lead on its "
-            "own datapoints minus its lead elsewhere. Verbosity: correlation of answer length with score.",
+            "own datapoints minus its lead elsewhere; positive means self-preference. — where there is no "
+            "unrelated judge or student to compare with (e.g. every model of one family). Verbosity: "
+            "Spearman's ρ of answer length with score; within datapoint: the correlation after removing each "
+            "datapoint's mean length and score (longer answers to the same prompt scoring higher).",
             [b for b in bblocks if b],
         )
     )
