@@ -266,3 +266,13 @@ def test_calls_lost_with_a_killed_process_still_count_against_the_quota(tmp_path
     assert result.exit_code == 3, result.message  # a had used its quota already
     assert _calls_in_records(rf, "a") == made
     assert meta(rf)["calls"]["a"] == made
+
+
+def test_generation_retries_above_the_default_attempt_bound_are_honoured(tmp_path):
+    # the judge answers prose seven times, then a valid score: generation_retries 7 must get there
+    judge = mock_model("j", ["judge"], replies=["I would rather not say."] * 7)
+    cfg = make_config(tmp_path, [mock_model("m", ["teacher", "student"]), judge], [task(total=1)],
+                      generation_retries=7)
+    assert run(cfg).exit_code == 0
+    (evaluation,) = ok_records(folder(cfg), "evaluation").values()
+    assert evaluation["attempts"] == 8

@@ -616,6 +616,8 @@ class _Run:
         exp = self.config.experiment
         limits = SchedulerLimits(
             generation_retries=exp.generation_retries,
+            # the bound on calls per item leaves room for every retry the config asks for
+            max_attempts=max(attrs.fields(SchedulerLimits).max_attempts.default, exp.generation_retries + 1),
             quota={name: q.max_calls for name, q in exp.quota.items()},
             budget_usd=exp.budget_usd,
             calls_before={k: int(v) for k, v in (meta.get("calls") or {}).items()},
