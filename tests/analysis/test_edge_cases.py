@@ -93,3 +93,31 @@ def test_judges_that_agree_on_one_level_have_no_correlation_to_report(tmp_path: 
     for name in ("j1", "j2", "j3"):
         assert s["judges"][name]["consensus_r"] is None, name
         assert abs(s["judges"][name]["weight"] - 1 / 3) < 1e-9
+
+
+def test_summary_has_the_same_agreement_fields_with_one_judge(tmp_path: Path) -> None:
+    """A consumer of summary.json reads the same keys whatever the run: with one judge the
+    agreement statistics are null and the lists empty, not missing."""
+    one = write_run(
+        tmp_path / "one",
+        rubric=RUBRIC,
+        datapoints=DPS,
+        responses=TWO,
+        evaluations=[evaluation(r, "j1", {"accuracy": "High", "clarity": "Low"}) for r in TWO],
+    )
+    two = write_run(
+        tmp_path / "two",
+        rubric=RUBRIC,
+        datapoints=DPS,
+        responses=TWO,
+        evaluations=[
+            evaluation(r, j, {"accuracy": a, "clarity": "Low"})
+            for r, a in zip(TWO, ["High", "Low", "Medium", "High", "Low", "Medium"], strict=True)
+            for j in ("j1", "j2")
+        ],
+    )
+    s1, s2 = _analyze(one)["agreement"], _analyze(two)["agreement"]
+    assert set(s2) - {"note"} <= set(s1)
+    assert set(s1["icc"]) == set(s2["icc"])
+    assert s1["krippendorff_alpha_nominal"] is None
+    assert s1["icc"]["icc3_1_ci"] == [None, None] and s1["icc"]["excluded"] == []

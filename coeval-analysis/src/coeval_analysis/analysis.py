@@ -128,6 +128,21 @@ def analyze(
 # ------------------------------------------------------------------------------------------
 
 
+def _no_icc() -> dict[str, Any]:
+    """The ICC fields when ICC cannot be computed: same keys, null values."""
+    return {
+        "icc3_1": None,
+        "icc3_k": None,
+        "icc2_1": None,
+        "icc3_1_ci": [None, None],
+        "icc3_k_ci": [None, None],
+        "icc2_1_ci": [None, None],
+        "n_items": 0,
+        "judges": [],
+        "excluded": [],
+    }
+
+
 def _agreement(model: ScoreModel, opts: AnalysisOptions) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     J = len(model.judges)
     F = max(len(model.factors), 1)
@@ -138,7 +153,8 @@ def _agreement(model: ScoreModel, opts: AnalysisOptions) -> tuple[dict[str, Any]
         "unit": "(response, rubric factor) scored High/Medium/Low",
         "pairwise": [],
         "krippendorff_alpha": None,
-        "icc": {"icc3_1": None, "icc3_k": None, "icc2_1": None},
+        "krippendorff_alpha_nominal": None,
+        "icc": _no_icc(),
         "by_task": {},
     }
     if J < 2 or len(key) == 0:
@@ -172,7 +188,7 @@ def _agreement(model: ScoreModel, opts: AnalysisOptions) -> tuple[dict[str, Any]
         if complete.sum() >= 10 or len(chosen) == 2:
             break
         chosen.remove(min(chosen, key=lambda j: counts[j]))
-    res: dict[str, Any] = {"icc3_1": None, "icc3_k": None, "icc2_1": None}
+    res: dict[str, Any] = _no_icc()
     if len(chosen) >= 2:
         complete = (levels[:, chosen] >= 0).all(1)
         mat = levels[complete][:, chosen].astype(np.float64) / 2.0
