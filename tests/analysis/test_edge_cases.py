@@ -121,3 +121,32 @@ def test_summary_has_the_same_agreement_fields_with_one_judge(tmp_path: Path) ->
     assert set(s1["icc"]) == set(s2["icc"])
     assert s1["krippendorff_alpha_nominal"] is None
     assert s1["icc"]["icc3_1_ci"] == [None, None] and s1["icc"]["excluded"] == []
+
+
+def test_an_unfinished_run_is_analysed_with_a_warning(tmp_path: Path) -> None:
+    """A run whose meta.json says it did not complete (interrupted, or failed items) still
+    gets its numbers, and the user is told they cover only what was written."""
+    run = write_run(
+        tmp_path / "r",
+        rubric=RUBRIC,
+        datapoints=DPS,
+        responses=TWO,
+        evaluations=[evaluation(r, "j1", {"accuracy": "High", "clarity": "Low"}) for r in TWO],
+    )
+    (run / "meta.json").write_text(json.dumps({"experiment_id": "r", "status": "incomplete"}))
+    s = _analyze(run)
+    assert s["run_status"] == "incomplete"
+    assert "not finished" in s["_output"] and "incomplete" in s["_output"]
+    page = (run.parent / "r-out" / "report.html").read_text(encoding="utf-8")
+    overview = page.split('id="overview"')[1].split("<section")[0]
+    assert "not finished" in overview and "incomplete" in overview
+
+    done = write_run(
+        tmp_path / "d",
+        rubric=RUBRIC,
+        datapoints=DPS,
+        responses=TWO,
+        evaluations=[evaluation(r, "j1", {"accuracy": "High", "clarity": "Low"}) for r in TWO],
+    )
+    s = _analyze(done)
+    assert s["run_status"] == "completed" and "not finished" not in s["_output"]

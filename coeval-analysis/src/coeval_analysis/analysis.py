@@ -54,6 +54,19 @@ def _num(x: Any) -> float | None:
     return x if np.isfinite(x) else None
 
 
+def _unfinished(meta: dict[str, Any]) -> str | None:
+    """Why the run's numbers may be partial (meta.json says it did not finish), or None."""
+    status = meta.get("status")
+    phases = meta.get("phases_completed")
+    if isinstance(status, str) and status != "completed":
+        why = f"its status in meta.json is '{status}'"
+    elif isinstance(phases, list) and phases and "evaluation" not in phases:
+        why = "phase 5 (evaluation) is not among its completed phases in meta.json"
+    else:
+        return None
+    return f"This run has not finished ({why}): the numbers cover only the records written so far."
+
+
 def _ranks(values: np.ndarray) -> np.ndarray:
     """Competition ranks (1 = highest; ties share the best rank; NaN ranks last)."""
     v = np.where(np.isnan(values), -np.inf, values)
@@ -91,6 +104,8 @@ def analyze(
         "run": str(data.path),
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "settings": {"n_boot": opts.n_boot, "seed": opts.seed, "level": opts.level},
+        "run_status": data.meta.get("status") if isinstance(data.meta.get("status"), str) else None,
+        "run_warning": _unfinished(data.meta),
         "n_records": q.n_records,
         "n_failed": q.n_failed,
         "n_duplicates": q.n_duplicates,

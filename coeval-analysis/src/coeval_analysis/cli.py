@@ -109,6 +109,9 @@ def analyze_command(
     except AnalysisInputError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    warning = analysis.summary.get("run_warning")
+    if warning:
+        click.echo(f"Note: {warning}", err=True)
     if not quiet:
         _print_ranking(analysis.summary)
         click.echo(

@@ -396,6 +396,8 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             else "no intervals were computed (--bootstrap 0)."
         )
     )
+    if s.get("run_warning"):
+        intro += f" <b>{html.escape(s['run_warning'])}</b>"
     sections.append(Section("overview", "Overview", "", [Text(Markup(intro)), KeyFigures(keys)]))
 
     # ranking
