@@ -136,10 +136,10 @@ def test_an_unfinished_run_is_analysed_with_a_warning(tmp_path: Path) -> None:
     (run / "meta.json").write_text(json.dumps({"experiment_id": "r", "status": "incomplete"}))
     s = _analyze(run)
     assert s["run_status"] == "incomplete"
-    assert "not finished" in s["_output"] and "incomplete" in s["_output"]
+    assert "did not complete" in s["_output"] and "incomplete" in s["_output"]
     page = (run.parent / "r-out" / "report.html").read_text(encoding="utf-8")
     overview = page.split('id="overview"')[1].split("<section")[0]
-    assert "not finished" in overview and "incomplete" in overview
+    assert "did not complete" in overview and "incomplete" in overview
 
     done = write_run(
         tmp_path / "d",
@@ -149,4 +149,4 @@ def test_an_unfinished_run_is_analysed_with_a_warning(tmp_path: Path) -> None:
         evaluations=[evaluation(r, "j1", {"accuracy": "High", "clarity": "Low"}) for r in TWO],
     )
     s = _analyze(done)
-    assert s["run_status"] == "completed" and "not finished" not in s["_output"]
+    assert s["run_status"] == "completed" and "did not complete" not in s["_output"]

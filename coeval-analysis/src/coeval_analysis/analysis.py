@@ -64,7 +64,7 @@ def _unfinished(meta: dict[str, Any]) -> str | None:
         why = "phase 5 (evaluation) is not among its completed phases in meta.json"
     else:
         return None
-    return f"This run has not finished ({why}): the numbers cover only the records written so far."
+    return f"This run did not complete ({why}): the numbers cover only the records it has written."
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
