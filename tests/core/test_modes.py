@@ -179,3 +179,28 @@ def test_a_busy_folder_is_refused_before_any_model_is_probed(tmp_path):
     with RunLock(folder(cfg).root):
         result = run(probed, continue_run=True)
     assert result.exit_code == 2 and "another coeval process" in result.message, result.message
+
+
+def test_a_shard_stops_at_the_budget_when_another_shard_spent_it(tmp_path, monkeypatch):
+    from coeval.plugins import Entry, registries
+
+    from .pipeline_support import RecordingMock
+
+    cfg = make_config(tmp_path, [mock_model("a", latency_ms=20, cost_per_call_usd=0.001), mock_model("b")],
+                      [task(total=40)], budget_usd=1.0)
+    rf = folder(cfg)
+
+    class OtherShardSpends(RecordingMock):
+        async def generate(self, request):
+            if len(RecordingMock.requests) == 5:  # meanwhile shard b spends the whole budget
+                rf.update_meta(lambda m: m.setdefault("spend_usd", {}).__setitem__("b", 1.0))
+            return await super().generate(request)
+
+    entries = registries().interfaces._entries
+    monkeypatch.setitem(entries, "mock", Entry("mock", OtherShardSpends, "core", dict(entries["mock"].options)))
+    RecordingMock.requests = []
+    result = run(cfg, only_models=("a",))
+    assert result.exit_code == 3, result.message
+    # alone it would make 120 calls (write, answer and judge 40 items): it stopped when it learnt of b's spend
+    assert len(RecordingMock.requests) < 80
+    assert sum(meta(rf)["spend_usd"].values()) < 1.1

@@ -182,18 +182,26 @@ class _Ledger:
     """Calls and spend per model, flushed into ``meta.json`` as increments so that shards
     sharing a folder add up instead of overwriting each other."""
 
-    def __init__(self, run: RunFolder) -> None:
+    def __init__(self, run: RunFolder, scheduler: Scheduler | None = None, *,
+                 calls_before: Mapping[str, int] | None = None, spend_before_usd: float = 0.0,
+                 interval_s: float = 2.0) -> None:
         self.run = run
         self._calls: Counter[str] = Counter()
         self._spend: defaultdict[str, float] = defaultdict(float)
         self._last_flush = time.monotonic()
+        self.interval_s = interval_s
+        #: With a scheduler (shards), each flush also hands it what other processes have
+        #: added to ``meta.json`` since, so quotas and the budget hold across shards.
+        self.scheduler = scheduler
+        self._known_calls: Counter[str] = Counter(calls_before or {})
+        self._known_spend = float(spend_before_usd)
 
     def add(self, outcome: WorkOutcome) -> None:
         name = outcome.item.model.name
         self._calls[name] += int(outcome.attempts)
         if outcome.cost_usd:
             self._spend[name] += float(outcome.cost_usd)
-        if time.monotonic() - self._last_flush > 2.0:
+        if time.monotonic() - self._last_flush > self.interval_s:
             self.flush()
 
     def flush(self) -> None:
@@ -212,7 +220,24 @@ class _Ledger:
             for k, usd in spend.items():
                 paid[k] = round(float(paid.get(k, 0.0)) + usd, 10)
 
-        self.run.update_meta(change)
+        meta = self.run.update_meta(change)
+        if self.scheduler is not None:
+            self._learn_others(meta, calls, sum(spend.values()))
+
+    def _learn_others(self, meta: Mapping[str, Any], own_calls: Counter[str], own_spend: float) -> None:
+        sched = self.scheduler
+        assert sched is not None
+        self._known_calls.update(own_calls)
+        self._known_spend += own_spend
+        for k, total in (meta.get("calls") or {}).items():
+            extra = int(total) - self._known_calls.get(k, 0)
+            if extra > 0:
+                sched.calls[k] += extra
+                self._known_calls[k] += extra
+        extra_usd = float(sum((meta.get("spend_usd") or {}).values())) - self._known_spend
+        if extra_usd > 1e-9:
+            sched.spend_usd += extra_usd
+            self._known_spend += extra_usd
 
 
 class _Interrupts:
@@ -627,7 +652,11 @@ class _Run:
                                    batch_executor=self._batch_executor(log))
         if self.interrupts is not None:
             self.interrupts.on_first = self._graceful_stop
-        ledger = _Ledger(self.run)
+        if self.only:  # shards: flush often, and learn what the other shards spent
+            ledger = _Ledger(self.run, self.scheduler, calls_before=limits.calls_before,
+                             spend_before_usd=limits.spend_before_usd, interval_s=0.5)
+        else:
+            ledger = _Ledger(self.run)
         try:
             status, code, message = await self._phases(phases, completed, source, ledger, log)
         except RunError:
