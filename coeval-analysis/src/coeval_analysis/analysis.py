@@ -61,7 +61,7 @@ def _unfinished(meta: dict[str, Any]) -> str | None:
     if isinstance(status, str) and status != "completed":
         why = f"its status in meta.json is '{status}'"
     elif isinstance(phases, list) and phases and "evaluation" not in phases:
-        why = "phase 5 (evaluation) is not among its completed phases in meta.json"
+        why = "the evaluation phase is not among its completed phases in meta.json"
     else:
         return None
     return f"This run did not complete ({why}): the numbers cover only the records it has written."
