@@ -150,3 +150,18 @@ def test_an_unfinished_run_is_analysed_with_a_warning(tmp_path: Path) -> None:
     )
     s = _analyze(done)
     assert s["run_status"] == "completed" and "did not complete" not in s["_output"]
+
+
+def test_a_run_awaiting_phase_5_after_ingest_is_flagged(tmp_path: Path) -> None:
+    """Ingest takes the evaluation phase out of phases_completed until `--continue` runs it."""
+    run = write_run(
+        tmp_path / "r",
+        rubric=RUBRIC,
+        datapoints=DPS,
+        responses=TWO,
+        evaluations=[evaluation(r, "j1", {"accuracy": "High", "clarity": "Low"}) for r in TWO],
+    )
+    meta = {"experiment_id": "r", "status": "completed", "phases_completed": ["attribute_mapping"]}
+    (run / "meta.json").write_text(json.dumps(meta))
+    s = _analyze(run)
+    assert "evaluation phase" in (s["run_warning"] or "")
