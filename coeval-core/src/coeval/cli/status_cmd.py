@@ -107,7 +107,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
     from coeval.storage.lock import folder_in_use
 
     active = folder_in_use(run.root)
-    run_status = meta.get("status")
+    run_status = meta.get("status") or "unknown (meta.json is missing or unreadable; `coeval repair` rebuilds it)"
     if run_status == "in_progress" and not active:
         run_status = "stopped (no process is running it; it crashed or was killed)"
         notes.append("resume it with `coeval run --config <your config> --continue`")
