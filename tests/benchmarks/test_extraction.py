@@ -41,6 +41,9 @@ OPTIONS = {"A": "London", "B": "Paris", "C": "Mercury", "D": "Venus"}
         ("It is Paris.", "B"),  # the text of exactly one option
         ("The final answer is $\\boxed{B}$.", "B"),  # LaTeX math around the letter
         ("Final Answer: $\\boxed{\\text{C}}$", "C"),
+        ("C is correct.", "C"),
+        ("**D** is the correct answer: Venus is the hottest planet.", "D"),
+        ("A is wrong because London is in England. B is correct.", "B"),
     ],
 )
 def test_choice_forms(reply: str, expected: str) -> None:
@@ -57,6 +60,7 @@ def test_choice_forms(reply: str, expected: str) -> None:
         "E",  # not an option of a four-option item
         "Either (A) or (B) could be right.",  # two options named alike: no single answer
         "Both London and Paris are cities.",  # quotes two option texts
+        "A is correct if you count England, but B is correct for France.",  # two verdicts
     ],
 )
 def test_choice_without_a_single_answer_is_none(reply: str) -> None:

@@ -38,6 +38,10 @@ _LEADING = re.compile(r"^\s*(?:\(([A-Za-z])\)|\[([A-Za-z])\]|([A-Z])\s*[\).:\]](
 #: A line that is nothing but an option marker: "C", "(C)", "C.", "Option C".
 _LONE = re.compile(rf"^\s*(?:option|choice|answer)?\s*[:\-]?\s*{_OPEN}\s*([A-Za-z])\s*{_CLOSE}\s*[.:)]?\s*$", re.I)
 _PAREN = re.compile(r"\(([A-Z])\)")
+#: "C is correct", "B is the right answer": a capital letter given a verdict.
+_VERDICT = re.compile(
+    rf"(?<![A-Za-z0-9']){_OPEN}([A-Z]){_CLOSE}\s+is\s+(?:the\s+)?(?:correct|right)(?:\s+(?:answer|option|choice))?\b"
+)
 
 
 def _plain(text: str) -> str:
@@ -76,6 +80,10 @@ def extract_choice(text: str | None, letters: str = "ABCD", options: Mapping[str
             continue
         if ok(letter):
             return ok(letter)
+    # 2b. A verdict on exactly one option ("A is wrong. C is correct.").
+    verdicts = {m for m in _VERDICT.findall(plain) if m in valid}
+    if len(verdicts) == 1:
+        return verdicts.pop()
     # 3. The reply opens with an option marker.
     leading = _LEADING.match(plain)
     if leading:
