@@ -274,3 +274,23 @@ def test_wrong_base_url_says_cannot_connect_and_names_the_host(name: str, tmp_pa
     assert message.startswith(f"{name}: cannot connect"), message
     assert url.removeprefix("http://") in message and "base_url" in message
     assert "timed out" not in message and SECRET not in message
+
+
+def test_vertex_without_any_google_credentials_is_fatal_and_says_how_to_fix(tmp_path: Any, monkeypatch: Any) -> None:
+    """No token, no service-account file and no Application Default Credentials: every retry
+    would fail the same way, so the error is fatal and names the settings to fix."""
+    from coeval.config.model import ModelConfig
+    from coeval.credentials import Credentials
+    from coeval.interfaces.base import FatalModelError
+
+    for var in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no gcloud ADC file
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
+    monkeypatch.setenv("NO_GCE_CHECK", "True")  # no metadata server either
+    model = ModelConfig(name="vx", interface="vertex", roles=("student",),
+                        parameters={"model": "gemini-2.0-flash", "base_url": _closed_port_url()})
+    iface = registries().interfaces.get("vertex")(model, Credentials("vertex", fields={"project": "p", "location": "us-central1"}))
+    with pytest.raises(FatalModelError) as err:
+        generate_once(iface, GenerateRequest(prompt="hello", params=model.parameters))
+    assert "credentials" in str(err.value) and "service_account_key" in str(err.value)

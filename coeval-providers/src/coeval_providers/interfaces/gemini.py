@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from coeval.credentials import redact
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,
@@ -111,6 +112,10 @@ def genai_error(provider: str, exc: BaseException, model: str) -> ModelError | N
             err.retry_after = _retry_delay(exc.details)
         return err
     module = type(exc).__module__
+    if module.startswith("google.auth"):
+        auth = _google_auth_error(provider, exc)
+        if auth is not None:
+            return auth
     if module.startswith(("aiohttp", "httpx", "httpcore")) or isinstance(exc, TimeoutError | ConnectionError):
         refused = _errors.cannot_connect(provider, exc)
         if refused is not None:
@@ -118,6 +123,21 @@ def genai_error(provider: str, exc: BaseException, model: str) -> ModelError | N
         return TransientModelError(f"{provider}: connection failed ({type(exc).__name__})")
     if isinstance(exc, ValueError) and "pydantic" in module:
         return MalformedResponseError(f"{provider}: malformed reply (does not match the API schema)")
+    return None
+
+
+def _google_auth_error(provider: str, exc: BaseException) -> ModelError | None:
+    """No Application Default Credentials, or a token Google refuses to refresh: asking again
+    cannot help, so these are fatal (a refresh that failed on the network stays transient)."""
+    from google.auth import exceptions as gae
+
+    fix = (f"set access_token or service_account_key in the {provider} block of keys.yaml, set "
+           "GOOGLE_APPLICATION_CREDENTIALS, or run `gcloud auth application-default login`")
+    if isinstance(exc, gae.DefaultCredentialsError):
+        return FatalModelError(f"{provider}: no Google credentials found; {fix}")
+    if isinstance(exc, gae.RefreshError) and not getattr(exc, "retryable", False):
+        detail = redact(" ".join(str(exc).split()))[:200]
+        return FatalModelError(f"{provider}: Google credentials were refused ({detail}); {fix}")
     return None
 
 
