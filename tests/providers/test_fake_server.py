@@ -72,3 +72,20 @@ def test_schema_instances_validate(schema: dict[str, Any]) -> None:
 
     for seed in ("x", "y", "z"):
         jsonschema.validate(schema_instance(schema, seed), schema)
+
+
+def test_command_line_port_in_use_or_out_of_range_is_one_line_and_exit_2(capsys: Any) -> None:
+    import socket
+
+    from coeval_providers.fake_server.__main__ import main
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        for argv in (["--port", str(port)], ["--port", "99999"]):
+            with pytest.raises(SystemExit) as exit_info:
+                main(argv)
+            assert exit_info.value.code == 2, argv
+            err = capsys.readouterr().err
+            assert "Traceback" not in err and ("--port" in err or str(port) in err), err

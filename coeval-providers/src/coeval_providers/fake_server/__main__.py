@@ -23,6 +23,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="processes sharing the port (SO_REUSEPORT); each keeps its own state, "
                         "so use more than one only for plain model calls")
     args = parser.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be 0-65535, not {args.port}")
     config = FakeConfig(latency_ms=args.latency_ms, jitter_ms=args.jitter_ms,
                         batch_seconds_to_complete=args.batch_seconds, log_bodies=not args.no_log_bodies)
 
@@ -38,7 +40,10 @@ def main(argv: list[str] | None = None) -> None:
                 return
         serve(args.host, args.port, config, on_ready=ready, reuse_port=True)
         return
-    serve(args.host, args.port, config, on_ready=ready)
+    try:
+        serve(args.host, args.port, config, on_ready=ready)
+    except OSError as exc:  # port in use, host not local: one line, not a traceback
+        parser.exit(2, f"{parser.prog}: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}\n")
 
 
 if __name__ == "__main__":
