@@ -294,3 +294,15 @@ def test_vertex_without_any_google_credentials_is_fatal_and_says_how_to_fix(tmp_
     with pytest.raises(FatalModelError) as err:
         generate_once(iface, GenerateRequest(prompt="hello", params=model.parameters))
     assert "credentials" in str(err.value) and "service_account_key" in str(err.value)
+
+
+def test_vllm_without_base_url_names_every_place_to_set_it(monkeypatch: Any) -> None:
+    from coeval.config.model import ModelConfig
+    from coeval.interfaces.base import FatalModelError
+
+    monkeypatch.delenv("VLLM_BASE_URL", raising=False)
+    model = ModelConfig(name="local", interface="vllm", roles=("student",), parameters={"model": "m"})
+    iface = registries().interfaces.get("vllm")(model, None)
+    with pytest.raises(FatalModelError) as err:
+        generate_once(iface, GenerateRequest(prompt="hello", params=model.parameters))
+    assert "parameters.base_url" in str(err.value) and "VLLM_BASE_URL" in str(err.value)

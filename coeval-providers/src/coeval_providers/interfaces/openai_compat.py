@@ -127,8 +127,9 @@ class OpenAICompatInterface(ProviderInterface):
     # ---- client --------------------------------------------------------------------------------
     def _client_kwargs(self) -> dict[str, Any]:
         if self.base_url is None:
+            env = "".join(f" or {e}" for e in self.base_url_env)
             raise FatalModelError(
-                f"{self.name}: no base_url; set parameters.base_url or the {self.name} entry of the key file"
+                f"{self.name}: no base_url; set parameters.base_url, base_url in the {self.name} entry of the key file{env}"
             )
         return {"base_url": self.base_url}
 
