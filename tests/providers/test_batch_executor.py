@@ -200,3 +200,57 @@ def test_only_enabled_models_with_a_runner_are_wanted(fake: Any, tmp_path: Path)
                      on_done=outcomes.append)
     assert ex.wants(a) and not ex.wants(b) and not ex.wants(other)
     assert not ex.wants(attrs.evolve(a, phase="evaluation"))
+
+
+@pytest.mark.parametrize("problem", ["no key", "wrong key"])
+def test_credentials_problem_while_polling_keeps_the_paid_job_pending(problem: str, fake: Any, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`status --fetch-batches` or `--continue` run without the key (or with a wrong one) must not
+    drop a job the provider is running: fixing the key then collects it, with no second job."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config, keys, run = setup("openai", fake, tmp_path, batch_deadline_s=0)
+    fake.configure(batch_polls_to_complete=2)
+    outcomes: list[WorkOutcome] = []
+    run_items(executor(config, keys, run), items_for(config, 3, outcomes), outcomes)
+    assert outcomes == [] and len(PendingStore(run).load()) == 1  # submitted, still running
+
+    bad_keys = KeyStore() if problem == "no key" else KeyStore.load(write_keys(tmp_path, {"openai": "rejected-sk-abcdef"}))
+    if problem == "wrong key":
+        original = registries().batch_runners.get("openai")
+
+        def rejecting(model: ModelConfig, credentials: Any) -> Any:
+            runner = original(model, credentials)
+
+            async def poll(job_id: str) -> Any:
+                from coeval_providers._errors import from_status
+
+                raise from_status("openai", 401, {"error": {"message": "Incorrect API key provided"}})
+
+            runner.poll = poll
+            return runner
+
+        monkeypatch.setattr(registries().batch_runners, "get", lambda name: rejecting)
+    stranded: list[WorkOutcome] = []
+    ex = executor(config, bad_keys, run, submit=False, wait=False)
+    run_items(ex, items_for(config, 3, stranded), stranded)
+    monkeypatch.undo()
+    assert [o for o in stranded if o.status == "failed"] == []
+    assert len(PendingStore(run).load()) == 1 and ex.left_pending  # still there to collect
+
+    collected: list[WorkOutcome] = []
+    run_items(executor(config, keys, run), items_for(config, 3, collected), collected)
+    assert fake.counts["openai.batches.create"] == 1
+    assert len(collected) == 3 and all(o.status == "ok" for o in collected)
+
+
+def test_job_the_provider_no_longer_knows_fails_its_items(fake: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 404 for the job itself: nothing to wait for, so its items fail and `--continue` retries them."""
+    config, keys, run = setup("openai", fake, tmp_path, batch_deadline_s=0)
+    fake.configure(batch_polls_to_complete=100)
+    outcomes: list[WorkOutcome] = []
+    run_items(executor(config, keys, run), items_for(config, 2, outcomes), outcomes)
+    fake.state.jobs.clear()  # the provider forgot it
+    gone: list[WorkOutcome] = []
+    run_items(executor(config, keys, run, submit=False, wait=False), items_for(config, 2, gone), gone)
+    assert len(gone) == 2 and all(o.status == "failed" for o in gone)
+    assert PendingStore(run).load() == []

@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -64,6 +65,15 @@ def _env_float(name: str) -> float | None:
         return float(value) if value else None
     except ValueError:
         return None
+
+
+#: How interfaces word "the provider does not know this job" (HTTP 404, Bedrock's
+#: ResourceNotFoundException): the only poll failure after which a job is given up.
+_GONE = re.compile(r"HTTP 404\b|ResourceNotFound|NOT_FOUND")
+
+
+def _job_is_gone(exc: ModelError) -> bool:
+    return bool(_GONE.search(str(exc)))
 
 
 @attrs.frozen
@@ -283,6 +293,14 @@ class BatchExecutor:
                 status = await runner.poll(job.job_id)
                 failures = 0
             except ModelError as exc:
+                if not exc.retryable and not _job_is_gone(exc):
+                    # a missing or refused key, a setting left out: the provider still runs
+                    # (and bills) the job, so keep it for the run that has the right settings
+                    self.log("error", "batch job cannot be polled; it stays pending: fix this, then run "
+                             "`coeval status --fetch-batches` or `coeval run --continue`", job=job.job_id,
+                             model=model.name, error=redact(str(exc)))
+                    self.left_pending.append(job.job_id)
+                    return
                 if not exc.retryable:
                     self.log("error", "batch job cannot be polled", job=job.job_id, error=redact(str(exc)))
                     self._fail_all(list(items.values()), exc.kind, f"batch job {job.job_id}: {redact(str(exc))}", on_outcome)
