@@ -54,6 +54,7 @@ from coeval.logging import run_logging
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
 from coeval.run_options import RunOptions
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkOutcome
+from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
 from coeval.storage.fork import fork_run
 from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval.storage.run_folder import RunFolder, cut_partial_last_line, iter_jsonl, utc_now
@@ -642,7 +643,7 @@ class _Run:
         limits = SchedulerLimits(
             generation_retries=exp.generation_retries,
             # the bound on calls per item leaves room for every retry the config asks for
-            max_attempts=max(attrs.fields(SchedulerLimits).max_attempts.default, exp.generation_retries + 1),
+            max_attempts=max(DEFAULT_MAX_ATTEMPTS, exp.generation_retries + 1),
             quota={name: q.max_calls for name, q in exp.quota.items()},
             budget_usd=exp.budget_usd,
             calls_before={k: int(v) for k, v in (meta.get("calls") or {}).items()},

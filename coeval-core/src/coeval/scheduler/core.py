@@ -63,6 +63,10 @@ log = logging.getLogger("coeval.scheduler")
 _YIELD_EVERY = 32
 
 
+#: Calls per item at most, all causes together, unless generation_retries asks for more.
+DEFAULT_MAX_ATTEMPTS = 6
+
+
 @attrs.define
 class SchedulerLimits:
     """Run-wide limits.
@@ -73,7 +77,7 @@ class SchedulerLimits:
     """
 
     generation_retries: int = 2  # extra attempts for unparseable output
-    max_attempts: int = 6  # hard bound on calls per item, all causes together
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS  # hard bound on calls per item, all causes together
     quota: Mapping[str, int | None] = attrs.field(factory=dict)
     budget_usd: float | None = None
     calls_before: Mapping[str, int] = attrs.field(factory=dict)
