@@ -36,3 +36,21 @@ def test_status_without_an_estimate_has_none(tmp_path, monkeypatch):
     status = json.loads(runner.invoke(cli, ["status", "--run", "runs/mock-smoke", "--json"]).output)
     assert status["estimate"] is None
     assert "estimated_calls" not in status["models"][0]
+
+
+def test_status_counts_unreadable_lines_and_duplicate_ids(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(SMOKE, tmp_path / "smoke.yaml")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["run", "--config", "smoke.yaml"]).exit_code == 0
+    responses = sorted((tmp_path / "runs/mock-smoke/phase4_responses").glob("*.jsonl"))[0]
+    first = responses.read_text().splitlines()[0]
+    with responses.open("a") as fh:
+        fh.write(first + "\n")  # a duplicate id
+        fh.write('["not a record"]\n')  # JSON, but not a record
+        fh.write('{"id": "cut-short", "resp')  # a line cut by a crash
+    status = json.loads(runner.invoke(cli, ["status", "--run", "runs/mock-smoke", "--json"]).output)
+    files = next(p for p in status["phases"] if p["phase"] == "response_collection")["files"]
+    assert files["bad_lines"] == 2
+    assert files["duplicate_ids"] == 1
+    assert files["lines"] == 20 + 3

@@ -16,27 +16,26 @@ __all__ = ["collect_status", "command"]
 
 def _scan_files(run: Any, phase: str) -> dict[str, int]:
     """Lines, records, unreadable lines and duplicate ids of a phase's JSONL files."""
+    from coeval.storage import iter_jsonl
+
     files = run.jsonl_files(phase)
     out = {"files": len(files), "lines": 0, "bad_lines": 0, "duplicate_ids": 0}
     seen: set[str] = set()
+
+    def unreadable(_lineno: int, _text: str) -> None:
+        out["lines"] += 1
+        out["bad_lines"] += 1
+
     for path in files:
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if not line.strip():
-                    continue
-                out["lines"] += 1
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    out["bad_lines"] += 1
-                    continue
-                rid = rec.get("id") if isinstance(rec, dict) else None
-                if not isinstance(rid, str):
-                    out["bad_lines"] += 1
-                elif rid in seen:
-                    out["duplicate_ids"] += 1
-                else:
-                    seen.add(rid)
+        for rec in iter_jsonl(path, on_bad_line=unreadable):
+            out["lines"] += 1
+            rid = rec.get("id")
+            if not isinstance(rid, str):
+                out["bad_lines"] += 1
+            elif rid in seen:
+                out["duplicate_ids"] += 1
+            else:
+                seen.add(rid)
     return out
 
 
