@@ -38,13 +38,6 @@ experiment:
 """
 
 
-@pytest.fixture
-def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("COEVAL_KEYS_FILE", raising=False)
-    return tmp_path
-
 
 def invoke(*args: str, input: str | None = None):
     return CliRunner().invoke(cli, list(args), input=input)

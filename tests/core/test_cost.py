@@ -46,15 +46,6 @@ experiment:
 """
 
 
-@pytest.fixture
-def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("COEVAL_KEYS_FILE", raising=False)
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    return tmp_path
-
 
 def plan_json(*args: str) -> dict:
     result = CliRunner().invoke(cli, ["plan", *args, "--json"])

@@ -14,12 +14,10 @@ ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture
-def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    shutil.copy(ROOT / "examples" / "mock_smoke.yaml", tmp_path / "mock_smoke.yaml")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("COEVAL_KEYS_FILE", raising=False)
-    return tmp_path
+def work(work: Path) -> Path:
+    """The shared isolated folder, holding a copy of the mock smoke config."""
+    shutil.copy(ROOT / "examples" / "mock_smoke.yaml", work / "mock_smoke.yaml")
+    return work
 
 
 def count_records(folder: Path) -> int:
