@@ -276,3 +276,14 @@ def test_generation_retries_above_the_default_attempt_bound_are_honoured(tmp_pat
     assert run(cfg).exit_code == 0
     (evaluation,) = ok_records(folder(cfg), "evaluation").values()
     assert evaluation["attempts"] == 8
+
+
+def test_only_a_process_that_never_finished_triggers_the_recount():
+    from coeval.runner import _a_process_stopped_unfinished
+
+    finished = {"status": "completed", "runs": [{"run_id": "a", "started_at": "t", "finished_at": "t"}]}
+    assert not _a_process_stopped_unfinished(finished)
+    killed_shard = {"status": "completed", "runs": [*finished["runs"], {"run_id": "b", "started_at": "t"}]}
+    assert _a_process_stopped_unfinished(killed_shard)
+    assert _a_process_stopped_unfinished({"status": "in_progress", "runs": finished["runs"]})
+    assert not _a_process_stopped_unfinished({})

@@ -179,6 +179,15 @@ def written_calls(run: RunFolder) -> tuple[Counter[str], defaultdict[str, float]
     return calls, spend
 
 
+def _a_process_stopped_unfinished(meta: Mapping[str, Any]) -> bool:
+    """Whether an earlier process of this folder ended without finishing (killed): the run
+    was left ``in_progress``, or a process's entry in ``runs`` was never closed. Only such a
+    process can have made calls that ``meta.json`` does not count yet."""
+    if meta.get("status") == "in_progress":
+        return True
+    return any(isinstance(r, dict) and "finished_at" not in r for r in meta.get("runs") or [])
+
+
 class _Ledger:
     """Calls and spend per model, flushed into ``meta.json`` as increments so that shards
     sharing a folder add up instead of overwriting each other."""
@@ -626,6 +635,7 @@ class _Run:
             fork["spend_copied_usd"] = {k: round(v, 10) for k, v in copied_spend.items()}
             log.info("forked from an earlier run", source=fork["path"], phases=fork["phases_copied"],
                      files=fork["files_copied"])
+        killed_before = _a_process_stopped_unfinished(self.run.read_meta())
         meta = self._init_meta(fork)
         if not self.only:  # alone in the folder: heal files whose last line a crash cut
             for phase in PHASE_IDS:
@@ -634,7 +644,8 @@ class _Run:
                     if cut:
                         log.warning("cut a partial last line (a crash interrupted its write)", file=str(path),
                                     bytes=cut)
-            meta = self._recount_lost_calls(meta, log)
+            if killed_before:  # only a process that never finished can have unsaved counts
+                meta = self._recount_lost_calls(meta, log)
         write_config_snapshot(self.run, self.user_config)
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
