@@ -13,6 +13,8 @@ import platform
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,54 @@ def run_child(function: str, args: dict[str, Any], *, timeout: float = 900) -> d
             raise RuntimeError(f"{function} failed (exit {proc.returncode}):\n{tail}")
         result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
         return result
+
+
+_COEVAL_CHILD = """
+import resource, sys, time
+from coeval.cli.main import main
+started = time.perf_counter()
+try:
+    main(sys.argv[2:])
+except SystemExit as exc:
+    code = exc.code or 0
+else:
+    code = 0
+seconds = time.perf_counter() - started
+usage = resource.getrusage(resource.RUSAGE_SELF)
+with open(sys.argv[1], "w") as fh:
+    fh.write(f"{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime} {seconds}")
+sys.exit(code)
+"""
+
+
+@dataclass(frozen=True)
+class CoevalProcess:
+    """One ``coeval`` command measured in a child process of its own."""
+
+    wall_seconds: float  # the whole process, start-up included
+    inner_seconds: float  # the command itself, after imports
+    cpu_seconds: float  # user + system time of the whole process
+    peak_mb: float  # peak resident memory
+
+
+def run_coeval(args: list[str], *, env: dict[str, str] | None = None) -> CoevalProcess:
+    """Run ``coeval ARGS`` in a fresh interpreter that reports its own peak memory and CPU,
+    so the figures are the command's alone, not the benchmark's set-up."""
+    with tempfile.TemporaryDirectory(prefix="coeval-bench-child-") as tmp:
+        stats = Path(tmp) / "stats"
+        cmd = [sys.executable, "-c", _COEVAL_CHILD, str(stats), *args]
+        started = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        wall = time.perf_counter() - started
+        if proc.returncode != 0:
+            raise RuntimeError(f"coeval {' '.join(args[:2])} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        maxrss_kib, cpu, inner = stats.read_text().split()
+    return CoevalProcess(
+        wall_seconds=wall,
+        inner_seconds=float(inner),
+        cpu_seconds=float(cpu),
+        peak_mb=int(maxrss_kib) / 1024.0,  # ru_maxrss is in KiB on Linux
+    )
 
 
 def machine() -> dict[str, Any]:

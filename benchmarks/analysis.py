@@ -16,32 +16,17 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import run_coeval
+
 TARGET_SECONDS = 15.0
 TARGET_PEAK_MB = 2048.0
 _CACHE_VERSION = 1
-
-_CHILD = """
-import resource, sys
-from coeval.cli.main import main
-try:
-    main(sys.argv[2:])
-except SystemExit as exc:
-    code = exc.code or 0
-else:
-    code = 0
-usage = resource.getrusage(resource.RUSAGE_SELF)
-with open(sys.argv[1], "w") as fh:
-    fh.write(f"{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}")
-sys.exit(code)
-"""
-
 
 def build_run(n_records: int, root: Path | None = None) -> tuple[Path, float]:
     """A synthetic run folder of about ``n_records`` judge records (cached), and the
@@ -72,36 +57,16 @@ def run(n_records: int = 1_000_000, *, n_boot: int = 1000, workdir: Path | None 
     records = sum(1 for p in (run_dir / "phase5_evaluations").glob("*.jsonl") for _ in p.open("rb"))
     with tempfile.TemporaryDirectory(prefix="coeval-bench-out-") as tmp:
         out = Path(tmp) / "analysis"
-        rss_file = Path(tmp) / "maxrss"
-        cmd = [
-            sys.executable,
-            "-c",
-            _CHILD,
-            str(rss_file),
-            "analyze",
-            "--run",
-            str(run_dir),
-            "--out",
-            str(out),
-            "--bootstrap",
-            str(n_boot),
-            "--quiet",
-        ]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        started = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-        seconds = time.perf_counter() - started
-        if proc.returncode != 0:
-            raise RuntimeError(f"coeval analyze failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
-        maxrss, cpu = rss_file.read_text().split()
-        peak_mb = int(maxrss) / 1024.0  # ru_maxrss is in KiB on Linux
+        args = ["analyze", "--run", str(run_dir), "--out", str(out), "--bootstrap", str(n_boot), "--quiet"]
+        proc = run_coeval(args, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        seconds, peak_mb, cpu = proc.wall_seconds, proc.peak_mb, proc.cpu_seconds
         summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     return {
         "name": "analysis",
         "n_records": records,
         "seconds": round(seconds, 2),
         "peak_mb": round(peak_mb, 1),
-        "cpu_seconds": round(float(cpu), 2),
+        "cpu_seconds": round(cpu, 2),
         "records_per_second": round(records / seconds),
         "target_seconds": TARGET_SECONDS,
         "target_peak_mb": TARGET_PEAK_MB,

@@ -20,37 +20,18 @@ import asyncio
 import json
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._common import CACHE, medium_shape, write_yaml
+from benchmarks._common import CACHE, medium_shape, run_coeval, write_yaml
 
 TARGET_SECONDS = 10.0
 TARGET_PEAK_MB = 1024.0
 _SEED_TOTAL = 2
 _CACHE_VERSION = 1
 _SEQ = re.compile(r"__(\d{5})(?=__|\")")
-
-_CHILD = """
-import resource, sys, time
-from coeval.cli.main import main
-started = time.perf_counter()
-try:
-    main(sys.argv[2:])
-except SystemExit as exc:
-    code = exc.code or 0
-else:
-    code = 0
-seconds = time.perf_counter() - started
-with open(sys.argv[1], "w") as fh:
-    fh.write(f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss} {seconds}")
-sys.exit(code)
-"""
-
 
 def _config(root: Path, total: int) -> Path:
     return write_yaml(root / "exp.yaml", medium_shape("mock", {}, storage=root / "runs", experiment_id="resume",
@@ -118,24 +99,16 @@ def _measure(datapoints: int) -> dict[str, Any]:
     config, run_dir, setup = build_run(datapoints)
     evaluations = sum(1 for p in (run_dir / "phase5_evaluations").glob("*.jsonl") for _ in p.open("rb"))
     before = {p: p.stat().st_size for p in run_dir.rglob("*.jsonl")}
-    with tempfile.TemporaryDirectory(prefix="coeval-bench-resume-") as tmp:
-        stats = Path(tmp) / "stats"
-        cmd = [sys.executable, "-c", _CHILD, str(stats), "run", "--config", str(config), "--continue"]
-        started = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        wall = time.perf_counter() - started
-        if proc.returncode != 0:
-            raise RuntimeError(f"coeval run --continue failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
-        maxrss_kib, inner = stats.read_text().split()
+    proc = run_coeval(["run", "--config", str(config), "--continue"])
     after = {p: p.stat().st_size for p in run_dir.rglob("*.jsonl")}
     meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
     last = (meta.get("runs") or [{}])[-1]
-    peak = int(maxrss_kib) / 1024.0
+    wall, peak = proc.wall_seconds, proc.peak_mb
     return {
         "name": "resume_scan",
         "evaluation_records": evaluations,
         "seconds": round(wall, 2),
-        "seconds_in_process": round(float(inner), 2),
+        "seconds_in_process": round(proc.inner_seconds, 2),
         "peak_mb": round(peak, 1),
         "records_untouched": before == after,
         "exit_code": last.get("exit_code"),
