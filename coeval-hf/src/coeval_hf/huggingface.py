@@ -28,11 +28,11 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
+from coeval.interfaces.base import Interface
 
 from coeval_hf._devices import check_gpu_cheaply, validate_device, validate_dtype
-from coeval_hf._host import ModelSlot, get_host
-from coeval_hf._params import ParameterError, read_bool, read_int, read_sampling
+from coeval_hf._hosted import HostedInterface
+from coeval_hf._params import ParameterError, read_bool, read_int
 from coeval_hf._transformers_engine import LoadSpec, TransformersEngine, hf_cache_dir
 
 if TYPE_CHECKING:
@@ -42,21 +42,17 @@ if TYPE_CHECKING:
 __all__ = ["HuggingFaceInterface"]
 
 
-class HuggingFaceInterface(Interface):
+class HuggingFaceInterface(HostedInterface):
     name = "huggingface"
 
     def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
         super().__init__(model, credentials)
-        self.label = f"model {model.name!r} (huggingface)"
         # problems found here are raised without the label: the runner names the model itself
         self.spec = self._load_spec(model.parameters)
         check_gpu_cheaply(self.spec.device, "")
-        read_sampling(model.parameters, "")
-        for role, overrides in model.role_parameters.items():
-            read_sampling({**model.parameters, **overrides}, f"role_parameters.{role}")
+        self._check_sampling()
         self.default_concurrency = 2 * self.spec.batch_size  # one batch runs while the next gathers
         self.max_concurrency = max(Interface.max_concurrency, self.default_concurrency)
-        self._slot: ModelSlot | None = None
 
     def _load_spec(self, params: Any) -> LoadSpec:
         label = ""
@@ -98,14 +94,12 @@ class HuggingFaceInterface(Interface):
             token=token,
         )
 
+    @property
+    def slot_key(self) -> str:
+        return self.spec.key()
+
     def _load(self) -> TransformersEngine:
         return TransformersEngine(self.spec, self.label)
-
-    async def generate(self, request: GenerateRequest) -> GenerateResult:
-        read_sampling(request.params, self.label)
-        if self._slot is None:
-            self._slot = get_host().acquire(self.spec.key(), self._load, self.label)
-        return await get_host().submit(self._slot, request)
 
     async def list_models(self) -> list[str]:
         """Models already in the hub cache (``coeval models``): the ones that load offline."""
@@ -116,11 +110,3 @@ class HuggingFaceInterface(Interface):
         except Exception:  # no cache yet, or no huggingface_hub: nothing to list
             return []
         return sorted(repo.repo_id for repo in info.repos if repo.repo_type == "model")
-
-    def connection_key(self) -> str:
-        return f"{self.name}:{self.model.name}"
-
-    async def aclose(self) -> None:
-        if self._slot is not None:
-            get_host().release(self._slot)
-            self._slot = None

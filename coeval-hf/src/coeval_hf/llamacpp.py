@@ -21,14 +21,14 @@ from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,
     GenerateResult,
-    Interface,
     MalformedResponseError,
     ModelError,
     TransientModelError,
     Usage,
 )
 
-from coeval_hf._host import ModelSlot, PendingCall, get_host
+from coeval_hf._host import PendingCall
+from coeval_hf._hosted import HostedInterface
 from coeval_hf._params import ParameterError, read_bool, read_int, read_sampling
 from coeval_hf.embedded import DEFAULT_MODEL, EmbeddedModelMissing, embedded_model_path, is_embedded_name
 
@@ -146,7 +146,7 @@ def parse_reply(reply: Any, label: str) -> GenerateResult | ModelError:
     )
 
 
-class LlamaCppInterface(Interface):
+class LlamaCppInterface(HostedInterface):
     """GGUF models through llama.cpp on the CPU; no ``model`` means the embedded SmolLM2.
 
     ``parameters``: ``model`` (a ``.gguf`` path or ``smollm2-135m``), ``n_ctx`` (context
@@ -162,7 +162,6 @@ class LlamaCppInterface(Interface):
 
     def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
         super().__init__(model, credentials)
-        self.label = f"model {model.name!r} (llamacpp)"
         # problems found here are raised without the label: the runner names the model itself
         params = model.parameters
         self.path = self._model_path(params.get("model"))
@@ -170,10 +169,7 @@ class LlamaCppInterface(Interface):
         self.threads = read_int(params, "threads", "", minimum=1, default=default_threads()) or 1
         self.n_gpu_layers = read_int(params, "n_gpu_layers", "", default=0) or 0
         self.verbose = read_bool(params, "verbose", "")
-        read_sampling(params, "")  # bad sampling values fail now, not at the first call
-        for role, overrides in model.role_parameters.items():
-            read_sampling({**params, **overrides}, f"role_parameters.{role}")
-        self._slot: ModelSlot | None = None
+        self._check_sampling()  # bad sampling values fail now, not at the first call
 
     def _model_path(self, value: Any) -> Path:
         if value is None or (isinstance(value, str) and is_embedded_name(value)):
@@ -201,23 +197,9 @@ class LlamaCppInterface(Interface):
             verbose=self.verbose, label=self.label,
         )
 
-    async def generate(self, request: GenerateRequest) -> GenerateResult:
-        if self._slot is None:
-            self._slot = get_host().acquire(self.slot_key, self._load, self.label)
-        read_sampling(request.params, self.label)
-        return await get_host().submit(self._slot, request)
-
     async def list_models(self) -> list[str]:
         try:
             embedded_model_path(DEFAULT_MODEL)
         except EmbeddedModelMissing:
             return []
         return [DEFAULT_MODEL]
-
-    def connection_key(self) -> str:
-        return f"{self.name}:{self.model.name}"
-
-    async def aclose(self) -> None:
-        if self._slot is not None:
-            get_host().release(self._slot)
-            self._slot = None
