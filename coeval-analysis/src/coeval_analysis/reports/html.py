@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import importlib.util
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -358,23 +359,27 @@ def _histogram(values: np.ndarray, title: str, axis: str) -> dict[str, Any]:
 # sections
 
 
-def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
-    s = to_jsonable(analysis.summary)
-    t = analysis.tables
-    figs: dict[str, Any] = {}
-    sections: list[Section] = []
+@dataclass
+class PageContext:
+    """What every section builder reads: the JSON-ready summary, the tables, the confidence
+    level as text, and the figure specs collected so far (one JSON island per page)."""
 
-    def fig(fid: str, spec: dict[str, Any] | None, height: int = 380) -> Figure | None:
+    summary: dict[str, Any]
+    tables: dict[str, Any]
+    pct: str
+    figs: dict[str, Any] = field(default_factory=dict)
+
+    def fig(self, fid: str, spec: dict[str, Any] | None, height: int = 380) -> Figure | None:
+        """Register a chart and return its block (None when there is nothing to draw)."""
         if spec is None:
             return None
-        figs[fid] = spec
+        self.figs[fid] = spec
         return Figure(fid, spec, height)
 
-    students = s["students"]
-    q = s["data_quality"]
-    pct = f"{s['settings']['level'] * 100:g}%"  # the confidence level the intervals were computed at
 
-    # overview
+def _overview_section(p: PageContext) -> Section | None:
+    s, pct = p.summary, p.pct
+    students = s["students"]
     best = next(iter(students), None)
     keys = [
         ("students", str(len(students))),
@@ -398,9 +403,12 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
     )
     if s.get("run_warning"):
         intro += f" <b>{html.escape(s['run_warning'])}</b>"
-    sections.append(Section("overview", "Overview", "", [Text(Markup(intro)), KeyFigures(keys)]))
+    return (Section("overview", "Overview", "", [Text(Markup(intro)), KeyFigures(keys)]))
 
-    # ranking
+
+def _ranking_section(p: PageContext) -> Section | None:
+    s, pct, fig = p.summary, p.pct, p.fig
+    students = s["students"]
     rank_rows = [{"student": k, **v} for k, v in students.items()]
     cols = [
         ("robust_rank", "robust rank"),
@@ -414,7 +422,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
     ]
     if any("gold_score" in r for r in rank_rows):
         cols += [("gold_score", "gold score"), ("gold_ci", f"gold {pct} CI")]
-    sections.append(
+    return (
         Section(
             "ranking",
             "Student ranking",
@@ -432,7 +440,10 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         )
     )
 
-    # breakdowns
+
+def _breakdowns_section(p: PageContext) -> Section | None:
+    s, t, pct, fig = p.summary, p.tables, p.pct, p.fig
+    students = s["students"]
     slices = t["student_scores"]
     order = list(students)
     blocks: list[Any] = []
@@ -464,11 +475,13 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             brows,
         )
     )
-    sections.append(
+    return (
         Section("breakdowns", "Breakdowns", f"Student scores by slice, with {pct} intervals.", blocks)
     )
 
-    # judges
+
+def _judges_section(p: PageContext) -> Section | None:
+    s, pct, fig = p.summary, p.pct, p.fig
     judges = s["judges"]
     llm = [j for j in judges if "weight" in judges[j]]
     jblocks: list[Any] = []
@@ -525,7 +538,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             jrows,
         )
     )
-    sections.append(
+    return (
         Section(
             "judges",
             "Judges",
@@ -536,7 +549,9 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         )
     )
 
-    # agreement
+
+def _agreement_section(p: PageContext) -> Section | None:
+    s, fig = p.summary, p.fig
     ag = s["agreement"]
     ablocks: list[Any] = []
     icc_ = ag.get("icc", {})
@@ -590,7 +605,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         " — marks a statistic that is undefined on these items (fewer than two judges on them, or"
         " no variation in the levels given: κ when both judges used one level only)."
     )
-    sections.append(
+    return (
         Section(
             "agreement",
             "Judge agreement",
@@ -600,7 +615,9 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         )
     )
 
-    # teachers
+
+def _teachers_section(p: PageContext) -> Section | None:
+    s, t, fig = p.summary, p.tables, p.fig
     teachers = s["teachers"]
     tnames = list(teachers)
     tblocks: list[Any] = [
@@ -638,7 +655,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                 300,
             )
         )
-    sections.append(
+    return (
         Section(
             "teachers",
             "Teachers",
@@ -652,7 +669,9 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         )
     )
 
-    # bias
+
+def _bias_section(p: PageContext) -> Section | None:
+    s, t, fig = p.summary, p.tables, p.fig
     sp = s["self_preference"]
     brows2 = []
     for kind, label in (
@@ -692,7 +711,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         ),
         fig("fig-verbosity", _verbosity_figure(t.get("responses")), 420),
     ]
-    sections.append(
+    return (
         Section(
             "bias",
             "Self-preference and verbosity",
@@ -706,7 +725,9 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         )
     )
 
-    # coverage
+
+def _coverage_section(p: PageContext) -> Section | None:
+    s, t, fig = p.summary, p.tables, p.fig
     cov = s["coverage"]
     cnames = list(cov)
     cblocks: list[Any] = []
@@ -752,7 +773,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                     ct.to_dict("records"),
                 )
             )
-    sections.append(
+    return (
         Section(
             "coverage",
             "Coverage of the attribute grid",
@@ -761,7 +782,9 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         )
     )
 
-    # references
+
+def _references_section(p: PageContext) -> Section | None:
+    s, t = p.summary, p.tables
     rblocks: list[Any] = []
     gold = s.get("gold")
     if gold:
@@ -819,7 +842,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             )
         )
     if rblocks:
-        sections.append(
+        return (
             Section(
                 "references",
                 "Gold, metrics and labels",
@@ -832,8 +855,11 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                 rblocks,
             )
         )
+    return None
 
-    # data quality
+
+def _quality_section(p: PageContext) -> Section | None:
+    q = p.summary["data_quality"]
     qrows = [{"what": k, "count": v} for k, v in q.items() if not isinstance(v, dict)]
     for phase in ("datapoints", "responses"):
         for k, v in q[phase].items():
@@ -844,7 +870,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         qrows.append({"what": f"unknown factor: {k}", "count": v})
     for k, v in q.get("invalid_values", {}).items():
         qrows.append({"what": f"invalid value: {k}", "count": v})
-    sections.append(
+    return (
         Section(
             "quality",
             "Data quality",
@@ -853,7 +879,29 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             [Table([("what", "what"), ("count", "count")], qrows)],
         )
     )
-    return sections, figs
+
+
+#: the report's sections in page order; a branch adds one with a one-line edit here
+SECTIONS: list[Callable[[PageContext], Section | None]] = [
+    _overview_section,
+    _ranking_section,
+    _breakdowns_section,
+    _judges_section,
+    _agreement_section,
+    _teachers_section,
+    _bias_section,
+    _coverage_section,
+    _references_section,
+    _quality_section,
+]
+
+
+def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
+    """The page's sections (those with something to show) and its figure specs."""
+    s = to_jsonable(analysis.summary)
+    ctx = PageContext(s, analysis.tables, f"{s['settings']['level'] * 100:g}%")
+    sections = [sec for build in SECTIONS if (sec := build(ctx)) is not None]
+    return sections, ctx.figs
 
 
 def _json_island(obj: Any) -> Markup:
