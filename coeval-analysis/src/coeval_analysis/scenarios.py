@@ -43,6 +43,8 @@ class Scenario:
     #: student whose every answer fails
     all_failed: int | None = None
     difficulty_sd: float = 0.12
+    #: fixed student quality (None: drawn uniformly in 0.4..0.7 per seed)
+    quality: Sequence[float] | None = None
 
 
 @dataclass
@@ -73,7 +75,7 @@ def simulate(sc: Scenario, seed: int) -> Simulated:
     rng = np.random.default_rng(seed)
     S, F = sc.n_students, sc.n_factors
     n_items = sc.n_teachers * sc.items_per_teacher
-    quality = rng.uniform(0.4, 0.7, S)
+    quality = rng.uniform(0.4, 0.7, S) if sc.quality is None else np.asarray(sc.quality, float)
     item_teacher = np.repeat(np.arange(sc.n_teachers), sc.items_per_teacher).astype(np.int32)
     spread = np.array([sc.teacher_spread.get(t, 1.0) for t in range(sc.n_teachers)])[item_teacher]
     difficulty = rng.normal(0.0, sc.difficulty_sd, n_items)
