@@ -28,7 +28,8 @@ class Comparisons:
 def _ranks_per_row(reps: np.ndarray) -> np.ndarray:
     """Competition ranks per resample row (1 = best; NaN ranks last)."""
     v = np.where(np.isnan(reps), -np.inf, reps)
-    return 1 + (v[:, None, :] > v[:, :, None]).sum(2)
+    ranks: np.ndarray = 1 + (v[:, None, :] > v[:, :, None]).sum(2)
+    return ranks
 
 
 def compare_students(

@@ -131,8 +131,8 @@ def _loo_correlation(
         cov = np.bincount(jj, x * c, k) / n - mx * mc
         vx = np.bincount(jj, x * x, k) / n - mx**2
         vc = np.bincount(jj, c * c, k) / n - mc**2
-        r = np.where((n >= 3) & (vx > 1e-12) & (vc > 1e-12), cov / np.sqrt(vx * vc), 0.0)
-    return np.nan_to_num(r), n
+        r = np.where((n >= 3) & (vx > 1e-12) & (vc > 1e-12), cov / np.sqrt(vx * vc), np.nan)
+    return r, n
 
 
 def _snr(r: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -141,7 +141,8 @@ def _snr(r: np.ndarray, n: np.ndarray) -> np.ndarray:
     with the others is indistinguishable from zero gets none."""
     rr = np.clip(r, 0.0, 0.999)
     excess = np.clip(rr**2 - 4.0 / np.maximum(n, 1.0), 0.0, None)
-    return excess / (1.0 - rr**2)
+    out: np.ndarray = excess / (1.0 - rr**2)
+    return out
 
 
 def _fit_judges(
@@ -150,7 +151,7 @@ def _fit_judges(
     """(weights, leniency, r, n, converged, iterations) by damped fixed-point iteration."""
     w = np.full(k, 1.0 / k)
     b = np.zeros(k)
-    r = np.zeros(k)
+    r = np.full(k, np.nan)
     n = np.bincount(judge, minlength=k).astype(np.float64)
     converged, it = False, 0
     for it in range(1, MAX_ITER + 1):  # noqa: B007 - the count is reported
@@ -162,7 +163,7 @@ def _fit_judges(
         new_b = np.where(cnt > 0, np.bincount(judge[ok], resid[ok], k) / np.maximum(cnt, 1), 0.0)
         new_b -= np.average(new_b, weights=w) if w.sum() > 0 else 0.0
         r, n = _loo_correlation(cell, judge, value, w, new_b, n_cells, k)
-        target = _snr(r * n / (n + CORR_SHRINK), n)
+        target = _snr(np.nan_to_num(r) * n / (n + CORR_SHRINK), n)
         target = target / target.sum() if target.sum() > 0 else np.full(k, 1.0 / k)
         new_w = (1 - DAMPING) * w + DAMPING * target
         step = max(float(np.abs(new_w - w).max()), float(np.abs(new_b - b).max()))
@@ -198,7 +199,8 @@ def _item_weights(disc: np.ndarray, item_teacher: np.ndarray) -> np.ndarray:
     codes = np.where(item_teacher >= 0, item_teacher, item_teacher.max(initial=0) + 1)
     cnt = np.bincount(codes)
     t_mean = np.bincount(codes, pos) / np.maximum(cnt, 1)
-    return np.maximum(0.5 * pos + 0.5 * t_mean[codes], ITEM_FLOOR)
+    weights: np.ndarray = np.maximum(0.5 * pos + 0.5 * t_mean[codes], ITEM_FLOOR)
+    return weights
 
 
 def fit_headline(j: Judgments) -> Headline:
@@ -209,7 +211,7 @@ def fit_headline(j: Judgments) -> Headline:
     judge, value = j.judge[keep].astype(np.int64), j.value[keep].astype(np.float64)
     n_cells = j.n_items * S
     if k == 0 or len(cell) == 0:
-        w, b, r, n, conv, it = np.zeros(k), np.zeros(k), np.zeros(k), np.zeros(k), True, 0
+        w, b, r, n, conv, it = np.full(k, 1.0 / max(k, 1)), np.zeros(k), np.full(k, np.nan), np.zeros(k), True, 0
         mat = np.full((j.n_items, S), np.nan)
     else:
         w, b, r, n, conv, it = _fit_judges(cell, judge, value, n_cells, k)
