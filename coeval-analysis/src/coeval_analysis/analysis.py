@@ -24,6 +24,7 @@ from coeval_analysis.ranking import (
     conflict_aware_ranking,
     rank_label,
     student_missing,
+    unrelated_weight,
 )
 from coeval_analysis.run_warnings import collect_warnings
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
@@ -337,6 +338,7 @@ def _students(
     urank = _ranks(robust.score)
     comp = headline.comparisons
     n_items = (~np.isnan(h.cell)).sum(0) if h.cell.size else np.zeros(model.n_students, np.int64)
+    unrelated = unrelated_weight(headline)
     out: dict[str, Any] = {}
     rows = []
     for i, s in enumerate(model.students):
@@ -358,6 +360,7 @@ def _students(
             "robust_unadjusted_rank": int(urank[i]),
             "n_responses": int(row["n"]) if row is not None else 0,
             "n_items": int(n_items[i]),
+            "unrelated_judge_weight": _num(unrelated[i]),
             **missing.get(s, {}),
         }
         if gold and s in gold["students"]:

@@ -19,11 +19,11 @@ from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.comparisons import Comparisons, compare_students, rank_label
 from coeval_analysis.stats.headline import (
     CORR_SHRINK,
-    SHRINK_JUDGMENTS,
     Headline,
     Judgments,
     _snr,
     fit_headline,
+    shrinkage,
     weighted_judge_consensus,
 )
 from coeval_analysis.stats.scores import ScoreModel, pair_mean
@@ -113,7 +113,7 @@ def _weight_ci(
     snr = _snr(r * n / (n + CORR_SHRINK), n)
     tot = snr.sum(1, keepdims=True)
     wt = np.where(tot > 0, snr / np.where(tot > 0, tot, 1.0), 1.0 / k)
-    lam = SHRINK_JUDGMENTS / (SHRINK_JUDGMENTS + h.judge_n)
+    lam = shrinkage(h.judge_n)
     wt = (1 - lam) * wt + lam / k
     wt = wt / wt.sum(1, keepdims=True)
     return percentile_interval(wt, level)
@@ -132,6 +132,19 @@ def conflict_aware_ranking(
     )
     comp = compare_students(list(model.students), h.score, reps, level)
     return ConflictAwareRanking(h, names, families, ci, reps, comp, _weight_ci(h, j, boot, level), j)
+
+
+def unrelated_weight(r: ConflictAwareRanking) -> np.ndarray:
+    """Per student: the share of the judge weight that may score it (judges unrelated to
+    it that scored at least one of its answers). Low: its headline score rests on the
+    judges the ensemble trusts least."""
+    j, w = r.judgments, r.headline.judge_weight
+    out = np.zeros(j.n_students)
+    keep = ~j.conflicted & ~np.isnan(j.value)
+    for s in range(j.n_students):
+        judges = np.unique(j.judge[keep & (j.student == s)])
+        out[s] = float(w[judges].sum()) if len(judges) else 0.0
+    return out
 
 
 def all_students(data: RunData, model: ScoreModel) -> list[str]:
@@ -203,4 +216,4 @@ def common_items(r: ConflictAwareRanking, students: list[str]) -> dict[str, Any]
     }  # fmt: skip
 
 
-__all__ += ["all_students", "common_items", "judgments_of", "rank_label"]
+__all__ += ["unrelated_weight", "all_students", "common_items", "judgments_of", "rank_label"]

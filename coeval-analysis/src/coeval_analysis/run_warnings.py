@@ -18,6 +18,8 @@ PREFERENCE_Z = 3.0  #: bias / standard error above which a self- or family prefe
 PREFERENCE_MIN = 0.05  #: and the bias itself at least this (on the 0..1 score scale)
 ONE_LEVEL_SHARE = 0.95  #: a judge giving one level to more than this share of answers
 MIN_DATAPOINTS = 20  #: intervals resting on fewer datapoints than this are flagged
+#: a student whose unrelated judges hold less than this share of the weight is flagged
+UNRELATED_WEIGHT_FLOOR = 0.25
 
 
 def _preference(self_pref: dict[str, Any]) -> list[dict[str, Any]]:
@@ -102,6 +104,25 @@ def _missing(students: dict[str, Any], gap: float) -> list[dict[str, Any]]:
     ]
 
 
+def _weak_judges(students: dict[str, Any], floor: float) -> list[dict[str, Any]]:
+    weak = {s: v["unrelated_judge_weight"] for s, v in students.items()
+            if v.get("unrelated_judge_weight") is not None and v.get("robust_score") is not None
+            and v["unrelated_judge_weight"] < floor}  # fmt: skip
+    if not weak:
+        return []
+    names = ", ".join(f"{s} ({w:.0%})" for s, w in sorted(weak.items()))
+    return [
+        {
+            "kind": "weak_unrelated_judges",
+            "subject": ", ".join(sorted(weak)),
+            "message": (
+                f"the judges unrelated to {names} hold little of the judge weight: their headline "
+                "scores rest on the least trusted judges; add an unrelated judge"
+            ),
+        }
+    ]
+
+
 def collect_warnings(
     model: ScoreModel, summary: dict[str, Any], converged: bool, iterations: int, gap: float
 ) -> list[dict[str, Any]]:
@@ -110,6 +131,7 @@ def collect_warnings(
     out += _one_level(model)
     out += _few_datapoints(summary["students"], model.n_items)
     out += _missing(summary["students"], gap)
+    out += _weak_judges(summary["students"], UNRELATED_WEIGHT_FLOOR)
     if not converged:
         out.append(
             {

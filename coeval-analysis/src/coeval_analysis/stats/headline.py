@@ -36,7 +36,7 @@ import numpy as np
 
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 
-__all__ = ["Headline", "Judgments", "fit_headline", "weighted_judge_consensus"]
+__all__ = ["Headline", "Judgments", "fit_headline", "shrinkage", "weighted_judge_consensus"]
 
 SHRINK_JUDGMENTS = 20.0  #: N0 of the judge-weight shrinkage toward equal weights
 CORR_SHRINK = 30.0  #: r is shrunk by n / (n + 30) before the signal-to-noise weight
@@ -171,9 +171,17 @@ def _fit_judges(
         if step < TOL:
             converged = True
             break
-    lam = SHRINK_JUDGMENTS / (SHRINK_JUDGMENTS + n)
+    lam = shrinkage(n)
     w = (1 - lam) * w + lam / k
     return w / w.sum(), b, r, n, converged, it
+
+
+def shrinkage(n: np.ndarray) -> float:
+    """Share of equal weight mixed into the judge weights: ``N0 / (N0 + median judgments
+    per judge)``; large for a handful of judgments, fading as evidence grows. One share for
+    all judges, so a judge with few judgments keeps the little weight its few judgments
+    earn (it only touches the answers it judged anyway)."""
+    return SHRINK_JUDGMENTS / (SHRINK_JUDGMENTS + float(np.median(n))) if len(n) else 1.0
 
 
 def _discrimination(cell: np.ndarray) -> np.ndarray:
