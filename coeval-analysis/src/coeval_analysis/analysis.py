@@ -103,7 +103,7 @@ def analyze(
     agreement, pairs = _agreement(model, opts)
     step("teachers and diagnostics")
     teachers = teacher_discrimination(model, robust)
-    bias = self_preference(model, robust)
+    bias = self_preference(model, robust, headline.families)
     verb = verbosity(model, robust)
     coverage, coverage_table = attribute_coverage(data)
     gold = gold_report(model, robust, boot, opts.level)
