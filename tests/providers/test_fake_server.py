@@ -12,8 +12,12 @@ import pytest
 from coeval_providers.fake_server import schema_instance
 
 
-def _post(url: str, body: Any) -> Any:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+BEARER = {"Authorization": "Bearer test-key"}
+
+
+def _post(url: str, body: Any, headers: dict[str, str] | None = None) -> Any:
+    sent = {"Content-Type": "application/json", **(BEARER if headers is None else headers)}
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=sent)
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read())
 

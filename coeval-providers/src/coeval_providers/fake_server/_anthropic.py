@@ -11,6 +11,7 @@ from aiohttp import web
 from coeval_providers.fake_server import _batch
 from coeval_providers.fake_server._core import STATE, Call, Reply, handle_model_call, make_reply, message_text
 from coeval_providers.fake_server._state import BatchJob
+from coeval_providers.fake_server._strict import anthropic_headers_problem
 
 __all__ = ["add_routes", "anthropic_error", "list_models"]
 
@@ -68,6 +69,10 @@ def message_body(body: dict[str, Any], call: Call, reply: Reply) -> dict[str, An
 
 
 async def messages(request: web.Request) -> web.StreamResponse:
+    problem = anthropic_headers_problem(request)
+    if problem is not None:
+        request.app[STATE].record("anthropic.rejected", {"method": "POST", "path": request.path, "rejected": problem[1]})
+        return anthropic_error(*problem, {})
     body = await request.json()
     call = messages_call(body)
     if not body.get("max_tokens"):
@@ -114,6 +119,9 @@ def _batch_object(request: web.Request, job: BatchJob) -> dict[str, Any]:
 
 async def create_batch(request: web.Request) -> web.Response:
     state = request.app[STATE]
+    problem = anthropic_headers_problem(request)
+    if problem is not None:
+        return anthropic_error(*problem, {})
     body = await request.json()
     state.record("anthropic.batches.create", {"method": "POST", "path": request.path})
     items = body.get("requests") or []
