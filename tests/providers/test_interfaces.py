@@ -73,21 +73,36 @@ def route(name: str, fake: Any) -> str:
     return provider_setup(name, fake.url)[2]
 
 
+#: "Answer briefly." + "What is the capital of France?": the fake counts one token per word.
+PROMPT_TOKENS = 8
+
+
 @pytest.mark.parametrize("name", ALL_INTERFACES)
-def test_call_records_usage_and_cost(name: str, fake: Any, tmp_path: Any) -> None:
-    outcome, _ = run_one(name, fake, tmp_path)
+def test_call_records_exact_usage_and_cost(name: str, fake: Any, tmp_path: Any) -> None:
+    """The record's tokens are the server's, input and output not swapped, and the cost is
+    exactly price x tokens."""
+    model, creds = model_and_credentials(name, fake.url, tmp_path)
+    iface = registries().interfaces.get(name)(model, creds)
+    price = iface.price
+    request = GenerateRequest(prompt="What is the capital of France?", params=model.params_for("student"),
+                              system="Answer briefly.")
+    outcome, _ = schedule_one(model, iface, request)
     assert outcome.status == "ok", outcome.error
     assert outcome.attempts == 1
-    assert outcome.usage.input_tokens > 0 and outcome.usage.output_tokens > 0
     assert outcome.value and outcome.value.startswith("Reply ")
-    if name in ("ollama", "vllm"):  # local servers: free
-        assert not outcome.cost_usd
-    else:
-        assert outcome.cost_usd is not None and outcome.cost_usd > 0
     assert fake.counts[route(name, fake)] == 1
     sent = fake.requests(route(name, fake))[0]
     assert "capital of France" in sent["prompt"] and "Answer briefly." in sent["prompt"]
     assert sent["max_tokens"] == 64
+    assert sent["input_tokens"] == PROMPT_TOKENS
+    assert sent["output_tokens"] == len(outcome.value.split()) != PROMPT_TOKENS  # a swap cannot go unseen
+    assert (outcome.usage.input_tokens, outcome.usage.output_tokens) == (sent["input_tokens"], sent["output_tokens"])
+    if name in ("ollama", "vllm"):  # local servers: free
+        assert not outcome.cost_usd
+    else:
+        assert price is not None
+        expected = (PROMPT_TOKENS * price.input + sent["output_tokens"] * price.output) / 1_000_000
+        assert outcome.cost_usd == pytest.approx(expected, rel=1e-12, abs=0)
 
 
 @pytest.mark.parametrize("name", ALL_INTERFACES)
