@@ -164,29 +164,54 @@ def test_malformed_every_time_fails_as_malformed(name: str, fake: Any, tmp_path:
     assert outcome.attempts == 3
 
 
-def test_probe_accepts_a_reply_cut_by_the_token_limit(fake: Any, tmp_path: Any) -> None:
-    """A reasoning model given a tiny budget answers with nothing but finish_reason=length."""
+@pytest.mark.parametrize("name", ALL_INTERFACES)
+def test_empty_reply_cut_by_the_token_limit_says_so_in_a_typed_field(name: str, fake: Any, tmp_path: Any) -> None:
     from coeval.interfaces.base import MalformedResponseError
 
-    model, creds = model_and_credentials("openai", fake.url, tmp_path, model="o3-mini")
-    iface = registries().interfaces.get("openai")(model, creds)
+    fake.push_faults(route(name, fake), [{"kind": "length_empty"}])
+    model, creds = model_and_credentials(name, fake.url, tmp_path)
+    iface = registries().interfaces.get(name)(model, creds)
+    with pytest.raises(MalformedResponseError) as err:
+        generate_once(iface, GenerateRequest(prompt="hello", params=model.parameters))
+    assert err.value.finish_reason == "length"
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic", "gemini", "bedrock", "groq"])
+def test_probe_accepts_a_real_empty_reply_cut_by_the_token_limit(name: str, fake: Any, tmp_path: Any) -> None:
+    """A reasoning model given a tiny budget answers with nothing but "stopped at the limit": it
+    is alive. The fake sends that reply over HTTP; the probe reads the error's finish_reason."""
+    fake.push_faults(route(name, fake), [{"kind": "length_empty"}])
+    model, creds = model_and_credentials(name, fake.url, tmp_path)
+    iface = registries().interfaces.get(name)(model, creds)
 
     async def go() -> None:
         try:
-            original = iface.generate
-
-            async def empty_by_length(request: GenerateRequest) -> Any:
-                await original(request)
-                raise MalformedResponseError("openai: malformed reply (empty reply (finish_reason=length))")
-
-            iface.generate = empty_by_length  # type: ignore[method-assign]
             await iface.probe()
         finally:
             await iface.aclose()
 
     asyncio.run(go())
-    sent = fake.requests("openai.chat")[0]
-    assert sent["max_tokens"] == 16
+    (sent,) = fake.requests(route(name, fake))
+    assert sent["max_tokens"] == 16 and sent["finish"] == "length" and sent["fault"] == "length_empty"
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic", "gemini", "bedrock"])
+def test_probe_still_fails_on_an_empty_reply_that_was_not_cut(name: str, fake: Any, tmp_path: Any) -> None:
+    from coeval.interfaces.base import MalformedResponseError
+
+    fake.push_faults(route(name, fake), [{"kind": "shape"}])
+    model, creds = model_and_credentials(name, fake.url, tmp_path)
+    iface = registries().interfaces.get(name)(model, creds)
+
+    async def go() -> None:
+        try:
+            await iface.probe()
+        finally:
+            await iface.aclose()
+
+    with pytest.raises(MalformedResponseError) as err:
+        asyncio.run(go())
+    assert err.value.finish_reason is None
 
 
 def test_reasoning_models_get_max_completion_tokens_and_no_temperature(fake: Any, tmp_path: Any) -> None:

@@ -98,7 +98,7 @@ def parse_chat_completion(provider: str, data: Any) -> tuple[str, int, int, str 
         if refusal:
             content = str(refusal)
         else:
-            raise _errors.malformed(provider, f"empty reply (finish_reason={finish})")
+            raise _errors.empty_reply(provider, finish)
     usage = data.get("usage") or {}
     return str(content), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), data.get("model"), finish
 
