@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.plugins import registries
-from coeval.scheduler import RetryPolicy, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
+from coeval.scheduler import ManualClock, RetryPolicy, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 
 from tests.providers.conftest import ALL_INTERFACES, SECRET, model_and_credentials, provider_setup
 
@@ -27,19 +27,20 @@ JUDGE_SCHEMA = {
 
 
 def schedule_one(model: Any, iface: Any, request: GenerateRequest, *, phase: str = "response_collection",
-                 limits: SchedulerLimits = FAST_RETRY) -> tuple[WorkOutcome, float]:
+                 limits: SchedulerLimits = FAST_RETRY, clock: Any = None) -> tuple[WorkOutcome, float]:
     """One request through the real scheduler, then the interface closed: its outcome and the
-    seconds it took."""
+    seconds it took (on ``clock`` when given: virtual time)."""
     outcomes: list[WorkOutcome] = []
     item = WorkItem(key="item-1", phase=phase, model=model, request=request, on_done=outcomes.append)
 
     async def go() -> float:
-        start = time.perf_counter()
+        now = clock.now if clock is not None else time.perf_counter
+        start = now()
         try:
-            await Scheduler({model.name: iface}, limits).run(phase, [item])
+            await Scheduler({model.name: iface}, limits, clock=clock).run(phase, [item])
         finally:
             await iface.aclose()
-        return time.perf_counter() - start
+        return now() - start
 
     elapsed = asyncio.run(go())
     assert len(outcomes) == 1
@@ -59,14 +60,14 @@ def generate_once(iface: Any, request: GenerateRequest) -> GenerateResult:
 
 
 def run_one(name: str, fake: Any, tmp_path: Any, *, key: str | None = None, schema: Any = None,
-            limits: SchedulerLimits = FAST_RETRY) -> tuple[WorkOutcome, float]:
+            limits: SchedulerLimits = FAST_RETRY, clock: Any = None) -> tuple[WorkOutcome, float]:
     """One item through the scheduler with the registered interface ``name``."""
     kwargs = {"key": key} if key else {}
     model, creds = model_and_credentials(name, fake.url, tmp_path, **kwargs)
     iface = registries().interfaces.get(name)(model, creds)
     request = GenerateRequest(prompt="What is the capital of France?", params=model.params_for("student"),
                               system="Answer briefly.", json_schema=schema)
-    return schedule_one(model, iface, request, limits=limits)
+    return schedule_one(model, iface, request, limits=limits, clock=clock)
 
 
 def route(name: str, fake: Any) -> str:
@@ -116,12 +117,15 @@ def test_structured_output_returns_schema_instance(name: str, fake: Any, tmp_pat
 
 @pytest.mark.parametrize("name", ALL_INTERFACES)
 def test_rate_limit_retry_after_is_waited_out(name: str, fake: Any, tmp_path: Any) -> None:
-    fake.push_faults(route(name, fake), [{"kind": "429", "retry_after": "0.6"}])
-    outcome, elapsed = run_one(name, fake, tmp_path)
+    """The provider's Retry-After reaches the scheduler, which waits it out (on a virtual clock:
+    the wait is asserted, not slept)."""
+    clock = ManualClock()
+    fake.push_faults(route(name, fake), [{"kind": "429", "retry_after": "7"}])
+    outcome, elapsed = run_one(name, fake, tmp_path, clock=clock)
     assert outcome.status == "ok", outcome.error
     assert outcome.attempts == 2
     assert fake.counts[route(name, fake)] == 2  # no hidden SDK retries
-    assert elapsed >= 0.55, f"the scheduler did not wait for Retry-After ({elapsed:.2f} s)"
+    assert elapsed >= 7.0, f"the scheduler did not wait for Retry-After ({elapsed:.2f} virtual s, sleeps {clock.sleeps})"
 
 
 @pytest.mark.parametrize("name", ALL_INTERFACES)
