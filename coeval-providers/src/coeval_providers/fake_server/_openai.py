@@ -23,6 +23,7 @@ from coeval_providers.fake_server._strict import (
     BATCH_MAX_BYTES,
     azure_api_version_problem,
     batch_lines_problem,
+    openai_chat_body_problem,
     openai_chat_path_problem,
 )
 
@@ -103,6 +104,11 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         body = await request.json()
     except json.JSONDecodeError:
         return openai_error(400, "invalid_json", "We could not parse the JSON body of your request.", {})
+    if "/openai/deployments/" in request.path and isinstance(body, dict):
+        body.setdefault("model", request.path.split("/openai/deployments/", 1)[1].split("/", 1)[0])
+    if (problem := openai_chat_body_problem(body)) is not None:
+        request.app[STATE].record("openai.rejected", {"method": "POST", "path": request.path, "rejected": problem[2]})
+        return openai_error(*problem, {})
     deployment = request.match_info.get("prefix", "")
     model = None
     if "deployments/" in deployment:

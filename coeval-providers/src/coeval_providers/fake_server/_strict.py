@@ -146,3 +146,90 @@ def batch_lines_problem(lines: list[Mapping[str, Any]], endpoint: str) -> Proble
         if not isinstance(line.get("body"), dict):
             return 400, "invalid_body", f"line {number}: body must be an object"
     return None
+
+
+# ---- request bodies ---------------------------------------------------------------------------
+_OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def openai_chat_body_problem(body: Any) -> Problem | None:
+    """Required fields and types of ``CreateChatCompletionRequest`` (openai-openapi spec).
+
+    Unknown fields are not refused: OpenAI does, but vLLM, DeepSeek, Mistral and others serve
+    the same path and document their own extra fields (``top_k``, ``min_p``, ...), and the fake
+    cannot tell them apart by path.
+    """
+    if not isinstance(body, dict):
+        return 400, "invalid_request_error", "the request body must be a JSON object"
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return 400, "missing_required_parameter", "Missing required parameter: 'model'."
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return 400, "missing_required_parameter", "Missing required parameter: 'messages'."
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in _OPENAI_ROLES:
+            return 400, "invalid_value", f"Invalid value for 'messages[{i}].role'."
+    for key in ("max_tokens", "max_completion_tokens", "n"):
+        if key in body and body[key] is not None and not _positive_int(body[key]):
+            return 400, "invalid_type", f"Invalid type for '{key}': expected an integer >= 1."
+    temperature = body.get("temperature")
+    if temperature is not None and not (isinstance(temperature, int | float) and 0 <= temperature <= 2):
+        return 400, "decimal_above_max_value", "Invalid 'temperature': expected a number from 0 to 2."
+    return None
+
+
+#: Top-level fields of the Messages API request (Anthropic API reference, "Create a Message").
+#: The API refuses any other with "Extra inputs are not permitted".
+ANTHROPIC_MESSAGE_FIELDS = frozenset(
+    {
+        "model", "messages", "max_tokens", "system", "metadata", "stop_sequences", "stream", "temperature",
+        "top_p", "top_k", "tools", "tool_choice", "thinking", "service_tier", "container", "mcp_servers",
+        "context_management", "output_config",
+    }
+)  # fmt: skip
+
+
+def anthropic_body_problem(body: Any) -> Problem | None:
+    if not isinstance(body, dict):
+        return 400, "invalid_request_error", "the request body must be a JSON object"
+    for key in body:
+        if key not in ANTHROPIC_MESSAGE_FIELDS:
+            return 400, "invalid_request_error", f"{key}: Extra inputs are not permitted"
+    if not isinstance(body.get("model"), str):
+        return 400, "invalid_request_error", "model: Field required"
+    if not _positive_int(body.get("max_tokens")):
+        return 400, "invalid_request_error", "max_tokens: Field required (an integer >= 1)"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return 400, "invalid_request_error", "messages: Field required"
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+            return 400, "invalid_request_error", f"messages.{i}.role: Input should be 'user' or 'assistant'"
+    return None
+
+
+#: Top-level fields of ``GenerateContentRequest`` (Gemini API reference), in the proto-JSON
+#: camelCase and snake_case spellings both accepted. Any other is refused with
+#: 'Invalid JSON payload received. Unknown name'.
+GEMINI_GENERATE_FIELDS = frozenset(
+    {
+        "model", "contents", "tools", "toolConfig", "tool_config", "safetySettings", "safety_settings",
+        "systemInstruction", "system_instruction", "generationConfig", "generation_config", "cachedContent",
+        "cached_content", "labels",
+    }
+)  # fmt: skip
+
+
+def gemini_body_problem(body: Any) -> Problem | None:
+    if not isinstance(body, dict):
+        return 400, "invalid_argument", "Invalid JSON payload received."
+    for key in body:
+        if key not in GEMINI_GENERATE_FIELDS:
+            return 400, "invalid_argument", f'Invalid JSON payload received. Unknown name "{key}": Cannot find field.'
+    if not isinstance(body.get("contents"), list) or not body["contents"]:
+        return 400, "invalid_argument", "* GenerateContentRequest.contents: contents is not specified"
+    return None
