@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from coeval.interfaces.base import GenerateRequest, GenerateResult
+from coeval.interfaces.base import GenerateRequest, GenerateResult, MalformedResponseError
 from coeval.plugins import registries
 from coeval.scheduler import ManualClock, RetryPolicy, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 
@@ -170,8 +170,6 @@ def test_malformed_every_time_fails_as_malformed(name: str, fake: Any, tmp_path:
 
 @pytest.mark.parametrize("name", ALL_INTERFACES)
 def test_empty_reply_cut_by_the_token_limit_says_so_in_a_typed_field(name: str, fake: Any, tmp_path: Any) -> None:
-    from coeval.interfaces.base import MalformedResponseError
-
     fake.push_faults(route(name, fake), [{"kind": "length_empty"}])
     model, creds = model_and_credentials(name, fake.url, tmp_path)
     iface = registries().interfaces.get(name)(model, creds)
@@ -201,8 +199,6 @@ def test_probe_accepts_a_real_empty_reply_cut_by_the_token_limit(name: str, fake
 
 @pytest.mark.parametrize("name", ["openai", "anthropic", "gemini", "bedrock"])
 def test_probe_still_fails_on_an_empty_reply_that_was_not_cut(name: str, fake: Any, tmp_path: Any) -> None:
-    from coeval.interfaces.base import MalformedResponseError
-
     fake.push_faults(route(name, fake), [{"kind": "shape"}])
     model, creds = model_and_credentials(name, fake.url, tmp_path)
     iface = registries().interfaces.get(name)(model, creds)
