@@ -31,6 +31,7 @@ from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch
 from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.coverage import attribute_coverage
 from coeval_analysis.stats.diagnostics import self_preference, teacher_discrimination, verbosity
+from coeval_analysis.stats.icc_bootstrap import icc_intervals
 from coeval_analysis.stats.reference import evaluator_scores, gold_report, label_report
 from coeval_analysis.stats.robust import RobustRanking, robust_ranking
 from coeval_analysis.stats.scores import ScoreModel
@@ -100,7 +101,7 @@ def analyze(
     robust = robust_ranking(model, boot, opts.level)
     headline = conflict_aware_ranking(model, data, boot, opts.level)
     step("judge agreement")
-    agreement, pairs = _agreement(model, opts)
+    agreement, pairs = _agreement(model, opts, boot)
     step("teachers and diagnostics")
     teachers = teacher_discrimination(model, robust)
     bias = self_preference(model, robust, headline.families)
@@ -182,7 +183,9 @@ def _no_icc() -> dict[str, Any]:
     }
 
 
-def _agreement(model: ScoreModel, opts: AnalysisOptions) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _agreement(
+    model: ScoreModel, opts: AnalysisOptions, boot: Bootstrap
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     J = len(model.judges)
     F = max(len(model.factors), 1)
     cat = model.u_level >= 0
@@ -232,6 +235,9 @@ def _agreement(model: ScoreModel, opts: AnalysisOptions) -> tuple[dict[str, Any]
         complete = (levels[:, chosen] >= 0).all(1)
         mat = levels[complete][:, chosen].astype(np.float64) / 2.0
         r = icc(mat, opts.level)
+        unit_item = model.resp_item[uniq[complete] // F]
+        if boot.n_boot and (unit_item >= 0).all():  # a datapoint's units move together
+            r.update(icc_intervals(mat, unit_item, boot, opts.level))
         res = {
             "icc3_1": _num(r["icc3_1"]),
             "icc3_k": _num(r["icc3_k"]),
