@@ -146,7 +146,8 @@ def analyze(
     }
     gaps = [v["missing_rate"] for v in missing.values() if v["missing_rate"] is not None]
     uneven = len(gaps) >= 2 and max(gaps) - min(gaps) > MISSING_GAP
-    summary["common_items"] = common_items(headline, list(model.students)) if uneven or opts.common_items else None
+    wanted = uneven or opts.common_items
+    summary["common_items"] = common_items(headline, list(model.students)) if wanted else None
     summary["warnings"] = collect_warnings(
         model, summary, headline.headline.converged, headline.headline.iterations, MISSING_GAP
     )
@@ -465,7 +466,9 @@ def _label_table(labels: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _datapoint_table(model: ScoreModel, robust: RobustRanking, headline: ConflictAwareRanking) -> pd.DataFrame:
+def _datapoint_table(
+    model: ScoreModel, robust: RobustRanking, headline: ConflictAwareRanking
+) -> pd.DataFrame:
     ids = model.data.datapoint_ids
     c = robust.consensus
     n_s = (~np.isnan(c)).sum(1)

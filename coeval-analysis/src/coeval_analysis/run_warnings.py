@@ -74,7 +74,9 @@ def _few_datapoints(students: dict[str, Any], n_items: int) -> list[dict[str, An
             {
                 "kind": "few_datapoints",
                 "subject": None,
-                "message": f"intervals rest on {n_items} datapoints (fewer than {MIN_DATAPOINTS}): treat them as rough",
+                "message": (
+                    f"intervals rest on {n_items} datapoints (fewer than {MIN_DATAPOINTS}): treat them as rough"
+                ),
             }
         ]
     if thin:
@@ -138,7 +140,10 @@ def collect_warnings(
             {
                 "kind": "not_converged",
                 "subject": None,
-                "message": f"judge weights did not converge in {iterations} iterations: the headline ranking is provisional",
+                "message": (
+                    f"judge weights did not converge in {iterations} iterations: "
+                    "the headline ranking is provisional"
+                ),
             }
         )
     return out

@@ -552,8 +552,9 @@ def _judges_section(p: PageContext) -> Section | None:
             "judges",
             "Judges",
             "A judge's weight grows with its signal-to-noise ratio, estimated from its correlation with the "
-            "weighted consensus of the other judges on the answers it is not related to; a judge answering at "
-            "random gets about 0. Leniency: how much higher than the others it scores (subtracted). Conflicted: "
+            "weighted consensus of the other judges on the answers it is not related to; a judge "
+            "answering at random gets about 0. Leniency: how much higher than the others it scores "
+            "(subtracted). Conflicted: "
             "its scores of its own or its family's answers, left out of the robust score. Agreement-only "
             "weight: the earlier weighting, which counted those scores. Failed records "
             "(unparseable replies, errors) are counted here, never scored as Low.",
@@ -950,7 +951,9 @@ def _comparisons_section(p: PageContext) -> Section | None:
         [
             b
             for b in (
-                p.fig("fig-comparisons", _comparison_matrix(students, pairs), max(300, 140 + 45 * len(students))),
+                p.fig(
+                    "fig-comparisons", _comparison_matrix(students, pairs), max(300, 140 + 45 * len(students))
+                ),
                 Table(
                     [("a", "student A"), ("b", "student B"), ("diff", "A − B"),
                      ("ci", f"{p.pct} CI"), ("p", "p")],
@@ -978,7 +981,9 @@ def _missing_section(p: PageContext) -> Section | None:
     if common:
         crows = [{"student": k, **v} for k, v in common["students"].items()]
         blocks.append(
-            Text(Markup(f"<p>Ranking on the {common['n_items']:,} datapoints every student has a score on:</p>"))
+            Text(
+                Markup(f"<p>Ranking on the {common['n_items']:,} datapoints every student has a score on:</p>")
+            )
         )
         blocks.append(Table([("rank", "rank"), ("student", "student"), ("score", "robust score")], crows))
     return Section(

@@ -14,7 +14,8 @@ grades its own answer or an answer of its family, see :mod:`coeval_analysis.fami
    advantaged by which judges remain.
 3. **Judge weights.** ``w_j ∝ r^2 / (1 - r^2)`` for ``r`` the judge's correlation with the
    leave-one-out consensus (a one-factor signal-to-noise ratio; the part of ``r^2`` chance
-   explains, ``4 / n``, is removed, so when no judge agrees beyond chance all stay equal), iterated with damping
+   explains, ``4 / n``, is removed, so when no judge agrees beyond chance all stay equal),
+   iterated with damping
    (half old, half new) until no weight moves by more than ``tol``, then shrunk toward
    equal weights by ``N0 / (N0 + n)`` for ``n`` the judge's judgments: a judge with little
    evidence is near equal weight, and no judge can hold all of it.
@@ -219,7 +220,8 @@ def fit_headline(j: Judgments) -> Headline:
     judge, value = j.judge[keep].astype(np.int64), j.value[keep].astype(np.float64)
     n_cells = j.n_items * S
     if k == 0 or len(cell) == 0:
-        w, b, r, n, conv, it = np.full(k, 1.0 / max(k, 1)), np.zeros(k), np.full(k, np.nan), np.zeros(k), True, 0
+        w, b, conv, it = np.full(k, 1.0 / max(k, 1)), np.zeros(k), True, 0
+        r, n = np.full(k, np.nan), np.zeros(k)
         mat = np.full((j.n_items, S), np.nan)
     else:
         w, b, r, n, conv, it = _fit_judges(cell, judge, value, n_cells, k)
