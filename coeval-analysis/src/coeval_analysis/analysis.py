@@ -38,7 +38,7 @@ from coeval_analysis.stats.scores import ScoreModel
 
 __all__ = ["SCHEMA_VERSION", "Analysis", "AnalysisOptions", "analyze"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  #: 2: robust_* is the conflict-aware headline; robust_unadjusted_* the earlier score
 
 
 @dataclass
