@@ -139,11 +139,10 @@ def unrelated_weight(r: ConflictAwareRanking) -> np.ndarray:
     it that scored at least one of its answers). Low: its headline score rests on the
     judges the ensemble trusts least."""
     j, w = r.judgments, r.headline.judge_weight
-    out = np.zeros(j.n_students)
     keep = ~j.conflicted & ~np.isnan(j.value)
-    for s in range(j.n_students):
-        judges = np.unique(j.judge[keep & (j.student == s)])
-        out[s] = float(w[judges].sum()) if len(judges) else 0.0
+    scored_by = np.zeros((j.n_students, j.n_judges), bool)
+    scored_by[j.student[keep], j.judge[keep]] = True
+    out: np.ndarray = scored_by.astype(np.float64) @ w if j.n_judges else np.zeros(j.n_students)
     return out
 
 
@@ -174,7 +173,10 @@ def student_missing(data: RunData, model: ScoreModel, students: list[str]) -> di
         codes = uniq["response"].to_numpy()
         who = uniq["student"].astype(str).to_numpy()
         failed = np.zeros(len(codes), bool)
-    has_score = np.array([scored[c] if 0 <= c < len(scored) else False for c in codes], bool)
+    codes = np.asarray(codes, np.int64)
+    known = (codes >= 0) & (codes < len(scored))
+    has_score = np.zeros(len(codes), bool)
+    has_score[known] = scored[codes[known]]
     for s in students:
         mine = who == s
         n = int(mine.sum())
