@@ -114,11 +114,18 @@ def weighted_judge_consensus(
 
 
 def _loo_correlation(
-    cell: np.ndarray, judge: np.ndarray, value: np.ndarray, w: np.ndarray, b: np.ndarray, n_cells: int, k: int
+    cell: np.ndarray,
+    judge: np.ndarray,
+    value: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray,
+    k: int,
+    consensus: tuple[np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per judge: correlation of its scores with the weighted consensus of the *other*
-    judges on the same answers (moments by bincount), and judgments used."""
-    num, den = weighted_judge_consensus(cell, judge, value, w, b, n_cells)
+    judges on the same answers (moments by bincount; NaN where undefined), and judgments
+    used. ``consensus``: :func:`weighted_judge_consensus` with the same ``w`` and ``b``."""
+    num, den = consensus
     wj = w[judge]
     rest_den = den[cell] - wj
     ok = rest_den > 1e-9 * max(float(w.max()), 1e-12)
@@ -163,7 +170,9 @@ def _fit_judges(
         cnt = np.bincount(judge[ok], minlength=k)
         new_b = np.where(cnt > 0, np.bincount(judge[ok], resid[ok], k) / np.maximum(cnt, 1), 0.0)
         new_b -= np.average(new_b, weights=w) if w.sum() > 0 else 0.0
-        r, n = _loo_correlation(cell, judge, value, w, new_b, n_cells, k)
+        # the consensus of this round (leniencies of the last): one pass fewer per round,
+        # and the same fixed point
+        r, n = _loo_correlation(cell, judge, value, w, b, k, (num, den))
         target = _snr(np.nan_to_num(r) * n / (n + CORR_SHRINK), n)
         target = target / target.sum() if target.sum() > 0 else np.full(k, 1.0 / k)
         new_w = (1 - DAMPING) * w + DAMPING * target
