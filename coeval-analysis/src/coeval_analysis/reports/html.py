@@ -676,8 +676,9 @@ def _teachers_section(p: PageContext) -> Section | None:
             "datapoints, of the standard deviation of the students' scores). Separation: the standard "
             "deviation of the students' mean scores on its datapoints. Ranking agreement: Kendall's τ "
             "between the ranking its datapoints give and the one the other teachers' give. Mean score: how "
-            "easy its datapoints are. Datapoint weights: the weight each datapoint gets in the robust score "
-            "(0.1 for one that does not separate students beyond judge noise, up to 1).",
+            "easy its datapoints are. Datapoint weights: the weight each datapoint gets in the robust score, "
+            "from how well it separates students (its item-total correlation, blended with its teacher's "
+            "mean; at least 0.05).",
             [b for b in tblocks if b],
         )
     )
