@@ -107,4 +107,5 @@ def test_item_weights_down_weight_items_that_do_not_separate_students(make_run) 
     assert mean_weight["sharp"] > 1.5 * mean_weight["flat"]
     teachers = a.summary["teachers"]
     assert teachers["sharp"]["discrimination"] > 2 * teachers["flat"]["discrimination"]
+    assert teachers["sharp"]["item_weight"] > 2 * teachers["flat"]["item_weight"]
     assert teachers["sharp"]["ranking_agreement"] is not None

@@ -24,6 +24,7 @@ from coeval_analysis.ranking import (
     conflict_aware_ranking,
     rank_label,
     student_missing,
+    teacher_weights,
     unrelated_weight,
 )
 from coeval_analysis.run_warnings import collect_warnings
@@ -104,6 +105,9 @@ def analyze(
     agreement, pairs = _agreement(model, opts, boot)
     step("teachers and diagnostics")
     teachers = teacher_discrimination(model, robust)
+    for name, weight in teacher_weights(headline, list(model.teachers)).items():
+        if name in teachers:
+            teachers[name]["item_weight"] = weight
     bias = self_preference(model, robust, headline.families)
     verb = verbosity(model, robust)
     coverage, coverage_table = attribute_coverage(data)

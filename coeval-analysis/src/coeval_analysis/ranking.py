@@ -146,6 +146,17 @@ def unrelated_weight(r: ConflictAwareRanking) -> np.ndarray:
     return out
 
 
+def teacher_weights(r: ConflictAwareRanking, teachers: list[str]) -> dict[str, float | None]:
+    """Mean headline datapoint weight of each teacher's datapoints (how much its datapoints
+    count in the headline score; low for datapoints unrelated to student quality)."""
+    j, d = r.judgments, r.headline.item_weight
+    out: dict[str, float | None] = {}
+    for t, name in enumerate(teachers):
+        mine = j.item_teacher == t
+        out[name] = float(d[mine].mean()) if mine.any() else None
+    return out
+
+
 def all_students(data: RunData, model: ScoreModel) -> list[str]:
     """Every student of the run: scored ones, and those whose every answer failed or went
     unjudged (from phase 4 and the judge records)."""
@@ -218,4 +229,4 @@ def common_items(r: ConflictAwareRanking, students: list[str]) -> dict[str, Any]
     }  # fmt: skip
 
 
-__all__ += ["unrelated_weight", "all_students", "common_items", "judgments_of", "rank_label"]
+__all__ += ["teacher_weights", "unrelated_weight", "all_students", "common_items", "judgments_of", "rank_label"]

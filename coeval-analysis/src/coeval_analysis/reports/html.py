@@ -651,6 +651,7 @@ def _teachers_section(p: PageContext) -> Section | None:
                 ("discrimination", "discrimination"),
                 ("separation", "separation"),
                 ("ranking_agreement", "ranking agreement (τ)"),
+                ("item_weight", "mean datapoint weight"),
                 ("mean_score", "mean score"),
                 ("n_datapoints", "datapoints"),
             ],
