@@ -35,6 +35,9 @@ def test_ranked_in_true_order_and_random_judge_gets_no_weight(make_run, seed: in
     # less noise, more weight
     assert judges["judge-1"]["weight"] > judges["judge-2"]["weight"] > judges["judge-3"]["weight"]
     assert sum(j["weight"] for j in judges.values()) == pytest.approx(1.0)
+    for name, judge in judges.items():
+        low, high = judge["weight_ci"]
+        assert low <= judge["weight"] <= high, name
     for name, student in s["students"].items():
         low, high = student["robust_ci"]
         assert low <= student["robust_score"] <= high, name

@@ -116,7 +116,12 @@ def _weight_ci(
     lam = shrinkage(h.judge_n)
     wt = (1 - lam) * wt + lam / k
     wt = wt / wt.sum(1, keepdims=True)
-    return percentile_interval(wt, level)
+    # r^2 of a resample is biased upward (most for weak judges), so the replicates sit off
+    # the estimate: keep their spread, centred on the estimate (median-shifted percentiles)
+    lo, hi = percentile_interval(wt, level)
+    mid = np.median(wt, 0)
+    floor = lam / k  # the shrinkage share every judge keeps
+    return np.clip(w + (lo - mid), floor, 1.0), np.clip(w + (hi - mid), floor, 1.0)
 
 
 def conflict_aware_ranking(
