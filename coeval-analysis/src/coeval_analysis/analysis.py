@@ -364,7 +364,7 @@ def _students(
             "robust_ci": [_num(headline.ci[0][i]), _num(headline.ci[1][i])],
             "robust_rank": int(rrank[i]) if scored else None,
             "rank_range": list(rr) if rr else None,
-            "rank_label": rank_label(rr),
+            "rank_label": rank_label(rr) if rr or not scored else str(rrank[i]),
             "rank_ci": list(rci) if (rci := comp.rank_ci[i]) else None,
             "robust_unadjusted_score": _num(robust.score[i]),
             "robust_unadjusted_ci": [_num(robust.ci[0][i]), _num(robust.ci[1][i])],
