@@ -21,14 +21,25 @@ from coeval_analysis.stats.headline import (
     CORR_SHRINK,
     Headline,
     Judgments,
-    _snr,
+    snr_weight,
     fit_headline,
     shrinkage,
     weighted_judge_consensus,
 )
 from coeval_analysis.stats.scores import ScoreModel, pair_mean
 
-__all__ = ["MISSING_GAP", "ConflictAwareRanking", "conflict_aware_ranking", "student_missing"]
+__all__ = [
+    "MISSING_GAP",
+    "ConflictAwareRanking",
+    "all_students",
+    "common_items",
+    "conflict_aware_ranking",
+    "judgments_of",
+    "rank_label",
+    "student_missing",
+    "teacher_weights",
+    "unrelated_weight",
+]
 
 #: failure rates of students differing by more than this share a warning and a common-items ranking
 MISSING_GAP = 0.05
@@ -110,7 +121,7 @@ def _weight_ci(
         vc = scc / n - (sc / n) ** 2
         r = np.where((vx > 1e-12) & (vc > 1e-12), cov / np.sqrt(vx * vc), 0.0)
     r = np.nan_to_num(r)
-    snr = _snr(r * n / (n + CORR_SHRINK), n)
+    snr = snr_weight(r * n / (n + CORR_SHRINK), n)
     tot = snr.sum(1, keepdims=True)
     wt = np.where(tot > 0, snr / np.where(tot > 0, tot, 1.0), 1.0 / k)
     lam = shrinkage(h.judge_n)
@@ -233,5 +244,3 @@ def common_items(r: ConflictAwareRanking, students: list[str]) -> dict[str, Any]
         },
     }  # fmt: skip
 
-
-__all__ += ["teacher_weights", "unrelated_weight", "all_students", "common_items", "judgments_of", "rank_label"]

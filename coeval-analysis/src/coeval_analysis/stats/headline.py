@@ -35,9 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
+from coeval_analysis.stats.bootstrap import Bootstrap
 
-__all__ = ["Headline", "Judgments", "fit_headline", "shrinkage", "weighted_judge_consensus"]
+__all__ = ["Headline", "Judgments", "fit_headline", "shrinkage", "snr_weight", "weighted_judge_consensus"]
 
 SHRINK_JUDGMENTS = 20.0  #: N0 of the judge-weight shrinkage toward equal weights
 CORR_SHRINK = 30.0  #: r is shrunk by n / (n + 30) before the signal-to-noise weight
@@ -92,9 +92,6 @@ class Headline:
             return np.zeros((boot.n_boot, num.shape[1]))
         return self.grand + boot.replicates(num, den)
 
-    def interval(self, reps: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-        return percentile_interval(reps, level)
-
 
 def _row_mean(mat: np.ndarray) -> np.ndarray:
     has = ~np.isnan(mat)
@@ -143,7 +140,7 @@ def _loo_correlation(
     return r, n
 
 
-def _snr(r: np.ndarray, n: np.ndarray) -> np.ndarray:
+def snr_weight(r: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Signal-to-noise ratio r^2 / (1 - r^2), counting only the part of r^2 beyond what
     chance gives on n judgments (about 2 standard errors, 4 / n): a judge whose agreement
     with the others is indistinguishable from zero gets none."""
@@ -173,7 +170,7 @@ def _fit_judges(
         # the consensus of this round (leniencies of the last): one pass fewer per round,
         # and the same fixed point
         r, n = _loo_correlation(cell, judge, value, w, b, k, (num, den))
-        target = _snr(np.nan_to_num(r) * n / (n + CORR_SHRINK), n)
+        target = snr_weight(np.nan_to_num(r) * n / (n + CORR_SHRINK), n)
         target = target / target.sum() if target.sum() > 0 else np.full(k, 1.0 / k)
         new_w = (1 - DAMPING) * w + DAMPING * target
         step = max(float(np.abs(new_w - w).max()), float(np.abs(new_b - b).max()))
