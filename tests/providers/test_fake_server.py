@@ -126,6 +126,12 @@ ANTHROPIC_HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
     ("/v1beta/models/gemini-2.0-flash:generateContent", {"contents": [{"parts": [{"text": "hi"}]}], "config": {}},
      {"x-goog-api-key": "k"}, 400, 'Unknown name "config"'),
     ("/model/m/converse", {"messages": []}, {}, 403, "Missing Authentication Token"),
+    ("/v1/messages/batches", {"requests": [{"custom_id": "capitals.r1", "params": ANTHROPIC}]}, ANTHROPIC_HEADERS, 400,
+     "requests.0.custom_id: String should match pattern"),
+    ("/v1/messages/batches", {"requests": [{"custom_id": "a", "params": ANTHROPIC}] * 2}, ANTHROPIC_HEADERS, 400,
+     "duplicate custom_id"),
+    ("/v1/messages/batches", {"requests": [{"custom_id": "a", "params": {**ANTHROPIC, "n": 2}}]}, ANTHROPIC_HEADERS, 400,
+     "requests.0.params.n: Extra inputs are not permitted"),
 ])
 def test_fake_refuses_what_the_real_api_refuses(fake: Any, path: str, body: Any, headers: dict[str, str], status: int,
                                                 says: str) -> None:

@@ -233,3 +233,28 @@ def gemini_body_problem(body: Any) -> Problem | None:
     if not isinstance(body.get("contents"), list) or not body["contents"]:
         return 400, "invalid_argument", "* GenerateContentRequest.contents: contents is not specified"
     return None
+
+
+#: Message Batches limits (Anthropic API reference): 100,000 requests per batch; each
+#: ``custom_id`` unique within the batch and matching this pattern.
+ANTHROPIC_BATCH_MAX_REQUESTS = 100_000
+_ANTHROPIC_CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def anthropic_batch_problem(body: Any) -> Problem | None:
+    items = body.get("requests") if isinstance(body, dict) else None
+    if not isinstance(items, list) or not items:
+        return 400, "invalid_request_error", "requests: Field required"
+    if len(items) > ANTHROPIC_BATCH_MAX_REQUESTS:
+        return 400, "invalid_request_error", f"requests: at most {ANTHROPIC_BATCH_MAX_REQUESTS} items"
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        custom_id = item.get("custom_id") if isinstance(item, dict) else None
+        if not isinstance(custom_id, str) or not _ANTHROPIC_CUSTOM_ID.match(custom_id):
+            return 400, "invalid_request_error", f"requests.{i}.custom_id: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+        if custom_id in seen:
+            return 400, "invalid_request_error", f"requests.{i}.custom_id: duplicate custom_id {custom_id!r}"
+        seen.add(custom_id)
+        if (problem := anthropic_body_problem(item.get("params"))) is not None:
+            return problem[0], problem[1], f"requests.{i}.params.{problem[2]}"
+    return None
