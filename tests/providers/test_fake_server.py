@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from coeval_providers.fake_server import schema_instance
+from coeval_providers.fake_server._strict import bedrock_job_problem
 
 
 BEARER = {"Authorization": "Bearer test-key"}
@@ -176,3 +177,18 @@ def test_file_purpose_must_be_documented(fake: Any) -> None:
     with pytest.raises(urllib.error.HTTPError) as err:
         _upload(fake, {"x": 1}, "batches")
     assert err.value.code == 400 and "purpose: expected one of" in _error_text(err.value)
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"jobName": "coeval job"}, "jobName"),
+    ({"roleArn": "bedrock-batch"}, "roleArn"),
+    ({"record": {"recordId": "r1", "modelInput": {"messages": []}}}, "anthropic_version must be bedrock-2023-05-31"),
+    ({"record": {"modelInput": {"anthropic_version": "bedrock-2023-05-31"}}}, "recordId missing"),
+])
+def test_bedrock_job_rules(change: dict[str, Any], says: str) -> None:
+    body = {"jobName": "coeval-0123abcd", "roleArn": "arn:aws:iam::123456789012:role/bedrock-batch",
+            "modelId": "anthropic.claude-3-haiku-20240307-v1:0"}
+    record = {"recordId": "r1", "modelInput": {"anthropic_version": "bedrock-2023-05-31", "messages": []}}
+    assert bedrock_job_problem(body, [record]) is None
+    problem = bedrock_job_problem({**body, **{k: v for k, v in change.items() if k != "record"}}, [change.get("record", record)])
+    assert problem is not None and problem[0] == 400 and says in problem[2]

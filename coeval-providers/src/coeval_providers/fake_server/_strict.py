@@ -258,3 +258,32 @@ def anthropic_batch_problem(body: Any) -> Problem | None:
         if (problem := anthropic_body_problem(item.get("params"))) is not None:
             return problem[0], problem[1], f"requests.{i}.params.{problem[2]}"
     return None
+
+
+#: CreateModelInvocationJob (Amazon Bedrock API reference): name and role patterns.
+_BEDROCK_JOB_NAME = re.compile(r"^[a-zA-Z0-9]{1,63}(-*[a-zA-Z0-9\+\-\.]){0,63}$")
+_BEDROCK_ROLE_ARN = re.compile(r"^arn:aws(-[^:]+)?:iam::([0-9]{12})?:role/.+$")
+
+
+def bedrock_job_problem(body: Any, records: list[Mapping[str, Any]]) -> Problem | None:
+    """The job request and its JSONL records. Each record is ``{"recordId", "modelInput"}``; an
+    Anthropic model's input names ``anthropic_version: bedrock-2023-05-31`` (Bedrock's Claude
+    request reference). The documented minimum of 100 records per job is a service quota that
+    accounts can raise or lower, so the fake does not enforce it."""
+    if not isinstance(body.get("jobName"), str) or not _BEDROCK_JOB_NAME.match(body["jobName"]):
+        return 400, "ValidationException", "jobName: does not match the required pattern"
+    if not isinstance(body.get("roleArn"), str) or not _BEDROCK_ROLE_ARN.match(body["roleArn"]):
+        return 400, "ValidationException", "roleArn: does not match the required pattern"
+    anthropic = str(body.get("modelId", "")).startswith(("anthropic.", "us.anthropic.", "eu.anthropic.", "global.anthropic."))
+    seen: set[str] = set()
+    for number, record in enumerate(records, start=1):
+        record_id = record.get("recordId")
+        if not isinstance(record_id, str) or not record_id or record_id in seen:
+            return 400, "ValidationException", f"record {number}: recordId missing or not unique"
+        seen.add(record_id)
+        model_input = record.get("modelInput")
+        if not isinstance(model_input, dict):
+            return 400, "ValidationException", f"record {number}: modelInput must be an object"
+        if anthropic and model_input.get("anthropic_version") != "bedrock-2023-05-31":
+            return 400, "ValidationException", f"record {number}: modelInput.anthropic_version must be bedrock-2023-05-31"
+    return None
