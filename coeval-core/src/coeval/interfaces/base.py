@@ -69,6 +69,7 @@ class GenerateResult:
     usage: Usage = attrs.field(factory=Usage)
     cost_usd: float | None = None
     model: str | None = None  # the provider's model id that answered, when reported
+    finish_reason: str | None = None  # why generation stopped ("stop", "length", ...), when reported
 
 
 class ModelError(Exception):

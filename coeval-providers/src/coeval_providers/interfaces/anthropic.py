@@ -159,7 +159,7 @@ class AnthropicInterface(ProviderInterface):
         except Exception as exc:
             raise self.classify_error(exc) from None
         text, tokens_in, tokens_out, model = parse_message(self.name, message)
-        return self.result(text, tokens_in, tokens_out, model)
+        return self.result(text, tokens_in, tokens_out, model, finish_reason=getattr(message, "stop_reason", None))
 
     def classify_sdk_error(self, exc: BaseException) -> ModelError:
         return anthropic_error(self.name, exc, self.model_id) or super().classify_sdk_error(exc)

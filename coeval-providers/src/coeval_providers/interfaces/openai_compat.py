@@ -221,8 +221,8 @@ class OpenAICompatInterface(ProviderInterface):
             raise
         except Exception as exc:
             raise self.classify_error(exc) from None
-        text, tokens_in, tokens_out, model, _ = parse_chat_completion(self.name, data)
-        return self.result(text, tokens_in, tokens_out, model)
+        text, tokens_in, tokens_out, model, finish = parse_chat_completion(self.name, data)
+        return self.result(text, tokens_in, tokens_out, model, finish_reason=finish)
 
     def classify_sdk_error(self, exc: BaseException) -> ModelError:
         return openai_error(self.name, exc, self.model_id) or super().classify_sdk_error(exc)
