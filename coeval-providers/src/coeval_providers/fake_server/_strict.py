@@ -287,3 +287,8 @@ def bedrock_job_problem(body: Any, records: list[Mapping[str, Any]]) -> Problem 
         if anthropic and model_input.get("anthropic_version") != "bedrock-2023-05-31":
             return 400, "ValidationException", f"record {number}: modelInput.anthropic_version must be bedrock-2023-05-31"
     return None
+
+
+#: Gemini Batch Mode (Gemini API docs): inline requests are for batches under 20 MB in total;
+#: larger ones go through an uploaded JSONL file.
+GEMINI_INLINE_BATCH_MAX_BYTES = 20 * 1024 * 1024
