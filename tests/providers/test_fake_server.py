@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from coeval_providers.fake_server import schema_instance
-from coeval_providers.fake_server._strict import bedrock_job_problem
+from coeval_providers.fake_server._strict import bedrock_job_problem, vertex_job_problem
 
 
 BEARER = {"Authorization": "Bearer test-key"}
@@ -197,4 +197,17 @@ def test_bedrock_job_rules(change: dict[str, Any], says: str) -> None:
     record = {"recordId": "r1", "modelInput": {"anthropic_version": "bedrock-2023-05-31", "messages": []}}
     assert bedrock_job_problem(body, [record]) is None
     problem = bedrock_job_problem({**body, **{k: v for k, v in change.items() if k != "record"}}, [change.get("record", record)])
+    assert problem is not None and problem[0] == 400 and says in problem[2]
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"displayName": ""}, "displayName is required"),
+    ({"inputConfig": {"instancesFormat": "csv"}}, "instancesFormat must be jsonl"),
+    ({"outputConfig": {"predictionsFormat": "bigquery"}}, "predictionsFormat must be jsonl"),
+])
+def test_vertex_job_rules(change: dict[str, Any], says: str) -> None:
+    body = {"displayName": "coeval", "model": "publishers/google/models/gemini-2.0-flash",
+            "inputConfig": {"instancesFormat": "jsonl"}, "outputConfig": {"predictionsFormat": "jsonl"}}
+    assert vertex_job_problem(body) is None
+    problem = vertex_job_problem({**body, **change})
     assert problem is not None and problem[0] == 400 and says in problem[2]

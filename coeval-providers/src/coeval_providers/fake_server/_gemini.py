@@ -13,7 +13,12 @@ from coeval_providers.fake_server import _batch, _openai
 from coeval_providers.fake_server._core import STATE, Call, Reply, handle_model_call, make_reply
 from coeval_providers.fake_server._state import BatchJob
 from coeval_providers.fake_server._storage import gcs_split
-from coeval_providers.fake_server._strict import GEMINI_INLINE_BATCH_MAX_BYTES, auth_problem, gemini_body_problem
+from coeval_providers.fake_server._strict import (
+    GEMINI_INLINE_BATCH_MAX_BYTES,
+    auth_problem,
+    gemini_body_problem,
+    vertex_job_problem,
+)
 
 __all__ = ["add_routes", "gemini_error", "list_models"]
 
@@ -281,6 +286,8 @@ async def create_vertex_job(request: web.Request) -> web.Response:
     state = request.app[STATE]
     body = await request.json()
     state.record("vertex.batches.create", {"method": "POST", "path": request.path})
+    if (problem := auth_problem("vertex.batches", request) or vertex_job_problem(body)) is not None:
+        return gemini_error(*problem, {})
     uris = ((body.get("inputConfig") or {}).get("gcsSource") or {}).get("uris") or []
     prefix = ((body.get("outputConfig") or {}).get("gcsDestination") or {}).get("outputUriPrefix")
     if not uris or not prefix:
@@ -294,6 +301,9 @@ async def create_vertex_job(request: web.Request) -> web.Response:
             if line.strip():
                 item = json.loads(line)
                 requests.append((str(item.get("key", i)), item["request"]))
+    for key, item in requests:
+        if (problem := gemini_body_problem(item)) is not None:
+            return gemini_error(problem[0], problem[1], f"request {key}: {problem[2]}", {})
     model_path = str(body.get("model", ""))
     model = model_path.rsplit("/", 1)[-1]
     job = _batch.new_job(state, "", "vertex", model, requests, model_path=model_path,

@@ -292,3 +292,18 @@ def bedrock_job_problem(body: Any, records: list[Mapping[str, Any]]) -> Problem 
 #: Gemini Batch Mode (Gemini API docs): inline requests are for batches under 20 MB in total;
 #: larger ones go through an uploaded JSONL file.
 GEMINI_INLINE_BATCH_MAX_BYTES = 20 * 1024 * 1024
+
+
+def vertex_job_problem(body: Any) -> Problem | None:
+    """``BatchPredictionJob`` (Vertex AI REST reference): ``displayName`` and ``model`` are
+    required; Gemini batch input and output are ``jsonl`` in Cloud Storage."""
+    if not isinstance(body, dict):
+        return 400, "invalid_argument", "the request body must be a JSON object"
+    for field in ("displayName", "model"):
+        if not isinstance(body.get(field), str) or not body[field]:
+            return 400, "invalid_argument", f"BatchPredictionJob.{field} is required"
+    if (body.get("inputConfig") or {}).get("instancesFormat") != "jsonl":
+        return 400, "invalid_argument", "inputConfig.instancesFormat must be jsonl for Gemini models"
+    if (body.get("outputConfig") or {}).get("predictionsFormat") != "jsonl":
+        return 400, "invalid_argument", "outputConfig.predictionsFormat must be jsonl for Gemini models"
+    return None
