@@ -14,17 +14,28 @@ from typing import Any
 from aiohttp import web
 
 __all__ = [
+    "ANTHROPIC_BATCH_MAX_REQUESTS",
+    "ANTHROPIC_MESSAGE_FIELDS",
     "ANTHROPIC_VERSIONS",
     "AZURE_API_VERSIONS",
+    "AZURE_BATCH_ENDPOINTS",
     "BATCH_ENDPOINTS",
     "BATCH_MAX_BYTES",
     "BATCH_MAX_REQUESTS",
+    "GEMINI_GENERATE_FIELDS",
+    "GEMINI_INLINE_BATCH_MAX_BYTES",
     "Problem",
+    "anthropic_batch_problem",
+    "anthropic_body_problem",
     "anthropic_headers_problem",
     "auth_problem",
     "azure_api_version_problem",
     "batch_lines_problem",
+    "bedrock_job_problem",
+    "gemini_body_problem",
+    "openai_chat_body_problem",
     "openai_chat_path_problem",
+    "vertex_job_problem",
 ]
 
 Problem = tuple[int, str, str]
