@@ -145,7 +145,7 @@ class ProviderInterface(Interface):
         try:
             await self.generate(GenerateRequest(prompt="Reply with the word OK.", params=params))
         except MalformedResponseError as exc:
-            if not any(mark in str(exc) for mark in ("=length", "=MAX_TOKENS", "=max_tokens")):
+            if exc.finish_reason != "length":
                 raise
 
     async def model_details(self) -> list[dict[str, Any]]:

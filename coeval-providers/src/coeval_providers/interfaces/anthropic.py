@@ -86,7 +86,7 @@ def parse_message(provider: str, message: Any) -> tuple[str, int, int, str | Non
         elif kind == "tool_use":
             parts.append(json.dumps(get(block, "input")))
     if not parts:
-        raise _errors.malformed(provider, f"empty reply (stop_reason={get(message, 'stop_reason')})")
+        raise _errors.empty_reply(provider, get(message, "stop_reason"))
     usage = get(message, "usage")
     tokens_in = int((get(usage, "input_tokens") or 0) + (get(usage, "cache_read_input_tokens") or 0)
                     + (get(usage, "cache_creation_input_tokens") or 0)) if usage is not None else 0
