@@ -169,3 +169,17 @@ def test_failure_explorer_shows_an_unparseable_reply(served: tuple[str, Path], p
     raw = section.locator("pre.failure-raw").first.inner_text()
     assert raw.strip()  # the reply the judge actually sent, kept although it did not parse
     assert "judge-flaky" in section.locator("table").inner_text()
+
+
+def test_report_links_into_the_running_viewer(served: tuple[str, Path], page: Any, tmp_path: Path) -> None:
+    url, run = served
+    env = {**os.environ, "COEVAL_VIEW_URL": url}
+    done = _coeval("analyze", "--run", str(run), "--out", str(tmp_path / "a"), "--bootstrap", "0", "--quiet",
+                   cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    page.goto((tmp_path / "a" / "report.html").as_uri())
+    page.locator("#viewer-failures").wait_for(timeout=10_000)
+    page.click("#viewer-start")
+    page.wait_for_load_state()
+    assert page.url.startswith(url + "/r/0/")
+    assert sorted(page.locator("table#ranking a.student-link").all_inner_texts()) == ["stu-good", "stu-weak"]

@@ -1,0 +1,46 @@
+"""The report's way down into ``coeval view``: a section whose links appear only when a
+viewer is running on this machine and serving the report's run.
+
+The report is a static file, so the page itself asks ``/api/ping`` of the viewer's
+default address; with no server (or another run served) the section stays a one-line hint.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from markupsafe import Markup
+
+if TYPE_CHECKING:
+    from coeval_analysis.reports.html import PageContext, Section
+
+__all__ = ["VIEWER_URL", "viewer_section"]
+
+#: where ``coeval view`` serves by default; ``$COEVAL_VIEW_URL`` (at analysis time) overrides it
+VIEWER_URL = "http://127.0.0.1:8765"
+
+_SCRIPT = """
+<script>(function(){var base=%(base)s,run=%(run)s,box=document.getElementById('viewer-links');
+fetch(base+'/api/ping').then(function(r){return r.json();}).then(function(d){var k=d.runs.indexOf(run);
+if(k<0){k=d.runs.length===1?0:-1;}if(k<0)return;var r=base+'/r/'+k;
+box.innerHTML='<a id="viewer-start" href="'+r+'/">ranking and datapoints</a> &middot; '+
+'<a href="'+r+'/?sort=disagreement">most disputed datapoints</a> &middot; '+
+'<a id="viewer-failures" href="'+r+'/failures">failed and unparseable calls</a>';}).catch(function(){});})();
+</script>"""
+
+
+def viewer_section(p: PageContext) -> Section | None:
+    """Links into the viewer for the run this report was made from."""
+    from coeval_analysis.reports.html import Section, Text
+
+    if not p.summary.get("run"):
+        return None
+    run = str(Path(str(p.summary["run"])).resolve())  # the viewer answers with resolved paths too
+    hint = (f'<p id="viewer-links">Start <code>coeval view --run {html.escape(run)}</code> and reload this page '
+            "to open every datapoint, answer and judgment from here.</p>")
+    script = _SCRIPT % {"base": json.dumps(os.environ.get("COEVAL_VIEW_URL") or VIEWER_URL), "run": json.dumps(run).replace("</", "<\\/")}
+    return Section("viewer", "Look inside the run", "", [Text(Markup(hint + script))])
