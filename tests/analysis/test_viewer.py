@@ -178,6 +178,7 @@ def test_report_links_into_the_running_viewer(served: tuple[str, Path], page: An
                    cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     page.goto((tmp_path / "a" / "report.html").as_uri())
+    page.click("#viewer-find")
     page.locator("#viewer-failures").wait_for(timeout=10_000)
     page.click("#viewer-start")
     page.wait_for_load_state()

@@ -44,7 +44,7 @@ class ViewServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[0], self.server_address[1]
-        return f"http://{host}:{port}/"
+        return f"http://{host!s}:{port}/"
 
     def shared(self) -> tuple[list[dict[str, Any]], int]:
         if self._shared is None:
