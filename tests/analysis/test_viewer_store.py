@@ -103,3 +103,17 @@ def test_view_of_a_folder_that_is_no_run_is_a_usage_error(tmp_path: Path) -> Non
     assert result.exit_code == 2
     assert f"--run {tmp_path}: not a run folder" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_run_that_grew_is_read_again_and_its_old_cache_dropped(
+    make_run: Callable[..., Path], store_of: Callable[[Path], RunStore], tmp_path: Path
+) -> None:
+    run = make_run("r", datapoints_per_teacher=2)
+    before = store_of(run).query("SELECT count(*) FROM evals")[0][0]
+    path = sorted((run / "phase5_evaluations").glob("*.jsonl"))[0]
+    rec = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    rec["id"] += "__extra"
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(rec) + "\n")
+    assert store_of(run).query("SELECT count(*) FROM evals")[0][0] == before + 1
+    assert len(list((tmp_path / "cache").glob("*.duckdb"))) == 1
