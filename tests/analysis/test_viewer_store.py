@@ -117,3 +117,34 @@ def test_a_run_that_grew_is_read_again_and_its_old_cache_dropped(
         f.write(json.dumps(rec) + "\n")
     assert store_of(run).query("SELECT count(*) FROM evals")[0][0] == before + 1
     assert len(list((tmp_path / "cache").glob("*.duckdb"))) == 1
+
+
+def test_storage_folder_puts_every_runs_ranking_side_by_side(make_run: Callable[..., Path], tmp_path: Path) -> None:
+    import threading
+    import urllib.request
+
+    from coeval_analysis.viewer.cli import _runs
+    from coeval_analysis.viewer.server import ViewServer
+
+    make_run("runs/first", datapoints_per_teacher=2, seed=1)
+    make_run("runs/second", datapoints_per_teacher=2, seed=2)
+    (tmp_path / "runs" / "not-a-run").mkdir()
+    found = _runs((), tmp_path / "runs")
+    assert [p.name for p in found] == ["first", "second"]
+    server = ViewServer(("127.0.0.1", 0), [RunStore(p, cache=tmp_path / "cache") for p in found])
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with urllib.request.urlopen(server.url, timeout=30) as reply:
+            page = reply.read().decode()
+        with urllib.request.urlopen(server.url + "api/ping", timeout=30) as reply:
+            ping = json.loads(reply.read())
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert 'id="ranking-0"' in page and 'id="ranking-1"' in page
+    assert '<a href="/r/0/">first</a>' in page and '<a href="/r/1/">second</a>' in page
+    # same synthetic items (same ids and prompts) in both: all shared
+    n = sum(1 for p in (found[0] / "phase3_datapoints").glob("*.jsonl") for _ in p.open())
+    assert f'<p id="shared-count">{n} datapoints' in page
+    assert ping == {"runs": [str(p.resolve()) for p in found]}
