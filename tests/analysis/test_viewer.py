@@ -73,9 +73,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     done = _coeval("run", "--config", "exp.yaml", cwd=root, env=env)
     assert done.returncode in (0, 1), done.stderr
     run = root / "runs" / "view-test"
+    yield from _serve(run, root, env)
+
+
+def _serve(run: Path, cwd: Path, env: dict[str, str]) -> Iterator[tuple[str, Path]]:
+    """A ``coeval view`` process on ``run``, until the generator is closed."""
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "coeval.cli.main", "view", "--run", str(run), "--port", str(port),
-                             "--no-browser"], cwd=root, env=env, stderr=subprocess.PIPE, text=True)
+                             "--no-browser"], cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -184,3 +189,20 @@ def test_report_links_into_the_running_viewer(served: tuple[str, Path], page: An
     page.wait_for_load_state()
     assert page.url.startswith(url + "/r/0/")
     assert sorted(page.locator("table#ranking a.student-link").all_inner_texts()) == ["stu-good", "stu-weak"]
+
+
+def test_a_legacy_run_is_browsable(tmp_path: Path, page: Any) -> None:
+    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+
+    run = write_synthetic_run(tmp_path / "legacy", SyntheticSpec(old_format=True, datapoints_per_teacher=2))
+    server = _serve(run, tmp_path, {**os.environ, "COEVAL_VIEW_CACHE": str(tmp_path / "cache")})
+    url, _ = next(server)
+    try:
+        page.goto(url + "/")
+        assert page.locator("table#ranking a.student-link").all_inner_texts()[0] == "stu-a"  # the best student
+        page.locator("table#datapoints a.dp-link").first.click()
+        page.wait_for_load_state()
+        raws = page.locator(".card.judgment pre.judge-raw").all_inner_texts()
+        assert len(raws) == 25 and set(raws) == {"(not recorded)"}  # 5 students x 5 judges; old records have no raw
+    finally:
+        server.close()
