@@ -22,6 +22,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from coeval_analysis.reports.summary import to_jsonable
+from coeval_analysis.reports.viewer_links import viewer_section
 
 if TYPE_CHECKING:
     from coeval_analysis.analysis import Analysis
@@ -1014,6 +1015,7 @@ SECTIONS: list[Callable[[PageContext], Section | None]] = [
     _coverage_section,
     _references_section,
     _quality_section,
+    viewer_section,
 ]
 
 
