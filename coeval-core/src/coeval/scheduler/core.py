@@ -49,6 +49,7 @@ from coeval.scheduler.adaptive import AdaptiveLimit, LimitCounters
 from coeval.scheduler.batch import BatchExecutor
 from coeval.scheduler.clock import Clock, SystemClock
 from coeval.scheduler.retry import RetryPolicy
+from coeval.scheduler.correction import with_correction
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class SchedulerStats:
 class _Job:
     """Mutable state of one item while it runs (kept small: one per item)."""
 
-    __slots__ = ("attempts", "cost", "done", "iface", "in_tokens", "item", "last_error", "last_kind",
+    __slots__ = ("attempts", "correction", "cost", "done", "iface", "in_tokens", "item", "last_error", "last_kind",
                  "out_tokens", "parse_failures", "transport_failures")
 
     def __init__(self, item: WorkItem, iface: Interface | None) -> None:
@@ -137,6 +138,7 @@ class _Job:
         self.cost: float | None = None
         self.last_kind: str | None = None
         self.last_error: str | None = None
+        self.correction: str | None = None  # why the last reply was rejected, told to the model
         self.done = False
 
 
@@ -379,12 +381,13 @@ class Scheduler:
         if lane.in_flight > lane.peak:
             lane.peak = lane.in_flight
         seq = lane.limit.started()
+        request = item.request if job.correction is None else with_correction(item.request, job.correction, item.key)
         try:
             if limits.call_timeout_s is None:
-                result = await iface.generate(item.request)
+                result = await iface.generate(request)
             else:
                 async with asyncio.timeout(limits.call_timeout_s):
-                    result = await iface.generate(item.request)
+                    result = await iface.generate(request)
         except asyncio.CancelledError:
             lane.in_flight -= 1
             raise
@@ -411,7 +414,8 @@ class Scheduler:
             value = parse(result)
         except OutputParseError as exc:
             job.parse_failures += 1
-            job.last_kind, job.last_error = "unparseable", redact(str(exc))
+            job.last_kind, job.last_error = getattr(exc, "error_kind", "unparseable"), redact(str(exc))
+            job.correction = job.last_error
             if job.parse_failures > limits.generation_retries or job.attempts >= limits.max_attempts:
                 self._finish(run, job, "failed")
             elif run.stopping:
