@@ -96,3 +96,26 @@ def test_junk_teacher_replies_are_rejected_regenerated_and_counted(fake: FakeSer
     text = CliRunner().invoke(cli, ["status", "--run", str(run.root)]).output
     assert "rejected teacher replies, teacher:" in text
     print("rejections:", rejected)
+
+
+def test_a_teacher_that_only_echoes_the_template_fails_with_quality_and_continue_retries(
+        fake: FakeServer, tmp_path: Path) -> None:
+    fake.reset()
+    fake.state.configure(junk_share=1.0)  # every teacher call: the template's placeholders
+    path = _config(tmp_path, fake.url)
+    keys = str(tmp_path / "keys.yaml")
+    result = run_experiment(load_config(path, keys_file=keys), RunOptions(keys_file=keys, progress=False))
+    assert result.exit_code == 1
+    run = RunFolder(result.run_folder)
+    assert not run.target_attrs_path("capitals").exists()  # placeholders never stored
+    proposal = json.loads(next(run.target_attrs_path("capitals").parent.glob("*.teacher.proposal.json")).read_text())
+    assert proposal["status"] == "failed"
+    assert proposal["error_kind"] == "quality" and proposal["quality_rule"] == "template_echo"
+    assert proposal["attempts"] == 7  # 1 + generation_retries
+    fake.state.configure(junk_share=0.0)
+    again = run_experiment(load_config(path, keys_file=keys, continue_run=True),
+                           RunOptions(keys_file=keys, progress=False, continue_run=True))
+    fake.reset()
+    assert again.exit_code == 0, again.message
+    target = json.loads(run.target_attrs_path("capitals").read_text())
+    assert not {normalise(k) for k in target} & template_placeholders()
