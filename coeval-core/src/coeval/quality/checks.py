@@ -26,12 +26,14 @@ def template_echo(c: Candidate, ctx: CheckContext) -> str | None:
 
 
 def reference_empty(c: Candidate, ctx: CheckContext) -> str | None:
-    """An empty reference, one of punctuation/brackets only, or a bracketed fragment like ``{2}``."""
+    """An empty reference, one of punctuation/brackets only, or a fragment of at most 6
+    characters with more of ``{}[];<>`` than letters and digits (``{2}``; ``break;`` passes)."""
     ref = str(c.value.get("response", "")).strip()
     if not any(ch.isalnum() for ch in ref):
         return f"the reference answer {ref!r} has no words; write a complete reference answer"
     compact = re.sub(r"\s+", "", ref)
-    if len(compact) <= _FRAGMENT_MAX_CHARS and _FRAGMENT_SYMBOLS & set(compact):
+    symbols = sum(ch in _FRAGMENT_SYMBOLS for ch in compact)
+    if len(compact) <= _FRAGMENT_MAX_CHARS and symbols > sum(ch.isalnum() for ch in compact):
         return f"the reference answer {ref!r} is a code fragment, not an answer; write a complete reference answer"
     return None
 
