@@ -95,6 +95,11 @@ def test_junk_teacher_replies_are_rejected_regenerated_and_counted(fake: FakeSer
     assert json.loads(out.output)["rejected_items"] == {"teacher": rejected}
     text = CliRunner().invoke(cli, ["status", "--run", str(run.root)]).output
     assert "rejected teacher replies, teacher:" in text
+    # ... and in summary.json, per teacher
+    analyzed = CliRunner().invoke(cli, ["analyze", "--run", str(run.root), "-q", "--out", str(tmp_path / "analysis")])
+    assert analyzed.exit_code == 0, analyzed.output
+    summary = json.loads((tmp_path / "analysis" / "summary.json").read_text())
+    assert summary["teachers"]["teacher"]["rejected"] == rejected
     print("rejections:", rejected)
 
 
