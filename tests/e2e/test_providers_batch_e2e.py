@@ -68,7 +68,10 @@ def write_config(tmp_path: Path, url: str, *, batch: bool, exp_id: str) -> Path:
             "rubric": {"correctness": "The capital named is right.", "clarity": "The sentence is clear."},
             "evaluation_mode": "single",
         }],
-        "experiment": {"id": exp_id, "storage_folder": str(tmp_path / "runs"), "probe_mode": "disable"},
+        # The fake answers a repeated prompt identically, and two slots with the same attribute
+        # draw have the same prompt: keep exactly one call per item here.
+        "experiment": {"id": exp_id, "storage_folder": str(tmp_path / "runs"), "probe_mode": "disable",
+                       "item_checks": {"near_duplicate": False}},
     }
     if batch:
         config["experiment"]["batch"] = {

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from coeval_analysis.data import LLM_JUDGE, RunData
+from coeval_analysis.item_quality import with_rejections
 from coeval_analysis.ranking import (
     MISSING_GAP,
     ConflictAwareRanking,
@@ -137,7 +138,7 @@ def analyze(
         "judges": judges,
         "evaluator_records": evaluator_records,
         "agreement": agreement,
-        "teachers": teachers,
+        "teachers": with_rejections(teachers, data.meta),
         "self_preference": bias,
         "verbosity": verb,
         "coverage": coverage,

@@ -211,6 +211,8 @@ def call_fields(outcome: Any) -> dict[str, Any]:
         kind = outcome.error_kind or "error"
         fields["error"] = f"{kind}: {outcome.error}" if outcome.error else kind
         fields["error_kind"] = kind
+        if kind == "quality" and outcome.error:
+            fields["quality_rule"] = str(outcome.error).split(":", 1)[0]
         errors = list(getattr(outcome, "attempt_errors", ()) or ())
         if errors:
             fields["attempt_errors"] = errors

@@ -21,6 +21,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from coeval_analysis.reports.item_quality import item_quality_section
 from coeval_analysis.reports.summary import to_jsonable
 from coeval_analysis.reports.viewer_links import viewer_section
 
@@ -1011,6 +1012,7 @@ SECTIONS: list[Callable[[PageContext], Section | None]] = [
     _judges_section,
     _agreement_section,
     _teachers_section,
+    item_quality_section,
     _bias_section,
     _coverage_section,
     _references_section,

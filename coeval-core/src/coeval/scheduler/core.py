@@ -50,6 +50,7 @@ from coeval.scheduler.adaptive import AdaptiveLimit, LimitCounters
 from coeval.scheduler.batch import BatchExecutor
 from coeval.scheduler.clock import Clock, SystemClock
 from coeval.scheduler.retry import RetryPolicy
+from coeval.scheduler.correction import with_correction
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
 
 if TYPE_CHECKING:
@@ -124,8 +125,8 @@ class SchedulerStats:
 class _Job:
     """Mutable state of one item while it runs (kept small: one per item)."""
 
-    __slots__ = ("attempts", "cost", "done", "errors", "finish_reason", "iface", "in_tokens", "item", "last_error",
-                 "last_kind", "latency_ms", "out_tokens", "parse_failures", "raw", "transport_failures")
+    __slots__ = ("attempts", "correction", "cost", "done", "errors", "finish_reason", "iface", "in_tokens", "item",
+                 "last_error", "last_kind", "latency_ms", "out_tokens", "parse_failures", "raw", "transport_failures")
 
     def __init__(self, item: WorkItem, iface: Interface | None) -> None:
         self.item = item
@@ -138,6 +139,7 @@ class _Job:
         self.cost: float | None = None
         self.last_kind: str | None = None
         self.last_error: str | None = None
+        self.correction: str | None = None  # why the last reply was rejected, told to the model
         self.done = False
         self.raw: str | None = None  # the transcript fields: see WorkOutcome
         self.finish_reason: str | None = None
@@ -392,13 +394,14 @@ class Scheduler:
         if lane.in_flight > lane.peak:
             lane.peak = lane.in_flight
         seq = lane.limit.started()
+        request = item.request if job.correction is None else with_correction(item.request, job.correction, item.key)
         started = time.perf_counter()
         try:
             if limits.call_timeout_s is None:
-                result = await iface.generate(item.request)
+                result = await iface.generate(request)
             else:
                 async with asyncio.timeout(limits.call_timeout_s):
-                    result = await iface.generate(item.request)
+                    result = await iface.generate(request)
         except asyncio.CancelledError:
             lane.in_flight -= 1
             raise
@@ -429,7 +432,8 @@ class Scheduler:
             value = parse(result)
         except OutputParseError as exc:
             job.parse_failures += 1
-            job.last_kind, job.last_error = "unparseable", redact(str(exc))
+            job.last_kind, job.last_error = getattr(exc, "error_kind", "unparseable"), redact(str(exc))
+            job.correction = job.last_error
             _note_error(job)
             if job.parse_failures > limits.generation_retries or job.attempts >= limits.max_attempts:
                 self._finish(run, job, "failed")

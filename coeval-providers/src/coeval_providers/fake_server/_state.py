@@ -82,6 +82,8 @@ class FakeConfig:
     batch_done_before_expiry: int = 0
     #: Keep request bodies in the log (tests); benchmarks turn it off.
     log_bodies: bool = True
+    #: Share (0..1) of teacher calls answered with junk (see ``_junk``).
+    junk_share: float = 0.0
 
 
 @attrs.define
