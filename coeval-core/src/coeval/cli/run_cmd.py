@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from coeval.cli.config_arg import choose_config_path
 from coeval.cli.errors import UserError, echo_issues, user_errors
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -79,7 +80,8 @@ def load_for_cli(
 
 
 @click.command("run")
-@click.option("--config", "config_path", required=True, metavar="PATH", help="Experiment YAML file.")
+@click.argument("config_arg", required=False, metavar="[CONFIG]")
+@click.option("--config", "config_path", metavar="PATH", help="Experiment YAML file (or give it as CONFIG).")
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; make no call and write no file.")
 @click.option(
     "--continue",
@@ -127,7 +129,8 @@ def load_for_cli(
 @user_errors
 def command(
     ctx: click.Context,
-    config_path: str,
+    config_arg: str | None,
+    config_path: str | None,
     dry_run: bool,
     continue_run: bool,
     only_models: str | None,
@@ -143,12 +146,13 @@ def command(
     """Run an experiment: phases 1-5, checkpointed item by item.
 
     \b
-    coeval run --config my.yaml --dry-run      validate, print the plan, no calls
-    coeval run --config my.yaml                run
-    coeval run --config my.yaml --continue     resume an interrupted run
+    coeval run my.yaml --dry-run      validate, print the plan, no calls
+    coeval run my.yaml                run (--config my.yaml works too)
+    coeval run my.yaml --continue     resume an interrupted run
     """
     from coeval.planning import format_plan, plan_experiment
 
+    config_path = choose_config_path(config_arg, config_path, "run")
     models = parse_model_list(only_models)
     if skip_probe:
         probe_mode = "disable"
