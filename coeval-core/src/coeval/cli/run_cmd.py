@@ -9,6 +9,7 @@ import click
 
 from coeval.cli.config_arg import choose_config_path
 from coeval.cli.errors import UserError, echo_issues, user_errors
+from coeval.limits import limit_datapoints
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -84,6 +85,13 @@ def load_for_cli(
 @click.option("--config", "config_path", metavar="PATH", help="Experiment YAML file (or give it as CONFIG).")
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; make no call and write no file.")
 @click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="At most N datapoints per (task, teacher), and their answers and judgments; "
+    "a later --continue with a larger N extends the run.",
+)
+@click.option(
     "--continue",
     "continue_run",
     is_flag=True,
@@ -132,6 +140,7 @@ def command(
     config_arg: str | None,
     config_path: str | None,
     dry_run: bool,
+    limit: int | None,
     continue_run: bool,
     only_models: str | None,
     keys: str | None,
@@ -159,6 +168,8 @@ def command(
     config = load_for_cli(
         config_path, keys=keys, continue_run=continue_run, resume=resume, only_models=models, dry_run=dry_run
     )
+    if limit is not None:
+        config = limit_datapoints(config, limit)
     if dry_run:
         plan = plan_experiment(config, only_models=models)
         click.echo(format_plan(plan), nl=False)
