@@ -48,6 +48,7 @@ from filelock import FileLock
 
 from coeval.config.model import PHASE_IDS, Config, ModelConfig, TaskConfig
 from coeval.credentials import KeyFileError, KeyStore, redact
+from coeval.drift import record_settings
 from coeval.interfaces.base import Interface
 from coeval.interfaces.known import providing_distribution
 from coeval.logging import run_logging
@@ -647,6 +648,7 @@ class _Run:
             if killed_before:  # only a process that never finished can have unsaved counts
                 meta = self._recount_lost_calls(meta, log)
         write_config_snapshot(self.run, self.user_config)
+        record_settings(self.run, self.user_config)
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
         self._warn_stale_static_artifacts(log)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from coeval.cli.config_arg import choose_config_path
+from coeval.cli.drift_check import check_drift
 from coeval.cli.errors import UserError, echo_issues, user_errors
 from coeval.limits import limit_datapoints
 
@@ -85,6 +86,11 @@ def load_for_cli(
 @click.option("--config", "config_path", metavar="PATH", help="Experiment YAML file (or give it as CONFIG).")
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; make no call and write no file.")
 @click.option(
+    "--allow-drift",
+    is_flag=True,
+    help="With --continue: proceed although a model's or task's settings changed (recorded in meta.json).",
+)
+@click.option(
     "--limit",
     type=click.IntRange(min=1),
     metavar="N",
@@ -140,6 +146,7 @@ def command(
     config_arg: str | None,
     config_path: str | None,
     dry_run: bool,
+    allow_drift: bool,
     limit: int | None,
     continue_run: bool,
     only_models: str | None,
@@ -170,6 +177,8 @@ def command(
     )
     if limit is not None:
         config = limit_datapoints(config, limit)
+    if continue_run:
+        check_drift(config, allow_drift=allow_drift, dry_run=dry_run)
     if dry_run:
         plan = plan_experiment(config, only_models=models)
         click.echo(format_plan(plan), nl=False)
