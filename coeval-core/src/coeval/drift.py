@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from coeval.config.model import Config
+from coeval.credentials import redact
 from coeval.storage.run_folder import RunFolder, utc_now
 from coeval.storage.snapshot import SECRET_PARAMETER_KEYS
 
@@ -39,10 +40,14 @@ class Change:
 
 
 def _plain(value: Any) -> Any:
+    """JSON-ready, sorted, and with anything that looks like a key redacted (meta.json is
+    shared with run reports and must hold no secret)."""
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return redact(value)
     return value
 
 
