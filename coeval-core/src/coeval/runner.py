@@ -693,6 +693,9 @@ class _Run:
         self.stop_requested = True
         if self.scheduler is not None:
             self.scheduler.cancel()
+            stop_waiting = getattr(self.scheduler.batch_executor, "stop_waiting", None)
+            if callable(stop_waiting):  # a batch wait can last hours: end it now
+                stop_waiting()
 
     def _result(self, code: int, status: str, message: str) -> RunResult:
         return RunResult(exit_code=code, run_folder=self.run.root, status=status, phases=dict(self.results),
