@@ -186,14 +186,15 @@ def _jsonl_files(root: Path, phase: str) -> list[Path]:
 
 
 def _text(table: pa.Table, name: str) -> list[pa.Array]:
-    return table.column(name).chunks
+    chunks: list[pa.Array] = table.column(name).chunks
+    return chunks
 
 
 def _failed_status(table: pa.Table) -> np.ndarray:
     if table.num_rows == 0:
         return np.zeros(0, bool)
     is_failed = pc.equal(pc.utf8_lower(table.column("status")), "failed")
-    return pc.fill_null(is_failed, False).to_numpy()
+    return np.asarray(pc.fill_null(is_failed, False).to_numpy())
 
 
 def _id_codes(table: pa.Table) -> np.ndarray:
@@ -208,7 +209,7 @@ def _id_codes(table: pa.Table) -> np.ndarray:
         return np.zeros(0, np.int64)
     if "id_hash" not in table.column_names:  # read without DuckDB: compare the texts
         enc = pc.dictionary_encode(table.column("id").combine_chunks())
-        codes = pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)
+        codes: np.ndarray = pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)
         missing = codes < 0
         codes[missing] = len(enc.dictionary) + np.arange(int(missing.sum()))
         return codes
@@ -483,7 +484,7 @@ def _evaluators(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
     derived = np.array([derive(j) for j in judge.dictionary.to_pylist()] + [LLM_JUDGE], dtype=object)
     g_idx = pc.fill_null(given.indices, -1).to_numpy().astype(np.int64)
     j_idx = pc.fill_null(judge.indices, -1).to_numpy().astype(np.int64)
-    return np.where(g_idx >= 0, given_names[g_idx], derived[j_idx])
+    return np.asarray(np.where(g_idx >= 0, given_names[g_idx], derived[j_idx]))
 
 
 _KIND = re.compile(r"^\s*([A-Za-z_][\w.-]*)")
@@ -507,7 +508,7 @@ def _error_kinds(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
             kind = m.group(1) if m else "error"
         kinds.append(str(kind))
     lookup = np.array([*kinds, None], dtype=object)
-    return lookup[pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)]
+    return np.asarray(lookup[pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)])
 
 
 def _attribute_table(

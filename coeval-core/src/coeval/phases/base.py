@@ -169,19 +169,19 @@ class RunView:
         data = self.read_json(self.run.target_attrs_path(task.name))
         if data is None and task.static_target_attributes is not None:
             return {k: list(v) for k, v in task.static_target_attributes.items()}
-        return data
+        return data if isinstance(data, dict) else None
 
     def nuanced_attributes(self, task: TaskConfig) -> dict[str, list[str]] | None:
         data = self.read_json(self.run.nuanced_attrs_path(task.name))
         if data is None and isinstance(task.nuanced_attributes, Mapping):
             return {k: list(v) for k, v in task.nuanced_attributes.items()}
-        return data
+        return data if isinstance(data, dict) else None
 
     def rubric(self, task: TaskConfig) -> dict[str, Any] | None:
         data = self.read_json(self.run.rubric_path(task.name))
         if data is None and task.static_rubric is not None:
             return dict(task.static_rubric)
-        return data
+        return data if isinstance(data, dict) else None
 
 
 class WriterPool:
@@ -239,7 +239,8 @@ class PhaseContext(RunView):
     async def submit(self, phase_id: str, items: list[WorkItem]) -> SchedulerStats | None:
         if not items:
             return None
-        return await self._submit(phase_id, items)
+        stats: SchedulerStats | None = await self._submit(phase_id, items)
+        return stats
 
     def outcome(self, outcome: WorkOutcome) -> None:
         """Book one finished item (calls, spend, counts) after its record is written."""
