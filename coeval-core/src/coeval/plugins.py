@@ -170,7 +170,16 @@ def _collect(pm: pluggy.PluginManager) -> Registries:
             regs.phases.add(phase.name, phase, _plugin, **options)
 
         impl.function(register=register_phase)
+    _bind_evaluators(regs)
     return regs
+
+
+def _bind_evaluators(regs: Registries) -> None:
+    """Hand the filled registries to evaluators that look things up in them (metrics)."""
+    for entry in regs.evaluators:
+        bind = getattr(entry.value, "bind_registries", None)
+        if callable(bind):
+            bind(regs)
 
 
 def _registrar(registry: Registry[Any], plugin: str) -> Callable[..., None]:

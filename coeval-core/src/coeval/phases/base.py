@@ -24,6 +24,7 @@ from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.storage.run_folder import JsonlWriter, RunFolder
 
 if TYPE_CHECKING:
+    from coeval.plugins import Registries
     from coeval.scheduler import SchedulerStats, WorkItem, WorkOutcome
 
 __all__ = [
@@ -133,13 +134,10 @@ class PhaseResult:
 class RunView:
     """Read-only access to a run: its config, its folder, the plugins."""
 
-    def __init__(self, config: Config, run: RunFolder, registries: Any = None) -> None:
+    def __init__(self, config: Config, run: RunFolder, registries: Registries) -> None:
         self.config = config
         self.run = run
-        if registries is None:
-            from coeval.plugins import registries as _registries
-
-            registries = _registries()
+        #: handed in by whoever builds the view (no global lookup: tests and forks pass their own)
         self.registries = registries
 
     # ---- models -------------------------------------------------------------------------
@@ -215,7 +213,7 @@ class PhaseContext(RunView):
         log: Any,
         only_models: frozenset[str] = frozenset(),
         record_outcome: Callable[[WorkOutcome], None] | None = None,
-        registries: Any = None,
+        registries: Registries,
         source_run: RunFolder | None = None,
     ) -> None:
         super().__init__(config, run, registries)
