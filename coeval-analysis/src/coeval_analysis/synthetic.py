@@ -14,8 +14,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import yaml
 
 __all__ = ["SyntheticSpec", "write_synthetic_run"]
 
@@ -86,11 +88,8 @@ def _dump(obj: object) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> Path:
-    """Write a complete run folder (meta, config, phases 1-5) and return its path."""
-    spec = spec or SyntheticSpec()
-    rng = np.random.default_rng(spec.seed)
-    root = Path(root)
+def _write_header(root: Path, spec: SyntheticSpec) -> None:
+    """The phase folders, ``meta.json`` and ``config.yaml`` (models with their roles)."""
     for sub in (
         "phase1_attributes",
         "phase2_rubric",
@@ -121,9 +120,97 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
             for t, fs in spec.tasks.items()
         ],
     }
-    import yaml
-
     (root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+
+
+def _write_datapoints(
+    path: Path, task: str, teacher: str, dp_ids: list[str], attr_values: list[dict[str, str]]
+) -> None:
+    """Phase 3: one datapoint record per id."""
+    with path.open("w", encoding="utf-8") as fh:
+        for dp, attrs in zip(dp_ids, attr_values, strict=True):
+            fh.write(
+                _dump(
+                    {
+                        "id": dp,
+                        "task_id": task,
+                        "teacher_model_id": teacher,
+                        "sampled_target_attributes": attrs,
+                        "prompt": f"Prompt {dp}",
+                        "reference_response": "Reference.",
+                        "generated_at": "2026-01-01T00:00:00Z",
+                    }
+                )
+                + "\n"
+            )
+
+
+def _write_responses(
+    root: Path, spec: SyntheticSpec, task: str, teacher: str, dp_ids: list[str], lengths: np.ndarray
+) -> None:
+    """Phase 4: one response per datapoint and student, of the drawn length."""
+    students = list(spec.students)
+    for si, student in enumerate(students):
+        path = root / "phase4_responses" / f"{task}.{teacher}.{student}.responses.jsonl"
+        with path.open("w", encoding="utf-8") as fh:
+            for i, dp in enumerate(dp_ids):
+                rec = {
+                    "id": f"{dp}__{student}",
+                    "datapoint_id": dp,
+                    "task_id": task,
+                    "teacher_model_id": teacher,
+                    "student_model_id": student,
+                    "input": f"Prompt {dp}",
+                    "response": "w" * int(lengths[i, si]),
+                    "generated_at": "2026-01-01T00:00:00Z",
+                }
+                if not spec.old_format:
+                    rec["status"] = "ok"
+                fh.write(_dump(rec) + "\n")
+
+
+def _judge_lines(
+    spec: SyntheticSpec, where: tuple[str, str, str], dp_ids: list[str], students: list[str], factors: Any,
+    drawn: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> list[str]:
+    """Phase 5: one judge's records (failed and duplicated ones as drawn) as JSON lines."""
+    task, teacher, judge = where
+    words, failed, dup = drawn
+    lines: list[str] = []
+    for i, dp in enumerate(dp_ids):
+        for si, student in enumerate(students):
+            rid = f"{dp}__{student}"
+            head = (
+                f'{{"id": "{rid}__{judge}", "response_id": "{rid}", "datapoint_id": "{dp}", '
+                f'"task_id": "{task}", "teacher_model_id": "{teacher}", '
+            )
+            if not spec.old_format:
+                head += f'"student_model_id": "{student}", "evaluator": "llm_judge", '
+            head += f'"judge_model_id": "{judge}", '
+            if failed[i, si]:
+                tail = '"scores": {}, "status": "failed", "error": "parse_error: no JSON object"'
+                if spec.old_format:
+                    tail = '"scores": {}, "status": "failed"'
+            else:
+                sc = ", ".join(
+                    f'"{f}": "{w}"' for f, w in zip(factors, words[i, si], strict=True)
+                )
+                tail = f'"scores": {{{sc}}}'
+                if not spec.old_format:
+                    tail += ', "status": "ok", "attempts": 1'
+            line = head + tail + ', "evaluated_at": "2026-01-01T00:00:00Z"}\n'
+            lines.append(line)
+            if dup[i, si]:
+                lines.append(line)
+    return lines
+
+
+def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> Path:
+    """Write a complete run folder (meta, config, phases 1-5) and return its path."""
+    spec = spec or SyntheticSpec()
+    rng = np.random.default_rng(spec.seed)
+    root = Path(root)
+    _write_header(root, spec)
     students = list(spec.students)
     quality = np.array([spec.students[s] for s in students])
     attr_names = list(spec.attributes)
@@ -148,24 +235,8 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
                 }
                 for i in range(n)
             ]
-            with (root / "phase3_datapoints" / f"{task}.{teacher}.datapoints.jsonl").open(
-                "w", encoding="utf-8"
-            ) as fh:
-                for dp, attrs in zip(dp_ids, attr_values, strict=True):
-                    fh.write(
-                        _dump(
-                            {
-                                "id": dp,
-                                "task_id": task,
-                                "teacher_model_id": teacher,
-                                "sampled_target_attributes": attrs,
-                                "prompt": f"Prompt {dp}",
-                                "reference_response": "Reference.",
-                                "generated_at": "2026-01-01T00:00:00Z",
-                            }
-                        )
-                        + "\n"
-                    )
+            _write_datapoints(root / "phase3_datapoints" / f"{task}.{teacher}.datapoints.jsonl", task, teacher,
+                              dp_ids, attr_values)
             # latent score of (datapoint, student, factor)
             latent = (
                 0.5
@@ -174,23 +245,7 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
                 + rng.normal(0.0, 0.04, (n, len(students), len(factors)))
             )
             lengths = rng.integers(20, 400, (n, len(students)))
-            for si, student in enumerate(students):
-                path = root / "phase4_responses" / f"{task}.{teacher}.{student}.responses.jsonl"
-                with path.open("w", encoding="utf-8") as fh:
-                    for i, dp in enumerate(dp_ids):
-                        rec = {
-                            "id": f"{dp}__{student}",
-                            "datapoint_id": dp,
-                            "task_id": task,
-                            "teacher_model_id": teacher,
-                            "student_model_id": student,
-                            "input": f"Prompt {dp}",
-                            "response": "w" * int(lengths[i, si]),
-                            "generated_at": "2026-01-01T00:00:00Z",
-                        }
-                        if not spec.old_format:
-                            rec["status"] = "ok"
-                        fh.write(_dump(rec) + "\n")
+            _write_responses(root, spec, task, teacher, dp_ids, lengths)
             z_len = ((lengths - 210.0) / 110.0)[:, :, None]
             for judge in spec.all_judges:
                 if judge in spec.random_judges:
@@ -208,32 +263,7 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
                 words = _LEVELS[levels]
                 failed = rng.random((n, len(students))) < spec.failure_rate
                 dup = rng.random((n, len(students))) < spec.duplicate_rate
-                lines = []
-                for i, dp in enumerate(dp_ids):
-                    for si, student in enumerate(students):
-                        rid = f"{dp}__{student}"
-                        head = (
-                            f'{{"id": "{rid}__{judge}", "response_id": "{rid}", "datapoint_id": "{dp}", '
-                            f'"task_id": "{task}", "teacher_model_id": "{teacher}", '
-                        )
-                        if not spec.old_format:
-                            head += f'"student_model_id": "{student}", "evaluator": "llm_judge", '
-                        head += f'"judge_model_id": "{judge}", '
-                        if failed[i, si]:
-                            tail = '"scores": {}, "status": "failed", "error": "parse_error: no JSON object"'
-                            if spec.old_format:
-                                tail = '"scores": {}, "status": "failed"'
-                        else:
-                            sc = ", ".join(
-                                f'"{f}": "{w}"' for f, w in zip(factors, words[i, si], strict=True)
-                            )
-                            tail = f'"scores": {{{sc}}}'
-                            if not spec.old_format:
-                                tail += ', "status": "ok", "attempts": 1'
-                        line = head + tail + ', "evaluated_at": "2026-01-01T00:00:00Z"}\n'
-                        lines.append(line)
-                        if dup[i, si]:
-                            lines.append(line)
+                lines = _judge_lines(spec, (task, teacher, judge), dp_ids, students, factors, (words, failed, dup))
                 path = root / "phase5_evaluations" / f"{task}.{teacher}.{judge}.evaluations.jsonl"
                 path.write_text("".join(lines), encoding="utf-8")
             truth = latent.mean(2)
