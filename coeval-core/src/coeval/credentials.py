@@ -10,6 +10,7 @@ secrets from any text before it reaches a log, a record or an exception message.
 
 from __future__ import annotations
 
+import difflib
 import os
 import threading
 from collections.abc import Iterable, Mapping
@@ -180,6 +181,7 @@ class KeyStore:
             if not isinstance(value, str | dict) or value is None:
                 raise KeyFileError(f"{path}: providers.{name} must be a string or a mapping")
             _register_entry_secrets(value)
+        _reject_misspelled_providers(path, entries)
         return cls(entries=dict(entries), path=path)
 
     def for_provider(self, provider: str, access_key: str | None = None) -> Credentials:
@@ -215,6 +217,21 @@ class KeyStore:
 
     def has_provider(self, provider: str) -> bool:
         return self.for_provider(provider).present
+
+
+def _reject_misspelled_providers(path: Path, entries: Mapping[str, Any]) -> None:
+    """A provider name one typo away from a known one (``opneai``) would leave that provider
+    without its key and fail later, far from the cause; stop now and name the fix. Names
+    close to nothing known are kept: a plugin may provide them."""
+    from coeval.interfaces.known import KNOWN_INTERFACES  # here: coeval.interfaces imports this module
+
+    known = sorted(set(KNOWN_INTERFACES) | set(PROVIDER_ENV_VARS))
+    for name in entries:
+        if str(name) in known:
+            continue
+        close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.75)
+        if close:
+            raise KeyFileError(f"{path}: providers.{name} is not a known provider; did you mean '{close[0]}'?")
 
 
 def _first_env(names: Iterable[str]) -> str | None:
