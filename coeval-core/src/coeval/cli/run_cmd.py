@@ -10,6 +10,7 @@ import click
 from coeval.cli.config_arg import choose_config_path
 from coeval.cli.drift_check import check_drift
 from coeval.cli.errors import UserError, echo_issues, user_errors
+from coeval.cli.run_summary import run_summary_json
 from coeval.limits import limit_datapoints
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -85,6 +86,7 @@ def load_for_cli(
 @click.argument("config_arg", required=False, metavar="[CONFIG]")
 @click.option("--config", "config_path", metavar="PATH", help="Experiment YAML file (or give it as CONFIG).")
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; make no call and write no file.")
+@click.option("--json", "as_json", is_flag=True, help="End with a machine-readable summary on stdout.")
 @click.option(
     "--allow-drift",
     is_flag=True,
@@ -146,6 +148,7 @@ def command(
     config_arg: str | None,
     config_path: str | None,
     dry_run: bool,
+    as_json: bool,
     allow_drift: bool,
     limit: int | None,
     continue_run: bool,
@@ -207,4 +210,6 @@ def command(
             ) from None
         raise
     result = run_experiment(config, options)
+    if as_json:
+        click.echo(run_summary_json(result))
     ctx.exit(int(getattr(result, "exit_code", 0)))
