@@ -18,4 +18,4 @@ class RunOptions:
     log_level: str | None = None
     estimate_only: bool = False
     estimate_samples: int | None = None
-    progress: bool = True  # progress bars on the terminal
+    progress: bool = True  # console output: bars on a terminal, a summary line per phase; False: silent

@@ -586,8 +586,9 @@ class _Run:
             with run_logging(self.run.log_path, level=level, console_level=console,
                              experiment=self.config.experiment.id) as log:
                 result = await self._locked(phases, completed, source, log)
-            sys.stderr.write(f"coeval: run {result.status} ({self.run.root}), exit code {result.exit_code}"
-                             + (f": {result.message}" if result.status != "completed" else "") + "\n")
+            if self.options.progress:
+                sys.stderr.write(f"coeval: run {result.status} ({self.run.root}), exit code {result.exit_code}"
+                                 + (f": {result.message}" if result.status != "completed" else "") + "\n")
             return result
         finally:
             for iface in self.interfaces.values():
@@ -805,7 +806,10 @@ async def arun_experiment(
     if progress is None:
         from coeval.progress import ProgressReporter
 
-        progress = ProgressReporter(enabled=None if options.progress else False)
+        from coeval.progress import NullProgress
+
+        # progress=False: an embedding program gets no console output at all
+        progress = ProgressReporter(enabled=None) if options.progress else NullProgress()
     run = _Run(config, options, registries=registries, progress=progress, interrupts=_interrupts)
     try:
         return await run.execute()

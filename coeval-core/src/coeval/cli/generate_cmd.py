@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -40,7 +39,7 @@ def command(config_path: str, out: str, keys: str | None, work_dir: str | None, 
         KeyStore.load(keys)
     try:
         result = generate_static_config(
-            config_path, out, keys_file=keys, work_dir=work_dir, progress=sys.stderr.isatty()
+            config_path, out, keys_file=keys, work_dir=work_dir, progress=True
         )
     except GenerateError as exc:
         raise UserError(

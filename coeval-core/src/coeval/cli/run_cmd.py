@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -199,7 +198,7 @@ def command(
         log_level=log_level.upper() if log_level else None,
         estimate_only=estimate_only,
         estimate_samples=estimate_samples,
-        progress=sys.stderr.isatty(),
+        progress=True,
     )
     try:
         from coeval.runner import run_experiment
