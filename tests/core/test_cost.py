@@ -165,7 +165,7 @@ def test_continue_counts_only_the_remaining_work(work: Path) -> None:
     assert data["models"][judge]["sources"] == ["history"]
     from coeval.cost import read_estimate
 
-    assert read_estimate(run)["total_calls"] == 7  # --continue writes the estimate beside the run
+    assert read_estimate(run) is None  # a plan writes nothing into the run folder without --out
 
 
 def test_batch_discount_applies_to_batched_phases(work: Path) -> None:

@@ -30,7 +30,7 @@ from coeval.cli.run_cmd import load_for_cli, parse_model_list
 @click.option(
     "--out",
     metavar="FILE",
-    help="Also write the JSON estimate here (default with --continue: cost_estimate.json in the run folder).",
+    help="Also write the JSON estimate to PATH (nothing is written without it).",
 )
 @click.option("--only-models", metavar="A,B", help="Estimate only what these models do.")
 @click.option("--keys", metavar="PATH", help="Provider key file (for sample calls and interface: auto).")
@@ -52,7 +52,7 @@ def command(
     coeval plan --config my.yaml --continue             what is left of a run
     coeval plan --config my.yaml --json                 machine-readable
     """
-    from coeval.cost import ESTIMATE_FILE, estimate_cost, print_estimate, write_estimate
+    from coeval.cost import estimate_cost, print_estimate, write_estimate
     from coeval.planning import print_plan
 
     models = parse_model_list(only_models)
@@ -68,9 +68,7 @@ def command(
     estimate = estimate_cost(
         config, samples=estimate_samples, continue_run=continue_run, keys_file=keys, only_models=models
     )
-    target = Path(out) if out else None
-    if target is None and continue_run:
-        target = Path(config.experiment.storage_folder) / config.experiment.id / ESTIMATE_FILE
+    target = Path(out) if out else None  # a plan only looks: it writes where --out says, nowhere else
     if as_json:
         click.echo(json.dumps(estimate.to_dict(), indent=2))
     else:
