@@ -8,6 +8,7 @@ import click
 
 from coeval.cli.config_arg import choose_config_path
 from coeval.cli.drift_check import check_drift
+from coeval.cli.empty_teachers import warn_empty_benchmark_teachers
 from coeval.cli.errors import UserError, echo_issues, user_errors
 from coeval.cli.run_summary import run_summary_json
 from coeval.limits import limit_datapoints
@@ -209,6 +210,7 @@ def command(
             ) from None
         raise
     result = run_experiment(config, options)
+    warn_empty_benchmark_teachers(config)
     if as_json:
         click.echo(run_summary_json(result))
     ctx.exit(int(getattr(result, "exit_code", 0)))
