@@ -821,7 +821,7 @@ async def arun_experiment(
         # The run folder cannot be written (read-only, disk full, removed under us). Every
         # record written before is complete (a cut-off last line is dropped on the next
         # open), so the user frees space or fixes permissions and runs --continue.
-        message = redact(_storage_error(exc))
+        message = redact(_storage_error(exc, started=run.run.exists()))
         with contextlib.suppress(Exception):
             run._finish_meta("error", EXIT_USAGE)
         sys.stderr.write(f"coeval: error: {message}\n")
@@ -831,9 +831,11 @@ async def arun_experiment(
             progress.close()
 
 
-def _storage_error(exc: OSError) -> str:
+def _storage_error(exc: OSError, *, started: bool) -> str:
     what = f" {exc.filename}" if exc.filename else ""
     reason = exc.strerror or str(exc) or type(exc).__name__
+    if not started:  # no meta.json: nothing to continue from
+        return f"cannot write{what}: {reason}. Nothing was written; fix the cause (free disk space, permissions) and run again"
     return (f"cannot write{what}: {reason}. Records written so far are kept; fix the cause "
             "(free disk space, permissions) and run again with --continue")
 
