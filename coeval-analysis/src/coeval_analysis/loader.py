@@ -34,6 +34,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
+from coeval.storage.listing import storage_folder_hint
 
 from coeval_analysis._arrow import Vocabulary, encode
 from coeval_analysis._jsonl import JSON_TEXT, MAP, TEXT, map_entries, read_records
@@ -396,6 +397,9 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
         raise AnalysisInputError(f"{root}: no such run folder")
     eval_files = _jsonl_files(root, PHASE5)
     if not eval_files:
+        hint = storage_folder_hint(root)
+        if hint is not None:
+            raise AnalysisInputError(f"{root}: not a run folder; {hint}")
         raise AnalysisInputError(
             f"{root / PHASE5}: no evaluation files (*.jsonl); a run needs phase 5 before it can be analysed"
         )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from coeval.cli.errors import UserError, user_errors
+from coeval.storage.listing import storage_folder_hint
 
 if TYPE_CHECKING:
     from coeval.storage.repair import RepairReport
@@ -59,7 +60,7 @@ def open_run_folder(run_path: str) -> RunFolder:
     run = RunFolder(root)
     if not run.meta_path.exists() and not any((root / d).is_dir() for d in ("phase3_datapoints", "phase1_attributes")):
         raise UserError(f"{root}: not a CoEval run folder (no meta.json, no phase folders)",
-                        "pass --run storage_folder/experiment_id")
+                        storage_folder_hint(root) or "pass --run storage_folder/experiment_id")
     return run
 
 
