@@ -15,14 +15,28 @@ __all__ = ["analyze_command"]
 _STAGES = ("load", "scores", "robust ranking", "judge agreement", "teachers and diagnostics", "reports")
 
 
+def _run_folder(run_path: Path | None, config_path: str | None) -> Path:
+    """``--run``, or the folder ``--config`` names; exit 2 with the core's message otherwise."""
+    from coeval.cli.config_arg import run_path_from
+    from coeval.cli.errors import report_user_error
+
+    try:
+        return Path(run_path_from(str(run_path) if run_path else None, config_path))
+    except Exception as exc:
+        code = report_user_error(exc)
+        if code is None:
+            raise
+        raise SystemExit(code) from None
+
+
 @click.command("analyze", short_help="Rank the students of a run; write an HTML report, summary.json and tables.")
 @click.option(
     "--run",
     "run_path",
-    required=True,
     type=click.Path(path_type=Path, file_okay=False),
     help="Run folder: {storage_folder}/{experiment_id}, ours or the earlier CoEval's.",
 )
+@click.option("--config", "config_path", metavar="PATH", help="Or the experiment YAML: its run folder is analysed.")
 @click.option(
     "--out",
     "out_dir",
@@ -61,7 +75,8 @@ _STAGES = ("load", "scores", "robust ranking", "judge agreement", "teachers and 
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress display and no ranking printout.")
 def analyze_command(
-    run_path: Path,
+    run_path: Path | None,
+    config_path: str | None,
     out_dir: Path | None,
     n_boot: int,
     level: float,
@@ -84,6 +99,7 @@ def analyze_command(
     from coeval_analysis.errors import AnalysisInputError
     from coeval_analysis.loader import load_run
 
+    run_path = _run_folder(run_path, config_path)
     writers = _report_writers()
     unknown = [r for r in reports if r not in writers]
     if unknown:

@@ -6,9 +6,11 @@ working for scripts written against earlier versions.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from coeval.cli.errors import UserError
 
-__all__ = ["choose_config_path"]
+__all__ = ["choose_config_path", "run_path_from"]
 
 
 def choose_config_path(positional: str | None, option: str | None, command: str) -> str:
@@ -24,3 +26,17 @@ def choose_config_path(positional: str | None, option: str | None, command: str)
             "no config given", hint=f"coeval {command} CONFIG (or --config CONFIG); `coeval init` writes a starter one"
         )
     return chosen
+
+
+def run_path_from(run_path: str | None, config_path: str | None) -> str:
+    """``--run`` as given, or the run folder ``--config`` names (storage_folder/experiment.id)."""
+    if run_path and config_path:
+        raise UserError("give --run or --config, not both")
+    if run_path:
+        return run_path
+    if not config_path:
+        raise UserError("no run given", hint="pass --run storage_folder/experiment_id or --config CONFIG")
+    from coeval.config import load_config
+
+    config = load_config(config_path, check_filesystem=False)
+    return str(Path(config.experiment.storage_folder) / config.experiment.id)

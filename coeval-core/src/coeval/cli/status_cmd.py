@@ -206,19 +206,22 @@ def _estimate_beside_spend(root: Path, models: list[dict[str, Any]]) -> dict[str
 
 
 @click.command("status")
-@click.option("--run", "run_path", required=True, metavar="PATH", help="The run folder (storage_folder/experiment_id).")
+@click.option("--run", "run_path", metavar="PATH", help="The run folder (storage_folder/experiment_id).")
+@click.option("--config", "config_path", metavar="PATH", help="Or the experiment YAML: its run folder is shown.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option("--fetch-batches", is_flag=True, help="Collect finished provider batch jobs into the run first.")
 @click.option("--keys", metavar="PATH", help="Provider key file (for --fetch-batches).")
 @user_errors
-def command(run_path: str, as_json: bool, fetch_batches: bool, keys: str | None) -> None:
+def command(run_path: str | None, config_path: str | None, as_json: bool, fetch_batches: bool,
+            keys: str | None) -> None:
     """Show a run's progress: phase states, records vs expected per phase and model,
     failures by cause, calls against quotas, spend against the budget, pending batches
     and the latest errors. Reads the run folder only; makes no call.
     """
+    from coeval.cli.config_arg import run_path_from
     from coeval.cli.repair_cmd import open_run_folder
 
-    run = open_run_folder(run_path)
+    run = open_run_folder(run_path_from(run_path, config_path))
     if fetch_batches:
         _fetch(run, keys)
     status = collect_status(run.root)
