@@ -47,23 +47,8 @@ async def _list_one(name: str, keys: Any, registries: Any, verbose: bool) -> tup
                 await iface.aclose()
 
 
-@click.command("models")
-@click.option("--providers", metavar="A,B", help="Only these interfaces (default: every provider you have credentials for).")
-@click.option("--verbose", "-v", is_flag=True, help="Show details (context window, owner, display name) where the provider reports them.")
-@click.option("--keys", metavar="PATH", help="Provider key file (default: $COEVAL_KEYS_FILE, ./keys.yaml, ~/.coeval/keys.yaml).")
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-@user_errors
-def command(providers: str | None, verbose: bool, keys: str | None, as_json: bool) -> None:
-    """List the model ids each provider offers, to find the right `parameters.model`.
-
-    Asks each provider's model-list endpoint, using the credentials of the key file and the
-    environment. Exit code 1 when no provider could be listed.
-    """
-    from coeval.credentials import KeyStore
-    from coeval.plugins import registries
-
-    regs = registries()
-    keystore = KeyStore.load(keys)
+def _chosen_providers(providers: str | None, regs: Any, keystore: Any) -> list[str]:
+    """The providers to list: those named, or every one with credentials; UserError otherwise."""
     real = [n for n in regs.interfaces.names() if n not in _VIRTUAL]
     if providers:
         names = [p.strip() for p in providers.split(",") if p.strip()]
@@ -74,11 +59,41 @@ def command(providers: str | None, verbose: bool, keys: str | None, as_json: boo
             dist = {pkg for n in unknown if (pkg := providing_distribution(n))}
             hint = f"install {', '.join(sorted(dist))}" if dist else f"known: {', '.join(real)}"
             raise UserError(f"--providers: unknown or not installed: {', '.join(unknown)}", hint=hint)
-    else:
-        names = [n for n in real if _configured(n, keystore)]
-        if not names:
-            raise UserError("no provider has credentials", hint="add keys to keys.yaml or set e.g. OPENAI_API_KEY, or name "
-                            "providers with --providers")
+        return names
+    names = [n for n in real if _configured(n, keystore)]
+    if not names:
+        raise UserError("no provider has credentials", hint="add keys to keys.yaml or set e.g. OPENAI_API_KEY, or name "
+                        "providers with --providers")
+    return names
+
+
+@click.command("models")
+@click.option("--providers", metavar="A,B", help="Only these interfaces (default: every provider you have credentials for).")
+@click.option("--verbose", "-v", is_flag=True, help="Show details (context window, owner, display name) where the provider reports them.")
+@click.option("--keys", metavar="PATH", help="Provider key file (default: $COEVAL_KEYS_FILE, ./keys.yaml, ~/.coeval/keys.yaml).")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@user_errors
+def command(providers: str | None, verbose: bool, keys: str | None, as_json: bool) -> None:
+    """List the model ids each provider offers, to find the right `parameters.model`.
+
+    Asks each provider's model-list endpoint, using the credentials of the key file and the
+    environment. Exit code 2 for bad input (no provider with credentials, an unknown
+    provider, a bad key file; with --json also printed as {"error": ..., "fix": ...}),
+    1 when no provider could be listed.
+    """
+    from coeval.credentials import KeyFileError, KeyStore
+    from coeval.plugins import registries
+
+    regs = registries()
+    try:
+        keystore = KeyStore.load(keys)
+        names = _chosen_providers(providers, regs, keystore)
+    except (UserError, KeyFileError) as exc:
+        if as_json:  # a script reading stdout gets the error as JSON too; stderr and exit 2 as always
+            from coeval.credentials import redact
+
+            click.echo(json.dumps({"error": redact(str(exc)), "fix": getattr(exc, "hint", None)}, indent=2))
+        raise
 
     async def gather() -> list[tuple[str, list[dict[str, Any]] | None, str | None]]:
         return list(await asyncio.gather(*(_list_one(n, keystore, regs, verbose) for n in names)))
