@@ -28,7 +28,7 @@ from .pipeline_support import make_config, mock_model, run, task
 
 PHASES = ("data_generation", "response_collection", "evaluation")
 #: Fields that legitimately differ between two runs of the same config.
-VOLATILE = {"generated_at", "evaluated_at"}
+VOLATILE = {"generated_at", "evaluated_at", "latency_ms"}  # wall time differs between runs
 
 
 def chaos_models() -> list[dict[str, Any]]:
