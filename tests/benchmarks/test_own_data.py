@@ -96,6 +96,7 @@ def test_row_errors_name_the_file_row_field_and_option_and_write_nothing(started
     assert result.exit_code == 2
     assert f"{data} row 2: field 'question' (--prompt-field) is missing or empty; the row has: answer" in result.output
     assert "Traceback" not in result.output
+    assert result.output.startswith("error: ")  # the same prefix as the core commands
     assert snapshot(RUN) == before
 
     no_task = _ingest("--file", str(data))

@@ -36,7 +36,7 @@ def _adapters() -> dict[str, Any]:
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"Error: {message}", err=True)
+    click.secho(f"error: {message}", fg="red", err=True)  # the prefix every core command uses
     raise SystemExit(2)
 
 
