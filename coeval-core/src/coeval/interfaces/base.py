@@ -120,6 +120,9 @@ class Interface(abc.ABC):
     default_concurrency: int = 8
     #: Upper bound the adaptive limiter may grow to.
     max_concurrency: int = 64
+    #: A self-hosted server that queues instead of answering 429: the scheduler also
+    #: limits concurrency by latency (:mod:`coeval.scheduler.latency`).
+    queue_aware: bool = False
 
     def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
         self.model = model

@@ -34,17 +34,17 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def is_timeout(exc: BaseException) -> bool:
-    """Whether ``exc`` (or its cause) is a call that ran out of time."""
-    return any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in _chain(exc))
-
-
 def is_connection_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` says the server refused or dropped the connection (not a timeout)."""
-    chain = _chain(exc)
-    if is_timeout(exc):
+    """Whether ``exc`` says the server refused or dropped the connection. Looks through the
+    whole cause chain: some SDKs report a dropped connection as a timeout."""
+    return any(type(e).__name__ in _DOWN_NAMES or isinstance(e, ConnectionError) for e in _chain(exc))
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """Whether ``exc`` is a call that ran out of time on a server that was there."""
+    if is_connection_failure(exc):
         return False
-    return any(type(e).__name__ in _DOWN_NAMES or isinstance(e, ConnectionError) for e in chain)
+    return any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in _chain(exc))
 
 
 @attrs.define
