@@ -64,3 +64,10 @@ def chaos(session: nox.Session) -> None:
     """Kill `coeval run` at random moments and check --continue finishes without duplicates."""
     session.run(_python(session), "-m", "pytest", "-q", "-m", "slow", "tests/core/test_chaos.py", *session.posargs,
                 external=True)
+
+
+@nox.session(python=False)
+def mutants(session: nox.Session) -> None:
+    """Apply deliberate faults to copies of the provider adapters; each must fail a provider test."""
+    session.run(_python(session), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/providers/test_mutations.py",
+                *session.posargs, external=True)

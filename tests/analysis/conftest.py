@@ -12,16 +12,21 @@ from typing import Any
 import pytest
 from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
 
+#: the legacy run shipped beside the repository: ``<repo>/../shared/reference-runs/...``
+REPO_ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_RUN = Path(
-    os.environ.get("COEVAL_REFERENCE_RUN", "/work/shared/reference-runs/medium-benchmark-v1")
+    os.environ.get(
+        "COEVAL_REFERENCE_RUN", str(REPO_ROOT.parent / "shared" / "reference-runs" / "medium-benchmark-v1")
+    )
 )
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="session")
 def reference_run() -> Path:
-    if not (REFERENCE_RUN / "phase5_evaluations").is_dir():
-        pytest.skip(f"reference run not present at {REFERENCE_RUN}")
+    assert (REFERENCE_RUN / "phase5_evaluations").is_dir(), (
+        f"reference run missing at {REFERENCE_RUN}: the analysis tests need ../shared/reference-runs"
+    )
     return REFERENCE_RUN
 
 

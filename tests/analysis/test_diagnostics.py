@@ -19,6 +19,7 @@ def test_self_preference_of_a_judge_is_found_and_others_are_clean(make_run) -> N
         self_bias={"beta-2": 0.3},
         teachers=("gamma-3", "t-2"),
         datapoints_per_teacher=30,
+        families={"beta-2": "beta", "beta-9": "beta"},
         seed=4,
     )
     sp = analyze(load_run(run), AnalysisOptions(n_boot=50)).summary["self_preference"]

@@ -52,7 +52,12 @@ def test_every_record_failed(tmp_path: Path) -> None:
         evaluations=[evaluation(r, "j1", {}, status="failed", error_kind="timeout") for r in TWO],
     )
     s = _analyze(run)
-    assert s["students"] == {}
+    # the students stay listed, unscored, with what went wrong (never silently dropped)
+    assert set(s["students"]) == {"s1", "s2"}
+    for student in s["students"].values():
+        assert student["robust_score"] is None and student["robust_rank"] is None
+        assert (student["n_answers"], student["n_failed"], student["n_unjudged"]) == (3, 0, 3)
+        assert student["failure_rate"] == 0.0 and student["missing_rate"] == 1.0
     assert s["n_failed"] == 6
     assert s["judges"]["j1"]["failure_rate"] == 1.0
     assert s["judges"]["j1"]["errors"] == {"timeout": 6}

@@ -134,7 +134,8 @@ def test_usage_is_estimated_from_text_length():
     result = call(mock(), "x" * 400, role="student")
     assert result.usage.input_tokens == 100
     assert result.usage.output_tokens == len(result.text) // 4 > 0
-    assert result.cost_usd is None
+    assert result.cost_usd == 0.0  # free, and a record says so
+    assert result.finish_reason == "stop"
     priced = call(mock(cost_per_call_usd=0.01, cost_per_1k_tokens_usd=1.0), "x" * 400)
     assert priced.cost_usd == pytest.approx(0.01 + (100 + priced.usage.output_tokens) / 1000)
 

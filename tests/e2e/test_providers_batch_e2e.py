@@ -168,3 +168,35 @@ def test_killed_run_resumes_without_a_second_submission(resume: str, fake: FakeS
     assert PendingStore(RunFolder(run_folder)).load() == []
     ids = Counter(r for r in got["response_collection"])
     assert max(ids.values()) == 1
+
+
+#: The record field naming the model that made each phase's call.
+CALLER_FIELD = {"data_generation": "teacher_model_id", "response_collection": "student_model_id",
+                "evaluation": "judge_model_id"}
+ROUTE_OF_MODEL = {"gpt-4o-mini": "openai.chat", "claude-haiku": "anthropic.messages", "gemini-flash": "gemini.generate"}
+
+
+def test_record_tokens_and_cost_equal_what_the_server_counted(fake: FakeServer, tmp_path: Path) -> None:
+    """Through the real SDKs, every token the fake answered is in the records, input and output
+    apart, and each record's cost is exactly its model's price times its tokens."""
+    from coeval_providers.pricing import pricing_table
+
+    result = run(write_config(tmp_path, fake.url, batch=False, exp_id="accounting"), tmp_path)
+    assert result.exit_code == 0, result.message
+    got = records(result.run_folder)
+    prices = {"gpt-4o-mini": pricing_table().price("openai", "gpt-4o-mini"),
+              "claude-haiku": pricing_table().price("anthropic", "claude-haiku-4-5"),
+              "gemini-flash": pricing_table().price("gemini", "gemini-2.0-flash")}
+    for model, route in ROUTE_OF_MODEL.items():
+        served = fake.requests(route)
+        assert served and all("fault" not in e for e in served)
+        mine = [r for phase in PHASES for r in got[phase].values() if r[CALLER_FIELD[phase]] == model]
+        assert len(mine) == len(served), model  # one call per record: no retries in this run
+        server = (sum(e["input_tokens"] for e in served), sum(e["output_tokens"] for e in served))
+        recorded = (sum(r["usage"]["input_tokens"] for r in mine), sum(r["usage"]["output_tokens"] for r in mine))
+        assert recorded == server, model
+        price = prices[model]
+        assert price is not None
+        for r in mine:
+            expected = (r["usage"]["input_tokens"] * price.input + r["usage"]["output_tokens"] * price.output) / 1e6
+            assert r["cost_usd"] == pytest.approx(expected, rel=1e-12, abs=0), (model, r["id"])

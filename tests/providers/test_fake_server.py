@@ -12,8 +12,12 @@ import pytest
 from coeval_providers.fake_server import schema_instance
 
 
-def _post(url: str, body: Any) -> Any:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+BEARER = {"Authorization": "Bearer test-key"}
+
+
+def _post(url: str, body: Any, headers: dict[str, str] | None = None) -> Any:
+    sent = {"Content-Type": "application/json", **(BEARER if headers is None else headers)}
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=sent)
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read())
 
@@ -89,3 +93,80 @@ def test_command_line_port_in_use_or_out_of_range_is_one_line_and_exit_2(capsys:
             assert exit_info.value.code == 2, argv
             err = capsys.readouterr().err
             assert "Traceback" not in err and ("--port" in err or str(port) in err), err
+
+
+def _error_text(err: urllib.error.HTTPError) -> str:
+    """Every string in an error body, whatever the provider's error shape."""
+    def strings(value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [s for v in value.values() for s in strings(v)]
+        return [value] if isinstance(value, str) else []
+
+    return " | ".join(strings(json.loads(err.read())))
+
+
+CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+ANTHROPIC = {"model": "claude-haiku-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+ANTHROPIC_HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+
+
+@pytest.mark.parametrize(("path", "body", "headers", "status", "says"), [
+    ("/v1/v1/chat/completions", CHAT, BEARER, 404, "Invalid URL (POST /v1/v1/chat/completions)"),
+    ("/v1/chat/completions", CHAT, {}, 401, "didn't provide an API key"),
+    ("/v1/chat/completions", {"messages": CHAT["messages"]}, BEARER, 400, "'model'"),
+    ("/v1/chat/completions", {**CHAT, "max_tokens": 0}, BEARER, 400, "'max_tokens'"),
+    ("/openai/deployments/d/chat/completions?api-version=2024-13-01", CHAT, {"api-key": "k"}, 404, "unsupported api-version"),
+    ("/openai/deployments/d/chat/completions", CHAT, {"api-key": "k"}, 404, "api-version query parameter is missing"),
+    ("/v1/messages", ANTHROPIC, {"x-api-key": "k"}, 400, "anthropic-version: header is required"),
+    ("/v1/messages", ANTHROPIC, {"x-api-key": "k", "anthropic-version": "2024-01-01"}, 400, "invalid version"),
+    ("/v1/messages", {**ANTHROPIC, "max_output_tokens": 5}, ANTHROPIC_HEADERS, 400, "max_output_tokens: Extra inputs"),
+    ("/v1/messages", ANTHROPIC, {"anthropic-version": "2023-06-01"}, 401, "x-api-key header is required"),
+    ("/v1beta/models/gemini-2.0-flash:generateContent", {"contents": [{"parts": [{"text": "hi"}]}]}, {}, 403,
+     "unregistered callers"),
+    ("/v1beta/models/gemini-2.0-flash:generateContent", {"contents": [{"parts": [{"text": "hi"}]}], "config": {}},
+     {"x-goog-api-key": "k"}, 400, 'Unknown name "config"'),
+    ("/model/m/converse", {"messages": []}, {}, 403, "Missing Authentication Token"),
+])
+def test_fake_refuses_what_the_real_api_refuses(fake: Any, path: str, body: Any, headers: dict[str, str], status: int,
+                                                says: str) -> None:
+    with pytest.raises(urllib.error.HTTPError) as err:
+        _post(f"{fake.url}{path}", body, headers)
+    assert err.value.code == status
+    assert says in _error_text(err.value)
+
+
+def _upload(fake: Any, line: dict[str, Any], purpose: str) -> Any:
+    boundary = "b0undary"
+    form = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n{purpose}\r\n"
+            f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n\r\n"
+            f"{json.dumps(line)}\n\r\n--{boundary}--\r\n").encode()
+    req = urllib.request.Request(f"{fake.url}/v1/files", data=form, method="POST",
+                                 headers={**BEARER, "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+@pytest.mark.parametrize(("line", "purpose", "endpoint", "says"), [
+    ({"custom_id": "a", "method": "POST", "url": "/v1/completions", "body": CHAT}, "batch", "/v1/chat/completions",
+     "does not match the batch endpoint"),
+    ({"custom_id": "a", "method": "GET", "url": "/v1/chat/completions", "body": CHAT}, "batch", "/v1/chat/completions",
+     "method must be POST"),
+    ({"method": "POST", "url": "/v1/chat/completions", "body": CHAT}, "batch", "/v1/chat/completions", "custom_id is required"),
+    ({"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", "body": CHAT}, "batch", "/chat/completions",
+     "endpoint: expected one of"),
+    ({"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", "body": CHAT}, "fine-tune", "/v1/chat/completions",
+     "not uploaded with purpose 'batch'"),
+])
+def test_batch_input_is_checked_like_openai_does(fake: Any, line: dict[str, Any], purpose: str, endpoint: str,
+                                                 says: str) -> None:
+    file_id = _upload(fake, line, purpose)["id"]
+    with pytest.raises(urllib.error.HTTPError) as err:
+        _post(f"{fake.url}/v1/batches", {"input_file_id": file_id, "endpoint": endpoint, "completion_window": "24h"})
+    assert err.value.code == 400
+    assert says in _error_text(err.value)
+
+
+def test_file_purpose_must_be_documented(fake: Any) -> None:
+    with pytest.raises(urllib.error.HTTPError) as err:
+        _upload(fake, {"x": 1}, "batches")
+    assert err.value.code == 400 and "purpose: expected one of" in _error_text(err.value)

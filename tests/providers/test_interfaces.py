@@ -10,9 +10,9 @@ import time
 from typing import Any
 
 import pytest
-from coeval.interfaces.base import GenerateRequest, GenerateResult
+from coeval.interfaces.base import GenerateRequest, GenerateResult, MalformedResponseError
 from coeval.plugins import registries
-from coeval.scheduler import RetryPolicy, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
+from coeval.scheduler import ManualClock, RetryPolicy, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 
 from tests.providers.conftest import ALL_INTERFACES, SECRET, model_and_credentials, provider_setup
 
@@ -27,19 +27,20 @@ JUDGE_SCHEMA = {
 
 
 def schedule_one(model: Any, iface: Any, request: GenerateRequest, *, phase: str = "response_collection",
-                 limits: SchedulerLimits = FAST_RETRY) -> tuple[WorkOutcome, float]:
+                 limits: SchedulerLimits = FAST_RETRY, clock: Any = None) -> tuple[WorkOutcome, float]:
     """One request through the real scheduler, then the interface closed: its outcome and the
-    seconds it took."""
+    seconds it took (on ``clock`` when given: virtual time)."""
     outcomes: list[WorkOutcome] = []
     item = WorkItem(key="item-1", phase=phase, model=model, request=request, on_done=outcomes.append)
 
     async def go() -> float:
-        start = time.perf_counter()
+        now = clock.now if clock is not None else time.perf_counter
+        start = now()
         try:
-            await Scheduler({model.name: iface}, limits).run(phase, [item])
+            await Scheduler({model.name: iface}, limits, clock=clock).run(phase, [item])
         finally:
             await iface.aclose()
-        return time.perf_counter() - start
+        return now() - start
 
     elapsed = asyncio.run(go())
     assert len(outcomes) == 1
@@ -59,35 +60,50 @@ def generate_once(iface: Any, request: GenerateRequest) -> GenerateResult:
 
 
 def run_one(name: str, fake: Any, tmp_path: Any, *, key: str | None = None, schema: Any = None,
-            limits: SchedulerLimits = FAST_RETRY) -> tuple[WorkOutcome, float]:
+            limits: SchedulerLimits = FAST_RETRY, clock: Any = None) -> tuple[WorkOutcome, float]:
     """One item through the scheduler with the registered interface ``name``."""
     kwargs = {"key": key} if key else {}
     model, creds = model_and_credentials(name, fake.url, tmp_path, **kwargs)
     iface = registries().interfaces.get(name)(model, creds)
     request = GenerateRequest(prompt="What is the capital of France?", params=model.params_for("student"),
                               system="Answer briefly.", json_schema=schema)
-    return schedule_one(model, iface, request, limits=limits)
+    return schedule_one(model, iface, request, limits=limits, clock=clock)
 
 
 def route(name: str, fake: Any) -> str:
     return provider_setup(name, fake.url)[2]
 
 
+#: "Answer briefly." + "What is the capital of France?": the fake counts one token per word.
+PROMPT_TOKENS = 8
+
+
 @pytest.mark.parametrize("name", ALL_INTERFACES)
-def test_call_records_usage_and_cost(name: str, fake: Any, tmp_path: Any) -> None:
-    outcome, _ = run_one(name, fake, tmp_path)
+def test_call_records_exact_usage_and_cost(name: str, fake: Any, tmp_path: Any) -> None:
+    """The record's tokens are the server's, input and output not swapped, and the cost is
+    exactly price x tokens."""
+    model, creds = model_and_credentials(name, fake.url, tmp_path)
+    iface = registries().interfaces.get(name)(model, creds)
+    price = iface.price
+    request = GenerateRequest(prompt="What is the capital of France?", params=model.params_for("student"),
+                              system="Answer briefly.")
+    outcome, _ = schedule_one(model, iface, request)
     assert outcome.status == "ok", outcome.error
     assert outcome.attempts == 1
-    assert outcome.usage.input_tokens > 0 and outcome.usage.output_tokens > 0
     assert outcome.value and outcome.value.startswith("Reply ")
-    if name in ("ollama", "vllm"):  # local servers: free
-        assert not outcome.cost_usd
-    else:
-        assert outcome.cost_usd is not None and outcome.cost_usd > 0
     assert fake.counts[route(name, fake)] == 1
     sent = fake.requests(route(name, fake))[0]
     assert "capital of France" in sent["prompt"] and "Answer briefly." in sent["prompt"]
     assert sent["max_tokens"] == 64
+    assert sent["input_tokens"] == PROMPT_TOKENS
+    assert sent["output_tokens"] == len(outcome.value.split()) != PROMPT_TOKENS  # a swap cannot go unseen
+    assert (outcome.usage.input_tokens, outcome.usage.output_tokens) == (sent["input_tokens"], sent["output_tokens"])
+    if name in ("ollama", "vllm"):  # local servers: free
+        assert not outcome.cost_usd
+    else:
+        assert price is not None
+        expected = (PROMPT_TOKENS * price.input + sent["output_tokens"] * price.output) / 1_000_000
+        assert outcome.cost_usd == pytest.approx(expected, rel=1e-12, abs=0)
 
 
 @pytest.mark.parametrize("name", ALL_INTERFACES)
@@ -101,12 +117,15 @@ def test_structured_output_returns_schema_instance(name: str, fake: Any, tmp_pat
 
 @pytest.mark.parametrize("name", ALL_INTERFACES)
 def test_rate_limit_retry_after_is_waited_out(name: str, fake: Any, tmp_path: Any) -> None:
-    fake.push_faults(route(name, fake), [{"kind": "429", "retry_after": "0.6"}])
-    outcome, elapsed = run_one(name, fake, tmp_path)
+    """The provider's Retry-After reaches the scheduler, which waits it out (on a virtual clock:
+    the wait is asserted, not slept)."""
+    clock = ManualClock()
+    fake.push_faults(route(name, fake), [{"kind": "429", "retry_after": "7"}])
+    outcome, elapsed = run_one(name, fake, tmp_path, clock=clock)
     assert outcome.status == "ok", outcome.error
     assert outcome.attempts == 2
     assert fake.counts[route(name, fake)] == 2  # no hidden SDK retries
-    assert elapsed >= 0.55, f"the scheduler did not wait for Retry-After ({elapsed:.2f} s)"
+    assert elapsed >= 7.0, f"the scheduler did not wait for Retry-After ({elapsed:.2f} virtual s, sleeps {clock.sleeps})"
 
 
 @pytest.mark.parametrize("name", ALL_INTERFACES)
@@ -149,29 +168,50 @@ def test_malformed_every_time_fails_as_malformed(name: str, fake: Any, tmp_path:
     assert outcome.attempts == 3
 
 
-def test_probe_accepts_a_reply_cut_by_the_token_limit(fake: Any, tmp_path: Any) -> None:
-    """A reasoning model given a tiny budget answers with nothing but finish_reason=length."""
-    from coeval.interfaces.base import MalformedResponseError
+@pytest.mark.parametrize("name", ALL_INTERFACES)
+def test_empty_reply_cut_by_the_token_limit_says_so_in_a_typed_field(name: str, fake: Any, tmp_path: Any) -> None:
+    fake.push_faults(route(name, fake), [{"kind": "length_empty"}])
+    model, creds = model_and_credentials(name, fake.url, tmp_path)
+    iface = registries().interfaces.get(name)(model, creds)
+    with pytest.raises(MalformedResponseError) as err:
+        generate_once(iface, GenerateRequest(prompt="hello", params=model.parameters))
+    assert err.value.finish_reason == "length"
 
-    model, creds = model_and_credentials("openai", fake.url, tmp_path, model="o3-mini")
-    iface = registries().interfaces.get("openai")(model, creds)
+
+@pytest.mark.parametrize("name", ["openai", "anthropic", "gemini", "bedrock", "groq"])
+def test_probe_accepts_a_real_empty_reply_cut_by_the_token_limit(name: str, fake: Any, tmp_path: Any) -> None:
+    """A reasoning model given a tiny budget answers with nothing but "stopped at the limit": it
+    is alive. The fake sends that reply over HTTP; the probe reads the error's finish_reason."""
+    fake.push_faults(route(name, fake), [{"kind": "length_empty"}])
+    model, creds = model_and_credentials(name, fake.url, tmp_path)
+    iface = registries().interfaces.get(name)(model, creds)
 
     async def go() -> None:
         try:
-            original = iface.generate
-
-            async def empty_by_length(request: GenerateRequest) -> Any:
-                await original(request)
-                raise MalformedResponseError("openai: malformed reply (empty reply (finish_reason=length))")
-
-            iface.generate = empty_by_length  # type: ignore[method-assign]
             await iface.probe()
         finally:
             await iface.aclose()
 
     asyncio.run(go())
-    sent = fake.requests("openai.chat")[0]
-    assert sent["max_tokens"] == 16
+    (sent,) = fake.requests(route(name, fake))
+    assert sent["max_tokens"] == 16 and sent["finish"] == "length" and sent["fault"] == "length_empty"
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic", "gemini", "bedrock"])
+def test_probe_still_fails_on_an_empty_reply_that_was_not_cut(name: str, fake: Any, tmp_path: Any) -> None:
+    fake.push_faults(route(name, fake), [{"kind": "shape"}])
+    model, creds = model_and_credentials(name, fake.url, tmp_path)
+    iface = registries().interfaces.get(name)(model, creds)
+
+    async def go() -> None:
+        try:
+            await iface.probe()
+        finally:
+            await iface.aclose()
+
+    with pytest.raises(MalformedResponseError) as err:
+        asyncio.run(go())
+    assert err.value.finish_reason is None
 
 
 def test_reasoning_models_get_max_completion_tokens_and_no_temperature(fake: Any, tmp_path: Any) -> None:

@@ -16,6 +16,17 @@ import numpy as np
 import pandas as pd
 
 from coeval_analysis.data import LLM_JUDGE, RunData
+from coeval_analysis.ranking import (
+    MISSING_GAP,
+    ConflictAwareRanking,
+    all_students,
+    common_items,
+    conflict_aware_ranking,
+    rank_label,
+    student_missing,
+    unrelated_weight,
+)
+from coeval_analysis.run_warnings import collect_warnings
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
 from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.coverage import attribute_coverage
@@ -37,6 +48,9 @@ class AnalysisOptions:
     #: ICC needs items every judge in it scored: judges with fewer units than this share of
     #: the busiest judge's are left out of ICC (and listed in ``icc.excluded``)
     icc_min_coverage: float = 0.5
+    #: always add the ranking on the datapoints every student answered (it is added anyway
+    #: when students' missing-answer rates differ by more than ``MISSING_GAP``)
+    common_items: bool = False
 
 
 @dataclass
@@ -84,18 +98,20 @@ def analyze(
     slices = model.student_table(boot, opts.level)
     step("robust ranking")
     robust = robust_ranking(model, boot, opts.level)
+    headline = conflict_aware_ranking(model, data, boot, opts.level)
     step("judge agreement")
     agreement, pairs = _agreement(model, opts)
     step("teachers and diagnostics")
     teachers = teacher_discrimination(model, robust)
-    bias = self_preference(model, robust)
+    bias = self_preference(model, robust, headline.families)
     verb = verbosity(model, robust)
     coverage, coverage_table = attribute_coverage(data)
     gold = gold_report(model, robust, boot, opts.level)
     labels = label_report(data.labels, data.target_attributes)
     ev_scores = evaluator_scores(model)
-    judges, evaluator_records, judge_table = _judges(data, model, robust, pairs)
-    students, student_table = _students(model, slices, robust, gold)
+    judges, evaluator_records, judge_table = _judges(data, model, robust, pairs, headline)
+    missing = student_missing(data, model, all_students(data, model))
+    students, student_table = _students(model, slices, robust, gold, headline, missing)
 
     q = data.quality
     summary: dict[str, Any] = {
@@ -124,7 +140,15 @@ def analyze(
         "labels": labels,
         "evaluators": _evaluator_summary(ev_scores),
         "breakdowns": _breakdowns(slices),
+        "robust": _robust_summary(headline),
+        "comparisons": headline.comparisons.pairs,
     }
+    gaps = [v["missing_rate"] for v in missing.values() if v["missing_rate"] is not None]
+    uneven = len(gaps) >= 2 and max(gaps) - min(gaps) > MISSING_GAP
+    summary["common_items"] = common_items(headline, list(model.students)) if uneven or opts.common_items else None
+    summary["warnings"] = collect_warnings(
+        model, summary, headline.headline.converged, headline.headline.iterations, MISSING_GAP
+    )
     tables = {
         "students": student_table,
         "student_scores": slices,
@@ -132,7 +156,7 @@ def analyze(
         "judge_pairs": pd.DataFrame(pairs),
         "teachers": pd.DataFrame([{"teacher": t, **v} for t, v in teachers.items()]),
         "coverage": coverage_table,
-        "datapoints": _datapoint_table(model, robust),
+        "datapoints": _datapoint_table(model, robust, headline),
         "responses": _response_table(model, robust),
         "evaluator_scores": ev_scores,
         "labels": _label_table(labels),
@@ -224,7 +248,11 @@ def _agreement(model: ScoreModel, opts: AnalysisOptions) -> tuple[dict[str, Any]
 
 
 def _judges(
-    data: RunData, model: ScoreModel, robust: RobustRanking, pairs: list[dict[str, Any]]
+    data: RunData,
+    model: ScoreModel,
+    robust: RobustRanking,
+    pairs: list[dict[str, Any]],
+    headline: ConflictAwareRanking,
 ) -> tuple[dict[str, Any], dict[str, Any], pd.DataFrame]:
     """(LLM judges, other evaluators (metric, label, gold), table of both)."""
     recs = data.records
@@ -250,11 +278,20 @@ def _judges(
         if name in model.judges:
             j = model.judges.index(name)
             mine = [p for p in pairs if name in (p["a"], p["b"]) and p["kappa"] is not None]
+            h = headline.headline
             entry.update(
                 {
-                    "weight": _num(robust.judge_weight[j]),
-                    "weight_ci": [_num(robust.judge_weight_ci[0][j]), _num(robust.judge_weight_ci[1][j])],
-                    "consensus_r": _num(robust.judge_r[j]),
+                    "weight": _num(h.judge_weight[j]),
+                    "weight_ci": [_num(headline.weight_ci[0][j]), _num(headline.weight_ci[1][j])],
+                    "consensus_r": _num(h.judge_r[j]),
+                    "leniency": _num(h.judge_leniency[j]),
+                    "family": headline.families.get(name),
+                    "n_conflicted": int(h.n_conflicted[j]),
+                    "unadjusted_weight": _num(robust.judge_weight[j]),
+                    "unadjusted_weight_ci": [
+                        _num(robust.judge_weight_ci[0][j]),
+                        _num(robust.judge_weight_ci[1][j]),
+                    ],
                     "n_units": int(robust.judge_units[j]),
                     "mean_score": _num(pm[pj == j].mean()) if (pj == j).any() else None,
                     "mean_kappa": _num(np.mean([p["kappa"] for p in mine])) if mine else None,
@@ -272,50 +309,100 @@ def _judges(
             }
         )
     table = pd.DataFrame(rows)
-    if "weight_ci" in table.columns:
-        ci = table.pop("weight_ci")
-        table["weight_ci_low"] = [c[0] if isinstance(c, list) else None for c in ci]
-        table["weight_ci_high"] = [c[1] if isinstance(c, list) else None for c in ci]
+    for col in ("weight_ci", "unadjusted_weight_ci"):
+        if col in table.columns:
+            ci = table.pop(col)
+            table[f"{col}_low"] = [c[0] if isinstance(c, list) else None for c in ci]
+            table[f"{col}_high"] = [c[1] if isinstance(c, list) else None for c in ci]
     return out, others, table
 
 
 def _students(
-    model: ScoreModel, slices: pd.DataFrame, robust: RobustRanking, gold: dict[str, Any] | None
+    model: ScoreModel,
+    slices: pd.DataFrame,
+    robust: RobustRanking,
+    gold: dict[str, Any] | None,
+    headline: ConflictAwareRanking,
+    missing: dict[str, dict[str, Any]],
 ) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Per student: the headline (conflict-aware) score as ``robust_*``, the plain mean as
+    ``score``, the unadjusted robust score as ``robust_unadjusted_*``, rank intervals and
+    missing data. Students without any score are listed last, unranked."""
     overall = slices[slices["kind"] == "overall"].set_index("student")
     score = np.array(
         [overall.loc[s, "score"] if s in overall.index else np.nan for s in model.students], float
     )
     rank = _ranks(score)
-    rrank = _ranks(robust.score)
+    h = headline.headline
+    rrank = _ranks(h.score)
+    urank = _ranks(robust.score)
+    comp = headline.comparisons
+    n_items = (~np.isnan(h.cell)).sum(0) if h.cell.size else np.zeros(model.n_students, np.int64)
+    unrelated = unrelated_weight(headline)
     out: dict[str, Any] = {}
     rows = []
     for i, s in enumerate(model.students):
         row = overall.loc[s] if s in overall.index else None
+        scored = bool(np.isfinite(h.score[i]))
+        rr = comp.rank_range[i]
         entry: dict[str, Any] = {
             "score": _num(score[i]),
             "ci": [_num(row["ci_low"]), _num(row["ci_high"])] if row is not None else [None, None],
             "rank": int(rank[i]),
-            "robust_score": _num(robust.score[i]),
-            "robust_ci": [_num(robust.ci[0][i]), _num(robust.ci[1][i])],
-            "robust_rank": int(rrank[i]),
+            "robust_score": _num(h.score[i]),
+            "robust_ci": [_num(headline.ci[0][i]), _num(headline.ci[1][i])],
+            "robust_rank": int(rrank[i]) if scored else None,
+            "rank_range": list(rr) if rr else None,
+            "rank_label": rank_label(rr),
+            "rank_ci": list(rci) if (rci := comp.rank_ci[i]) else None,
+            "robust_unadjusted_score": _num(robust.score[i]),
+            "robust_unadjusted_ci": [_num(robust.ci[0][i]), _num(robust.ci[1][i])],
+            "robust_unadjusted_rank": int(urank[i]),
             "n_responses": int(row["n"]) if row is not None else 0,
+            "n_items": int(n_items[i]),
+            "unrelated_judge_weight": _num(unrelated[i]),
+            **missing.get(s, {}),
         }
         if gold and s in gold["students"]:
             entry["gold_score"] = gold["students"][s]["gold_score"]
             entry["gold_ci"] = gold["students"][s]["gold_ci"]
         out[s] = entry
+    for s, m in missing.items():
+        if s not in out:  # every answer failed or went unjudged: listed, never scored
+            out[s] = {"score": None, "ci": [None, None], "rank": None, "robust_score": None,
+                      "robust_ci": [None, None], "robust_rank": None, "rank_range": None,
+                      "rank_label": rank_label(None), "rank_ci": None, "robust_unadjusted_score": None,
+                      "robust_unadjusted_ci": [None, None], "robust_unadjusted_rank": None,
+                      "n_responses": 0, "n_items": 0, **m}  # fmt: skip
+    for s, entry in out.items():
         flat: dict[str, Any] = {"student": s, **{k: v for k, v in entry.items() if not isinstance(v, list)}}
-        for k in ("ci", "robust_ci", "gold_ci"):
+        for k in ("ci", "robust_ci", "robust_unadjusted_ci", "gold_ci", "rank_range", "rank_ci"):
             bounds = entry.get(k)
             if isinstance(bounds, list):
                 flat[f"{k}_low"], flat[f"{k}_high"] = bounds
         rows.append(flat)
-    ordered = dict(sorted(out.items(), key=lambda kv: (kv[1]["robust_rank"], kv[0])))
+    last = len(out) + 1
+    ordered = dict(sorted(out.items(), key=lambda kv: (kv[1]["robust_rank"] or last, kv[0])))
     table = pd.DataFrame(rows)
     if len(table):
-        table = table.sort_values(["robust_rank", "student"]).reset_index(drop=True)
+        table["_order"] = table["robust_rank"].fillna(last)
+        table = table.sort_values(["_order", "student"]).drop(columns="_order").reset_index(drop=True)
     return ordered, table
+
+
+def _robust_summary(r: ConflictAwareRanking) -> dict[str, Any]:
+    """How the headline ranking was fitted (``summary.json`` ``robust``)."""
+    h = r.headline
+    return {
+        "method": "conflict-aware",
+        "converged": bool(h.converged),
+        "iterations": int(h.iterations),
+        "scorers": list(r.judges),
+        "families": dict(sorted(r.families.items())),
+        "n_conflicted": int(h.n_conflicted.sum()),
+        "judge_weights": {j: _num(h.judge_weight[k]) for k, j in enumerate(r.judges)},
+        "judge_leniency": {j: _num(h.judge_leniency[k]) for k, j in enumerate(r.judges)},
+    }
 
 
 def _breakdowns(slices: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
@@ -372,7 +459,7 @@ def _label_table(labels: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _datapoint_table(model: ScoreModel, robust: RobustRanking) -> pd.DataFrame:
+def _datapoint_table(model: ScoreModel, robust: RobustRanking, headline: ConflictAwareRanking) -> pd.DataFrame:
     ids = model.data.datapoint_ids
     c = robust.consensus
     n_s = (~np.isnan(c)).sum(1)
@@ -385,7 +472,9 @@ def _datapoint_table(model: ScoreModel, robust: RobustRanking) -> pd.DataFrame:
             "teacher": np.asarray([*model.teachers, ""], dtype=object)[model.item_teacher],
             "n_students": n_s,
             "mean_score": mean,
-            "item_weight": robust.item_weight,
+            "item_weight": headline.headline.item_weight,
+            "discrimination": headline.headline.item_discrimination,
+            "unadjusted_item_weight": robust.item_weight,
         }
     )
 

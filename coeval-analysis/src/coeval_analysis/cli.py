@@ -53,6 +53,12 @@ _STAGES = ("load", "scores", "robust ranking", "judge agreement", "teachers and 
     metavar="NAME",
     help="Write only these reports (repeatable): summary, tables, html, or a plugin's. Default: all.",
 )
+@click.option(
+    "--common-items",
+    is_flag=True,
+    help="Also rank students on the datapoints every student has a score on (added anyway when "
+    "students' missing-answer rates differ by more than 5 points).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress display and no ranking printout.")
 def analyze_command(
     run_path: Path,
@@ -61,6 +67,7 @@ def analyze_command(
     level: float,
     seed: int,
     reports: tuple[str, ...],
+    common_items: bool,
     quiet: bool,
 ) -> None:
     """Analyse a run: student ranking with bootstrap intervals and a robust (judge- and
@@ -96,7 +103,8 @@ def analyze_command(
             def step(name: str) -> None:
                 progress.update(task, description=name, completed=min(_STAGES.index(name), len(_STAGES)))
 
-            analysis = analyze(data, AnalysisOptions(n_boot=n_boot, seed=seed, level=level), progress=step)
+            options = AnalysisOptions(n_boot=n_boot, seed=seed, level=level, common_items=common_items)
+            analysis = analyze(data, options, progress=step)
             progress.update(task, description="reports", completed=len(_STAGES) - 1)
             try:
                 out.mkdir(parents=True, exist_ok=True)
@@ -170,6 +178,8 @@ def _progress(quiet: bool) -> Any:
 
 
 def _print_ranking(summary: dict[str, Any]) -> None:
+    """The headline ranking with rank ranges (tied students share one), the plain mean
+    beside it, then the warnings."""
     from rich.console import Console
     from rich.table import Table
 
@@ -178,23 +188,34 @@ def _print_ranking(summary: dict[str, Any]) -> None:
 
     table = Table(title=f"{summary['experiment_id']}: students", title_justify="left")
     ci = f"{summary['settings']['level'] * 100:g}% CI"
-    for col in ("#", "student", "robust", ci, "mean", f"{ci} "):
+    for col in ("#", "student", "robust", ci, "mean", f"{ci} ", "failed"):
         table.add_column(col, justify="left" if col == "student" else "right", no_wrap=col != "student")
-    for name, s in summary["students"].items():
+    students = summary["students"]
+    for name, s in students.items():
+        missing = s.get("n_failed", 0) + s.get("n_unjudged", 0)
         table.add_row(
-            str(s["robust_rank"]),
+            s.get("rank_label") or "—",
             name,
             f(s["robust_score"]),
             f"[{f(s['robust_ci'][0])}, {f(s['robust_ci'][1])}]",
             f(s["score"]),
             f"[{f(s['ci'][0])}, {f(s['ci'][1])}]",
+            f"{missing}/{s.get('n_answers', 0)}" if missing else "",
         )
-    if summary["students"]:
+    if any(s["robust_score"] is not None for s in students.values()):
         Console().print(table)
+        click.echo(
+            "robust: conflict-aware headline (a judge's scores of its own family left out); "
+            "mean: every judgment counts equally; '4-5': not told apart at this level."
+        )
     else:
+        if students:
+            Console().print(table)
         click.echo(
             "No usable score in this run: every record failed or could not be used (see data quality)."
         )
+    for w in summary.get("warnings", []):
+        click.echo(f"Warning: {w['message']}")
     q = summary["data_quality"]
     click.echo(
         f"records {q['n_records']:,}; failed {q['n_failed']:,}; duplicates dropped {q['n_duplicates']:,}; "

@@ -17,6 +17,10 @@ def register_commands(cli: Any) -> None:
     from coeval_analysis.cli import analyze_command
 
     cli.add_command(analyze_command)
+    from coeval_analysis.viewer.cli import export_command, view_command
+
+    cli.add_command(view_command)
+    cli.add_command(export_command)
 
 
 @hookimpl

@@ -58,6 +58,8 @@ class SyntheticSpec:
     metric: str | None = None
     #: write benchmark gold records (``evaluator: gold``, 1.0 when the answer is right)
     gold: bool = False
+    #: model -> ``models[].family`` written to config.yaml (others: inferred by the analysis)
+    families: Mapping[str, str] = field(default_factory=dict)
     failure_rate: float = 0.0
     duplicate_rate: float = 0.0
     old_format: bool = False
@@ -109,7 +111,11 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
     )
     config = {
         "experiment": {"id": root.name},
-        "models": [{"name": m, "interface": "mock", "roles": sorted(r)} for m, r in roles.items()],
+        "models": [
+            {"name": m, "interface": "mock", "roles": sorted(r)}
+            | ({"family": spec.families[m]} if m in spec.families else {})
+            for m, r in roles.items()
+        ],
         "tasks": [
             {"name": t, "description": t, "rubric": dict.fromkeys(fs, "criterion")}
             for t, fs in spec.tasks.items()

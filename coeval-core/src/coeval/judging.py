@@ -19,6 +19,7 @@ from typing import Any
 from coeval.scheduler.work import OutputParseError
 
 __all__ = [
+    "parse_rationale",
     "SCORES",
     "SCORE_VALUES",
     "extract_json",
@@ -168,3 +169,25 @@ def _short(value: Any, limit: int = 120) -> str:
     text = value if isinstance(value, str) else repr(value)
     text = " ".join(text.split())
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def parse_rationale(text: str | None, factors: Sequence[str]) -> dict[str, str]:
+    """The judge's optional one-sentence reasons, per factor, from a structured reply:
+    ``{"rationale": {factor: text}}`` (single mode) or ``{"rationale": text}`` (one factor).
+    Empty when the reply has none; a missing rationale never fails a judgment."""
+    try:
+        obj = _unwrap(extract_json(text or ""))
+    except OutputParseError:
+        return {}
+    found = obj.get("rationale") if isinstance(obj, dict) else None
+    if isinstance(found, str) and found.strip() and len(factors) == 1:
+        return {factors[0]: found.strip()}
+    if not isinstance(found, dict):
+        return {}
+    by_name = {normalize_factor_name(str(k)): v for k, v in found.items()}
+    out: dict[str, str] = {}
+    for factor in factors:
+        reason = by_name.get(normalize_factor_name(factor))
+        if isinstance(reason, str) and reason.strip():
+            out[factor] = reason.strip()
+    return out

@@ -29,6 +29,7 @@ __all__ = [
     "OK",
     "OK_RECORD_LINE",
     "call_fields",
+    "transcript_fields",
     "datapoint_id",
     "evaluation_id",
     "is_ok",
@@ -142,7 +143,7 @@ def scan_ok_phase(run: RunFolder, phase_id: str, reduce: Callable[[dict[str, Any
 #: the markers can only be the record's own keys.
 OK_TAIL = (
     rb'"status": "ok", "attempts": \d+, "usage": \{"input_tokens": \d+, "output_tokens": \d+\}'
-    rb'(?:, "cost_usd": [-+0-9.eE]+)?\}$'
+    rb'(?:, "cost_usd": (?:[-+0-9.eE]+|null))?\}$'
 )
 #: The start of each of our records (matched after a newline: only at a line start).
 ID_HEAD = re.compile(rb'\n\{"id": "([^"\\\n]*)"')
@@ -197,16 +198,43 @@ def load_file_records(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def call_fields(outcome: Any) -> dict[str, Any]:
-    """The fields every model-call record carries, from a scheduler ``WorkOutcome``."""
-    fields: dict[str, Any] = {
-        "status": OK if outcome.status == "ok" else FAILED,
-        "attempts": int(outcome.attempts),
-        "usage": outcome.usage.to_dict(),
-    }
-    if outcome.cost_usd is not None:
-        fields["cost_usd"] = outcome.cost_usd
+    """The fields every model-call record carries, from a scheduler ``WorkOutcome``.
+
+    The transcript (what was sent, what came back, how long it took) comes first, the
+    status block last: :data:`OK_TAIL` recognises ok records by how they end."""
+    fields = transcript_fields(outcome)
+    fields["status"] = OK if outcome.status == "ok" else FAILED
+    fields["attempts"] = int(outcome.attempts)
+    fields["usage"] = outcome.usage.to_dict()
+    fields["cost_usd"] = outcome.cost_usd
     if outcome.status != "ok":
         kind = outcome.error_kind or "error"
         fields["error"] = f"{kind}: {outcome.error}" if outcome.error else kind
         fields["error_kind"] = kind
+        errors = list(getattr(outcome, "attempt_errors", ()) or ())
+        if errors:
+            fields["attempt_errors"] = errors
+    return fields
+
+
+def transcript_fields(outcome: Any) -> dict[str, Any]:
+    """``request`` (the exact prompt sent), ``raw`` (the reply before parsing),
+    ``finish_reason`` and ``latency_ms`` of a call, so a run can be inspected call by call
+    (``coeval view``). Outcomes of executors that do not report them get what the result
+    holds."""
+    result = getattr(outcome, "result", None)
+    raw = getattr(outcome, "raw", None)
+    if raw is None and result is not None:
+        raw = result.text
+    finish = getattr(outcome, "finish_reason", None)
+    if finish is None and result is not None:
+        finish = result.finish_reason
+    request = outcome.item.request
+    sent: dict[str, Any] = {"prompt": request.prompt}
+    if request.system:
+        sent["system"] = request.system
+    fields: dict[str, Any] = {"request": sent, "raw": raw}
+    if finish is not None:
+        fields["finish_reason"] = str(finish)
+    fields["latency_ms"] = getattr(outcome, "latency_ms", None)
     return fields

@@ -130,6 +130,18 @@ def malformed(provider: str, what: str) -> MalformedResponseError:
     return MalformedResponseError(f"{provider}: malformed reply ({what})")
 
 
+#: Each API's name for "stopped at the output-token limit" (OpenAI ``length``, Anthropic and
+#: Bedrock ``max_tokens``, Gemini ``MAX_TOKENS``).
+_TOKEN_LIMIT_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})
+
+
+def empty_reply(provider: str, finish_reason: Any) -> MalformedResponseError:
+    """A reply with no text; ``finish_reason`` is ``"length"`` when the token limit cut it."""
+    raw = getattr(finish_reason, "value", finish_reason)
+    normalised = "length" if raw in _TOKEN_LIMIT_REASONS else (None if raw is None else str(raw))
+    return MalformedResponseError(f"{provider}: malformed reply (empty reply, finish reason {raw})", finish_reason=normalised)
+
+
 def transient(provider: str, exc: BaseException) -> TransientModelError:
     name = type(exc).__name__
     text = redact(str(exc))[:200]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import importlib.util
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -358,23 +359,27 @@ def _histogram(values: np.ndarray, title: str, axis: str) -> dict[str, Any]:
 # sections
 
 
-def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
-    s = to_jsonable(analysis.summary)
-    t = analysis.tables
-    figs: dict[str, Any] = {}
-    sections: list[Section] = []
+@dataclass
+class PageContext:
+    """What every section builder reads: the JSON-ready summary, the tables, the confidence
+    level as text, and the figure specs collected so far (one JSON island per page)."""
 
-    def fig(fid: str, spec: dict[str, Any] | None, height: int = 380) -> Figure | None:
+    summary: dict[str, Any]
+    tables: dict[str, Any]
+    pct: str
+    figs: dict[str, Any] = field(default_factory=dict)
+
+    def fig(self, fid: str, spec: dict[str, Any] | None, height: int = 380) -> Figure | None:
+        """Register a chart and return its block (None when there is nothing to draw)."""
         if spec is None:
             return None
-        figs[fid] = spec
+        self.figs[fid] = spec
         return Figure(fid, spec, height)
 
-    students = s["students"]
-    q = s["data_quality"]
-    pct = f"{s['settings']['level'] * 100:g}%"  # the confidence level the intervals were computed at
 
-    # overview
+def _overview_section(p: PageContext) -> Section | None:
+    s, pct = p.summary, p.pct
+    students = s["students"]
     best = next(iter(students), None)
     keys = [
         ("students", str(len(students))),
@@ -388,7 +393,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
     ]
     intro = (
         f"Experiment <b>{html.escape(s['experiment_id'])}</b>. "
-        + (f"Top student by robust score: <b>{html.escape(best)}</b>. " if best else "")
+        + (f"Top student by the conflict-aware robust score: <b>{html.escape(best)}</b>. " if best else "")
         + "Scores run from 0 (every factor Low) to 1 (every factor High); "
         + (
             f"intervals are {pct} bootstrap intervals over datapoints ({s['settings']['n_boot']} resamples)."
@@ -398,29 +403,37 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
     )
     if s.get("run_warning"):
         intro += f" <b>{html.escape(s['run_warning'])}</b>"
-    sections.append(Section("overview", "Overview", "", [Text(Markup(intro)), KeyFigures(keys)]))
+    return (Section("overview", "Overview", "", [Text(Markup(intro)), KeyFigures(keys)]))
 
-    # ranking
+
+def _ranking_section(p: PageContext) -> Section | None:
+    s, pct, fig = p.summary, p.pct, p.fig
+    students = s["students"]
     rank_rows = [{"student": k, **v} for k, v in students.items()]
     cols = [
-        ("robust_rank", "robust rank"),
+        ("rank_label", "rank"),
         ("student", "student"),
         ("robust_score", "robust score"),
         ("robust_ci", f"robust {pct} CI"),
-        ("rank", "rank"),
+        ("rank_ci", f"rank {pct} CI"),
         ("score", "mean score"),
         ("ci", f"{pct} CI"),
+        ("rank", "mean rank"),
+        ("robust_unadjusted_score", "agreement-weighted score"),
+        ("robust_unadjusted_rank", "agreement-weighted rank"),
         ("n_responses", "responses"),
     ]
     if any("gold_score" in r for r in rank_rows):
         cols += [("gold_score", "gold score"), ("gold_ci", f"gold {pct} CI")]
-    sections.append(
+    return (
         Section(
             "ranking",
             "Student ranking",
-            "Mean score: every judge and evaluator counts equally. Robust score: judges weighted by their "
-            "agreement with the others and datapoints by how cleanly they separate students (see Judges); "
-            "it stays right when a judge answers at random.",
+            "Robust score (the headline): a judge's scores of its own answers and of its family's are left "
+            "out, judges are corrected for leniency and weighted by their agreement with the others, "
+            "datapoints by how well they separate students. Rank: a range such as 2-3 when the students' "
+            "difference interval contains 0 (see Comparisons). Mean score: every judgment counts equally. "
+            "Agreement-weighted score: the earlier robust score, without the conflict and leniency handling.",
             [
                 b
                 for b in (
@@ -432,7 +445,10 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         )
     )
 
-    # breakdowns
+
+def _breakdowns_section(p: PageContext) -> Section | None:
+    s, t, pct, fig = p.summary, p.tables, p.pct, p.fig
+    students = s["students"]
     slices = t["student_scores"]
     order = list(students)
     blocks: list[Any] = []
@@ -464,11 +480,13 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             brows,
         )
     )
-    sections.append(
+    return (
         Section("breakdowns", "Breakdowns", f"Student scores by slice, with {pct} intervals.", blocks)
     )
 
-    # judges
+
+def _judges_section(p: PageContext) -> Section | None:
+    s, pct, fig = p.summary, p.pct, p.fig
     judges = s["judges"]
     llm = [j for j in judges if "weight" in judges[j]]
     jblocks: list[Any] = []
@@ -514,6 +532,10 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                 ("evaluator", "kind"),
                 ("weight", "weight"),
                 ("weight_ci", f"{pct} CI"),
+                ("family", "family"),
+                ("leniency", "leniency"),
+                ("n_conflicted", "conflicted (left out)"),
+                ("unadjusted_weight", "agreement-only weight"),
                 ("consensus_r", "r with others"),
                 ("mean_score", "mean score given"),
                 ("mean_kappa", "mean κ"),
@@ -525,18 +547,23 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             jrows,
         )
     )
-    sections.append(
+    return (
         Section(
             "judges",
             "Judges",
             "A judge's weight grows with its signal-to-noise ratio, estimated from its correlation with the "
-            "weighted consensus of the other judges; a judge answering at random gets about 0. Failed records "
+            "weighted consensus of the other judges on the answers it is not related to; a judge answering at "
+            "random gets about 0. Leniency: how much higher than the others it scores (subtracted). Conflicted: "
+            "its scores of its own or its family's answers, left out of the robust score. Agreement-only "
+            "weight: the earlier weighting, which counted those scores. Failed records "
             "(unparseable replies, errors) are counted here, never scored as Low.",
             [b for b in jblocks if b],
         )
     )
 
-    # agreement
+
+def _agreement_section(p: PageContext) -> Section | None:
+    s, fig = p.summary, p.fig
     ag = s["agreement"]
     ablocks: list[Any] = []
     icc_ = ag.get("icc", {})
@@ -590,7 +617,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         " — marks a statistic that is undefined on these items (fewer than two judges on them, or"
         " no variation in the levels given: κ when both judges used one level only)."
     )
-    sections.append(
+    return (
         Section(
             "agreement",
             "Judge agreement",
@@ -600,7 +627,9 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         )
     )
 
-    # teachers
+
+def _teachers_section(p: PageContext) -> Section | None:
+    s, t, fig = p.summary, p.tables, p.fig
     teachers = s["teachers"]
     tnames = list(teachers)
     tblocks: list[Any] = [
@@ -638,7 +667,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                 300,
             )
         )
-    sections.append(
+    return (
         Section(
             "teachers",
             "Teachers",
@@ -652,7 +681,9 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         )
     )
 
-    # bias
+
+def _bias_section(p: PageContext) -> Section | None:
+    s, t, fig = p.summary, p.tables, p.fig
     sp = s["self_preference"]
     brows2 = []
     for kind, label in (
@@ -692,7 +723,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         ),
         fig("fig-verbosity", _verbosity_figure(t.get("responses")), 420),
     ]
-    sections.append(
+    return (
         Section(
             "bias",
             "Self-preference and verbosity",
@@ -706,7 +737,9 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         )
     )
 
-    # coverage
+
+def _coverage_section(p: PageContext) -> Section | None:
+    s, t, fig = p.summary, p.tables, p.fig
     cov = s["coverage"]
     cnames = list(cov)
     cblocks: list[Any] = []
@@ -752,7 +785,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                     ct.to_dict("records"),
                 )
             )
-    sections.append(
+    return (
         Section(
             "coverage",
             "Coverage of the attribute grid",
@@ -761,7 +794,9 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         )
     )
 
-    # references
+
+def _references_section(p: PageContext) -> Section | None:
+    s, t = p.summary, p.tables
     rblocks: list[Any] = []
     gold = s.get("gold")
     if gold:
@@ -819,7 +854,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             )
         )
     if rblocks:
-        sections.append(
+        return (
             Section(
                 "references",
                 "Gold, metrics and labels",
@@ -832,8 +867,11 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
                 rblocks,
             )
         )
+    return None
 
-    # data quality
+
+def _quality_section(p: PageContext) -> Section | None:
+    q = p.summary["data_quality"]
     qrows = [{"what": k, "count": v} for k, v in q.items() if not isinstance(v, dict)]
     for phase in ("datapoints", "responses"):
         for k, v in q[phase].items():
@@ -844,7 +882,7 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
         qrows.append({"what": f"unknown factor: {k}", "count": v})
     for k, v in q.get("invalid_values", {}).items():
         qrows.append({"what": f"invalid value: {k}", "count": v})
-    sections.append(
+    return (
         Section(
             "quality",
             "Data quality",
@@ -853,7 +891,131 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
             [Table([("what", "what"), ("count", "count")], qrows)],
         )
     )
-    return sections, figs
+
+
+def _warnings_section(p: PageContext) -> Section | None:
+    warnings = p.summary.get("warnings") or []
+    if not warnings:
+        return None
+    items = "".join(f"<li>{html.escape(w['message'])}</li>" for w in warnings)
+    return Section(
+        "warnings",
+        "Warnings",
+        "Findings that change how far to trust the ranking.",
+        [Text(Markup(f"<ul class=\"warnings\">{items}</ul>"))],
+    )
+
+
+def _comparison_matrix(students: list[str], pairs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Heatmap of row-minus-column differences; text marks the significant ones."""
+    if len(students) < 2 or not pairs:
+        return None
+    idx = {name: i for i, name in enumerate(students)}
+    n = len(students)
+    z: list[list[float | None]] = [[None] * n for _ in range(n)]
+    text = [[""] * n for _ in range(n)]
+    for c in pairs:
+        a, b = idx.get(c["a"]), idx.get(c["b"])
+        if a is None or b is None:
+            continue
+        lo, hi = c["ci"]
+        star = "*" if lo is not None and hi is not None and (lo > 0 or hi < 0) else ""
+        z[a][b], z[b][a] = round(c["diff"], 4), round(-c["diff"], 4)
+        text[a][b], text[b][a] = f"{c['diff']:+.3f}{star}", f"{-c['diff']:+.3f}{star}"
+    top = max((abs(v) for row in z for v in row if v is not None), default=1.0) or 1.0
+    return {
+        "data": [
+            {"type": "heatmap", "z": z, "x": students, "y": students, "text": text,
+             "texttemplate": "%{text}", "colorscale": "RdBu", "zmin": -top, "zmax": top}
+        ],
+        "layout": _layout(
+            "Row minus column (robust score); * interval excludes 0",
+            margin={"l": 150, "r": 30, "t": 40, "b": 120},
+            yaxis={"autorange": "reversed"},
+        ),
+    }  # fmt: skip
+
+
+def _comparisons_section(p: PageContext) -> Section | None:
+    pairs = p.summary.get("comparisons") or []
+    students = [k for k, v in p.summary["students"].items() if v.get("robust_score") is not None]
+    if not pairs:
+        return None
+    return Section(
+        "comparisons",
+        "Comparisons",
+        f"Every pair of students on the robust score: the difference, its paired {p.pct} bootstrap interval "
+        "(both students answered the same datapoints, so it is much narrower than their two intervals "
+        "suggest) and a bootstrap p-value. Students whose interval contains 0 share a rank range.",
+        [
+            b
+            for b in (
+                p.fig("fig-comparisons", _comparison_matrix(students, pairs), max(300, 140 + 45 * len(students))),
+                Table(
+                    [("a", "student A"), ("b", "student B"), ("diff", "A − B"),
+                     ("ci", f"{p.pct} CI"), ("p", "p")],
+                    pairs,
+                ),
+            )
+            if b
+        ],
+    )  # fmt: skip
+
+
+def _missing_section(p: PageContext) -> Section | None:
+    students = p.summary["students"]
+    rows = [{"student": k, **v} for k, v in students.items()]
+    blocks: list[Any] = [
+        Table(
+            [("student", "student"), ("n_answers", "answers"), ("n_failed", "failed"),
+             ("n_unjudged", "no usable score"), ("failure_rate", "failure rate"),
+             ("missing_rate", "missing rate"), ("n_items", "datapoints scored"),
+             ("unrelated_judge_weight", "weight of unrelated judges")],
+            rows,
+        )
+    ]  # fmt: skip
+    common = p.summary.get("common_items")
+    if common:
+        crows = [{"student": k, **v} for k, v in common["students"].items()]
+        blocks.append(
+            Text(Markup(f"<p>Ranking on the {common['n_items']:,} datapoints every student has a score on:</p>"))
+        )
+        blocks.append(Table([("rank", "rank"), ("student", "student"), ("score", "robust score")], crows))
+    return Section(
+        "missing",
+        "Missing data",
+        "Answers that failed (phase 4) or have no usable judge score, per student. A student with no "
+        "score at all stays listed, unranked. When these rates differ by more than 5 points the ranking "
+        "on the datapoints every student answered is shown too (coeval analyze --common-items always adds "
+        "it). Weight of unrelated judges: the share of the judge weight that may score the student.",
+        blocks,
+    )
+
+
+#: the report's sections in page order; a branch adds one with a one-line edit here
+SECTIONS: list[Callable[[PageContext], Section | None]] = [
+    _overview_section,
+    _warnings_section,
+    _ranking_section,
+    _comparisons_section,
+    _missing_section,
+    _breakdowns_section,
+    _judges_section,
+    _agreement_section,
+    _teachers_section,
+    _bias_section,
+    _coverage_section,
+    _references_section,
+    _quality_section,
+]
+
+
+def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
+    """The page's sections (those with something to show) and its figure specs."""
+    s = to_jsonable(analysis.summary)
+    ctx = PageContext(s, analysis.tables, f"{s['settings']['level'] * 100:g}%")
+    sections = [sec for build in SECTIONS if (sec := build(ctx)) is not None]
+    return sections, ctx.figs
 
 
 def _json_island(obj: Any) -> Markup:

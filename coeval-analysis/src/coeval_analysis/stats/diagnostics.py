@@ -101,7 +101,9 @@ def _diff_in_means(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
     return {"bias": float(a.mean() - b.mean()), "se": _f(se), "n_self": len(a), "n_other": len(b)}
 
 
-def self_preference(model: ScoreModel, robust: RobustRanking) -> dict[str, Any]:
+def self_preference(
+    model: ScoreModel, robust: RobustRanking, families: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Do models favour themselves?
 
     Each (response, judge) score is compared with the mean score the *unrelated* judges
@@ -113,14 +115,21 @@ def self_preference(model: ScoreModel, robust: RobustRanking) -> dict[str, Any]:
     ``teacher_is_student``: for a student that is also a teacher, its lead over the other
     students on its own datapoints minus its lead elsewhere (judge-weighted scores).
     Positive = self-preference; ``se`` is a standard error ignoring clustering. Without
-    unrelated judges there is no reference and no entry.
+    unrelated judges there is no reference and no entry. ``families``: model -> family
+    (the analysis passes config's ``models[].family`` or its inference); missing names fall
+    back to :func:`model_family`.
     """
+    fam = families or {}
+
+    def family(name: str) -> str:
+        return fam.get(name) or model_family(name)
+
     pr, pj, pm = model.per_judge_response()
     out: dict[str, Any] = {"judge_is_student": {}, "same_family": {}, "teacher_is_student": {}}
     if len(model.judges) >= 2 and len(pr):
         student = model.resp_student[pr]
-        fam_student = np.array([model_family(s) for s in model.students] + [""], dtype=object)[student]
-        fam_judge = np.array([model_family(j) for j in model.judges], dtype=object)[pj]
+        fam_student = np.array([family(s) for s in model.students] + [""], dtype=object)[student]
+        fam_judge = np.array([family(j) for j in model.judges], dtype=object)[pj]
         unrelated = (fam_judge != fam_student) & (student >= 0)
         s_u = np.bincount(pr, weights=np.where(unrelated, pm, 0.0), minlength=model.n_responses)
         c_u = np.bincount(pr, weights=unrelated.astype(float), minlength=model.n_responses)
@@ -138,7 +147,7 @@ def self_preference(model: ScoreModel, robust: RobustRanking) -> dict[str, Any]:
             kin = mine & ~unrelated & (student_names != judge) & (student >= 0)
             if kin.any():
                 out["same_family"][judge] = {
-                    "family": model_family(judge),
+                    "family": family(judge),
                     **_diff_in_means(excess[kin], baseline),
                 }
     c = robust.consensus

@@ -54,6 +54,7 @@ _RULES_BY_PATH: list[tuple[str, str]] = [
     ("models", "V-01"),
     ("tasks", "V-01"),
     ("models.*.name", "V-04"),
+    ("models.*.family", "V-04"),
     ("tasks.*.name", "V-04"),
     ("experiment.id", "V-04"),
     ("models.*.roles.**", "V-05"),

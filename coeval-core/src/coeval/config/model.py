@@ -44,6 +44,8 @@ class ModelConfig:
     #: The interface as written in the config when it differs from ``interface`` (``"auto"``
     #: resolved at load time to a concrete provider); None when used as written.
     requested_interface: str | None = None
+    #: Model family for conflict-of-interest checks in the analysis; None: inferred there.
+    family: str | None = None
 
     def params_for(self, role: str) -> dict[str, Any]:
         """``parameters`` with this role's overrides merged on top (only given keys change)."""

@@ -69,6 +69,7 @@ class GenerateResult:
     usage: Usage = attrs.field(factory=Usage)
     cost_usd: float | None = None
     model: str | None = None  # the provider's model id that answered, when reported
+    finish_reason: str | None = None  # why generation stopped ("stop", "length", ...), when reported
 
 
 class ModelError(Exception):
@@ -95,9 +96,17 @@ class TransientModelError(ModelError):
 
 
 class MalformedResponseError(TransientModelError):
-    """A 200 whose body is empty, truncated or not the expected shape."""
+    """A 200 whose body is empty, truncated or not the expected shape.
+
+    ``finish_reason`` is why the model stopped, when the reply said so, normalised across
+    providers: ``"length"`` means the output-token limit cut it (a probe treats that as alive).
+    """
 
     kind = "malformed"
+
+    def __init__(self, message: str, *, retry_after: float | None = None, finish_reason: str | None = None) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.finish_reason = finish_reason
 
 
 class FatalModelError(ModelError):

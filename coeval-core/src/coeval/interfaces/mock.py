@@ -234,10 +234,10 @@ class MockInterface(Interface):
 
     def _result(self, request: GenerateRequest, text: str, s: _Settings) -> GenerateResult:
         usage = Usage(max(1, len(request.prompt) // 4), max(1, len(text) // 4))
-        cost = None
+        cost = 0.0  # the mock is free unless told otherwise
         if s.cost_per_call or s.cost_per_1k:
             cost = s.cost_per_call + s.cost_per_1k * (usage.input_tokens + usage.output_tokens) / 1000.0
-        return GenerateResult(text=text, usage=usage, cost_usd=cost, model=f"mock/{self.model.name}")
+        return GenerateResult(text=text, usage=usage, cost_usd=cost, model=f"mock/{self.model.name}", finish_reason="stop")
 
     # ------------------------------------------------------------------ scripted replies
 

@@ -31,7 +31,7 @@ import attrs
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.evaluators.metric import metric_factors
 from coeval.interfaces.base import GenerateRequest
-from coeval.judging import parse_per_factor, parse_single
+from coeval.judging import parse_per_factor, parse_rationale, parse_single
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.prompts import render_prompt
@@ -501,6 +501,7 @@ class EvaluationPhase:
                 if j.factor is not None:
                     record["factor"] = j.factor
                 record["scores"] = dict(outcome.value) if outcome.status == "ok" else {}
+                record["rationale"] = parse_rationale(outcome.raw, [j.factor] if j.factor else list(j.factors))
                 record["evaluated_at"] = utc_now()
                 record.update(call_fields(outcome))
                 ctx.writers.write(path, record)

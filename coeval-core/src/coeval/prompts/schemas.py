@@ -74,7 +74,7 @@ _SCORE = {"type": "string", "enum": list(SCORES)}
 
 JUDGE_FACTOR_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"score": _SCORE},
+    "properties": {"score": _SCORE, "rationale": _STR},
     "required": ["score"],
     "additionalProperties": False,
 }
@@ -89,7 +89,13 @@ def judge_single_schema(factors: Sequence[str]) -> dict[str, Any]:
                 "properties": {f: _SCORE for f in factors},
                 "required": list(factors),
                 "additionalProperties": False,
-            }
+            },
+            # optional: a one-sentence reason per factor, kept in the record for `coeval view`
+            "rationale": {
+                "type": "object",
+                "properties": {f: _STR for f in factors},
+                "additionalProperties": False,
+            },
         },
         "required": ["scores"],
         "additionalProperties": False,

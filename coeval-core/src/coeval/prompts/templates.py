@@ -148,8 +148,9 @@ Answer to grade:
 Rate the answer on each criterion below as High, Medium or Low.
 {rubric}
 
-Reply with JSON only: {{"scores": {{"criterion_name": "High" or "Medium" or "Low", ...}}}}
-with one entry for every criterion above.
+Reply with JSON only: {{"scores": {{"criterion_name": "High" or "Medium" or "Low", ...}},
+"rationale": {{"criterion_name": "one sentence on why", ...}}}}
+with one entry for every criterion above in each.
 """,
     "evaluate_per_factor": """\
 You are grading one answer to a task on a single criterion. Be strict and consistent.
@@ -175,6 +176,6 @@ Answer to grade:
 Criterion: {factor}: {criterion}
 
 Rate the answer on this criterion only, as High, Medium or Low.
-Reply with JSON only: {{"score": "High" or "Medium" or "Low"}}
+Reply with JSON only: {{"score": "High" or "Medium" or "Low", "rationale": "one sentence on why"}}
 """,
 }

@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -124,8 +125,8 @@ class SchedulerStats:
 class _Job:
     """Mutable state of one item while it runs (kept small: one per item)."""
 
-    __slots__ = ("attempts", "cost", "done", "iface", "in_tokens", "item", "last_error", "last_kind",
-                 "out_tokens", "parse_failures", "transport_failures")
+    __slots__ = ("attempts", "cost", "done", "errors", "finish_reason", "iface", "in_tokens", "item", "last_error",
+                 "last_kind", "latency_ms", "out_tokens", "parse_failures", "raw", "transport_failures")
 
     def __init__(self, item: WorkItem, iface: Interface | None) -> None:
         self.item = item
@@ -139,6 +140,18 @@ class _Job:
         self.last_kind: str | None = None
         self.last_error: str | None = None
         self.done = False
+        self.raw: str | None = None  # the transcript fields: see WorkOutcome
+        self.finish_reason: str | None = None
+        self.latency_ms: float | None = None
+        self.errors: list[str] | None = None
+
+
+def _note_error(job: _Job) -> None:
+    """Keep each failed attempt's ``kind: message`` for the record (failures only: no cost
+    on the common path)."""
+    if job.errors is None:
+        job.errors = []
+    job.errors.append(f"{job.last_kind}: {job.last_error}")
 
 
 class _Lane:
@@ -395,6 +408,7 @@ class Scheduler:
             lane.peak = lane.in_flight
         seq = lane.limit.started()
         started = self.clock.now()
+        started_wall = time.perf_counter()
         call_timeout = getattr(iface, "call_timeout_s", None) or limits.call_timeout_s
         try:
             if call_timeout is None:
@@ -409,6 +423,7 @@ class Scheduler:
             lane.in_flight -= 1
             if is_connection_failure(exc) and self._server_down(run, lane, job):
                 return
+            job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
             err = self._classify(iface, exc)
             if lane.limit.gradient is not None and is_timeout(exc):
                 lane.limit.rate_limited(seq)  # a queueing server is over capacity
@@ -420,11 +435,14 @@ class Scheduler:
         lane.limit.succeeded(finished - started, finished)
         if lane.server_wait.answered():
             self._say(f"{lane.url}: the server answers again")
+        job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
+        job.raw, job.finish_reason = result.text, result.finish_reason
         usage = result.usage
         job.in_tokens += usage.input_tokens
         job.out_tokens += usage.output_tokens
-        if result.cost_usd:
+        if result.cost_usd is not None:
             job.cost = (job.cost or 0.0) + result.cost_usd
+        if result.cost_usd:
             self._add_spend(run, result.cost_usd)
         if lane.workers < lane.limit.current and lane.ready:
             self._spawn_workers(run, lane)
@@ -437,6 +455,7 @@ class Scheduler:
         except OutputParseError as exc:
             job.parse_failures += 1
             job.last_kind, job.last_error = "unparseable", redact(str(exc))
+            _note_error(job)
             if job.parse_failures > limits.generation_retries or job.attempts >= limits.max_attempts:
                 self._finish(run, job, "failed")
             elif run.stopping:
@@ -495,6 +514,7 @@ class Scheduler:
     def _failed_call(self, run: _PhaseRun, lane: _Lane, job: _Job, err: ModelError, seq: int) -> None:
         job.last_kind = err.kind
         job.last_error = redact(str(err))
+        _note_error(job)
         job.transport_failures += 1
         if isinstance(err, RateLimitError):
             if lane.limit.rate_limited(seq):
@@ -575,6 +595,10 @@ class Scheduler:
             attempts=job.attempts,
             usage=Usage(job.in_tokens, job.out_tokens),
             cost_usd=job.cost,
+            raw=job.raw,
+            latency_ms=job.latency_ms,
+            finish_reason=job.finish_reason,
+            attempt_errors=tuple(job.errors or ()),
         )
         self._deliver(run, job, outcome)
 

@@ -43,6 +43,12 @@ class WorkOutcome:
     attempts: int = 0  # calls made for this item (bounded by SchedulerLimits.max_attempts)
     usage: Usage = attrs.field(factory=Usage)  # summed over attempts
     cost_usd: float | None = None
+    #: The last reply's text as received (before parsing), also on failed items.
+    raw: str | None = None
+    latency_ms: float | None = None  # wall time of the call that gave ``raw`` (or the last call)
+    finish_reason: str | None = None
+    #: ``"kind: message"`` of every failed attempt, in order (transport and parse failures).
+    attempt_errors: tuple[str, ...] = ()
 
 
 @attrs.frozen

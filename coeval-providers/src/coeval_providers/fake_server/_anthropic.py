@@ -11,6 +11,7 @@ from aiohttp import web
 from coeval_providers.fake_server import _batch
 from coeval_providers.fake_server._core import STATE, Call, Reply, handle_model_call, make_reply, message_text
 from coeval_providers.fake_server._state import BatchJob
+from coeval_providers.fake_server._strict import anthropic_body_problem, anthropic_headers_problem
 
 __all__ = ["add_routes", "anthropic_error", "list_models"]
 
@@ -68,10 +69,15 @@ def message_body(body: dict[str, Any], call: Call, reply: Reply) -> dict[str, An
 
 
 async def messages(request: web.Request) -> web.StreamResponse:
+    problem = anthropic_headers_problem(request)
+    if problem is not None:
+        request.app[STATE].record("anthropic.rejected", {"method": "POST", "path": request.path, "rejected": problem[1]})
+        return anthropic_error(*problem, {})
     body = await request.json()
+    if (problem := anthropic_body_problem(body)) is not None:
+        request.app[STATE].record("anthropic.rejected", {"method": "POST", "path": request.path, "rejected": problem[2]})
+        return anthropic_error(*problem, {})
     call = messages_call(body)
-    if not body.get("max_tokens"):
-        return anthropic_error(400, "invalid_request", "max_tokens: Field required", {})
     if request.headers.get("anthropic-version", "2026-10-21") >= "2026-10-21":
         for key in ("temperature", "top_p", "top_k"):
             if key in body:  # as API version 2026-10-21 does, at any value
@@ -114,6 +120,9 @@ def _batch_object(request: web.Request, job: BatchJob) -> dict[str, Any]:
 
 async def create_batch(request: web.Request) -> web.Response:
     state = request.app[STATE]
+    problem = anthropic_headers_problem(request)
+    if problem is not None:
+        return anthropic_error(*problem, {})
     body = await request.json()
     state.record("anthropic.batches.create", {"method": "POST", "path": request.path})
     items = body.get("requests") or []

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from coeval_providers.fake_server._schema import schema_instance
 from coeval_providers.fake_server._state import REJECTED_KEY_PREFIX, FakeState, Fault
+from coeval_providers.fake_server._strict import auth_problem
 
 __all__ = ["STATE", "Call", "ErrorRenderer", "Reply", "count_tokens", "handle_model_call", "make_reply", "message_text"]
 
@@ -115,6 +116,9 @@ async def handle_model_call(
         entry["schema"] = call.schema is not None
         entry["max_tokens"] = call.max_tokens
     index = state.record(call.route, entry)
+    if (missing := auth_problem(call.route, request)) is not None:
+        entry["rejected"] = missing[1]
+        return render_error(*missing, {})
     credential = _credential(request)
     if REJECTED_KEY_PREFIX in credential:
         # Real providers echo (part of) the key back; echo it whole so tests prove we redact.
@@ -122,10 +126,24 @@ async def handle_model_call(
         return render_error(401, "invalid_api_key", f"Incorrect API key provided: {REJECTED_KEY_PREFIX}{key}", {})
     fault = state.take_fault(call.route, call.model)
     await _latency(state, index)
+    counted = _counting(entry, render_ok)
     if fault is None:
-        return render_ok(make_reply(call))
+        return counted(make_reply(call))
     entry["fault"] = fault.kind
-    return await _apply_fault(request, fault, call, render_ok, render_error)
+    return await _apply_fault(request, fault, call, counted, render_error)
+
+
+def _counting(entry: dict[str, Any], render_ok: Callable[[Reply], web.Response]) -> Callable[[Reply], web.Response]:
+    """Log the tokens of each reply the fake sends, so tests compare records with what the
+    server counted."""
+
+    def render(reply: Reply) -> web.Response:
+        entry["input_tokens"] = reply.input_tokens
+        entry["output_tokens"] = reply.output_tokens
+        entry["finish"] = reply.finish
+        return render_ok(reply)
+
+    return render
 
 
 async def _apply_fault(
@@ -161,6 +179,9 @@ async def _apply_fault(
         return render_ok(make_reply(call))
     if kind == "length":
         return render_ok(make_reply(call, truncated=True))
+    if kind == "length_empty":  # a reasoning model that spent its whole budget before writing
+        cut = make_reply(call, truncated=True)
+        return render_ok(Reply(text="", input_tokens=cut.input_tokens, output_tokens=call.max_tokens or 1, finish="length"))
     if kind == "malformed":
         return web.Response(status=200, body=b'{"id": "broken", "choices": [{"message": {"content": "Hel', content_type="application/json")
     if kind == "empty":

@@ -13,6 +13,7 @@ from coeval_providers.fake_server import _batch, _openai
 from coeval_providers.fake_server._core import STATE, Call, Reply, handle_model_call, make_reply
 from coeval_providers.fake_server._state import BatchJob
 from coeval_providers.fake_server._storage import gcs_split
+from coeval_providers.fake_server._strict import gemini_body_problem
 
 __all__ = ["add_routes", "gemini_error", "list_models"]
 
@@ -85,6 +86,8 @@ async def models_post(request: web.Request) -> web.StreamResponse:
     model = model.removeprefix("models/")
     body = await request.json()
     if action == "generateContent":
+        if (problem := gemini_body_problem(body)) is not None:
+            return gemini_error(*problem, {})
         call = generate_call(body, model)
         return await handle_model_call(request, call, lambda r: web.json_response(generate_body(call, r)), gemini_error)
     if action == "batchGenerateContent":
@@ -101,6 +104,8 @@ async def vertex_models_post(request: web.Request) -> web.StreamResponse:
     body = await request.json()
     if action != "generateContent":
         return gemini_error(404, "not_found", f"unknown action {action}", {})
+    if (problem := gemini_body_problem(body)) is not None:
+        return gemini_error(*problem, {})
     call = generate_call(body, model, route="vertex.generate")
     return await handle_model_call(request, call, lambda r: web.json_response(generate_body(call, r)), gemini_error)
 

@@ -17,6 +17,18 @@ from aiohttp import web
 from coeval_providers.fake_server import _batch
 from coeval_providers.fake_server._core import STATE, Call, Reply, handle_model_call, make_reply, message_text
 from coeval_providers.fake_server._state import BatchJob, FakeState
+from coeval_providers.fake_server._strict import (
+    AZURE_BATCH_ENDPOINTS,
+    BATCH_ENDPOINTS,
+    BATCH_MAX_BYTES,
+    azure_api_version_problem,
+    batch_lines_problem,
+    openai_chat_body_problem,
+    openai_chat_path_problem,
+)
+
+#: ``purpose`` values of OpenAI's ``POST /v1/files`` (openapi spec enum).
+FILE_PURPOSES = frozenset({"assistants", "batch", "fine-tune", "vision", "user_data", "evals"})
 
 __all__ = ["FAKE_MODELS", "add_routes", "chat_call", "chat_response", "openai_error"]
 
@@ -84,10 +96,19 @@ def chat_response(call: Call, reply: Reply, rid: str = "chatcmpl-fake") -> dict[
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
+    problem = openai_chat_path_problem(request.path) or azure_api_version_problem(request)
+    if problem is not None:
+        request.app[STATE].record("openai.rejected", {"method": "POST", "path": request.path, "rejected": problem[1]})
+        return openai_error(*problem, {})
     try:
         body = await request.json()
     except json.JSONDecodeError:
         return openai_error(400, "invalid_json", "We could not parse the JSON body of your request.", {})
+    if "/openai/deployments/" in request.path and isinstance(body, dict):
+        body.setdefault("model", request.path.split("/openai/deployments/", 1)[1].split("/", 1)[0])
+    if (problem := openai_chat_body_problem(body)) is not None:
+        request.app[STATE].record("openai.rejected", {"method": "POST", "path": request.path, "rejected": problem[2]})
+        return openai_error(*problem, {})
     deployment = request.match_info.get("prefix", "")
     model = None
     if "deployments/" in deployment:
@@ -135,8 +156,16 @@ async def create_file(request: web.Request) -> web.Response:
     if upload is None or not hasattr(upload, "file"):
         return openai_error(400, "missing_file", "a file is required", {})
     content = upload.file.read()
-    state.record("openai.files.create", {"method": "POST", "path": request.path, "bytes": len(content)})
-    file_id = store_file(state, content, getattr(upload, "filename", None) or "upload.jsonl", str(form.get("purpose", "batch")))
+    purpose = str(form.get("purpose", ""))
+    state.record("openai.files.create", {"method": "POST", "path": request.path, "bytes": len(content), "purpose": purpose})
+    problem = azure_api_version_problem(request)
+    if problem is not None:
+        return openai_error(*problem, {})
+    if purpose not in FILE_PURPOSES:
+        return openai_error(400, "invalid_purpose", f"purpose: expected one of {sorted(FILE_PURPOSES)}, got {purpose!r}", {})
+    if purpose == "batch" and len(content) > BATCH_MAX_BYTES:
+        return openai_error(400, "file_too_large", f"a batch input file may be at most {BATCH_MAX_BYTES} bytes", {})
+    file_id = store_file(state, content, getattr(upload, "filename", None) or "upload.jsonl", purpose)
     return web.json_response(_file_object(state, file_id))
 
 
@@ -217,11 +246,29 @@ def _batch_object(job: BatchJob) -> dict[str, Any]:
 async def create_batch(request: web.Request) -> web.Response:
     state = request.app[STATE]
     body = await request.json()
-    state.record("openai.batches.create", {"method": "POST", "path": request.path})
+    endpoint = body.get("endpoint")
+    state.record("openai.batches.create", {"method": "POST", "path": request.path, "endpoint": endpoint})
+    problem = azure_api_version_problem(request)
+    if problem is not None:
+        return openai_error(*problem, {})
+    endpoints = AZURE_BATCH_ENDPOINTS if request.path.startswith("/openai/batches") else BATCH_ENDPOINTS
+    if endpoint not in endpoints:
+        return openai_error(400, "invalid_value", f"endpoint: expected one of {sorted(endpoints)}, got {endpoint!r}", {})
+    if body.get("completion_window") != "24h":  # the only value the API reference lists
+        return openai_error(400, "invalid_value", f"completion_window: expected '24h', got {body.get('completion_window')!r}", {})
     file_id = body.get("input_file_id")
     if file_id not in state.files:
         return openai_error(400, "file_not_found", f"input file {file_id} not found", {})
+    if state.files[file_id]["purpose"] != "batch":
+        return openai_error(400, "invalid_file", f"input file {file_id} was not uploaded with purpose 'batch'", {})
     lines = _parse_jsonl(state.files[file_id]["content"])
+    problem = batch_lines_problem(lines, str(endpoint))
+    if problem is not None:
+        return openai_error(*problem, {})
+    if not str(endpoint).endswith("/chat/completions"):
+        # The fake only answers chat completions; a chat body sent to another endpoint would be
+        # refused line by line by the real service, so refuse the whole batch here.
+        return openai_error(400, "invalid_body", f"the request bodies are chat completions, not {endpoint}", {})
     models = {line.get("body", {}).get("model") for line in lines}
     if len(models) > 1:
         return openai_error(400, "mixed_models", f"a batch may hold one model only, got {sorted(map(str, models))}", {})
@@ -252,6 +299,9 @@ async def cancel_batch(request: web.Request) -> web.Response:
 
 
 # ---- Mistral batch jobs ----------------------------------------------------------------------
+#: ``endpoint`` values of Mistral's ``POST /v1/batch/jobs`` (API reference, ApiEndpoint enum).
+MISTRAL_BATCH_ENDPOINTS = frozenset({"/v1/chat/completions", "/v1/embeddings", "/v1/fim/completions", "/v1/moderations",
+                                     "/v1/chat/moderations", "/v1/ocr", "/v1/classifications", "/v1/chat/classifications"})
 _MISTRAL_STATUS = {"pending": "QUEUED", "running": "RUNNING", "completed": "SUCCESS", "expired": "TIMEOUT_EXCEEDED", "failed": "FAILED", "cancelled": "CANCELLED"}
 
 
@@ -279,7 +329,11 @@ def _mistral_job(job: BatchJob) -> dict[str, Any]:
 async def create_mistral_job(request: web.Request) -> web.Response:
     state = request.app[STATE]
     body = await request.json()
-    state.record("mistral.batch.create", {"method": "POST", "path": request.path})
+    state.record("mistral.batch.create", {"method": "POST", "path": request.path, "endpoint": body.get("endpoint")})
+    if body.get("endpoint") not in MISTRAL_BATCH_ENDPOINTS:
+        return openai_error(400, "invalid_value", f"endpoint: expected one of {sorted(MISTRAL_BATCH_ENDPOINTS)}, got {body.get('endpoint')!r}", {})
+    if not body.get("model"):  # the fake only serves chat lines, whose model comes from the job
+        return openai_error(400, "missing_model", "model is required for chat completion batch jobs", {})
     files = body.get("input_files") or []
     if not files or any(f not in state.files for f in files):
         return openai_error(400, "file_not_found", "input file not found", {})

@@ -34,6 +34,7 @@ FAULT_KINDS = frozenset(
         "truncate",  # 200 that promises more bytes than it sends, then closes
         "reset",  # connection closed without a response
         "length",  # a normal reply cut by the token limit (finish reason length)
+        "length_empty",  # an empty reply cut by the token limit (finish reason length, no text)
     }
 )
 

@@ -142,10 +142,13 @@ class ProviderInterface(Interface):
             self._price = pricing_table().price(self.name, str(self.model.parameters.get("price_as") or self.model_id))
         return self._price
 
-    def result(self, text: str, input_tokens: int, output_tokens: int, model: str | None = None, *, batch: bool = False) -> GenerateResult:
+    def result(self, text: str, input_tokens: int, output_tokens: int, model: str | None = None, *, batch: bool = False,
+               finish_reason: Any = None) -> GenerateResult:
         usage = Usage(int(input_tokens or 0), int(output_tokens or 0))
         cost = self.price.cost(usage.input_tokens, usage.output_tokens, batch=batch) if self.price is not None else None
-        return GenerateResult(text=text, usage=usage, cost_usd=cost, model=model or self.model_id)
+        finish = getattr(finish_reason, "value", finish_reason)  # SDK enums carry their wire value
+        return GenerateResult(text=text, usage=usage, cost_usd=cost, model=model or self.model_id,
+                              finish_reason=str(finish) if finish is not None else None)
 
     def classify_error(self, exc: BaseException) -> ModelError:
         if isinstance(exc, ModelError):
@@ -175,7 +178,7 @@ class ProviderInterface(Interface):
         try:
             await self.generate(GenerateRequest(prompt="Reply with the word OK.", params=params))
         except MalformedResponseError as exc:
-            if not any(mark in str(exc) for mark in ("=length", "=MAX_TOKENS", "=max_tokens")):
+            if exc.finish_reason != "length":
                 raise
 
     async def model_details(self) -> list[dict[str, Any]]:

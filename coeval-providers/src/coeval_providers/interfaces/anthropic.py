@@ -86,7 +86,7 @@ def parse_message(provider: str, message: Any) -> tuple[str, int, int, str | Non
         elif kind == "tool_use":
             parts.append(json.dumps(get(block, "input")))
     if not parts:
-        raise _errors.malformed(provider, f"empty reply (stop_reason={get(message, 'stop_reason')})")
+        raise _errors.empty_reply(provider, get(message, "stop_reason"))
     usage = get(message, "usage")
     tokens_in = int((get(usage, "input_tokens") or 0) + (get(usage, "cache_read_input_tokens") or 0)
                     + (get(usage, "cache_creation_input_tokens") or 0)) if usage is not None else 0
@@ -159,7 +159,7 @@ class AnthropicInterface(ProviderInterface):
         except Exception as exc:
             raise self.classify_error(exc) from None
         text, tokens_in, tokens_out, model = parse_message(self.name, message)
-        return self.result(text, tokens_in, tokens_out, model)
+        return self.result(text, tokens_in, tokens_out, model, finish_reason=getattr(message, "stop_reason", None))
 
     def classify_sdk_error(self, exc: BaseException) -> ModelError:
         return anthropic_error(self.name, exc, self.model_id) or super().classify_sdk_error(exc)

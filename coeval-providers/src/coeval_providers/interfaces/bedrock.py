@@ -86,7 +86,7 @@ def parse_converse(provider: str, resp: Any) -> tuple[str, int, int]:
         elif "toolUse" in block:
             parts.append(json.dumps(block["toolUse"].get("input")))
     if not parts:
-        raise _errors.malformed(provider, f"empty reply (stopReason={resp.get('stopReason')})")
+        raise _errors.empty_reply(provider, resp.get("stopReason"))
     usage = resp.get("usage") or {}
     return "".join(parts), int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0)
 

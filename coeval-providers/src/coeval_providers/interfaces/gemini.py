@@ -83,7 +83,7 @@ def parse_generate_response(provider: str, resp: Any) -> tuple[str, int, int, st
     text = "".join(str(_get(p, "text") or "") for p in parts if not _get(p, "thought"))
     finish = _get(first, "finish_reason") or _get(first, "finishReason")
     if not text:
-        raise _errors.malformed(provider, f"empty reply (finish_reason={getattr(finish, 'value', finish)})")
+        raise _errors.empty_reply(provider, finish)
     usage = _get(resp, "usage_metadata") or _get(resp, "usageMetadata")
     tokens_in = int(_get(usage, "prompt_token_count") or _get(usage, "promptTokenCount") or 0)
     tokens_out = int(_get(usage, "candidates_token_count") or _get(usage, "candidatesTokenCount") or 0)

@@ -1,0 +1,28 @@
+"""``coeval export``: every judgment of a run as one tidy table, written by DuckDB."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coeval_analysis.viewer.store import RunStore
+
+__all__ = ["FORMATS", "export_judgments"]
+
+FORMATS = ("parquet", "csv", "jsonl")
+_COPY_OPTIONS = {"parquet": "FORMAT parquet", "csv": "FORMAT csv, HEADER true", "jsonl": "FORMAT json"}
+
+#: One row per evaluation and factor (a failed evaluation: one row without factor).
+TIDY_SQL = (
+    "SELECT j.datapoint_id, j.response_id, j.id AS evaluation_id, j.task_id AS task, j.teacher_model_id AS teacher, "
+    "j.student_model_id AS student, j.judge_model_id AS judge, j.factor, j.score, j.value, j.status, "
+    "e.rationale ->> j.factor AS rationale, e.raw, e.latency_ms, e.cost_usd, e.error "
+    "FROM judgments j JOIN evals e ON e.id = j.id ORDER BY j.id, j.factor"
+)
+
+
+def export_judgments(store: RunStore, fmt: str, out: Path) -> int:
+    """Write the tidy table to ``out``; returns its row count."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    target = str(out).replace("'", "''")
+    store.query(f"COPY ({TIDY_SQL}) TO '{target}' ({_COPY_OPTIONS[fmt]})")
+    return int(store.query("SELECT count(*) FROM judgments")[0][0])

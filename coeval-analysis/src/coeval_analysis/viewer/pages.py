@@ -1,0 +1,193 @@
+"""HTML of the viewer's pages. Every value from a run is escaped; pages are plain HTML
+with a little CSS and no script, so they work in any browser and in tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from coeval_analysis.viewer.queries import FILTERS, PAGE_SIZE, Filters
+
+__all__ = ["compare_page", "datapoint_page", "failures_page", "layout", "not_found_page", "start_page"]
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
+table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;vertical-align:top}
+th{background:#f3f3f3;text-align:left}pre{white-space:pre-wrap;max-width:60rem;margin:0;font-size:.85rem}
+.cols{display:flex;gap:1rem;flex-wrap:wrap}.card{border:1px solid #ccc;padding:.5rem;min-width:18rem;flex:1}
+.failed{color:#a00}nav a{margin-right:1rem}form label{margin-right:.5rem}
+"""
+
+
+def _e(value: Any) -> str:
+    return "" if value is None else escape(str(value))
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    return "" if value is None else f"{float(value):.{digits}f}"
+
+
+def layout(title: str, body: str, base: str = "") -> str:
+    nav = (f'<nav><a href="{base}/">Start</a><a href="{base}/failures">Failures</a>'
+           '<a href="/">All runs</a></nav>')
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+            f"<style>{_CSS}</style></head><body>{nav}<h1>{_e(title)}</h1>{body}</body></html>")
+
+
+def _link(base: str, params: Mapping[str, str]) -> str:
+    return f"{base}/?{urlencode({k: v for k, v in params.items() if v})}"
+
+
+def ranking_table(rows: Sequence[Mapping[str, Any]], base: str, table_id: str = "ranking") -> str:
+    body = "".join(
+        f'<tr><td>{i}</td><td><a class="student-link" href="{_link(base, {"student": r["student"]})}">'
+        f'{_e(r["student"])}</a></td><td>{_num(r["mean"])}</td><td>{r["n"]}</td><td>{r["datapoints"]}</td></tr>'
+        for i, r in enumerate(rows, 1)
+    )
+    return (f'<table id="{table_id}"><tr><th>#</th><th>Student</th><th>Mean score</th><th>Judgments</th>'
+            f"<th>Datapoints</th></tr>{body}</table>")
+
+
+def _filter_form(facets: Mapping[str, Sequence[str]], f: Filters) -> str:
+    selects = []
+    for key in FILTERS:
+        options = "".join(
+            f'<option value="{_e(v)}"{" selected" if f.where.get(key) == v else ""}>{_e(v)}</option>'
+            for v in facets.get(key, ())
+        )
+        selects.append(f'<label>{key} <select name="{key}"><option value="">any</option>{options}</select></label>')
+    students = facets.get("student", ())
+    pick = {
+        name: "".join(f'<option value="{_e(s)}"{" selected" if cur == s else ""}>{_e(s)}</option>' for s in students)
+        for name, cur in (("a", f.student_a), ("b", f.student_b))
+    }
+    sorts = "".join(
+        f'<option value="{s}"{" selected" if f.sort == s else ""}>{label}</option>'
+        for s, label in (("id", "datapoint id"), ("disagreement", "judge disagreement (most disputed first)"),
+                         ("gap", "score gap between student A and B"))
+    )
+    return (f'<form id="filters" method="get">{"".join(selects)}<br><label>sort <select name="sort">{sorts}</select>'
+            f'</label><label>A <select name="a"><option value=""></option>{pick["a"]}</select></label>'
+            f'<label>B <select name="b"><option value=""></option>{pick["b"]}</select></label>'
+            '<button type="submit">Apply</button></form>')
+
+
+def _links(base: str, facets: Mapping[str, Sequence[str]]) -> str:
+    parts = []
+    for key in ("student", "task", "teacher", "judge"):
+        links = ", ".join(f'<a href="{_link(base, {key: v})}">{_e(v)}</a>' for v in facets.get(key, ()))
+        parts.append(f"<p><b>{key}s:</b> {links}</p>")
+    return "".join(parts)
+
+
+def start_page(name: str, base: str, ranking: Sequence[Mapping[str, Any]], facets: Mapping[str, Sequence[str]],
+               rows: Sequence[Mapping[str, Any]], total: int, f: Filters) -> str:
+    body_rows = "".join(
+        f'<tr><td><a class="dp-link" href="{base}/datapoint/{quote(str(r["datapoint_id"]), safe="")}">'
+        f'{_e(r["datapoint_id"])}</a></td><td>{_e(r["task"])}</td><td>{_e(r["teacher"])}</td>'
+        f'<td>{r["judgments"]}</td><td>{r["failed"]}</td><td>{_num(r["mean"])}</td>'
+        f'<td class="disagreement">{_num(r["disagreement"])}</td><td class="gap">{_num(r["gap"])}</td></tr>'
+        for r in rows
+    )
+    pages = max(1, -(-total // PAGE_SIZE))
+    params = {**f.where, "sort": f.sort, "a": f.student_a, "b": f.student_b}
+    nav = []
+    if f.page > 1:
+        nav.append(f'<a href="{_link(base, {**params, "page": str(f.page - 1)})}">previous</a>')
+    if f.page < pages:
+        nav.append(f'<a id="next-page" href="{_link(base, {**params, "page": str(f.page + 1)})}">next</a>')
+    body = (
+        f"<h2>Ranking</h2>{ranking_table(ranking, base)}{_links(base, facets)}"
+        f"<h2>Datapoints</h2>{_filter_form(facets, f)}"
+        f'<p id="count">{total} datapoints, page {f.page} of {pages}</p>'
+        '<table id="datapoints"><tr><th>Datapoint</th><th>Task</th><th>Teacher</th><th>Judgments</th>'
+        f"<th>Failed</th><th>Mean</th><th>Disagreement</th><th>Gap A-B</th></tr>{body_rows}</table>"
+        f"<p>{' '.join(nav)}</p>"
+    )
+    return layout(f"Run {name}", body, base)
+
+
+def _pre(value: Any, cls: str = "") -> str:
+    if isinstance(value, str) and value.startswith(("{", "[")):
+        try:
+            value = json.dumps(json.loads(value), indent=1, ensure_ascii=False)
+        except ValueError:
+            pass
+    return f'<pre class="{cls}">{_e(value)}</pre>'
+
+
+def _call_facts(rec: Mapping[str, Any]) -> str:
+    facts = [f'status <b class="{"failed" if rec.get("status") == "failed" else ""}">{_e(rec.get("status"))}</b>']
+    if rec.get("latency_ms") is not None:
+        facts.append(f"{_num(rec['latency_ms'], 1)} ms")
+    if rec.get("cost_usd") is not None:
+        facts.append(f"${_num(rec['cost_usd'], 6)}")
+    if rec.get("error"):
+        facts.append(f'<span class="failed">{_e(rec["error"])}</span>')
+    return "<p>" + " &middot; ".join(facts) + "</p>"
+
+
+def datapoint_page(name: str, base: str, detail: Mapping[str, Any]) -> str:
+    dp = detail["datapoint"]
+    head = (
+        f"<p>task <b>{_e(dp.get('task_id'))}</b> &middot; teacher <b>{_e(dp.get('teacher_model_id'))}</b></p>"
+        f'<h2>Prompt</h2>{_pre(dp.get("prompt"), "prompt")}<h2>Reference</h2>{_pre(dp.get("reference_response"))}'
+        f"<h2>Attributes</h2>{_pre(dp.get('sampled_target_attributes'))}"
+    )
+    answers = "".join(
+        f'<div class="card answer"><h3>{_e(r.get("student_model_id"))}</h3>{_call_facts(r)}'
+        f'{_pre(r.get("response"))}</div>'
+        for r in detail["responses"]
+    )
+    judges = "".join(
+        f'<div class="card judgment"><h3>{_e(e.get("judge_model_id"))} on {_e(e.get("student_model_id"))}</h3>'
+        f'{_call_facts(e)}<p>scores</p>{_pre(e.get("scores"), "scores")}<p>rationale</p>{_pre(e.get("rationale"))}'
+        f'<p>raw reply</p>{_pre(e.get("raw") if e.get("raw") is not None else "(not recorded)", "judge-raw")}</div>'
+        for e in detail["evals"]
+    )
+    body = f'{head}<h2>Answers</h2><div class="cols">{answers}</div><h2>Judgments</h2><div class="cols">{judges}</div>'
+    return layout(f"Datapoint {dp.get('id')}", body, base)
+
+
+def failures_page(name: str, base: str, groups: Sequence[Mapping[str, Any]]) -> str:
+    if not groups:
+        return layout(f"Failures of {name}", '<p id="no-failures">No failed or unparseable call.</p>', base)
+    sections = []
+    for g in groups:
+        rows = "".join(
+            f'<tr><td>{_e(r["phase"])}</td><td>{_e(r["id"])}</td><td>{_e(r["model"])}</td>'
+            f'<td>{_pre(r["error"])}{_pre(r["attempt_errors"])}</td><td>{_pre(r["raw"], "failure-raw")}</td></tr>'
+            for r in g["rows"]
+        )
+        sections.append(
+            f'<section class="cause" data-cause="{_e(g["cause"])}"><h2>{_e(g["cause"])} ({g["n"]})</h2><table>'
+            f"<tr><th>Phase</th><th>Record</th><th>Model</th><th>Error</th><th>Raw reply</th></tr>{rows}</table></section>"
+        )
+    return layout(f"Failures of {name}", "".join(sections), base)
+
+
+def compare_page(runs: Sequence[tuple[str, str, Sequence[Mapping[str, Any]]]], shared: Sequence[Mapping[str, Any]],
+                 n_shared: int) -> str:
+    cards = "".join(
+        f'<div class="card"><h2><a href="{base}/">{_e(name)}</a></h2>{ranking_table(rows, base, f"ranking-{i}")}</div>'
+        for i, (name, base, rows) in enumerate(runs)
+    )
+    body = f'<div class="cols" id="compare">{cards}</div>'
+    if len(runs) == 2:
+        first, second = runs[0][1], runs[1][1]
+        shared_rows = "".join(
+            f'<tr><td>{_e(r["id"])}</td><td><a href="{first}/datapoint/{quote(str(r["id"]), safe="")}">in '
+            f'{_e(runs[0][0])}</a></td><td><a href="{second}/datapoint/{quote(str(r["id"]), safe="")}">in '
+            f"{_e(runs[1][0])}</a></td></tr>"
+            for r in shared
+        )
+        body += (f'<h2>Shared datapoints</h2><p id="shared-count">{n_shared} datapoints with the same id and prompt '
+                 f"in both runs</p><table><tr><th>Datapoint</th><th></th><th></th></tr>{shared_rows}</table>")
+    return layout("Runs", body)
+
+
+def not_found_page(what: str) -> str:
+    return layout("Not found", f"<p>{_e(what)}</p>")

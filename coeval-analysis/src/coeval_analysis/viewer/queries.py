@@ -1,0 +1,147 @@
+"""The viewer's questions, as parameterised SQL over a :class:`RunStore`.
+
+Filters arrive from the URL; each one becomes a bound parameter (never text pasted into
+SQL). Every list is paginated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from coeval_analysis.viewer.store import RunStore
+
+__all__ = ["FILTERS", "PAGE_SIZE", "Filters", "datapoint_detail", "datapoint_table", "facets", "failures", "ranking"]
+
+PAGE_SIZE = 50
+#: URL parameter -> column of ``judgments``.
+FILTERS: dict[str, str] = {
+    "task": "task_id",
+    "teacher": "teacher_model_id",
+    "student": "student_model_id",
+    "judge": "judge_model_id",
+    "factor": "factor",
+    "status": "status",
+    "score": "score",
+}
+SORTS = ("id", "disagreement", "gap")
+
+
+@attrs.frozen
+class Filters:
+    """What the start page was asked for: column filters, a sort, a page."""
+
+    where: Mapping[str, str] = attrs.field(factory=dict)
+    sort: str = "id"
+    student_a: str = ""
+    student_b: str = ""
+    page: int = 1
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> Filters:
+        where = {k: v for k, v in query.items() if k in FILTERS and v}
+        sort = query.get("sort", "id")
+        try:
+            page = max(1, int(query.get("page", "1")))
+        except ValueError:
+            page = 1
+        return cls(where, sort if sort in SORTS else "id", query.get("a", ""), query.get("b", ""), page)
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """``WHERE ...`` over ``judgments`` and its parameters."""
+        if not self.where:
+            return "", []
+        parts = [f"{FILTERS[k]} = ?" for k in self.where]
+        return " WHERE " + " AND ".join(parts), list(self.where.values())
+
+
+def ranking(store: RunStore, filters: Filters | None = None) -> list[dict[str, Any]]:
+    """Students by mean score (Low 0, Medium 0.5, High 1) over ok judgments."""
+    where, params = (filters or Filters()).sql()
+    cond = " AND value IS NOT NULL" if where else " WHERE value IS NOT NULL"
+    return store.query_dicts(
+        f"SELECT student_model_id AS student, avg(value) AS mean, count(*) AS n, "
+        f"count(DISTINCT datapoint_id) AS datapoints FROM judgments{where}{cond} "
+        "GROUP BY 1 ORDER BY mean DESC, student",
+        params,
+    )
+
+
+def facets(store: RunStore) -> dict[str, list[str]]:
+    """Every value each filter can take (for the filter menus)."""
+    out: dict[str, list[str]] = {}
+    for key, column in FILTERS.items():
+        rows = store.query(f"SELECT DISTINCT {column} FROM judgments WHERE {column} IS NOT NULL ORDER BY 1")
+        out[key] = [str(r[0]) for r in rows]
+    return out
+
+
+def datapoint_table(store: RunStore, filters: Filters) -> tuple[list[dict[str, Any]], int]:
+    """One row per datapoint matching the filters: judgments, mean score, disagreement
+    (mean over answer x factor of the judges' standard deviation) and, when two students
+    are chosen, their score gap. Returns the page's rows and the total row count."""
+    where, params = filters.sql()
+    gap = "NULL"
+    if filters.student_a and filters.student_b:
+        gap = "avg(value) FILTER (WHERE student_model_id = ?) - avg(value) FILTER (WHERE student_model_id = ?)"
+    order = {
+        "id": "datapoint_id",
+        "disagreement": "disagreement DESC NULLS LAST, datapoint_id",
+        "gap": "abs(gap) DESC NULLS LAST, datapoint_id",
+    }[filters.sort]
+    inner = (
+        "SELECT datapoint_id, response_id, factor, any_value(task_id) AS task_id, "
+        "any_value(teacher_model_id) AS teacher_model_id, any_value(student_model_id) AS student_model_id, "
+        "count(*) AS n, sum(CASE WHEN status <> 'ok' THEN 1 ELSE 0 END) AS failed, avg(value) AS value, "
+        f"stddev_pop(value) AS sd FROM judgments{where} GROUP BY datapoint_id, response_id, factor"
+    )
+    gap_params = [filters.student_a, filters.student_b] if gap != "NULL" else []
+    sql = (
+        f"SELECT datapoint_id, any_value(task_id) AS task, any_value(teacher_model_id) AS teacher, sum(n) AS judgments, "
+        f"sum(failed) AS failed, avg(value) AS mean, avg(sd) AS disagreement, {gap} AS gap, "
+        f"count(*) OVER () AS total FROM ({inner}) GROUP BY datapoint_id ORDER BY {order} LIMIT ? OFFSET ?"
+    )
+    rows = store.query_dicts(sql, [*params, *gap_params, PAGE_SIZE, (filters.page - 1) * PAGE_SIZE])
+    total = int(rows[0]["total"]) if rows else 0
+    return rows, total
+
+
+def datapoint_detail(store: RunStore, datapoint_id: str) -> dict[str, Any] | None:
+    """The teacher's item, every student's answer and every judge's record of it."""
+    found = store.query_dicts("SELECT * FROM datapoints WHERE id = ?", [datapoint_id])
+    responses = store.query_dicts(
+        "SELECT * FROM responses WHERE datapoint_id = ? ORDER BY student_model_id", [datapoint_id]
+    )
+    evals = store.query_dicts(
+        "SELECT * FROM evals WHERE datapoint_id = ? ORDER BY student_model_id, judge_model_id, id", [datapoint_id]
+    )
+    if not found and not responses and not evals:
+        return None
+    return {"datapoint": found[0] if found else {"id": datapoint_id}, "responses": responses, "evals": evals}
+
+
+_FAILED_UNION = (
+    "SELECT 'datapoint' AS phase, id, task_id, teacher_model_id AS model, error_kind, error, raw, "
+    "CAST(attempt_errors AS VARCHAR) AS attempt_errors FROM datapoints WHERE status = 'failed' "
+    "UNION ALL SELECT 'response', id, task_id, student_model_id, error_kind, error, raw, "
+    "CAST(attempt_errors AS VARCHAR) FROM responses WHERE status = 'failed' "
+    "UNION ALL SELECT 'evaluation', id, task_id, judge_model_id, error_kind, error, raw, "
+    "CAST(attempt_errors AS VARCHAR) FROM evals WHERE status = 'failed'"
+)
+
+
+def failures(store: RunStore, per_cause: int = PAGE_SIZE) -> list[dict[str, Any]]:
+    """Failed calls of phases 3-5 grouped by cause (``error_kind``), most common first;
+    each group with its count and up to ``per_cause`` examples."""
+    groups = store.query_dicts(
+        f"SELECT coalesce(error_kind, 'unknown') AS cause, count(*) AS n FROM ({_FAILED_UNION}) "
+        "GROUP BY 1 ORDER BY n DESC, cause"
+    )
+    for group in groups:
+        group["rows"] = store.query_dicts(
+            f"SELECT * FROM ({_FAILED_UNION}) WHERE coalesce(error_kind, 'unknown') = ? ORDER BY phase, id LIMIT ?",
+            [group["cause"], per_cause],
+        )
+    return groups

@@ -1,0 +1,107 @@
+"""The ``coeval view`` HTTP server: a thread per request, pages answered from DuckDB.
+
+URLs: ``/`` (the run, or every run side by side), ``/r/<k>/`` (run k's start page),
+``/r/<k>/datapoint/<id>``, ``/r/<k>/failures`` and ``/api/ping`` (what the HTML report
+asks to learn whether a viewer is running).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from coeval_analysis.viewer import pages, queries
+from coeval_analysis.viewer.store import RunStore
+
+__all__ = ["ViewServer", "shared_datapoints"]
+
+log = logging.getLogger("coeval.view")
+_SHARED_SHOWN = 100
+
+
+def shared_datapoints(a: RunStore, b: RunStore) -> tuple[list[dict[str, Any]], int]:
+    """Datapoints both runs hold with the same id and prompt (a run forked with
+    ``resume_from`` keeps its parent's items): the first ones, and how many."""
+    theirs = dict(b.query("SELECT id, md5(coalesce(prompt, '')) FROM datapoints"))
+    same = [rid for rid, h in a.query("SELECT id, md5(coalesce(prompt, '')) FROM datapoints ORDER BY id")
+            if theirs.get(rid) == h]
+    return [{"id": rid} for rid in same[:_SHARED_SHOWN]], len(same)
+
+
+class ViewServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], stores: Sequence[RunStore]) -> None:
+        self.stores = list(stores)
+        self._shared: tuple[list[dict[str, Any]], int] | None = None
+        super().__init__(address, _Handler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[0], self.server_address[1]
+        return f"http://{host}:{port}/"
+
+    def shared(self) -> tuple[list[dict[str, Any]], int]:
+        if self._shared is None:
+            self._shared = shared_datapoints(self.stores[0], self.stores[1]) if len(self.stores) == 2 else ([], 0)
+        return self._shared
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ViewServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        log.debug(format, *args)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        parts = urlsplit(self.path)
+        query = dict(parse_qsl(parts.query))
+        segments = [unquote(s) for s in parts.path.split("/") if s]
+        try:
+            status, body, kind = self._route(segments, query)
+        except Exception:  # a page must never take the server down
+            log.exception("page %s failed", parts.path)
+            status, body, kind = HTTPStatus.INTERNAL_SERVER_ERROR, pages.not_found_page("This page failed."), "html"
+        data = body.encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json" if kind == "json" else "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Access-Control-Allow-Origin", "*")  # the report (a file://) asks /api/ping
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _route(self, segments: list[str], query: dict[str, str]) -> tuple[int, str, str]:
+        stores = self.server.stores
+        if segments == ["api", "ping"]:
+            return HTTPStatus.OK, json.dumps({"runs": [str(s.run) for s in stores]}), "json"
+        if not segments:
+            if len(stores) == 1:
+                return self._start(0, query)
+            shared, n = self.server.shared()
+            runs = [(s.name, f"/r/{i}", queries.ranking(s)) for i, s in enumerate(stores)]
+            return HTTPStatus.OK, pages.compare_page(runs, shared, n), "html"
+        if segments[0] == "r" and len(segments) >= 2 and segments[1].isdigit() and int(segments[1]) < len(stores):
+            k, rest = int(segments[1]), segments[2:]
+            if not rest:
+                return self._start(k, query)
+            store, base = stores[k], f"/r/{k}"
+            if rest[0] == "failures":
+                return HTTPStatus.OK, pages.failures_page(store.name, base, queries.failures(store)), "html"
+            if rest[0] == "datapoint" and len(rest) == 2:
+                detail = queries.datapoint_detail(store, rest[1])
+                if detail is not None:
+                    return HTTPStatus.OK, pages.datapoint_page(store.name, base, detail), "html"
+                return HTTPStatus.NOT_FOUND, pages.not_found_page(f"No datapoint {rest[1]} in this run."), "html"
+        return HTTPStatus.NOT_FOUND, pages.not_found_page("No such page."), "html"
+
+    def _start(self, k: int, query: dict[str, str]) -> tuple[int, str, str]:
+        store = self.server.stores[k]
+        f = queries.Filters.from_query(query)
+        rows, total = queries.datapoint_table(store, f)
+        html = pages.start_page(store.name, f"/r/{k}", queries.ranking(store, f), queries.facets(store), rows, total, f)
+        return HTTPStatus.OK, html, "html"
