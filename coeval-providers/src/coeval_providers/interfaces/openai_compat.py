@@ -29,6 +29,7 @@ from coeval.interfaces.base import (
 from coeval_providers import _errors
 from coeval_providers._loop_local import LoopLocal
 from coeval_providers.interfaces._replicas import ReplicaSet
+from coeval_providers.interfaces._server_names import rename_for_server
 from coeval_providers.interfaces._base import (
     ProviderInterface,
     max_tokens_of,
@@ -208,6 +209,7 @@ class OpenAICompatInterface(ProviderInterface):
         for key in _PASSTHROUGH:
             if params.get(key) is not None:
                 body[key] = params[key]
+        rename_for_server(body, params)
         if request.json_schema is not None and mode != "none":
             if mode == "json_schema":
                 body["response_format"] = {
