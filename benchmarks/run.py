@@ -9,6 +9,8 @@ b. *orchestration overhead*: the same shape on the zero-latency ``mock``: CoEval
 c. *resume scan*: ``coeval run --continue`` on a finished run of 1,000,000 evaluation
    records (:mod:`benchmarks.resume`);
 d. *analysis*: ``coeval analyze`` on 1,000,000 judge records (:mod:`benchmarks.analysis`).
+e. *queueing server*: 420 items against a server with 8 slots of 100 ms that queues the
+   rest, ``timeout: 1`` (:mod:`benchmarks.queueing`).
 
 Results go to ``bench-results.json`` (with the machine they were measured on). The exit
 code is 0 when every figure is within its target. ``--quick`` runs small sizes (a smoke
@@ -33,7 +35,7 @@ from typing import Any
 
 from benchmarks._common import machine, run_child
 
-FIGURES = ("throughput", "overhead", "resume", "analysis")
+FIGURES = ("throughput", "overhead", "resume", "analysis", "queueing")
 
 
 def _throughput(quick: bool) -> dict[str, Any]:
@@ -64,11 +66,16 @@ def _analysis(quick: bool) -> dict[str, Any]:
     return analysis.run(20_000 if quick else 1_000_000, n_boot=100 if quick else 1000)
 
 
+def _queueing(quick: bool) -> dict[str, Any]:
+    return run_child("queueing:run", {"items": 40} if quick else {}, timeout=300)
+
+
 RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "throughput": _throughput,
     "overhead": _overhead,
     "resume": _resume,
     "analysis": _analysis,
+    "queueing": _queueing,
 }
 
 
@@ -107,6 +114,14 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 "d. analysis",
                 f"{r['seconds']:.1f} s, peak {r['peak_mb']:.0f} MB ({r['n_records']:,} judge records)",
                 f"<= {r['target_seconds']:.0f} s, <= {r['target_peak_mb'] / 1024:.0f} GB",
+                verdict,
+            ))
+        elif name == "queueing":
+            rows.append((
+                "e. queueing server",
+                f"{r['ok_items']}/{r['items']} ok, {r['requests']} requests, {r['capacity_share']:.0%} of capacity "
+                f"(limit settled at {r['final_limit']})",
+                "all ok, <= 110% requests, >= 85% capacity",
                 verdict,
             ))
     return rows
