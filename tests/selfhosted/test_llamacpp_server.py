@@ -76,6 +76,8 @@ def test_all_five_phases_complete_against_llamacpp_server(interface: str, llama_
     phases = {f.parent.name for f in run.rglob("*.jsonl")}
     assert {"phase3_datapoints", "phase4_responses", "phase5_evaluations"} <= phases, phases
     assert records and all(r.get("status", "ok") == "ok" for r in records)
+    calls = [r for r in records if "usage" in r]
+    assert calls and all(r["tokens_per_s"] > 0 for r in calls)  # llama.cpp's timings block is kept
 
 
 def _reply(url: str, **params: Any) -> str:

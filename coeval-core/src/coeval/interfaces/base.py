@@ -70,6 +70,7 @@ class GenerateResult:
     cost_usd: float | None = None
     model: str | None = None  # the provider's model id that answered, when reported
     finish_reason: str | None = None  # why generation stopped ("stop", "length", ...), when reported
+    tokens_per_s: float | None = None  # generation speed, where the server reports it (llama.cpp's timings)
 
 
 class ModelError(Exception):

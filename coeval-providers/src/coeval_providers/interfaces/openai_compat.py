@@ -235,7 +235,9 @@ class OpenAICompatInterface(ProviderInterface):
         except Exception as exc:
             raise self.classify_error(exc) from None
         text, tokens_in, tokens_out, model, finish = parse_chat_completion(self.name, data)
-        return self.result(text, tokens_in, tokens_out, model, finish_reason=finish)
+        result = self.result(text, tokens_in, tokens_out, model, finish_reason=finish)
+        speed = (data.get("timings") or {}).get("predicted_per_second")  # llama.cpp's server reports it
+        return attrs.evolve(result, tokens_per_s=float(speed)) if isinstance(speed, int | float) else result
 
     def classify_sdk_error(self, exc: BaseException) -> ModelError:
         return openai_error(self.name, exc, self.model_id) or super().classify_sdk_error(exc)
