@@ -117,3 +117,26 @@ def test_an_absent_server_fails_after_connect_wait_naming_the_url() -> None:
     assert all(o.status == "failed" for o in outcomes)
     assert f"127.0.0.1:{port}" in (outcomes[0].error or "") and "connect_wait_s" in (outcomes[0].error or "")
     assert 1.0 <= wall < 10
+
+
+def test_dry_run_prints_the_exact_request_body_with_server_names(tmp_path: Any) -> None:
+    import yaml
+    from click.testing import CliRunner
+    from coeval.cli.main import cli
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({
+        "models": [{"name": "local", "interface": "vllm", "roles": ["teacher", "student", "judge"],
+                    "parameters": {"model": "m", "base_url": "http://127.0.0.1:1/v1", "server": "llamacpp",
+                                   "repetition_penalty": 1.1, "max_tokens": 32, "extra_body": {"cache_prompt": True}}}],
+        "tasks": [{"name": "t", "description": "d", "target_attributes": {"a": ["x"]}, "rubric": {"r": "c"},
+                   "sampling": {"total": 1}}],
+        "experiment": {"id": "dry", "storage_folder": str(tmp_path / "runs")},
+    }))
+    result = CliRunner().invoke(cli, ["run", "--config", str(config), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    body = result.output.split("request body of local (vllm):\n", 1)[1].split("\nDry run:", 1)[0]
+    import json
+
+    assert json.loads(body) == {"model": "m", "messages": [{"role": "user", "content": "<prompt>"}], "max_tokens": 32,
+                                "repeat_penalty": 1.1, "cache_prompt": True}

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from coeval.cli.errors import UserError, echo_issues, user_errors
+from coeval.cli.request_preview import format_request_bodies
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -158,6 +159,7 @@ def command(
     if dry_run:
         plan = plan_experiment(config, only_models=models)
         click.echo(format_plan(plan), nl=False)
+        click.echo(format_request_bodies(config), nl=False)
         click.echo("Dry run: config is valid; no call made, no file written.")
         return
     from coeval.run_options import RunOptions
