@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from coeval.cli.call_figures import call_figures, figures_table
 from coeval.cli.errors import UserError, user_errors
 
 __all__ = ["collect_status", "command"]
@@ -172,6 +173,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
         "phases": phases,
         "failures_by_cause": dict(failures),
         "models": models,
+        "call_figures": call_figures(run),
         "spend_usd": total_spend,
         "budget_usd": budget,
         "budget_reached": budget is not None and total_spend >= budget,
@@ -287,6 +289,8 @@ def _print(status: dict[str, Any]) -> None:
             row.append("" if est_usd is None else f"{est_usd:.4f}")
         models.add_row(*row)
     console.print(models)
+    if status.get("call_figures"):
+        console.print(figures_table(status["call_figures"]))
     if estimate:
         scope = "remaining work" if estimate["remaining_only"] else "whole run"
         console.print(f"estimate ({scope}, {estimate['generated_at']}): {estimate['total_calls']} calls, "
