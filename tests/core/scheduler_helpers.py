@@ -12,6 +12,10 @@ from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface, M
 from coeval.scheduler import WorkItem, WorkOutcome
 
 
+#: Where the scheduler's correction note on a retried unparseable reply begins.
+CORRECTION_MARK = "\n\nYour previous reply (item "
+
+
 class ScriptedInterface(Interface):
     """Answers ``ok:<prompt>`` after a per-prompt script of errors (consumed per attempt).
 
@@ -49,7 +53,7 @@ class ScriptedInterface(Interface):
         return self.key
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
-        prompt = request.prompt
+        prompt = request.prompt.split(CORRECTION_MARK, 1)[0]  # a retry's correction note keeps the item's script
         n = self.calls[prompt]
         self.calls[prompt] += 1
         self.in_flight += 1

@@ -396,3 +396,24 @@ def test_a_call_that_hangs_times_out_and_is_retried():
     run(Scheduler({"m": iface}, limits).run("evaluation", make_items(iface, 1, rec)))
     outcome = rec.outcomes["m:p0"]
     assert outcome.status == "ok" and outcome.attempts == 2
+
+
+def test_a_retry_after_an_unparseable_reply_tells_the_model_why():
+    def parse(result: GenerateResult):
+        if result.text.startswith("bad"):
+            raise OutputParseError("no JSON found")
+        return result.text
+
+    iface = ScriptedInterface(script={"p0": ["bad reply", "good"]})
+    seen: list[str] = []
+    original = iface.generate
+
+    async def spy(request):
+        seen.append(request.prompt)
+        return await original(request)
+
+    iface.generate = spy  # type: ignore[method-assign]
+    rec = Recorder()
+    run(Scheduler({"m": iface}, SchedulerLimits(generation_retries=2)).run("evaluation", make_items(iface, 1, rec, parse=parse)))
+    assert rec.outcomes["m:p0"].status == "ok"
+    assert seen == ["p0", "p0\n\nYour previous reply (item m:p0) was rejected: no JSON found\nReply again, fixing this."]

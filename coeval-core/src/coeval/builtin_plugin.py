@@ -11,7 +11,9 @@ from coeval.hookspecs import hookimpl
 def register_interfaces(register: Any) -> None:
     from coeval.interfaces.mock import MockInterface
 
-    register("mock", MockInterface, requires_model=False)
+    # The mock answers the same prompt the same way by design, and phase 3 prompts repeat
+    # whenever attribute draws repeat: its duplicates say nothing about a teacher.
+    register("mock", MockInterface, requires_model=False, exempt_item_checks=("near_duplicate",))
 
 
 @hookimpl
@@ -28,3 +30,10 @@ def register_evaluators(register: Any) -> None:
 
     for name, evaluator in standard_evaluators().items():
         register(name, evaluator)
+
+
+@hookimpl
+def register_item_checks(register: Any) -> None:
+    from coeval.quality import register_builtin_checks
+
+    register_builtin_checks(register)

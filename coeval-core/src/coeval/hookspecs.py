@@ -84,6 +84,16 @@ def register_benchmarks(register: Any) -> None:
 
 
 @hookspec
+def register_item_checks(register: Any) -> None:
+    """Register item-quality checks for teacher replies in phases 1-3.
+
+    Call ``register(rule_id, check, kinds=("datapoint",), options={...})`` where
+    ``check(candidate, context)`` returns None to accept or a reason to reject
+    (:mod:`coeval.quality`). ``kinds``: datapoint, target, nuanced, rubric.
+    """
+
+
+@hookspec
 def register_commands(cli: Any) -> None:
     """Add subcommands to the ``coeval`` click group ``cli`` (``cli.add_command(...)``)."""
 

@@ -97,6 +97,7 @@ class Registries:
     metrics: Registry[Callable[..., Any]] = attrs.field(factory=lambda: Registry("metric"))
     benchmarks: Registry[Any] = attrs.field(factory=lambda: Registry("benchmark"))
     reports: Registry[Callable[..., Any]] = attrs.field(factory=lambda: Registry("report"))
+    item_checks: Registry[Callable[..., Any]] = attrs.field(factory=lambda: Registry("item check"))
 
     def all(self) -> dict[str, Registry[Any]]:
         return {
@@ -107,6 +108,7 @@ class Registries:
             "metrics": self.metrics,
             "benchmarks": self.benchmarks,
             "reports": self.reports,
+            "item_checks": self.item_checks,
         }
 
 
@@ -159,6 +161,7 @@ def _collect(pm: pluggy.PluginManager) -> Registries:
         "register_metrics": regs.metrics,
         "register_benchmarks": regs.benchmarks,
         "register_reports": regs.reports,
+        "register_item_checks": regs.item_checks,
     }
     for hook_name, registry in hooks.items():
         for impl in getattr(pm.hook, hook_name).get_hookimpls():

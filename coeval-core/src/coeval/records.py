@@ -213,6 +213,8 @@ def call_fields(outcome: Any) -> dict[str, Any]:
         kind = outcome.error_kind or "error"
         fields["error"] = f"{kind}: {outcome.error}" if outcome.error else kind
         fields["error_kind"] = kind
+        if kind == "quality" and outcome.error:
+            fields["quality_rule"] = str(outcome.error).split(":", 1)[0]
         errors = list(getattr(outcome, "attempt_errors", ()) or ())
         if errors:
             fields["attempt_errors"] = errors
@@ -235,8 +237,6 @@ def transcript_fields(outcome: Any) -> dict[str, Any]:
     sent: dict[str, Any] = {"prompt": request.prompt}
     if request.system:
         sent["system"] = request.system
-    fields: dict[str, Any] = {"request": sent, "raw": raw}
-    if finish is not None:
-        fields["finish_reason"] = str(finish)
+    fields: dict[str, Any] = {"request": sent, "raw": raw, "finish_reason": None if finish is None else str(finish)}
     fields["latency_ms"] = getattr(outcome, "latency_ms", None)
     return fields

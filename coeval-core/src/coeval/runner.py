@@ -48,6 +48,7 @@ from filelock import FileLock
 
 from coeval.config.model import PHASE_IDS, Config, ModelConfig, TaskConfig
 from coeval.credentials import KeyFileError, KeyStore, redact
+from coeval.drift import record_settings
 from coeval.interfaces.base import Interface
 from coeval.interfaces.known import providing_distribution
 from coeval.logging import run_logging
@@ -647,6 +648,7 @@ class _Run:
             if killed_before:  # only a process that never finished can have unsaved counts
                 meta = self._recount_lost_calls(meta, log)
         write_config_snapshot(self.run, self.user_config)
+        record_settings(self.run, self.user_config)
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
         self._warn_stale_static_artifacts(log)
@@ -691,6 +693,9 @@ class _Run:
         self.stop_requested = True
         if self.scheduler is not None:
             self.scheduler.cancel()
+            stop_waiting = getattr(self.scheduler.batch_executor, "stop_waiting", None)
+            if callable(stop_waiting):  # a batch wait can last hours: end it now
+                stop_waiting()
 
     def _result(self, code: int, status: str, message: str) -> RunResult:
         return RunResult(exit_code=code, run_folder=self.run.root, status=status, phases=dict(self.results),

@@ -26,6 +26,7 @@ CORE_COMMANDS: dict[str, tuple[str, str]] = {
     "wizard": ("coeval.cli.wizard_cmd", "Build an experiment config interactively."),
     "schema": ("coeval.cli.schema_cmd", "Print the JSON Schema of the config file (for editors)."),
     "plugins": ("coeval.cli.plugins_cmd", "List installed plugins and what each registered."),
+    "init": ("coeval.cli.init_cmd", "Write a commented starter config (mock, openai, local, benchmark)."),
 }
 
 

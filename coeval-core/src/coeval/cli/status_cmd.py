@@ -11,6 +11,7 @@ import click
 
 from coeval.cli.call_figures import call_figures, figures_table
 from coeval.cli.errors import UserError, user_errors
+from coeval.quality import rejections
 
 __all__ = ["collect_status", "command"]
 
@@ -172,6 +173,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
         "forked_from": (meta.get("forked_from") or {}).get("path"),
         "phases": phases,
         "failures_by_cause": dict(failures),
+        "rejected_items": rejections(meta),
         "models": models,
         "call_figures": call_figures(run),
         "spend_usd": total_spend,
@@ -272,6 +274,9 @@ def _print(status: dict[str, Any]) -> None:
     if status["failures_by_cause"]:
         causes = ", ".join(f"{k}: {v}" for k, v in sorted(status["failures_by_cause"].items(), key=lambda kv: -kv[1]))
         console.print(f"failed items by cause: {causes}  (fill with `coeval run --continue`)")
+    for teacher, rules in sorted(status["rejected_items"].items()):
+        console.print(f"rejected teacher replies, {teacher}: "
+                      + ", ".join(f"{rule}: {n}" for rule, n in sorted(rules.items())))
     estimate = status.get("estimate")
     models = Table(title="calls and spend" + (" (estimate beside actual)" if estimate else ""))
     columns = ["model", "calls", "quota", "spend $"]

@@ -130,6 +130,8 @@ class ExperimentConfig:
     estimate_samples: int = 2
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     generation_retries: int = 2
+    #: Item-quality checks: rule id -> false, or {enabled, threshold...} (docs/item-quality.md).
+    item_checks: Mapping[str, Any] = attrs.field(factory=dict)
     #: Seed of phase 3's attribute draws (and of the mock interface); same seed, same draws.
     seed: int = 0
 

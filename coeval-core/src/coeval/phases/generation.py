@@ -25,6 +25,7 @@ from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, parse_datapoint
+from coeval.quality import ItemGate, gate_for
 from coeval.records import call_fields, datapoint_id, is_ok, load_file_records, record_status, utc_now
 from coeval.sampling import AttributeDraw, AttributeSampler
 from coeval.scheduler.work import WorkItem, WorkOutcome
@@ -98,6 +99,7 @@ class DataGenerationPhase:
             ctx.log.info("phase kept: datapoints exist", phase=self.name)
             return
         slots: list[_Slot] = []
+        gate = gate_for(ctx)
         for task in ctx.config.tasks:
             for teacher in ctx.callable_models("teacher"):
                 if not ctx.in_scope(teacher.name):
@@ -113,14 +115,15 @@ class DataGenerationPhase:
                     ctx.log.warning("no attributes for task yet; its datapoints wait for phase 1",
                                     phase=self.name, task=task.name)
                     continue
+                gate.remember(task.name, teacher.name, (str(r.get("prompt", "")) for r in records.values() if is_ok(r)))
                 for seq in range(1, sampler.slots() + 1):
                     if is_ok(records.get(datapoint_id(task.name, teacher.name, seq))):
                         continue
                     slots.append(_Slot(task, teacher, seq, sampler.draw(seq)))
         ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=len(slots))
-        await ctx.submit(self.name, LazyItems(slots, lambda s: self._item(ctx, s)))  # type: ignore[arg-type]
+        await ctx.submit(self.name, LazyItems(slots, lambda s: self._item(ctx, s, gate)))  # type: ignore[arg-type]
 
-    def _item(self, ctx: PhaseContext, slot: _Slot) -> WorkItem:
+    def _item(self, ctx: PhaseContext, slot: _Slot, gate: ItemGate) -> WorkItem:
         task, teacher = slot.task, slot.teacher
         variables = {
             "task_name": task.name,
@@ -142,7 +145,7 @@ class DataGenerationPhase:
                 json_schema=DATAPOINT_SCHEMA,
                 schema_name="datapoint",
             ),
-            parse=lambda result: parse_datapoint(result.text),
+            parse=lambda result: gate.datapoint(task, teacher.name, parse_datapoint(result.text)),
             on_done=self._on_done(ctx, slot, dp_id),
             meta={"task": task.name, "teacher": teacher.name, "seq": slot.seq},
         )

@@ -23,6 +23,7 @@ from coeval.interfaces.base import GenerateRequest
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import ATTRIBUTES_SCHEMA, RUBRIC_SCHEMA, parse_attribute_map, parse_rubric
+from coeval.quality import gate_for
 from coeval.records import call_fields, utc_now
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.run_folder import atomic_write_json
@@ -133,6 +134,7 @@ class _TeacherMappingPhase:
     async def run(self, ctx: PhaseContext) -> None:
         pending: list[tuple[TaskConfig, str, Path]] = []
         items: list[WorkItem] = []
+        gate = gate_for(ctx)
         for task in ctx.config.tasks:
             for kind, path in self.artifacts(ctx, task):
                 if path.is_file():
@@ -161,7 +163,7 @@ class _TeacherMappingPhase:
                             phase=self.name,
                             model=teacher,
                             request=request,
-                            parse=parse,
+                            parse=gate.wrap_map(parse, task, kind, teacher.name, self.seeds(ctx, task, kind)),
                             on_done=self._on_done(ctx, prop_path),
                             meta={"task": task.name, "kind": kind, "teacher": teacher.name},
                         )

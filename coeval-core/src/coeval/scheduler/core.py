@@ -50,6 +50,7 @@ from coeval.scheduler.adaptive import AdaptiveLimit, LimitCounters
 from coeval.scheduler.batch import BatchExecutor
 from coeval.scheduler.clock import Clock, SystemClock
 from coeval.scheduler.retry import RetryPolicy
+from coeval.scheduler.correction import with_correction
 from coeval.scheduler.server_wait import DEFAULT_CONNECT_WAIT_S, ServerWait, is_connection_failure, is_timeout
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
 
@@ -125,8 +126,8 @@ class SchedulerStats:
 class _Job:
     """Mutable state of one item while it runs (kept small: one per item)."""
 
-    __slots__ = ("attempts", "cost", "done", "errors", "finish_reason", "iface", "in_tokens", "item", "last_error",
-                 "last_kind", "latency_ms", "out_tokens", "parse_failures", "raw", "transport_failures")
+    __slots__ = ("attempts", "correction", "cost", "done", "errors", "finish_reason", "iface", "in_tokens", "item",
+                 "last_error", "last_kind", "latency_ms", "out_tokens", "parse_failures", "raw", "transport_failures")
 
     def __init__(self, item: WorkItem, iface: Interface | None) -> None:
         self.item = item
@@ -139,6 +140,7 @@ class _Job:
         self.cost: float | None = None
         self.last_kind: str | None = None
         self.last_error: str | None = None
+        self.correction: str | None = None  # why the last reply was rejected, told to the model
         self.done = False
         self.raw: str | None = None  # the transcript fields: see WorkOutcome
         self.finish_reason: str | None = None
@@ -407,15 +409,16 @@ class Scheduler:
         if lane.in_flight > lane.peak:
             lane.peak = lane.in_flight
         seq = lane.limit.started()
+        request = item.request if job.correction is None else with_correction(item.request, job.correction, item.key)
         started = self.clock.now()
         started_wall = time.perf_counter()
         call_timeout = getattr(iface, "call_timeout_s", None) or limits.call_timeout_s
         try:
             if call_timeout is None:
-                result = await iface.generate(item.request)
+                result = await iface.generate(request)
             else:
                 async with asyncio.timeout(call_timeout):
-                    result = await iface.generate(item.request)
+                    result = await iface.generate(request)
         except asyncio.CancelledError:
             lane.in_flight -= 1
             raise
@@ -454,7 +457,8 @@ class Scheduler:
             value = parse(result)
         except OutputParseError as exc:
             job.parse_failures += 1
-            job.last_kind, job.last_error = "unparseable", redact(str(exc))
+            job.last_kind, job.last_error = getattr(exc, "error_kind", "unparseable"), redact(str(exc))
+            job.correction = job.last_error
             _note_error(job)
             if job.parse_failures > limits.generation_retries or job.attempts >= limits.max_attempts:
                 self._finish(run, job, "failed")

@@ -56,8 +56,8 @@ class OpenAIFileBatchRunner(ProviderBatchRunner[CompatT]):
                 status = response.get("status_code")
                 if status == 200 and not error:
                     try:
-                        text, tokens_in, tokens_out, model, _ = parse_chat_completion(provider, response.get("body"))
-                        out[custom_id] = self.iface.result(text, tokens_in, tokens_out, model, batch=True)
+                        text, tokens_in, tokens_out, model, finish = parse_chat_completion(provider, response.get("body"))
+                        out[custom_id] = self.iface.result(text, tokens_in, tokens_out, model, batch=True, finish_reason=finish)
                     except ModelError as exc:
                         out[custom_id] = exc
                 else:

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 from aiohttp import web
 
+from coeval_providers.fake_server._junk import junk_text
 from coeval_providers.fake_server._schema import schema_instance
 from coeval_providers.fake_server._state import REJECTED_KEY_PREFIX, FakeState, Fault
 from coeval_providers.fake_server._strict import auth_problem
@@ -147,7 +148,7 @@ async def handle_model_call(
     await _latency(state, index)
     counted = _counting(entry, render_ok)
     if fault is None:
-        return counted(make_reply(call))
+        return counted(_with_junk(make_reply(call), call, index, state.config.junk_share))
     entry["fault"] = fault.kind
     return await _apply_fault(request, fault, call, counted, render_error)
 
@@ -163,6 +164,11 @@ def _counting(entry: dict[str, Any], render_ok: Callable[[Reply], web.Response])
         return render_ok(reply)
 
     return render
+
+
+def _with_junk(reply: Reply, call: Call, index: int, share: float) -> Reply:
+    junk = junk_text(call.schema, index, share, reply.text)
+    return reply if junk is None else attrs.evolve(reply, text=junk, output_tokens=count_tokens(junk))
 
 
 async def _apply_fault(

@@ -87,6 +87,8 @@ class FakeConfig:
     #: Serve at most this many model calls at once and queue the rest, like a local
     #: inference server (None: no limit). Latency is spent holding a slot.
     slots: int | None = None
+    #: Share (0..1) of teacher calls answered with junk (see ``_junk``).
+    junk_share: float = 0.0
 
 
 @attrs.define

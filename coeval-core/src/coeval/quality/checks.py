@@ -1,0 +1,171 @@
+"""The built-in item checks (rule ids and thresholds are documented in docs/item-quality.md)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from coeval.quality.model import DATAPOINT, MAP_KINDS, Candidate, CheckContext
+from coeval.quality.placeholders import template_instructions
+from coeval.quality.text import has_word_run, normalise, words
+
+__all__ = ["BUILTIN_CHECKS", "implied_min_words"]
+
+#: Symbols that make a very short reference look like a code fragment rather than an answer.
+_FRAGMENT_SYMBOLS = set("{}[];<>")
+_FRAGMENT_MAX_CHARS = 6
+
+
+def template_echo(c: Candidate, ctx: CheckContext) -> str | None:
+    """A reply that repeats the template's own example values."""
+    for text in _strings(c.value):
+        if normalise(text) in ctx.placeholders:
+            return f"{text!r} is the example from the instructions, not a real value; write your own"
+    return None
+
+
+def reference_empty(c: Candidate, ctx: CheckContext) -> str | None:
+    """An empty reference, one of punctuation/brackets only, or a fragment of at most 6
+    characters with more of ``{}[];<>`` than letters and digits (``{2}``; ``break;`` passes)."""
+    ref = str(c.value.get("response", "")).strip()
+    if not any(ch.isalnum() for ch in ref):
+        return f"the reference answer {ref!r} has no words; write a complete reference answer"
+    compact = re.sub(r"\s+", "", ref)
+    symbols = sum(ch in _FRAGMENT_SYMBOLS for ch in compact)
+    if len(compact) <= _FRAGMENT_MAX_CHARS and symbols > sum(ch.isalnum() for ch in compact):
+        return f"the reference answer {ref!r} is a code fragment, not an answer; write a complete reference answer"
+    return None
+
+
+_AT_LEAST = re.compile(r"(?:at least|minimum of|no fewer than)\s+(\d+)\s+words")
+_RANGE = re.compile(r"(\d+)\s*(?:-|–|to)\s*\d+\s+(words|sentences|paragraphs)")
+_COUNT = re.compile(r"(\d+)\s+(words|sentences|paragraphs)")
+_UNIT_WORDS = {"words": 1, "sentences": 10, "paragraphs": 40}
+_KEYWORDS = (("essay", 150), ("paragraphs", 80), ("paragraph", 40), ("summary", 10), ("explanation", 10))
+
+
+def implied_min_words(output_description: str) -> int:
+    """Words an answer must have at least, read from the task's ``output_description``:
+    "at least N words", "N-M words/sentences/paragraphs", "N sentences", else a keyword
+    (essay 150, paragraphs 80, paragraph 40, summary/explanation 10), else 1."""
+    text = output_description.casefold()
+    m = _AT_LEAST.search(text)
+    if m:
+        return int(m.group(1))
+    for pattern in (_RANGE, _COUNT):
+        m = pattern.search(text)
+        if m:
+            return int(m.group(1)) * _UNIT_WORDS[m.group(2)]
+    for keyword, n in _KEYWORDS:
+        if keyword in text:
+            return n
+    return 1
+
+
+def reference_short(c: Candidate, ctx: CheckContext) -> str | None:
+    """A reference far shorter than ``output_description`` implies (below ``ratio`` of it)."""
+    need = implied_min_words(c.task.output_description)
+    have = len(words(str(c.value.get("response", ""))))
+    if need > 1 and have < float(ctx.options.get("ratio", 0.25)) * need:
+        return f"the reference answer has {have} words but the task asks for about {need} or more; write it in full"
+    return None
+
+
+def copies_task(c: Candidate, ctx: CheckContext) -> str | None:
+    """A prompt or reference that copies the task description or the instructions verbatim."""
+    run = int(ctx.options.get("min_run", 12))
+    sources = [c.task.description, c.task.output_description,
+               *template_instructions(("sample",), c.task.prompt_library)]
+    for field in ("prompt", "response"):
+        text = str(c.value.get(field, ""))
+        for source in sources:
+            if source.strip() and has_word_run(text, source, run):
+                return f"the {field} copies the task description or instructions; write a concrete item instead"
+    return None
+
+
+def reference_leak(c: Candidate, ctx: CheckContext) -> str | None:
+    """A prompt that contains its own reference answer (references of ``min_words`` or more)."""
+    ref = normalise(str(c.value.get("response", "")))
+    if len(ref.split()) < int(ctx.options.get("min_words", 4)):
+        return None
+    if f" {ref} " in f" {normalise(str(c.value.get('prompt', '')))} ":
+        return "the prompt contains the reference answer; the item must not give its answer away"
+    return None
+
+
+def near_duplicate(c: Candidate, ctx: CheckContext) -> str | None:
+    """A prompt too similar (word-shingle Jaccard >= ``threshold``) to an accepted item of
+    the same task and teacher."""
+    score = ctx.index.most_similar(c.task.name, c.teacher, str(c.value.get("prompt", "")))
+    if score >= float(ctx.options.get("threshold", 0.8)):
+        return f"the prompt repeats an earlier item (similarity {score:.2f}); write a different item"
+    return None
+
+
+def map_entries(c: Candidate, ctx: CheckContext) -> str | None:
+    """Attribute values or rubric factors that are empty or duplicated."""
+    seen: set[str] = set()
+    for name, entry in c.value.items():
+        key = normalise(str(name))
+        if not key:
+            return "an attribute or factor has an empty name"
+        if key in seen:
+            return f"{name!r} appears twice"
+        seen.add(key)
+        if c.kind == "rubric":
+            if not normalise(_description(entry)):
+                return f"factor {name!r} has an empty description"
+            continue
+        values = [entry] if isinstance(entry, str) else list(entry or [])
+        normed = [normalise(str(v)) for v in values]
+        if not values or not all(normed):
+            return f"attribute {name!r} has an empty value"
+        if len(set(normed)) != len(normed):
+            return f"attribute {name!r} repeats a value"
+    return None
+
+
+def map_keeps_seed(c: Candidate, ctx: CheckContext) -> str | None:
+    """A proposal that drops a seeded attribute or an inherited rubric factor it was told to
+    keep. Off by default: the merge puts the seeds back anyway."""
+    names = {normalise(str(n)) for n in c.value}
+    for seed in c.seeds:
+        missing = [str(n) for n in seed if normalise(str(n)) not in names]
+        if missing:
+            return f"the reply drops entries it had to keep: {', '.join(missing)}"
+    return None
+
+
+def _description(entry: Any) -> str:
+    if isinstance(entry, Mapping):
+        return str(entry.get("description") or entry.get("criterion") or "")
+    return str(entry or "")
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield str(k)
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, str):
+        yield value
+
+
+_ALL = (DATAPOINT, *MAP_KINDS)
+
+#: rule id -> (check, kinds it applies to, default options; ``enabled: False`` = off by default)
+BUILTIN_CHECKS: dict[str, tuple[Any, tuple[str, ...], dict[str, Any]]] = {
+    "template_echo": (template_echo, _ALL, {}),
+    "reference_empty": (reference_empty, (DATAPOINT,), {}),
+    "reference_short": (reference_short, (DATAPOINT,), {"ratio": 0.25}),
+    "copies_task": (copies_task, (DATAPOINT,), {"min_run": 12}),
+    "reference_leak": (reference_leak, (DATAPOINT,), {"min_words": 4}),
+    "near_duplicate": (near_duplicate, (DATAPOINT,), {"threshold": 0.8}),
+    "map_entries": (map_entries, MAP_KINDS, {}),
+    "map_keeps_seed": (map_keeps_seed, MAP_KINDS, {"enabled": False}),
+}
