@@ -11,6 +11,7 @@ conversion (a large share of the SDK's CPU per call) is skipped.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -133,7 +134,7 @@ class OpenAICompatInterface(ProviderInterface):
         urls = self.base_urls
         self.replicas = ReplicaSet.of(urls) if len(urls) > 1 else None
         self._replica_clients: dict[str, LoopLocal[Any]] = {
-            u: LoopLocal(lambda u=u: self._make_client(u), lambda c: c.close()) for u in urls
+            u: LoopLocal(functools.partial(self._make_client, u), lambda c: c.close()) for u in urls
         } if self.replicas is not None else {}
 
     # ---- client --------------------------------------------------------------------------------
