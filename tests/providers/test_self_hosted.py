@@ -59,8 +59,8 @@ def test_a_queueing_server_is_driven_near_capacity_without_timeouts() -> None:
 
 def test_two_models_on_two_servers_keep_their_own_limits() -> None:
     with FakeServer(FakeConfig(latency_ms=30)) as one, FakeServer(FakeConfig(latency_ms=30)) as two:
-        outcomes, stats, _ = _run([_model("narrow", one.url + "/v1", max_concurrency=1, concurrency=1),
-                                   _model("wide", two.url + "/v1", max_concurrency=6, concurrency=6)], 24)
+        outcomes, stats, _ = _run([_model("narrow", one.url + "/v1", max_concurrency=1),
+                                   _model("wide", two.url + "/v1", max_concurrency=6)], 24)
         assert one.state.peak_in_flight == 1
         assert two.state.peak_in_flight == 6
     assert all(o.status == "ok" for o in outcomes) and len(outcomes) == 48
@@ -70,7 +70,7 @@ def test_two_models_on_two_servers_keep_their_own_limits() -> None:
 def test_models_sharing_an_endpoint_share_the_smallest_limit() -> None:
     with FakeServer(FakeConfig(latency_ms=30)) as fake:
         url = fake.url + "/v1"
-        _run([_model("a", url, max_concurrency=8, concurrency=8), _model("b", url, max_concurrency=2, concurrency=2)], 16)
+        _run([_model("a", url, max_concurrency=8), _model("b", url, max_concurrency=2)], 16)
         assert fake.state.peak_in_flight == 2
 
 
@@ -140,3 +140,27 @@ def test_dry_run_prints_the_exact_request_body_with_server_names(tmp_path: Any) 
 
     assert json.loads(body) == {"model": "m", "messages": [{"role": "user", "content": "<prompt>"}], "max_tokens": 32,
                                 "repeat_penalty": 1.1, "cache_prompt": True}
+
+
+def test_plan_and_dry_run_show_the_lanes_with_their_bound(tmp_path: Any) -> None:
+    import yaml
+    from click.testing import CliRunner
+    from coeval.cli.main import cli
+
+    config = tmp_path / "c.yaml"
+    models = [{"name": n, "interface": "vllm", "roles": ["teacher", "student", "judge"],
+               "parameters": {"model": n, "base_url": url, **extra}}
+              for n, url, extra in [("a", "http://127.0.0.1:8001/v1", {"max_concurrency": 4}),
+                                    ("b", "http://127.0.0.1:8001/v1", {"max_concurrency": 32}),
+                                    ("c", "http://127.0.0.1:8002/v1", {})]]
+    config.write_text(yaml.safe_dump({
+        "models": models,
+        "tasks": [{"name": "t", "description": "d", "target_attributes": {"a": ["x"]}, "rubric": {"r": "c"},
+                   "sampling": {"total": 1}}],
+        "experiment": {"id": "lanes", "storage_folder": str(tmp_path / "runs")},
+    }))
+    result = CliRunner().invoke(cli, ["run", "--config", str(config), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    lines = [line.strip() for line in result.output.splitlines() if line.startswith("  vllm@")]
+    assert [line.split(":e3b0c442: ")[1] for line in lines] == [
+        "a, b (at most 4 in flight, latency-aware)", "c (at most 256 in flight, latency-aware)"]

@@ -10,6 +10,7 @@ import click
 from coeval.cli.config_arg import choose_config_path
 from coeval.cli.drift_check import check_drift
 from coeval.cli.errors import UserError, echo_issues, user_errors
+from coeval.cli.lanes_preview import format_lanes
 from coeval.cli.request_preview import format_request_bodies
 from coeval.limits import limit_datapoints
 
@@ -183,6 +184,7 @@ def command(
     if dry_run:
         plan = plan_experiment(config, only_models=models)
         click.echo(format_plan(plan), nl=False)
+        click.echo(format_lanes(config), nl=False)
         click.echo(format_request_bodies(config), nl=False)
         click.echo("Dry run: config is valid; no call made, no file written.")
         return

@@ -90,6 +90,8 @@ class ProviderInterface(Interface):
             self.default_concurrency = int(params["concurrency"])
         if params.get("max_concurrency"):
             self.max_concurrency = int(params["max_concurrency"])
+            if not params.get("concurrency"):  # the user's bound also bounds the start value
+                self.default_concurrency = min(self.default_concurrency, self.max_concurrency)
         self.max_concurrency = max(self.max_concurrency, self.default_concurrency)
         self._price: Any = _UNSET
         _ = self.price  # a broken $COEVAL_PRICING_FILE stops here, before any call is paid for
