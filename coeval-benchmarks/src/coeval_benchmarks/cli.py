@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -35,7 +35,7 @@ def _adapters() -> dict[str, Any]:
     return {entry.name: entry.value for entry in registries().benchmarks}
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"Error: {message}", err=True)
     raise SystemExit(2)
 

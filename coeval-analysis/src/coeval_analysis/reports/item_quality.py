@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coeval_analysis.reports.blocks import Section, Table
+
 __all__ = ["FLAT_DISCRIMINATION", "item_quality_section"]
 
 #: Below this mean per-item spread of student scores, students score alike on the teacher's items.
@@ -25,15 +27,13 @@ def _row(name: str, entry: dict[str, Any]) -> dict[str, Any]:
 
 def item_quality_section(p: Any) -> Any:
     """The section, or None when no teacher had a rejection or a flag."""
-    from coeval_analysis.reports import html  # html imports this module: resolve at call time
-
     teachers = p.summary.get("teachers") or {}
     rows = [_row(name, entry) for name, entry in teachers.items()]
     if not any(r["rejected"] or r["flag"] != "—" for r in rows):
         return None
-    table = html.Table([("teacher", "teacher"), ("rejected", "rejected replies"), ("rules", "by rule"),
+    table = Table([("teacher", "teacher"), ("rejected", "rejected replies"), ("rules", "by rule"),
                         ("flag", "flag")], rows)
-    return html.Section(
+    return Section(
         "item-quality",
         "Item quality",
         "Teacher replies rejected by the item checks (each was asked again; see docs/item-quality.md), "

@@ -44,7 +44,8 @@ class ViewServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[0], self.server_address[1]
-        return f"http://{host!s}:{port}/"
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        return f"http://{name}:{port}/"
 
     def shared(self) -> tuple[list[dict[str, Any]], int]:
         if self._shared is None:

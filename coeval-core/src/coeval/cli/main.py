@@ -87,7 +87,15 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    cli.main(args=argv, prog_name="coeval")
+    """The ``coeval`` entry point; a plugin conflict (two plugins registering one name) is a
+    one-line error with exit code 2, whichever command met it."""
+    from coeval.cli.errors import report_user_error
+    from coeval.plugins import DuplicateRegistrationError
+
+    try:
+        cli.main(args=argv, prog_name="coeval")
+    except DuplicateRegistrationError as exc:
+        sys.exit(report_user_error(exc))
 
 
 if __name__ == "__main__":  # pragma: no cover

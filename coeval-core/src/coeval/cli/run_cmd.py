@@ -27,7 +27,7 @@ def parse_model_list(value: str | None) -> tuple[str, ...]:
 def check_only_models(config: Any, names: tuple[str, ...]) -> None:
     """V-36: ``--only-models`` must name models of the config."""
     from coeval.config.errors import ConfigError, ValidationIssue
-    from coeval.config.validate import did_you_mean
+    from coeval.config._schema_check import did_you_mean
 
     known = [m.name for m in config.models]
     issues = []

@@ -127,5 +127,5 @@ class AzureOpenAIBatchRunner(OpenAIBatchRunner):
 
     def _line(self, custom_id: str, request: GenerateRequest) -> dict[str, Any]:
         line = super()._line(custom_id, request)
-        line["body"]["model"] = str(self.model.parameters.get("batch_deployment") or self.iface.deployment)  # type: ignore[union-attr]
+        line["body"]["model"] = str(self.model.parameters.get("batch_deployment") or getattr(self.iface, "deployment", ""))
         return line

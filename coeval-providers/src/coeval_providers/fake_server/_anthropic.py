@@ -36,7 +36,8 @@ def _forced_tool(body: dict[str, Any]) -> dict[str, Any] | None:
         return None
     for tool in body.get("tools") or []:
         if tool.get("name") == choice.get("name"):
-            return tool
+            forced: dict[str, Any] = tool
+            return forced
     return None
 
 

@@ -8,7 +8,7 @@ silent the fake does not guess; those places say so. Each check returns a proble
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -137,7 +137,7 @@ def anthropic_headers_problem(request: web.Request) -> Problem | None:
     return None
 
 
-def batch_lines_problem(lines: list[Mapping[str, Any]], endpoint: str) -> Problem | None:
+def batch_lines_problem(lines: Sequence[Mapping[str, Any]], endpoint: str) -> Problem | None:
     """OpenAI's batch input rules: each line has a unique ``custom_id``, ``method: POST`` and a
     ``url`` equal to the batch's ``endpoint`` (Batch API guide); at most 50,000 lines."""
     if len(lines) > BATCH_MAX_REQUESTS:
