@@ -46,7 +46,8 @@ def llama_url() -> Iterator[str]:
 
 
 def _config(tmp_path: Path, interface: str, url: str) -> Path:
-    params: dict[str, Any] = {"model": "smollm2", "base_url": url, "max_tokens": 64, "temperature": 0.0}
+    # sampled, not greedy: two items of one task must differ (the teacher quality check rejects duplicates)
+    params: dict[str, Any] = {"model": "smollm2", "base_url": url, "max_tokens": 96, "temperature": 0.9, "seed": 7}
     if interface == "vllm":  # the self-hosted interface declares the engine's own sampling keys
         params.update(server="llamacpp", repetition_penalty=1.1)
     else:  # openai's declared keys do not include it: engine-specific fields go under extra_body
