@@ -11,6 +11,8 @@ c. *resume scan*: ``coeval run --continue`` on a finished run of 1,000,000 evalu
 d. *analysis*: ``coeval analyze`` on 1,000,000 judge records (:mod:`benchmarks.analysis`);
 e. *viewer*: ``coeval view`` on the same run: start page, filtered page and server memory,
    cold (first look: DuckDB builds its cache) and warm (:mod:`benchmarks.viewer`).
+f. *queueing server*: 420 items against a server with 8 slots of 100 ms that queues the
+   rest, ``timeout: 1`` (:mod:`benchmarks.queueing`).
 
 Results go to ``bench-results.json`` (with the machine they were measured on). The exit
 code is 0 when every figure is within its target. ``--quick`` runs small sizes (a smoke
@@ -35,7 +37,7 @@ from typing import Any
 
 from benchmarks._common import machine, run_child
 
-FIGURES = ("throughput", "overhead", "resume", "analysis", "viewer")
+FIGURES = ("throughput", "overhead", "resume", "analysis", "viewer", "queueing")
 
 
 def _cold(r: dict[str, Any]) -> str:
@@ -79,12 +81,17 @@ def _viewer(quick: bool) -> dict[str, Any]:
     return viewer.run(20_000 if quick else 1_000_000)
 
 
+def _queueing(quick: bool) -> dict[str, Any]:
+    return run_child("queueing:run", {"items": 40} if quick else {}, timeout=300)
+
+
 RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "throughput": _throughput,
     "overhead": _overhead,
     "resume": _resume,
     "analysis": _analysis,
     "viewer": _viewer,
+    "queueing": _queueing,
 }
 
 
@@ -136,6 +143,14 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 f"{cold['start_page_s']:.1f} s); filtered page {max(warm['filtered_page_s'], cold['filtered_page_s']):.2f} s; "
                 f"peak {max(warm['peak_mb'], cold['peak_mb']):.0f} MB ({r['n_records']:,} judge records)",
                 f"<= {r['target_start_s']:.0f} s, <= {r['target_filtered_s']:.0f} s, < {r['target_peak_mb'] / 1024:.0f} GB",
+                verdict,
+            ))
+        elif name == "queueing":
+            rows.append((
+                "f. queueing server",
+                f"{r['ok_items']}/{r['items']} ok, {r['requests']} requests, {r['capacity_share']:.0%} of capacity "
+                f"(limit settled at {r['final_limit']})",
+                "all ok, <= 110% requests, >= 85% capacity",
                 verdict,
             ))
     return rows

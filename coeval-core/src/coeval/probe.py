@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import time
 from collections.abc import Iterable, Sequence
@@ -22,6 +23,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coeval.credentials import KeyStore, redact
+from coeval.scheduler.server_wait import DEFAULT_CONNECT_WAIT_S, ServerWait, is_connection_failure
+
+log = logging.getLogger("coeval.probe")
 
 if TYPE_CHECKING:
     from coeval.config.model import Config, ModelConfig
@@ -98,24 +102,34 @@ def models_to_probe(config: Config, mode: str, registries: Any = None) -> list[M
 
 
 async def probe_with_retries(iface: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-    """``iface.probe()``, asked again after a retryable error (a 503 or a 429)."""
+    """``iface.probe()``, asked again after a retryable error (a 503 or a 429). A server that
+    refuses connections is waited for up to its ``connect_wait_s`` without using up attempts."""
     from coeval.interfaces.base import ModelError
     from coeval.scheduler.retry import RetryPolicy
 
     policy, rng = RetryPolicy(max_delay_s=5.0, max_retry_after_s=30.0), random.Random()
-    for attempt in range(1, PROBE_ATTEMPTS + 1):
+    server = ServerWait(float(getattr(iface, "connect_wait_s", DEFAULT_CONNECT_WAIT_S)))
+    attempt = 0
+    while attempt < PROBE_ATTEMPTS:
+        attempt += 1
         try:
             await asyncio.wait_for(iface.probe(), timeout_s)
             return
-        except ModelError as exc:
-            delay = policy.delay_for(exc, attempt, rng) if attempt < PROBE_ATTEMPTS else None
-            if delay is None:
-                raise
         except Exception as exc:
-            if isinstance(exc, TimeoutError):
+            pause = server.refused(time.monotonic()) if is_connection_failure(exc) else None
+            if pause is not None:
+                if server.failures == 1:
+                    log.warning("%s: cannot connect; waiting up to %.0f s for the server (connect_wait_s)",
+                                redact(str(getattr(iface, "server_label", iface.name))), server.wait_s)
+                attempt -= 1  # the server never saw the call
+                delay: float | None = pause
+            elif isinstance(exc, ModelError):
+                delay = policy.delay_for(exc, attempt, rng) if attempt < PROBE_ATTEMPTS else None
+            elif isinstance(exc, TimeoutError):
                 raise
-            classified = iface.classify_error(exc)
-            delay = policy.delay_for(classified, attempt, rng) if attempt < PROBE_ATTEMPTS else None
+            else:
+                classified = iface.classify_error(exc)
+                delay = policy.delay_for(classified, attempt, rng) if attempt < PROBE_ATTEMPTS else None
             if delay is None:
                 raise
         await asyncio.sleep(delay)

@@ -203,6 +203,8 @@ def call_fields(outcome: Any) -> dict[str, Any]:
     The transcript (what was sent, what came back, how long it took) comes first, the
     status block last: :data:`OK_TAIL` recognises ok records by how they end."""
     fields = transcript_fields(outcome)
+    if (speed := getattr(getattr(outcome, "result", None), "tokens_per_s", None)) is not None:
+        fields["tokens_per_s"] = round(float(speed), 2)  # before the status block: OK_TAIL reads the end
     fields["status"] = OK if outcome.status == "ok" else FAILED
     fields["attempts"] = int(outcome.attempts)
     fields["usage"] = outcome.usage.to_dict()

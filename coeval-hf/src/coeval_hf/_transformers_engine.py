@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 from coeval.interfaces.base import FatalModelError, GenerateResult, ModelError, TransientModelError, Usage
 
+from coeval_hf._constrained import json_mask_processor
 from coeval_hf._devices import resolve_device, resolve_dtype
 from coeval_hf._host import PendingCall
 from coeval_hf._params import Sampling, read_sampling
@@ -270,8 +271,11 @@ class TransformersEngine:
         config = self._generation_config(sampling, max_new)
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed)
+        mask = json_mask_processor(self.tokenizer, [c.request.json_schema for c in calls], width, max_new)
+        extra: dict[str, Any] = {"logits_processor": [mask]} if mask is not None else {}
         with torch.inference_mode():
-            output = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
+            output = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config,
+                                         **extra)
         results: list[GenerateResult | ModelError] = []
         for row, prompt_ids in zip(output[:, width:].tolist(), rows, strict=True):
             new_tokens = self._until_eos(row)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from coeval.cli.lanes_preview import format_lanes
+
 from coeval.cli.errors import user_errors
 from coeval.cli.run_cmd import load_for_cli, parse_model_list
 
@@ -77,6 +79,7 @@ def command(
         console = Console(width=None if sys.stdout.isatty() else 120)
         if not continue_run:
             print_plan(estimate.plan, console)
+        console.print(format_lanes(config), end="", markup=False, highlight=False)
         print_estimate(estimate, console)
     if target is not None:
         write_estimate(estimate, target)

@@ -10,6 +10,8 @@ from coeval.cli.config_arg import choose_config_path
 from coeval.cli.drift_check import check_drift
 from coeval.cli.empty_teachers import warn_empty_benchmark_teachers
 from coeval.cli.errors import UserError, echo_issues, user_errors
+from coeval.cli.lanes_preview import format_lanes
+from coeval.cli.request_preview import format_request_bodies
 from coeval.cli.run_summary import run_summary_json
 from coeval.limits import limit_datapoints
 
@@ -185,6 +187,8 @@ def command(
     if dry_run:
         plan = plan_experiment(config, only_models=models)
         click.echo(format_plan(plan), nl=False)
+        click.echo(format_lanes(config), nl=False)
+        click.echo(format_request_bodies(config), nl=False)
         click.echo("Dry run: config is valid; no call made, no file written.")
         return
     from coeval.run_options import RunOptions

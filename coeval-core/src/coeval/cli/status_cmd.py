@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from coeval.cli.call_figures import call_figures, figures_table
 from coeval.cli.errors import UserError, user_errors
 from coeval.quality import rejections
 
@@ -174,6 +175,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
         "failures_by_cause": dict(failures),
         "rejected_items": rejections(meta),
         "models": models,
+        "call_figures": call_figures(run),
         "spend_usd": total_spend,
         "budget_usd": budget,
         "budget_reached": budget is not None and total_spend >= budget,
@@ -295,6 +297,8 @@ def _print(status: dict[str, Any]) -> None:
             row.append("" if est_usd is None else f"{est_usd:.4f}")
         models.add_row(*row)
     console.print(models)
+    if status.get("call_figures"):
+        console.print(figures_table(status["call_figures"]))
     if estimate:
         scope = "remaining work" if estimate["remaining_only"] else "whole run"
         console.print(f"estimate ({scope}, {estimate['generated_at']}): {estimate['total_calls']} calls, "

@@ -33,6 +33,7 @@ V-32   ``seed`` integer                        V-33  ``role_parameters`` roles
 V-34   attribute maps and rubric shapes        V-35  ``interface: auto`` resolves
 V-36   ``--only-models`` names configured models
 V-37   model names differ from phase-5 evaluator names (``label``, ``metric``, ``gold``, ...)
+V-45   ``parameters`` keys the interface understands  V-46  timeouts in (0, 24 h]
 =====  =====================================================================================
 """
 
@@ -50,6 +51,7 @@ from coeval.config._schema_check import did_you_mean, schema_issues
 from coeval.config._yaml import LineMap
 from coeval.config.errors import Severity, ValidationIssue, format_path
 from coeval.config.model import ROLES
+from coeval.config.parameter_keys import TIMEOUT_KEYS, bad_timeout, known_keys
 from coeval.interfaces.known import (
     AUTO_INTERFACE,
     BATCHABLE_INTERFACES,
@@ -206,6 +208,7 @@ class Validator:
             self._prompt_library,
             self._metrics,
             self._role_parameters,
+            self._parameter_keys,
         ]
         if self.check_filesystem:
             checks += [self._resume_source, self._run_folder]
@@ -508,6 +511,24 @@ class Validator:
                     f"unknown metric '{metric}'" + (f" (did you mean '{guess}'?)" if guess else ""),
                     f"use one of: {', '.join(known)}",
                 )
+
+    def _parameter_keys(self) -> None:
+        """V-45 unknown sampling keys (outside ``extra_body``), V-46 nonsense timeouts."""
+        for i, model in self.models:
+            params = model.get("parameters")
+            if not isinstance(params, dict):
+                continue
+            for key in TIMEOUT_KEYS:
+                why = bad_timeout(params[key]) if key in params else None
+                if why:
+                    self.add("V-46", ("models", i, "parameters", key), f"{key} {why}; got {params[key]!r}",
+                             f"set {key} to a number of seconds, e.g. 300")
+            allowed = known_keys(str(model.get("interface")))
+            for key in params if allowed is not None else ():
+                if key not in allowed:
+                    self._add_unknown("V-45", ("models", i, "parameters", key),
+                                      f"interface '{model.get('interface')}' does not send parameter '{key}'; "
+                                      "put server-specific fields under extra_body", str(key), sorted(allowed))
 
     def _role_parameters(self) -> None:
         for i, model in self.models:

@@ -70,6 +70,7 @@ class GenerateResult:
     cost_usd: float | None = None
     model: str | None = None  # the provider's model id that answered, when reported
     finish_reason: str | None = None  # why generation stopped ("stop", "length", ...), when reported
+    tokens_per_s: float | None = None  # generation speed, where the server reports it (llama.cpp's timings)
 
 
 class ModelError(Exception):
@@ -129,6 +130,9 @@ class Interface(abc.ABC):
     default_concurrency: int = 8
     #: Upper bound the adaptive limiter may grow to.
     max_concurrency: int = 64
+    #: A self-hosted server that queues instead of answering 429: the scheduler also
+    #: limits concurrency by latency (:mod:`coeval.scheduler.latency`).
+    queue_aware: bool = False
 
     def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
         self.model = model

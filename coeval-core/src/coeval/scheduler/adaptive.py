@@ -12,11 +12,18 @@ through it, so the limit lives per :meth:`Interface.connection_key`, not per mod
   ``decrease_factor`` and the threshold set there. Calls that were already in flight when
   the limit last shrank answer from the same overloaded window, so their 429s do not shrink
   it again (one cut per window, as TCP does).
+* **Queue-aware mode** (``queue_aware=True``, for self-hosted servers that queue instead of
+  answering 429): see :class:`~coeval.scheduler.latency.LatencyGradient`. Each successful
+  call's latency estimates how many calls wait in the server's queue; the limit grows
+  while that queue is short and shrinks by one per round trip while it is long. A call
+  that times out counts as a rate-limit signal, so a flooded server is relieved at once.
 """
 
 from __future__ import annotations
 
 import attrs
+
+from coeval.scheduler.latency import LatencyGradient
 
 __all__ = ["AdaptiveLimit", "LimitCounters"]
 
@@ -38,13 +45,22 @@ class AdaptiveLimit:
         "_limit",
         "_next_start",
         "counters",
+        "gradient",
         "decrease_factor",
         "maximum",
         "minimum",
         "threshold",
     )
 
-    def __init__(self, initial: int, maximum: int, *, minimum: int = 1, decrease_factor: float = 0.5) -> None:
+    def __init__(
+        self,
+        initial: int,
+        maximum: int,
+        *,
+        minimum: int = 1,
+        decrease_factor: float = 0.5,
+        queue_aware: bool = False,
+    ) -> None:
         self.maximum = max(1, int(maximum))
         self.minimum = max(1, min(int(minimum), self.maximum))
         start = min(max(int(initial), self.minimum), self.maximum)
@@ -54,6 +70,17 @@ class AdaptiveLimit:
         self._next_start = 0
         self._last_cut_seq = -1
         self.counters = LimitCounters(lowest=start, highest=start)
+        self.gradient: LatencyGradient | None = LatencyGradient() if queue_aware else None
+
+    def cap(self, maximum: int) -> None:
+        """Lower the bound (another model on the same lane allows fewer calls in flight)."""
+        maximum = max(1, int(maximum))
+        if maximum >= self.maximum:
+            return
+        self.maximum = maximum
+        self.minimum = min(self.minimum, maximum)
+        self._limit = min(self._limit, float(maximum))
+        self.threshold = min(self.threshold, float(maximum))
 
     @property
     def current(self) -> int:
@@ -66,7 +93,16 @@ class AdaptiveLimit:
         self._next_start = seq + 1
         return seq
 
-    def succeeded(self) -> None:
+    def succeeded(self, latency_s: float | None = None, now: float = 0.0) -> None:
+        """A call answered; ``latency_s`` (its wall time, at time ``now``) feeds the
+        queue-aware mode."""
+        if self.gradient is not None and latency_s is not None:
+            verdict = self.gradient.observe(latency_s, self._limit, now)
+            if verdict < 0 and self.gradient.target is not None:
+                self._shrink_to(self.gradient.target)
+                return
+            if verdict == 0:
+                return
         if self._limit >= self.maximum:
             return
         before = int(self._limit)
@@ -74,10 +110,10 @@ class AdaptiveLimit:
             self._limit = min(self._limit + 1.0, self.threshold)
         else:
             self._limit = min(self._limit + 1.0 / self._limit, float(self.maximum))
-        now = int(self._limit)
-        if now > before:
+        after = int(self._limit)
+        if after > before:
             self.counters.increases += 1
-            self.counters.highest = max(self.counters.highest, now)
+            self.counters.highest = max(self.counters.highest, after)
 
     def rate_limited(self, seq: int) -> bool:
         """A call started as ``seq`` was throttled. Returns whether the limit shrank."""
@@ -90,3 +126,13 @@ class AdaptiveLimit:
         self.counters.decreases += 1
         self.counters.lowest = min(self.counters.lowest, int(self._limit))
         return True
+
+    def _shrink_to(self, target: float) -> None:
+        """Queue-aware decrease: straight to the server's estimated capacity, out of slow start."""
+        before = int(self._limit)
+        self._limit = max(float(self.minimum), min(self._limit, target))
+        self.threshold = min(self.threshold, self._limit)
+        now = int(self._limit)
+        if now < before:
+            self.counters.decreases += 1
+            self.counters.lowest = min(self.counters.lowest, now)

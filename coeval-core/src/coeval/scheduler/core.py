@@ -51,6 +51,7 @@ from coeval.scheduler.batch import BatchExecutor
 from coeval.scheduler.clock import Clock, SystemClock
 from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.correction import with_correction
+from coeval.scheduler.server_wait import DEFAULT_CONNECT_WAIT_S, ServerWait, is_connection_failure, is_timeout
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
 
 if TYPE_CHECKING:
@@ -158,12 +159,14 @@ def _note_error(job: _Job) -> None:
 class _Lane:
     """One connection's queue, workers and limit, for the duration of one phase."""
 
-    __slots__ = ("delayed", "in_flight", "key", "limit", "paused_until", "pauses", "peak", "ready", "wake",
-                 "workers")
+    __slots__ = ("delayed", "in_flight", "key", "limit", "paused_until", "pauses", "peak", "ready", "server_wait",
+                 "url", "wake", "workers")
 
-    def __init__(self, key: str, limit: AdaptiveLimit) -> None:
+    def __init__(self, key: str, limit: AdaptiveLimit, iface: Interface | None = None) -> None:
         self.key = key
         self.limit = limit
+        self.server_wait = ServerWait(float(getattr(iface, "connect_wait_s", DEFAULT_CONNECT_WAIT_S)))
+        self.url = str(getattr(iface, "server_label", "") or key)
         self.ready: deque[_Job] = deque()
         self.delayed = 0  # jobs waiting for their backoff
         self.workers = 0
@@ -304,6 +307,7 @@ class Scheduler:
         lane_keys = self._lane_keys
         interfaces = self.interfaces
         unroutable: list[_Job] = []
+        self._prepare_lanes()
         for item in items:
             name = item.model.name
             iface = interfaces.get(name)
@@ -320,7 +324,7 @@ class Scheduler:
                 key = lane_keys[name] = iface.connection_key()
             lane = lanes.get(key)
             if lane is None:
-                lane = lanes[key] = _Lane(key, self._limiter_for(key, iface))
+                lane = lanes[key] = _Lane(key, self._limiter_for(key, iface), iface)
             lane.ready.append(job)
         run.remaining = len(run.jobs)
         for job in unroutable:
@@ -328,10 +332,21 @@ class Scheduler:
             self._finish(run, job, "failed")
         return batch
 
+    def _prepare_lanes(self) -> None:
+        """Key every model's lane once, so each lane's bound is the smallest
+        ``max_concurrency`` among the models that share it, whichever is routed first."""
+        for name, iface in self.interfaces.items():
+            if name not in self._lane_keys:
+                key = self._lane_keys[name] = iface.connection_key()
+                self._limiter_for(key, iface)
+
     def _limiter_for(self, key: str, iface: Interface) -> AdaptiveLimit:
         limiter = self._limiters.get(key)
         if limiter is None:
-            limiter = self._limiters[key] = AdaptiveLimit(iface.default_concurrency, iface.max_concurrency)
+            limiter = self._limiters[key] = AdaptiveLimit(
+                iface.default_concurrency, iface.max_concurrency, queue_aware=bool(getattr(iface, "queue_aware", False))
+            )
+        limiter.cap(iface.max_concurrency)
         return limiter
 
     def _spawn_workers(self, run: _PhaseRun, lane: _Lane) -> None:
@@ -395,25 +410,35 @@ class Scheduler:
             lane.peak = lane.in_flight
         seq = lane.limit.started()
         request = item.request if job.correction is None else with_correction(item.request, job.correction, item.key)
-        started = time.perf_counter()
+        started = self.clock.now()
+        started_wall = time.perf_counter()
+        call_timeout = getattr(iface, "call_timeout_s", None) or limits.call_timeout_s
         try:
-            if limits.call_timeout_s is None:
+            if call_timeout is None:
                 result = await iface.generate(request)
             else:
-                async with asyncio.timeout(limits.call_timeout_s):
+                async with asyncio.timeout(call_timeout):
                     result = await iface.generate(request)
         except asyncio.CancelledError:
             lane.in_flight -= 1
             raise
         except Exception as exc:
             lane.in_flight -= 1
-            job.latency_ms = round((time.perf_counter() - started) * 1000.0, 1)
-            self._failed_call(run, lane, job, self._classify(iface, exc), seq)
+            if is_connection_failure(exc) and self._server_down(run, lane, job):
+                return
+            job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
+            err = self._classify(iface, exc)
+            if lane.limit.gradient is not None and is_timeout(exc):
+                lane.limit.rate_limited(seq)  # a queueing server is over capacity
+            self._failed_call(run, lane, job, err, seq)
             run.settle()
             return
         lane.in_flight -= 1
-        lane.limit.succeeded()
-        job.latency_ms = round((time.perf_counter() - started) * 1000.0, 1)
+        finished = self.clock.now()
+        lane.limit.succeeded(finished - started, finished)
+        if lane.server_wait.answered():
+            self._say(f"{lane.url}: the server answers again")
+        job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
         job.raw, job.finish_reason = result.text, result.finish_reason
         usage = result.usage
         job.in_tokens += usage.input_tokens
@@ -449,6 +474,36 @@ class Scheduler:
             self._finish(run, job, "failed")
             return
         self._finish(run, job, "ok", value=value, result=result)
+
+    def _server_down(self, run: _PhaseRun, lane: _Lane, job: _Job) -> bool:
+        """The server refused or dropped the call: give the attempt back and pause the lane.
+        Once the lane has waited ``connect_wait_s`` the item fails, naming the server."""
+        now = self.clock.now()
+        first = lane.server_wait.down_since is None
+        pause = lane.server_wait.refused(now)
+        self.calls[job.item.model.name] -= 1  # the server never saw this call
+        run.stats.phase_calls -= 1
+        job.attempts -= 1
+        if pause is None:
+            job.last_kind = "transient"
+            job.last_error = f"cannot connect to {lane.url} for {lane.server_wait.wait_s:.0f} s (connect_wait_s)"
+            self._finish(run, job, "failed")
+            return True
+        if first:
+            self._say(f"{lane.url}: cannot connect; waiting up to {lane.server_wait.wait_s:.0f} s for the server (connect_wait_s)")
+        lane.paused_until = max(lane.paused_until, now + pause)
+        if run.stopping:
+            self._skip(run, job, run.stop_reason)
+        else:
+            lane.ready.appendleft(job)
+        run.settle()
+        return True
+
+    def _say(self, line: str) -> None:
+        """One console line for the user (and the log)."""
+        log.warning("%s", redact(line))
+        if self.progress is not None and self.progress.summary:
+            self.progress.console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
 
     def _classify(self, iface: Interface, exc: Exception) -> ModelError:
         if isinstance(exc, TimeoutError) and not isinstance(exc, ModelError):

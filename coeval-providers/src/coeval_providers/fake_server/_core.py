@@ -7,9 +7,10 @@ Each provider module parses its own request shape into a :class:`Call`, and rend
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
@@ -88,13 +89,31 @@ def _credential(request: web.Request) -> str:
     return " ".join(request.headers.get(h, "") for h in _AUTH_HEADERS)
 
 
+@contextlib.asynccontextmanager
+async def in_flight(state: FakeState) -> AsyncIterator[None]:
+    """Count calls in flight (``state.peak_in_flight``); with ``slots`` set, queue calls
+    beyond that many until a slot frees, as a local inference server does."""
+    slots = state.config.slots
+    if slots and (state.slot_gate is None or state.slot_count != slots):
+        state.slot_gate, state.slot_count = asyncio.Semaphore(slots), slots
+    gate = state.slot_gate if slots else None
+    async with gate if gate is not None else contextlib.nullcontext():
+        state.in_flight += 1
+        state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
+        try:
+            yield
+        finally:
+            state.in_flight -= 1
+
+
 async def _latency(state: FakeState, index: int) -> None:
     cfg = state.config
     delay = cfg.latency_ms
     if cfg.jitter_ms:
         delay += cfg.jitter_ms * (int(hashlib.sha256(str(index).encode()).hexdigest()[:4], 16) / 0xFFFF)
-    if delay > 0:
-        await asyncio.sleep(delay / 1000.0)
+    async with in_flight(state):
+        if delay > 0:
+            await asyncio.sleep(delay / 1000.0)
 
 
 async def handle_model_call(

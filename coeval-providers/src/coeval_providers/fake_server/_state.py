@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import itertools
 import threading
 import time
@@ -82,6 +84,9 @@ class FakeConfig:
     batch_done_before_expiry: int = 0
     #: Keep request bodies in the log (tests); benchmarks turn it off.
     log_bodies: bool = True
+    #: Serve at most this many model calls at once and queue the rest, like a local
+    #: inference server (None: no limit). Latency is spent holding a slot.
+    slots: int | None = None
     #: Share (0..1) of teacher calls answered with junk (see ``_junk``).
     junk_share: float = 0.0
 
@@ -118,6 +123,11 @@ class FakeState:
         #: (bucket, key) -> bytes: the mini S3 / Cloud Storage
         self.objects: dict[tuple[str, str], bytes] = {}
         self.request_index = 0
+        #: Model calls being served now, and the most at once (see ``FakeConfig.slots``).
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.slot_gate: asyncio.Semaphore | None = None
+        self.slot_count: int | None = None
 
     # ---- control -------------------------------------------------------------------------
     def configure(self, **changes: Any) -> None:

@@ -26,11 +26,20 @@ NON_GENERATION_KEYS = frozenset(
         "max_concurrency", "region", "project", "location", "system_prompt", "system", "structured_output",
         "max_tokens", "max_new_tokens", "max_output_tokens", "max_completion_tokens", "temperature", "top_p",
         "seed", "stop", "extra_body", "headers", "batch_bucket", "batch_s3_uri", "batch_gcs_uri", "batch_role_arn",
-        "batch_model", "batch_deployment", "device", "price_as", "anthropic_version",
+        "batch_model", "batch_deployment", "device", "price_as", "anthropic_version", "connect_timeout",
+        "connect_wait_s", "call_timeout", "server",
     }
 )  # fmt: skip
 
 _UNSET: Any = object()
+
+
+def _without_userinfo(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    host, at, tail = rest.partition("@")
+    if at and "/" not in host:
+        return f"{scheme}{sep}{tail}"
+    return url
 
 
 def max_tokens_of(params: Mapping[str, Any]) -> int | None:
@@ -72,10 +81,17 @@ class ProviderInterface(Interface):
             model_id = pricing_table().provider_model_id(self.name, model_id)
         self.model_id = model_id
         self.timeout = float(params.get("timeout", 300.0))
+        self.connect_timeout = float(params.get("connect_timeout", 30.0))
+        self.connect_wait_s = float(params.get("connect_wait_s", 300.0))
+        #: The scheduler's cap on one call: just above the client's own timeouts, so the
+        #: SDK's timeout (which names the cause) fires first; ``call_timeout`` overrides it.
+        self.call_timeout_s = float(params.get("call_timeout") or self.timeout + self.connect_timeout + 5.0)
         if params.get("concurrency"):
             self.default_concurrency = int(params["concurrency"])
         if params.get("max_concurrency"):
             self.max_concurrency = int(params["max_concurrency"])
+            if not params.get("concurrency"):  # the user's bound also bounds the start value
+                self.default_concurrency = min(self.default_concurrency, self.max_concurrency)
         self.max_concurrency = max(self.max_concurrency, self.default_concurrency)
         self._price: Any = _UNSET
         _ = self.price  # a broken $COEVAL_PRICING_FILE stops here, before any call is paid for
@@ -96,8 +112,27 @@ class ProviderInterface(Interface):
 
     @property
     def base_url(self) -> str | None:
+        urls = self.base_urls
+        return urls[0] if urls else None
+
+    @property
+    def base_urls(self) -> list[str]:
+        """Every replica's URL (``base_url`` may be a list), normalised."""
         url = self.setting("base_url", *self.base_url_env, default=self.default_base_url)
-        return str(url).rstrip("/") if url else None
+        values = url if isinstance(url, list | tuple) else [url] if url else []
+        return [self.normalize_base_url(str(u)) for u in values if u]
+
+    def normalize_base_url(self, url: str) -> str:
+        return url.rstrip("/")
+
+    @property
+    def server_label(self) -> str:
+        """Where calls go, for console lines and lane names (no credentials in it)."""
+        return ", ".join(_without_userinfo(u) for u in self.base_urls) or str(self.setting("region") or "default endpoint")
+
+    def connection_key(self) -> str:
+        """One lane per endpoint: interface, resolved base URL(s) or region, credential."""
+        return f"{self.name}@{self.server_label}:{super().connection_key().rsplit(':', 1)[-1]}"
 
     # ---- prices and results ------------------------------------------------------------------
     @property

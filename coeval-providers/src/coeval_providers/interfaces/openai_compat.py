@@ -11,6 +11,7 @@ conversion (a large share of the SDK's CPU per call) is skipped.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -28,6 +29,8 @@ from coeval.interfaces.base import (
 
 from coeval_providers import _errors
 from coeval_providers._loop_local import LoopLocal
+from coeval_providers.interfaces._replicas import ReplicaSet
+from coeval_providers.interfaces._server_names import rename_for_server
 from coeval_providers.interfaces._base import (
     ProviderInterface,
     max_tokens_of,
@@ -128,6 +131,11 @@ class OpenAICompatInterface(ProviderInterface):
     def __init__(self, model: Any, credentials: Any = None) -> None:
         super().__init__(model, credentials)
         self._client: LoopLocal[Any] = LoopLocal(self._make_client, lambda c: c.close())
+        urls = self.base_urls
+        self.replicas = ReplicaSet.of(urls) if len(urls) > 1 else None
+        self._replica_clients: dict[str, LoopLocal[Any]] = {
+            u: LoopLocal(functools.partial(self._make_client, u), lambda c: c.close()) for u in urls
+        } if self.replicas is not None else {}
 
     # ---- client --------------------------------------------------------------------------------
     def _client_kwargs(self) -> dict[str, Any]:
@@ -156,14 +164,15 @@ class OpenAICompatInterface(ProviderInterface):
         from openai import DefaultAioHttpClient
 
         limits = httpx2.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
-        return DefaultAioHttpClient(limits=limits, timeout=httpx2.Timeout(self.timeout, connect=30.0))
+        return DefaultAioHttpClient(limits=limits, timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout))
 
-    def _make_client(self) -> Any:
+    def _make_client(self, replica_url: str | None = None) -> Any:
         from openai import AsyncOpenAI
 
         headers = {**self.extra_headers, **dict(self.model.parameters.get("headers") or {})}
+        kwargs = {**self._client_kwargs(), **({"base_url": replica_url} if replica_url else {})}
         return AsyncOpenAI(api_key=self._api_key_or_fail(), max_retries=0, timeout=self.timeout, http_client=self._http_client(),
-                           default_headers=headers or None, **self._client_kwargs())
+                           default_headers=headers or None, **kwargs)
 
     def client(self) -> Any:
         return self._client.get()
@@ -201,6 +210,7 @@ class OpenAICompatInterface(ProviderInterface):
         for key in _PASSTHROUGH:
             if params.get(key) is not None:
                 body[key] = params[key]
+        rename_for_server(body, params)
         if request.json_schema is not None and mode != "none":
             if mode == "json_schema":
                 body["response_format"] = {
@@ -215,14 +225,20 @@ class OpenAICompatInterface(ProviderInterface):
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         body = self.build_body(request)
         try:
-            raw = await self.client().post(self.chat_path, body=body, cast_to=bytes)
+            if self.replicas is not None:
+                clients = self._replica_clients
+                raw = await self.replicas.call(lambda url: clients[url].get().post(self.chat_path, body=body, cast_to=bytes))
+            else:
+                raw = await self.client().post(self.chat_path, body=body, cast_to=bytes)
             data = json.loads(raw)
         except ModelError:
             raise
         except Exception as exc:
             raise self.classify_error(exc) from None
         text, tokens_in, tokens_out, model, finish = parse_chat_completion(self.name, data)
-        return self.result(text, tokens_in, tokens_out, model, finish_reason=finish)
+        result = self.result(text, tokens_in, tokens_out, model, finish_reason=finish)
+        speed = (data.get("timings") or {}).get("predicted_per_second")  # llama.cpp's server reports it
+        return attrs.evolve(result, tokens_per_s=float(speed)) if isinstance(speed, int | float) else result
 
     def classify_sdk_error(self, exc: BaseException) -> ModelError:
         return openai_error(self.name, exc, self.model_id) or super().classify_sdk_error(exc)
@@ -247,6 +263,8 @@ class OpenAICompatInterface(ProviderInterface):
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        for client in self._replica_clients.values():
+            await client.aclose()
 
 
 class OpenAIInterface(OpenAICompatInterface):
@@ -372,10 +390,10 @@ class OllamaInterface(OpenAICompatInterface):
     base_url_env = ("OLLAMA_HOST",)
     default_concurrency = 4
     max_concurrency = 32
+    queue_aware = True
 
-    @property
-    def base_url(self) -> str | None:
-        url = str(self.setting("base_url", "OLLAMA_HOST", default=self.default_base_url)).rstrip("/")
+    def normalize_base_url(self, url: str) -> str:
+        url = url.rstrip("/")
         if not url.startswith("http"):
             url = f"http://{url}"
         return url if url.endswith("/v1") else f"{url}/v1"
@@ -385,3 +403,4 @@ class VLLMInterface(OpenAICompatInterface):
     """Any OpenAI-compatible server (vLLM, TGI, llama.cpp server, LM Studio...) at ``base_url``."""
 
     name = "vllm"
+    queue_aware = True

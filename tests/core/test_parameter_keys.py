@@ -1,0 +1,39 @@
+"""V-45 (sampling keys per interface) and V-46 (timeouts) through the public validator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coeval.config import validate_config
+
+
+def _config(interface: str, **params: Any) -> dict[str, Any]:
+    return {
+        "models": [{"name": "m", "interface": interface, "roles": ["teacher", "student", "judge"],
+                    "parameters": {"model": "x", "base_url": "http://127.0.0.1:8000/v1", **params}}],
+        "tasks": [{"name": "t", "description": "d", "target_attributes": {"a": ["x"]}, "rubric": {"r": "c"},
+                   "sampling": {"total": 1}}],
+        "experiment": {"id": "e", "storage_folder": "./runs"},
+    }
+
+
+def _issues(interface: str, **params: Any) -> list[tuple[str, str, str]]:
+    issues = validate_config(_config(interface, **params), check_filesystem=False)
+    return [(i.rule, i.path, i.message) for i in issues if i.rule in ("V-45", "V-46")]
+
+
+def test_a_misspelt_sampling_key_names_the_rule_and_the_right_key() -> None:
+    [(rule, path, message)] = _issues("vllm", repetiton_penalty=1.1)
+    assert (rule, path) == ("V-45", "models[0].parameters.repetiton_penalty")
+    assert "did you mean 'repetition_penalty'?" in message
+
+
+def test_unknown_keys_are_fine_under_extra_body_and_declared_keys_pass() -> None:
+    assert _issues("vllm", extra_body={"foo_unknown": 1}, top_k=20, min_p=0.05, repetition_penalty=1.1) == []
+    assert [r for r, _, _ in _issues("openai", foo_unknown=1)] == ["V-45"]
+
+
+def test_timeouts_must_be_positive_and_at_most_a_day() -> None:
+    assert sorted(p for _, p, _ in _issues("vllm", timeout=0, connect_timeout=-1, connect_wait_s=90_000)) == [
+        "models[0].parameters.connect_timeout", "models[0].parameters.connect_wait_s", "models[0].parameters.timeout"]
+    assert _issues("vllm", timeout=3600, connect_timeout=5, connect_wait_s=600) == []
