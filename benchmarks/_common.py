@@ -119,6 +119,24 @@ def run_coeval(args: list[str], *, env: dict[str, str] | None = None) -> CoevalP
     )
 
 
+def evict_page_cache(folder: Path) -> bool:
+    """Ask the kernel to drop ``folder``'s files from the page cache, so the next read of
+    them comes from disk: a cold-cache (first run after boot) figure. Uses
+    ``posix_fadvise(DONTNEED)``, which needs no root; False where the platform lacks it."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:
+        return False
+    for path in folder.rglob("*"):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+    return True
+
+
 def machine() -> dict[str, Any]:
     """What the figures were measured on."""
     cpu = platform.processor() or platform.machine()

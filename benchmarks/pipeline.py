@@ -120,6 +120,7 @@ def throughput(latency_ms: float = 200.0, concurrency: int = 64, total: int | No
         "latency_ms": latency_ms,
         "concurrency": concurrency,
         "wall_s": round(wall, 2),
+        "wall_excludes": "config loading and plugin discovery (done once before the clock starts)",
         "ideal_s": round(ideal, 2),
         "efficiency": round(ideal / wall, 3) if wall else None,
         "calls_per_s": round(calls / wall, 1) if wall else None,

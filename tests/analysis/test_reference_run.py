@@ -141,3 +141,25 @@ def test_student_scores_match_a_plain_recomputation(
         by_student[student_of[response]].append(np.mean([np.mean(v) for v in factors.values()]))
     for student, scores in by_student.items():
         assert s["students"][student]["score"] == pytest.approx(np.mean(scores), abs=1e-6)
+
+
+def test_conflict_aware_ranking_of_the_reference_run(analysed: tuple[Path, dict[str, Any]]) -> None:
+    """The numbers docs/analysis.md reports for the reference run."""
+    _, s = analysed
+    assert s["robust"]["converged"] is True
+    assert s["robust"]["n_conflicted"] == 2776
+    assert s["robust"]["families"]["gpt-4o-mini"] == s["robust"]["families"]["gpt-3.5-turbo"] == "openai"
+    order = sorted(s["students"], key=lambda x: s["students"][x]["robust_rank"])
+    assert order == ["qwen2p5-1b5", "smollm2-1b7", "gpt-4o-mini", "gpt-3.5-turbo", "qwen2p5-0b5"]
+    unadjusted = sorted(s["students"], key=lambda x: s["students"][x]["robust_unadjusted_rank"])
+    assert unadjusted[:2] == ["gpt-4o-mini", "gpt-3.5-turbo"]
+    assert len(s["comparisons"]) == 10
+    kinds = {(w["kind"], w["subject"]) for w in s["warnings"]}
+    assert {
+        ("self_preference", "gpt-4o-mini"),
+        ("self_preference", "gpt-3.5-turbo"),
+        ("family_preference", "gpt-4o-mini"),
+        ("family_preference", "gpt-3.5-turbo"),
+        ("weak_unrelated_judges", "gpt-3.5-turbo, gpt-4o-mini"),
+    } == kinds
+    assert max(j["weight"] for j in s["judges"].values()) < 0.5

@@ -35,6 +35,9 @@ def test_ranked_in_true_order_and_random_judge_gets_no_weight(make_run, seed: in
     # less noise, more weight
     assert judges["judge-1"]["weight"] > judges["judge-2"]["weight"] > judges["judge-3"]["weight"]
     assert sum(j["weight"] for j in judges.values()) == pytest.approx(1.0)
+    for name, judge in judges.items():
+        low, high = judge["weight_ci"]
+        assert low <= judge["weight"] <= high, name
     for name, student in s["students"].items():
         low, high = student["robust_ci"]
         assert low <= student["robust_score"] <= high, name
@@ -107,4 +110,5 @@ def test_item_weights_down_weight_items_that_do_not_separate_students(make_run) 
     assert mean_weight["sharp"] > 1.5 * mean_weight["flat"]
     teachers = a.summary["teachers"]
     assert teachers["sharp"]["discrimination"] > 2 * teachers["flat"]["discrimination"]
+    assert teachers["sharp"]["item_weight"] > 2 * teachers["flat"]["item_weight"]
     assert teachers["sharp"]["ranking_agreement"] is not None

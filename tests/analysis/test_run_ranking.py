@@ -81,3 +81,19 @@ def test_common_items_only_on_request_when_nothing_is_missing(make_run: Callable
     assert s["common_items"]["n_items"] == 30
     # 30 datapoints: fine; the per-student warning for thin intervals stays quiet
     assert not any(w["kind"] == "few_datapoints" for w in s["warnings"])
+
+
+def test_one_level_judge_and_few_datapoints_are_warned(make_run: Callable[..., Path]) -> None:
+    run = make_run(
+        students=STUDENTS,
+        judges={"j-1": 0.08, "j-2": 0.1, "j-high": 0.1},
+        leniency={"j-high": 1.0},  # sees every answer as High
+        random_judges=(),
+        datapoints_per_teacher=3,
+        seed=7,
+    )
+    s, output, _ = _run_cli(run)
+    kinds = {(w["kind"], w["subject"]) for w in s["warnings"]}
+    assert kinds == {("one_level", "j-high"), ("few_datapoints", None)}
+    assert "Warning: judge j-high gives High to 100% of answers" in output
+    assert "18 datapoints" in output

@@ -47,6 +47,11 @@ PLUGIN_SOURCE = textwrap.dedent(
 )
 
 
+def _path_with(site: Path) -> str:
+    """``site`` first, then whatever PYTHONPATH the tests run with (a checkout's sources)."""
+    return os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+
+
 @pytest.fixture
 def installed_plugin(tmp_path: Path) -> dict[str, str]:
     """Install a plugin the way pip would: a module plus a dist-info with entry_points.txt."""
@@ -59,7 +64,7 @@ def installed_plugin(tmp_path: Path) -> dict[str, str]:
     (dist / "entry_points.txt").write_text("[coeval]\necho = coeval_echo_plugin\n")
     (dist / "RECORD").write_text("")
     marker = tmp_path / "imported.txt"
-    env = {**os.environ, "PYTHONPATH": str(site), "MARKER_FILE": str(marker)}
+    env = {**os.environ, "PYTHONPATH": _path_with(site), "MARKER_FILE": str(marker)}
     env.pop("COEVAL_DISABLE_PLUGINS", None)
     return {"env": env, "marker": str(marker)}  # type: ignore[dict-item]
 
@@ -106,3 +111,66 @@ def test_duplicate_registration_is_an_error():
     reg.add("bleu", 1, "a")
     with pytest.raises(DuplicateRegistrationError, match="'bleu' registered twice"):
         reg.add("bleu", 2, "b")
+
+
+CLASH_SOURCE = textwrap.dedent(
+    '''
+    """A plugin that registers a name the core already has, and one command."""
+    import click
+
+    from coeval.hookspecs import hookimpl
+    from coeval.interfaces.mock import MockInterface
+
+
+    @hookimpl
+    def register_interfaces(register):
+        register("mock", MockInterface)
+
+
+    @hookimpl
+    def register_commands(cli):
+        @cli.command("hello")
+        def hello():
+            """Say hello."""
+            click.echo("hello")
+    '''
+)
+
+
+@pytest.fixture
+def clashing_plugin(tmp_path: Path) -> dict[str, str]:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "coeval_clash_plugin.py").write_text(CLASH_SOURCE)
+    dist = site / "coeval_clash_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: coeval-clash-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[coeval]\nclash = coeval_clash_plugin\n")
+    (dist / "RECORD").write_text("")
+    env = {**os.environ, "PYTHONPATH": _path_with(site)}
+    env.pop("COEVAL_DISABLE_PLUGINS", None)
+    return env
+
+
+@pytest.mark.parametrize(
+    "argv", [["plugins"], ["plugins", "--json"], ["run", "--config", "examples/mock_smoke.yaml", "--dry-run"]]
+)
+def test_two_plugins_registering_one_name_is_a_one_line_error(clashing_plugin, argv):
+    out = subprocess.run(
+        [sys.executable, "-m", "coeval.cli.main", *argv],
+        env=clashing_plugin, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2],
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "plugin conflict: interface 'mock' registered twice: by plugin 'core' and by plugin 'clash' "
+        "(uninstall one, or set COEVAL_DISABLE_PLUGINS=clash)"
+    ]
+    assert "Traceback" not in out.stderr
+
+
+def test_plugins_json_lists_commands_per_plugin(clashing_plugin):
+    report = {p["name"]: p for p in _plugins_json({**clashing_plugin, "COEVAL_DISABLE_PLUGINS": "clash"})}
+    assert {"run", "status", "plan", "plugins", "describe"} <= set(report["core"]["commands"])
+    assert "clash" not in report
+    if "analysis" in report:  # coeval-analysis installed
+        assert report["analysis"]["commands"] == ["analyze", "export", "view"]

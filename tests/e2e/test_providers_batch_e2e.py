@@ -108,6 +108,7 @@ def test_batch_run_writes_the_same_records_as_a_real_time_run(fake: FakeServer, 
         assert set(a[phase]) == set(b[phase]), phase
         assert all(r["status"] == "ok" for r in b[phase].values())
         assert {frozenset(r) for r in a[phase].values()} == {frozenset(r) for r in b[phase].values()}  # same fields
+        assert {k: r.get("finish_reason") for k, r in a[phase].items()} == {k: r.get("finish_reason") for k, r in b[phase].items()}
     # phases 4-5 went through batch jobs only: the only real-time calls were phase 3's
     chat_calls = fake.counts.get("openai.chat", 0) + fake.counts.get("anthropic.messages", 0) + fake.counts.get("gemini.generate", 0)
     assert chat_calls == len(b["data_generation"])

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from coeval_providers.fake_server import schema_instance
+from coeval_providers.fake_server._strict import bedrock_job_problem, vertex_job_problem
 
 
 BEARER = {"Authorization": "Bearer test-key"}
@@ -126,6 +127,18 @@ ANTHROPIC_HEADERS = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
     ("/v1beta/models/gemini-2.0-flash:generateContent", {"contents": [{"parts": [{"text": "hi"}]}], "config": {}},
      {"x-goog-api-key": "k"}, 400, 'Unknown name "config"'),
     ("/model/m/converse", {"messages": []}, {}, 403, "Missing Authentication Token"),
+    ("/v1beta/models/gemini-2.0-flash:batchGenerateContent", {"batch": {"inputConfig": {"requests": {"requests": []}}}},
+     {}, 403, "unregistered callers"),
+    ("/v1beta/models/gemini-2.0-flash:batchGenerateContent",
+     {"batch": {"inputConfig": {"requests": {"requests": [{"request": {"contents": [{"parts": [{"text": "hi"}]}],
+                                                                       "maxOutputTokens": 5}}]}}}},
+     {"x-goog-api-key": "k"}, 400, 'request 0: Invalid JSON payload received. Unknown name "maxOutputTokens"'),
+    ("/v1/messages/batches", {"requests": [{"custom_id": "capitals.r1", "params": ANTHROPIC}]}, ANTHROPIC_HEADERS, 400,
+     "requests.0.custom_id: String should match pattern"),
+    ("/v1/messages/batches", {"requests": [{"custom_id": "a", "params": ANTHROPIC}] * 2}, ANTHROPIC_HEADERS, 400,
+     "duplicate custom_id"),
+    ("/v1/messages/batches", {"requests": [{"custom_id": "a", "params": {**ANTHROPIC, "n": 2}}]}, ANTHROPIC_HEADERS, 400,
+     "requests.0.params.n: Extra inputs are not permitted"),
 ])
 def test_fake_refuses_what_the_real_api_refuses(fake: Any, path: str, body: Any, headers: dict[str, str], status: int,
                                                 says: str) -> None:
@@ -170,3 +183,31 @@ def test_file_purpose_must_be_documented(fake: Any) -> None:
     with pytest.raises(urllib.error.HTTPError) as err:
         _upload(fake, {"x": 1}, "batches")
     assert err.value.code == 400 and "purpose: expected one of" in _error_text(err.value)
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"jobName": "coeval job"}, "jobName"),
+    ({"roleArn": "bedrock-batch"}, "roleArn"),
+    ({"record": {"recordId": "r1", "modelInput": {"messages": []}}}, "anthropic_version must be bedrock-2023-05-31"),
+    ({"record": {"modelInput": {"anthropic_version": "bedrock-2023-05-31"}}}, "recordId missing"),
+])
+def test_bedrock_job_rules(change: dict[str, Any], says: str) -> None:
+    body = {"jobName": "coeval-0123abcd", "roleArn": "arn:aws:iam::123456789012:role/bedrock-batch",
+            "modelId": "anthropic.claude-3-haiku-20240307-v1:0"}
+    record = {"recordId": "r1", "modelInput": {"anthropic_version": "bedrock-2023-05-31", "messages": []}}
+    assert bedrock_job_problem(body, [record]) is None
+    problem = bedrock_job_problem({**body, **{k: v for k, v in change.items() if k != "record"}}, [change.get("record", record)])
+    assert problem is not None and problem[0] == 400 and says in problem[2]
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"displayName": ""}, "displayName is required"),
+    ({"inputConfig": {"instancesFormat": "csv"}}, "instancesFormat must be jsonl"),
+    ({"outputConfig": {"predictionsFormat": "bigquery"}}, "predictionsFormat must be jsonl"),
+])
+def test_vertex_job_rules(change: dict[str, Any], says: str) -> None:
+    body = {"displayName": "coeval", "model": "publishers/google/models/gemini-2.0-flash",
+            "inputConfig": {"instancesFormat": "jsonl"}, "outputConfig": {"predictionsFormat": "jsonl"}}
+    assert vertex_job_problem(body) is None
+    problem = vertex_job_problem({**body, **change})
+    assert problem is not None and problem[0] == 400 and says in problem[2]

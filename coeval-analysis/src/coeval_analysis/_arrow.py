@@ -45,4 +45,4 @@ def encode(chunks: Sequence[pa.Array], vocab: Vocabulary) -> np.ndarray:
         [c if not pa.types.is_null(c.type) else pa.nulls(len(c), pa.string()) for c in parts], pa.string()
     )
     idx = pc.index_in(arr, value_set=vocab.array)
-    return pc.fill_null(idx, -1).to_numpy().astype(np.int32, copy=False)
+    return np.asarray(pc.fill_null(idx, -1).to_numpy().astype(np.int32, copy=False))

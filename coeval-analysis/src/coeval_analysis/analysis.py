@@ -26,6 +26,7 @@ from coeval_analysis.ranking import (
     conflict_aware_ranking,
     rank_label,
     student_missing,
+    teacher_weights,
     unrelated_weight,
 )
 from coeval_analysis.run_warnings import collect_warnings
@@ -33,13 +34,14 @@ from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch
 from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.coverage import attribute_coverage
 from coeval_analysis.stats.diagnostics import self_preference, teacher_discrimination, verbosity
+from coeval_analysis.stats.icc_bootstrap import icc_intervals
 from coeval_analysis.stats.reference import evaluator_scores, gold_report, label_report
 from coeval_analysis.stats.robust import RobustRanking, robust_ranking
 from coeval_analysis.stats.scores import ScoreModel
 
 __all__ = ["SCHEMA_VERSION", "Analysis", "AnalysisOptions", "analyze"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  #: 2: robust_* is the conflict-aware headline; robust_unadjusted_* the earlier score
 
 
 @dataclass
@@ -102,9 +104,12 @@ def analyze(
     robust = robust_ranking(model, boot, opts.level)
     headline = conflict_aware_ranking(model, data, boot, opts.level)
     step("judge agreement")
-    agreement, pairs = _agreement(model, opts)
+    agreement, pairs = _agreement(model, opts, boot)
     step("teachers and diagnostics")
     teachers = teacher_discrimination(model, robust)
+    for name, weight in teacher_weights(headline, list(model.teachers)).items():
+        if name in teachers:
+            teachers[name]["item_weight"] = weight
     bias = self_preference(model, robust, headline.families)
     verb = verbosity(model, robust)
     coverage, coverage_table = attribute_coverage(data)
@@ -147,7 +152,8 @@ def analyze(
     }
     gaps = [v["missing_rate"] for v in missing.values() if v["missing_rate"] is not None]
     uneven = len(gaps) >= 2 and max(gaps) - min(gaps) > MISSING_GAP
-    summary["common_items"] = common_items(headline, list(model.students)) if uneven or opts.common_items else None
+    wanted = uneven or opts.common_items
+    summary["common_items"] = common_items(headline, list(model.students)) if wanted else None
     summary["warnings"] = collect_warnings(
         model, summary, headline.headline.converged, headline.headline.iterations, MISSING_GAP
     )
@@ -184,7 +190,9 @@ def _no_icc() -> dict[str, Any]:
     }
 
 
-def _agreement(model: ScoreModel, opts: AnalysisOptions) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _agreement(
+    model: ScoreModel, opts: AnalysisOptions, boot: Bootstrap
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     J = len(model.judges)
     F = max(len(model.factors), 1)
     cat = model.u_level >= 0
@@ -234,6 +242,9 @@ def _agreement(model: ScoreModel, opts: AnalysisOptions) -> tuple[dict[str, Any]
         complete = (levels[:, chosen] >= 0).all(1)
         mat = levels[complete][:, chosen].astype(np.float64) / 2.0
         r = icc(mat, opts.level)
+        unit_item = model.resp_item[uniq[complete] // F]
+        if boot.n_boot and (unit_item >= 0).all():  # a datapoint's units move together
+            r.update(icc_intervals(mat, unit_item, boot, opts.level))
         res = {
             "icc3_1": _num(r["icc3_1"]),
             "icc3_k": _num(r["icc3_k"]),
@@ -355,7 +366,7 @@ def _students(
             "robust_ci": [_num(headline.ci[0][i]), _num(headline.ci[1][i])],
             "robust_rank": int(rrank[i]) if scored else None,
             "rank_range": list(rr) if rr else None,
-            "rank_label": rank_label(rr),
+            "rank_label": rank_label(rr) if rr or not scored else str(rrank[i]),
             "rank_ci": list(rci) if (rci := comp.rank_ci[i]) else None,
             "robust_unadjusted_score": _num(robust.score[i]),
             "robust_unadjusted_ci": [_num(robust.ci[0][i]), _num(robust.ci[1][i])],
@@ -461,7 +472,9 @@ def _label_table(labels: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _datapoint_table(model: ScoreModel, robust: RobustRanking, headline: ConflictAwareRanking) -> pd.DataFrame:
+def _datapoint_table(
+    model: ScoreModel, robust: RobustRanking, headline: ConflictAwareRanking
+) -> pd.DataFrame:
     ids = model.data.datapoint_ids
     c = robust.consensus
     n_s = (~np.isnan(c)).sum(1)

@@ -70,9 +70,10 @@ def analyze_command(
     common_items: bool,
     quiet: bool,
 ) -> None:
-    """Analyse a run: student ranking with bootstrap intervals and a robust (judge- and
-    datapoint-weighted) ranking, judge agreement (kappa, Krippendorff's alpha, ICC),
-    teacher discrimination, self-preference, verbosity, coverage and judge failures.
+    """Analyse a run: student ranking with bootstrap intervals and a conflict-aware robust
+    ranking (a judge's scores of its own family left out; judges and datapoints weighted),
+    pairwise comparisons with rank ranges, warnings, judge agreement (kappa, Krippendorff's
+    alpha, ICC), teacher discrimination, self-preference, verbosity, coverage and failures.
 
     Duplicate, failed and incomplete records are handled by fixed rules and counted in
     summary.json (data_quality); see docs/analysis.md.

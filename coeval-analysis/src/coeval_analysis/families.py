@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["FAMILY_PREFIXES", "infer_family", "model_families"]
+__all__ = ["FAMILY_PREFIXES", "infer_family", "known_family", "model_families"]
 
 #: (prefix of the lower-cased model id, family); the first match wins
 FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
@@ -39,17 +39,25 @@ FAMILY_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
-def infer_family(model_id: str) -> str:
-    """Family of a model id: the last path segment (``Qwen/Qwen2.5-7B`` -> ``qwen2.5-7b``,
-    Bedrock's ``anthropic.claude-3`` -> ``claude-3``) matched against
-    :data:`FAMILY_PREFIXES`; the lower-cased id itself when nothing matches."""
-    last = model_id.strip().rsplit("/", 1)[-1].lower()
-    candidates = [last, last.split(".", 1)[-1] if "." in last else last, last.split(":", 1)[0]]
-    for text in candidates:
+def _last_segment(model_id: str) -> str:
+    return model_id.strip().rsplit("/", 1)[-1].lower()
+
+
+def known_family(model_id: str) -> str | None:
+    """The family :data:`FAMILY_PREFIXES` gives the last path segment of a model id
+    (``Qwen/Qwen2.5-7B`` -> ``qwen2.5-7b``; Bedrock's ``anthropic.claude-3`` also as
+    ``claude-3``; Ollama's ``llama3:8b``), or None."""
+    last = _last_segment(model_id)
+    for text in (last, last.split(".", 1)[-1], last.split(":", 1)[0]):
         for prefix, family in FAMILY_PREFIXES:
             if text.startswith(prefix):
                 return family
-    return last
+    return None
+
+
+def infer_family(model_id: str) -> str:
+    """:func:`known_family`, else the lower-cased last segment of the id itself."""
+    return known_family(model_id) or _last_segment(model_id)
 
 
 def model_families(config: Mapping[str, Any], names: Sequence[str]) -> dict[str, str]:
@@ -68,7 +76,7 @@ def model_families(config: Mapping[str, Any], names: Sequence[str]) -> dict[str,
             continue
         params = entry.get("parameters")
         model_id = params.get("model") if isinstance(params, Mapping) else None
-        inferred = infer_family(model_id) if isinstance(model_id, str) and model_id else infer_family(name)
+        from_id = known_family(model_id) if isinstance(model_id, str) and model_id else None
         # an unknown model id (a local path, a benchmark name) says less than the name
-        out[name] = inferred if inferred != (model_id or "").lower() else infer_family(name)
+        out[name] = from_id or infer_family(name)
     return out

@@ -20,12 +20,13 @@ every gold label (a false negative), never a match.
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+
+from coeval.labels import normalise_label
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,18 +45,10 @@ __all__ = [
 Mode = Literal["multiclass", "multilabel", "extraction"]
 MODES: tuple[str, ...] = ("multiclass", "multilabel", "extraction")
 
-_STRIP = string.whitespace + string.punctuation + "“”‘’«»"
-_SEPARATORS = re.compile(r"[\s_\-]+")
 _SPLIT = re.compile(r"\s*(?:[,;|\n]|\band\b|&)\s*", re.IGNORECASE)
 _EXPLICIT = re.compile(
     r"(?:^|\n)\s*(?:final\s+)?(?:answer|label|labels|category|class)\s*[:=]\s*(.+)", re.IGNORECASE
 )
-
-
-def normalise_label(text: str) -> str:
-    """Case-folded, surrounding punctuation, quotes and emphasis removed, runs of spaces,
-    ``_`` and ``-`` turned into one space ("**Very_positive.**" -> "very positive")."""
-    return _SEPARATORS.sub(" ", str(text).strip().strip(_STRIP)).casefold().strip()
 
 
 def split_labels(text: str) -> list[str]:

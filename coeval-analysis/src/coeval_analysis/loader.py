@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -186,14 +187,15 @@ def _jsonl_files(root: Path, phase: str) -> list[Path]:
 
 
 def _text(table: pa.Table, name: str) -> list[pa.Array]:
-    return table.column(name).chunks
+    chunks: list[pa.Array] = table.column(name).chunks
+    return chunks
 
 
 def _failed_status(table: pa.Table) -> np.ndarray:
     if table.num_rows == 0:
         return np.zeros(0, bool)
     is_failed = pc.equal(pc.utf8_lower(table.column("status")), "failed")
-    return pc.fill_null(is_failed, False).to_numpy()
+    return np.asarray(pc.fill_null(is_failed, False).to_numpy())
 
 
 def _id_codes(table: pa.Table) -> np.ndarray:
@@ -208,7 +210,7 @@ def _id_codes(table: pa.Table) -> np.ndarray:
         return np.zeros(0, np.int64)
     if "id_hash" not in table.column_names:  # read without DuckDB: compare the texts
         enc = pc.dictionary_encode(table.column("id").combine_chunks())
-        codes = pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)
+        codes: np.ndarray = pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)
         missing = codes < 0
         codes[missing] = len(enc.dictionary) + np.arange(int(missing.sum()))
         return codes
@@ -273,6 +275,120 @@ def _short(v: Any) -> str:
 # the loader
 
 
+def _datapoint_tables(
+    dps: pa.Table, dp_bad: int, quality: DataQuality, datapoint_ids: Vocabulary, tasks: Vocabulary,
+    models: Vocabulary,
+) -> tuple[pd.DataFrame, Any, Any]:
+    """Phase 3: the last valid record per datapoint, its attributes and its gold labels."""
+    dp_failed = _failed_status(dps)
+    dp_rows = _last_valid(_id_codes(dps), ~dp_failed) if dps.num_rows else np.zeros(0, np.int64)
+    quality.phase3 = PhaseQuality(
+        dps.num_rows, dp_bad, dps.num_rows - len(dp_rows), int(dp_failed[dp_rows].sum())
+    )
+    dp_codes = encode(_text(dps, "id"), datapoint_ids)
+    datapoints = pd.DataFrame(
+        {
+            "task": _cat(encode(_text(dps, "task_id"), tasks)[dp_rows], tasks),
+            "teacher": _cat(encode(_text(dps, "teacher_model_id"), models)[dp_rows], models),
+            "failed": dp_failed[dp_rows],
+        },
+        index=pd.Index(dp_codes[dp_rows], name="datapoint"),
+    )
+    attributes = _attribute_table(dps, dp_rows, dp_codes, tasks)
+    gold_by_dp = _datapoint_labels(dps, dp_rows, dp_codes)
+    return datapoints, attributes, gold_by_dp
+
+
+def _response_table(
+    resp: pa.Table, resp_bad: int, want_text: bool, quality: DataQuality,
+    vocabs: tuple[Vocabulary, Vocabulary, Vocabulary, Vocabulary],
+) -> pd.DataFrame:
+    """Phase 4: the last valid record per response (its text only when wanted)."""
+    datapoint_ids, tasks, models, response_ids = vocabs
+    resp_failed = _failed_status(resp)
+    resp_rows = _last_valid(_id_codes(resp), ~resp_failed) if resp.num_rows else np.zeros(0, np.int64)
+    quality.phase4 = PhaseQuality(
+        resp.num_rows, resp_bad, resp.num_rows - len(resp_rows), int(resp_failed[resp_rows].sum())
+    )
+    lengths = (
+        pc.fill_null(pc.cast(resp.column("length"), pa.float64()), np.nan).to_numpy()
+        if resp.num_rows
+        else np.zeros(0)
+    )
+    responses = pd.DataFrame(
+        {
+            "datapoint": encode(_text(resp, "datapoint_id"), datapoint_ids)[resp_rows],
+            "task": _cat(encode(_text(resp, "task_id"), tasks)[resp_rows], tasks),
+            "teacher": _cat(encode(_text(resp, "teacher_model_id"), models)[resp_rows], models),
+            "student": _cat(encode(_text(resp, "student_model_id"), models)[resp_rows], models),
+            "length": lengths[resp_rows],
+            "failed": resp_failed[resp_rows],
+        },
+        index=pd.Index(encode(_text(resp, "id"), response_ids)[resp_rows], name="response"),
+    )
+    if want_text and resp.num_rows:
+        responses["text"] = resp.column("response").take(pa.array(resp_rows)).to_pylist()
+    return responses
+
+
+def _record_fields(
+    kept_codes: Callable[..., np.ndarray], responses: pd.DataFrame, n_kept: int,
+    vocabs: tuple[Vocabulary, Vocabulary, Vocabulary, Vocabulary],
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Codes of who answered what for each kept evaluation: from its response record when
+    that resolves, from the evaluation's own fields otherwise."""
+    datapoint_ids, tasks, models, response_ids = vocabs
+    rec = {"response": kept_codes("response_id", response_ids), "judge": kept_codes("judge_model_id", models)}
+    position = np.full(len(response_ids) + 1, -1, np.int64)  # code -1 -> last slot -> -1
+    position[responses.index.to_numpy()] = np.arange(len(responses))
+    pos = position[rec["response"]]
+    has_resp = pos >= 0
+    pos_i = np.where(has_resp, pos, 0)
+    for col, field, vocab in (
+        ("datapoint", "datapoint_id", datapoint_ids),
+        ("task", "task_id", tasks),
+        ("teacher", "teacher_model_id", models),
+        ("student", "student_model_id", models),
+    ):
+        src = responses[col].to_numpy() if col == "datapoint" else responses[col].cat.codes.to_numpy()
+        out = np.full(n_kept, -1, np.int32)
+        out[has_resp] = src[pos[has_resp]]
+        rest = np.flatnonzero(out < 0)
+        if len(rest):
+            out[rest] = kept_codes(field, vocab, rest)
+        rec[col] = out
+    return rec, pos_i, has_resp
+
+
+def _kept_evaluations(
+    ev: pa.Table, s_rows: np.ndarray, bad: np.ndarray, quality: DataQuality
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which evaluation records failed (no usable score counts as failed) and which rows
+    stand for their id (the last valid one); counts duplicates and superseded failures."""
+    n = ev.num_rows
+    usable = np.bincount(s_rows[~bad], minlength=n)
+    failed = _failed_status(ev) | (usable == 0)
+    ids = _id_codes(ev)
+    kept = _last_valid(ids, ~failed)
+    quality.n_duplicates = n - len(kept)
+    if quality.n_duplicates:
+        dropped = np.ones(n, bool)
+        dropped[kept] = False
+        id_has_valid = np.zeros(int(ids.max()) + 1, bool)
+        id_has_valid[ids[kept][~failed[kept]]] = True
+        quality.n_superseded_failures = int(id_has_valid[ids[dropped & failed]].sum())
+    return failed, kept
+
+
+def _count_invalid_scores(s_values: pa.Array, bad: np.ndarray, quality: DataQuality) -> None:
+    """How many score values could not be read, and the 20 most common of them."""
+    invalid = (
+        Counter(_short(v) for v in s_values.filter(pa.array(bad)).to_pylist()) if bad.any() else Counter()
+    )
+    quality.n_invalid_scores = int(bad.sum())
+    quality.invalid_values = dict(invalid.most_common(20))
+
+
 def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     """Load a run folder. Raises :class:`AnalysisInputError` when it is not one."""
     root = Path(path)
@@ -317,64 +433,17 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     datapoint_ids = Vocabulary(_text(dps, "id") + _text(resp, "datapoint_id") + _text(ev, "datapoint_id"))
 
     # ---- datapoints --------------------------------------------------------------------
-    dp_failed = _failed_status(dps)
-    dp_rows = _last_valid(_id_codes(dps), ~dp_failed) if dps.num_rows else np.zeros(0, np.int64)
-    quality.phase3 = PhaseQuality(
-        dps.num_rows, dp_bad, dps.num_rows - len(dp_rows), int(dp_failed[dp_rows].sum())
-    )
-    dp_codes = encode(_text(dps, "id"), datapoint_ids)
-    datapoints = pd.DataFrame(
-        {
-            "task": _cat(encode(_text(dps, "task_id"), tasks)[dp_rows], tasks),
-            "teacher": _cat(encode(_text(dps, "teacher_model_id"), models)[dp_rows], models),
-            "failed": dp_failed[dp_rows],
-        },
-        index=pd.Index(dp_codes[dp_rows], name="datapoint"),
-    )
-    attributes = _attribute_table(dps, dp_rows, dp_codes, tasks)
-    gold_by_dp = _datapoint_labels(dps, dp_rows, dp_codes)
+    datapoints, attributes, gold_by_dp = _datapoint_tables(dps, dp_bad, quality, datapoint_ids, tasks, models)
 
     # ---- responses ---------------------------------------------------------------------
-    resp_failed = _failed_status(resp)
-    resp_rows = _last_valid(_id_codes(resp), ~resp_failed) if resp.num_rows else np.zeros(0, np.int64)
-    quality.phase4 = PhaseQuality(
-        resp.num_rows, resp_bad, resp.num_rows - len(resp_rows), int(resp_failed[resp_rows].sum())
-    )
-    lengths = (
-        pc.fill_null(pc.cast(resp.column("length"), pa.float64()), np.nan).to_numpy()
-        if resp.num_rows
-        else np.zeros(0)
-    )
-    responses = pd.DataFrame(
-        {
-            "datapoint": encode(_text(resp, "datapoint_id"), datapoint_ids)[resp_rows],
-            "task": _cat(encode(_text(resp, "task_id"), tasks)[resp_rows], tasks),
-            "teacher": _cat(encode(_text(resp, "teacher_model_id"), models)[resp_rows], models),
-            "student": _cat(encode(_text(resp, "student_model_id"), models)[resp_rows], models),
-            "length": lengths[resp_rows],
-            "failed": resp_failed[resp_rows],
-        },
-        index=pd.Index(encode(_text(resp, "id"), response_ids)[resp_rows], name="response"),
-    )
-    if want_text and resp.num_rows:
-        responses["text"] = resp.column("response").take(pa.array(resp_rows)).to_pylist()
+    responses = _response_table(resp, resp_bad, want_text, quality, (datapoint_ids, tasks, models, response_ids))
 
     # ---- evaluation records: failures and duplicates -----------------------------------
     n = ev.num_rows
     s_rows, s_keys, s_values = map_entries(ev.column("scores"))
     s_value, s_level = _parse_scores(s_values)
     bad = np.isnan(s_value)
-    usable = np.bincount(s_rows[~bad], minlength=n)
-    failed = _failed_status(ev) | (usable == 0)
-    ids = _id_codes(ev)
-    kept = _last_valid(ids, ~failed)
-    quality.n_duplicates = n - len(kept)
-    if quality.n_duplicates:
-        dropped = np.ones(n, bool)
-        dropped[kept] = False
-        id_has_valid = np.zeros(int(ids.max()) + 1, bool)
-        id_has_valid[ids[kept][~failed[kept]]] = True
-        quality.n_superseded_failures = int(id_has_valid[ids[dropped & failed]].sum())
+    failed, kept = _kept_evaluations(ev, s_rows, bad, quality)
 
     # Who answered what comes from the response record (phase 4) when the evaluation's
     # response resolves; the evaluation's own fields are used otherwise (old records lack
@@ -385,25 +454,8 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
         col = ev.column(field).take(kept_arr if rows is None else pa.array(kept[rows]))
         return encode(col.chunks, vocab)
 
-    rec = {"response": kept_codes("response_id", response_ids), "judge": kept_codes("judge_model_id", models)}
-    position = np.full(len(response_ids) + 1, -1, np.int64)  # code -1 -> last slot -> -1
-    position[responses.index.to_numpy()] = np.arange(len(responses))
-    pos = position[rec["response"]]
-    has_resp = pos >= 0
-    pos_i = np.where(has_resp, pos, 0)
-    for col, field, vocab in (
-        ("datapoint", "datapoint_id", datapoint_ids),
-        ("task", "task_id", tasks),
-        ("teacher", "teacher_model_id", models),
-        ("student", "student_model_id", models),
-    ):
-        src = responses[col].to_numpy() if col == "datapoint" else responses[col].cat.codes.to_numpy()
-        out = np.full(len(kept), -1, np.int32)
-        out[has_resp] = src[pos[has_resp]]
-        rest = np.flatnonzero(out < 0)
-        if len(rest):
-            out[rest] = kept_codes(field, vocab, rest)
-        rec[col] = out
+    vocabs = (datapoint_ids, tasks, models, response_ids)
+    rec, pos_i, has_resp = _record_fields(kept_codes, responses, len(kept), vocabs)
 
     rec_failed = failed[kept]
     orphan = ~rec_failed & ((rec["response"] < 0) | (rec["student"] < 0) | (rec["judge"] < 0))
@@ -428,11 +480,7 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     )
 
     # ---- score units -------------------------------------------------------------------
-    invalid = (
-        Counter(_short(v) for v in s_values.filter(pa.array(bad)).to_pylist()) if bad.any() else Counter()
-    )
-    quality.n_invalid_scores = int(bad.sum())
-    quality.invalid_values = dict(invalid.most_common(20))
+    _count_invalid_scores(s_values, bad, quality)
     factor_enc = pc.dictionary_encode(s_keys)
     factor_names = Vocabulary([factor_enc.dictionary])
     factor = pc.fill_null(factor_enc.indices, -1).to_numpy().astype(np.int64)
@@ -483,7 +531,7 @@ def _evaluators(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
     derived = np.array([derive(j) for j in judge.dictionary.to_pylist()] + [LLM_JUDGE], dtype=object)
     g_idx = pc.fill_null(given.indices, -1).to_numpy().astype(np.int64)
     j_idx = pc.fill_null(judge.indices, -1).to_numpy().astype(np.int64)
-    return np.where(g_idx >= 0, given_names[g_idx], derived[j_idx])
+    return np.asarray(np.where(g_idx >= 0, given_names[g_idx], derived[j_idx]))
 
 
 _KIND = re.compile(r"^\s*([A-Za-z_][\w.-]*)")
@@ -507,7 +555,7 @@ def _error_kinds(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
             kind = m.group(1) if m else "error"
         kinds.append(str(kind))
     lookup = np.array([*kinds, None], dtype=object)
-    return lookup[pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)]
+    return np.asarray(lookup[pc.fill_null(enc.indices, -1).to_numpy().astype(np.int64)])
 
 
 def _attribute_table(

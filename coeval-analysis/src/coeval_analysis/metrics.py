@@ -48,7 +48,7 @@ class Bleu:
 
     def score(self, candidates: list[str], references: list[str | Sequence[str]]) -> list[float]:
         _check(candidates, references)
-        from sacrebleu.metrics import BLEU
+        from sacrebleu.metrics.bleu import BLEU
 
         bleu = BLEU(tokenize=self.tokenize, effective_order=True)
         out = []

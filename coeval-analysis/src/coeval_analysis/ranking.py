@@ -21,14 +21,25 @@ from coeval_analysis.stats.headline import (
     CORR_SHRINK,
     Headline,
     Judgments,
-    _snr,
+    snr_weight,
     fit_headline,
     shrinkage,
     weighted_judge_consensus,
 )
 from coeval_analysis.stats.scores import ScoreModel, pair_mean
 
-__all__ = ["MISSING_GAP", "ConflictAwareRanking", "conflict_aware_ranking", "student_missing"]
+__all__ = [
+    "MISSING_GAP",
+    "ConflictAwareRanking",
+    "all_students",
+    "common_items",
+    "conflict_aware_ranking",
+    "judgments_of",
+    "rank_label",
+    "student_missing",
+    "teacher_weights",
+    "unrelated_weight",
+]
 
 #: failure rates of students differing by more than this share a warning and a common-items ranking
 MISSING_GAP = 0.05
@@ -110,13 +121,18 @@ def _weight_ci(
         vc = scc / n - (sc / n) ** 2
         r = np.where((vx > 1e-12) & (vc > 1e-12), cov / np.sqrt(vx * vc), 0.0)
     r = np.nan_to_num(r)
-    snr = _snr(r * n / (n + CORR_SHRINK), n)
+    snr = snr_weight(r * n / (n + CORR_SHRINK), n)
     tot = snr.sum(1, keepdims=True)
     wt = np.where(tot > 0, snr / np.where(tot > 0, tot, 1.0), 1.0 / k)
     lam = shrinkage(h.judge_n)
     wt = (1 - lam) * wt + lam / k
     wt = wt / wt.sum(1, keepdims=True)
-    return percentile_interval(wt, level)
+    # r^2 of a resample is biased upward (most for weak judges), so the replicates sit off
+    # the estimate: keep their spread, centred on the estimate (median-shifted percentiles)
+    lo, hi = percentile_interval(wt, level)
+    mid = np.median(wt, 0)
+    floor = lam / k  # the shrinkage share every judge keeps
+    return np.clip(w + (lo - mid), floor, 1.0), np.clip(w + (hi - mid), floor, 1.0)
 
 
 def conflict_aware_ranking(
@@ -139,11 +155,21 @@ def unrelated_weight(r: ConflictAwareRanking) -> np.ndarray:
     it that scored at least one of its answers). Low: its headline score rests on the
     judges the ensemble trusts least."""
     j, w = r.judgments, r.headline.judge_weight
-    out = np.zeros(j.n_students)
     keep = ~j.conflicted & ~np.isnan(j.value)
-    for s in range(j.n_students):
-        judges = np.unique(j.judge[keep & (j.student == s)])
-        out[s] = float(w[judges].sum()) if len(judges) else 0.0
+    scored_by = np.zeros((j.n_students, j.n_judges), bool)
+    scored_by[j.student[keep], j.judge[keep]] = True
+    out: np.ndarray = scored_by.astype(np.float64) @ w if j.n_judges else np.zeros(j.n_students)
+    return out
+
+
+def teacher_weights(r: ConflictAwareRanking, teachers: list[str]) -> dict[str, float | None]:
+    """Mean headline datapoint weight of each teacher's datapoints (how much its datapoints
+    count in the headline score; low for datapoints unrelated to student quality)."""
+    j, d = r.judgments, r.headline.item_weight
+    out: dict[str, float | None] = {}
+    for t, name in enumerate(teachers):
+        mine = j.item_teacher == t
+        out[name] = float(d[mine].mean()) if mine.any() else None
     return out
 
 
@@ -174,7 +200,10 @@ def student_missing(data: RunData, model: ScoreModel, students: list[str]) -> di
         codes = uniq["response"].to_numpy()
         who = uniq["student"].astype(str).to_numpy()
         failed = np.zeros(len(codes), bool)
-    has_score = np.array([scored[c] if 0 <= c < len(scored) else False for c in codes], bool)
+    codes = np.asarray(codes, np.int64)
+    known = (codes >= 0) & (codes < len(scored))
+    has_score = np.zeros(len(codes), bool)
+    has_score[known] = scored[codes[known]]
     for s in students:
         mine = who == s
         n = int(mine.sum())
@@ -215,5 +244,3 @@ def common_items(r: ConflictAwareRanking, students: list[str]) -> dict[str, Any]
         },
     }  # fmt: skip
 
-
-__all__ += ["unrelated_weight", "all_students", "common_items", "judgments_of", "rank_label"]

@@ -17,6 +17,7 @@ __all__ = ["MIN_DATAPOINTS", "ONE_LEVEL_SHARE", "PREFERENCE_Z", "collect_warning
 PREFERENCE_Z = 3.0  #: bias / standard error above which a self- or family preference is reported
 PREFERENCE_MIN = 0.05  #: and the bias itself at least this (on the 0..1 score scale)
 ONE_LEVEL_SHARE = 0.95  #: a judge giving one level to more than this share of answers
+MIN_LEVELS = 50  #: ... judged on at least this many (answer, factor) units
 MIN_DATAPOINTS = 20  #: intervals resting on fewer datapoints than this are flagged
 #: a student whose unrelated judges hold less than this share of the weight is flagged
 UNRELATED_WEIGHT_FLOOR = 0.25
@@ -47,7 +48,7 @@ def _one_level(model: ScoreModel) -> list[dict[str, Any]]:
     cat = model.u_level >= 0
     for jdx, judge in enumerate(model.judges):
         levels = model.u_level[cat & (model.u_judge == jdx)]
-        if len(levels) < 10:
+        if len(levels) < MIN_LEVELS:
             continue
         counts = np.bincount(levels.astype(np.int64), minlength=3)
         share = counts.max() / counts.sum()
@@ -73,7 +74,9 @@ def _few_datapoints(students: dict[str, Any], n_items: int) -> list[dict[str, An
             {
                 "kind": "few_datapoints",
                 "subject": None,
-                "message": f"intervals rest on {n_items} datapoints (fewer than {MIN_DATAPOINTS}): treat them as rough",
+                "message": (
+                    f"intervals rest on {n_items} datapoints (fewer than {MIN_DATAPOINTS}): treat them as rough"
+                ),
             }
         ]
     if thin:
@@ -137,7 +140,10 @@ def collect_warnings(
             {
                 "kind": "not_converged",
                 "subject": None,
-                "message": f"judge weights did not converge in {iterations} iterations: the headline ranking is provisional",
+                "message": (
+                    f"judge weights did not converge in {iterations} iterations: "
+                    "the headline ranking is provisional"
+                ),
             }
         )
     return out

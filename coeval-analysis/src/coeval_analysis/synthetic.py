@@ -99,31 +99,7 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
         "phase5_evaluations",
     ):
         (root / sub).mkdir(parents=True, exist_ok=True)
-    roles: dict[str, set[str]] = {}
-    for s in spec.students:
-        roles.setdefault(s, set()).add("student")
-    for j in spec.all_judges:
-        roles.setdefault(j, set()).add("judge")
-    for t in spec.teachers:
-        roles.setdefault(t, set()).add("teacher")
-    (root / "meta.json").write_text(
-        _dump({"experiment_id": root.name, "status": "completed", "phases_completed": []}), encoding="utf-8"
-    )
-    config = {
-        "experiment": {"id": root.name},
-        "models": [
-            {"name": m, "interface": "mock", "roles": sorted(r)}
-            | ({"family": spec.families[m]} if m in spec.families else {})
-            for m, r in roles.items()
-        ],
-        "tasks": [
-            {"name": t, "description": t, "rubric": dict.fromkeys(fs, "criterion")}
-            for t, fs in spec.tasks.items()
-        ],
-    }
-    import yaml
-
-    (root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    _write_config(root, spec)
     students = list(spec.students)
     quality = np.array([spec.students[s] for s in students])
     attr_names = list(spec.attributes)
@@ -192,79 +168,141 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
                             rec["status"] = "ok"
                         fh.write(_dump(rec) + "\n")
             z_len = ((lengths - 210.0) / 110.0)[:, :, None]
-            for judge in spec.all_judges:
-                if judge in spec.random_judges:
-                    levels = rng.integers(0, 3, latent.shape)
-                else:
-                    seen = (
-                        latent
-                        + spec.leniency.get(judge, 0.0)
-                        + rng.normal(0.0, spec.judges[judge], latent.shape)
-                        + spec.length_bias.get(judge, 0.0) * z_len
-                    )
-                    if judge in spec.self_bias and judge in students:
-                        seen[:, students.index(judge), :] += spec.self_bias[judge]
-                    levels = np.digitize(seen, [0.4, 0.6])
-                words = _LEVELS[levels]
-                failed = rng.random((n, len(students))) < spec.failure_rate
-                dup = rng.random((n, len(students))) < spec.duplicate_rate
-                lines = []
-                for i, dp in enumerate(dp_ids):
-                    for si, student in enumerate(students):
-                        rid = f"{dp}__{student}"
-                        head = (
-                            f'{{"id": "{rid}__{judge}", "response_id": "{rid}", "datapoint_id": "{dp}", '
-                            f'"task_id": "{task}", "teacher_model_id": "{teacher}", '
-                        )
-                        if not spec.old_format:
-                            head += f'"student_model_id": "{student}", "evaluator": "llm_judge", '
-                        head += f'"judge_model_id": "{judge}", '
-                        if failed[i, si]:
-                            tail = '"scores": {}, "status": "failed", "error": "parse_error: no JSON object"'
-                            if spec.old_format:
-                                tail = '"scores": {}, "status": "failed"'
-                        else:
-                            sc = ", ".join(
-                                f'"{f}": "{w}"' for f, w in zip(factors, words[i, si], strict=True)
-                            )
-                            tail = f'"scores": {{{sc}}}'
-                            if not spec.old_format:
-                                tail += ', "status": "ok", "attempts": 1'
-                        line = head + tail + ', "evaluated_at": "2026-01-01T00:00:00Z"}\n'
-                        lines.append(line)
-                        if dup[i, si]:
-                            lines.append(line)
-                path = root / "phase5_evaluations" / f"{task}.{teacher}.{judge}.evaluations.jsonl"
-                path.write_text("".join(lines), encoding="utf-8")
+            _write_judge_records(root, spec, rng, (task, teacher, factors), dp_ids, latent, z_len)
             truth = latent.mean(2)
-            for kind, name, make in (
-                (
-                    "metric",
-                    "metric",
-                    (lambda v: {"overlap": round(float(np.clip(v, 0, 1)), 6)}) if spec.metric else None,
-                ),
-                ("gold", "gold", (lambda v: {"gold": 1.0 if v > 0.5 else 0.0}) if spec.gold else None),
-            ):
-                if make is None:
-                    continue
-                lines = []
-                for i, dp in enumerate(dp_ids):
-                    for si, student in enumerate(students):
-                        rid = f"{dp}__{student}"
-                        noisy = truth[i, si] + rng.normal(0.0, 0.05)
-                        extra: dict[str, object] = {
-                            "id": f"{rid}__{name}",
-                            "response_id": rid,
-                            "datapoint_id": dp,
-                            "task_id": task,
-                            "teacher_model_id": teacher,
-                            "student_model_id": student,
-                            "judge_model_id": name,
-                            "evaluator": kind,
-                            "scores": make(noisy),
-                            "status": "ok",
-                        }
-                        lines.append(_dump(extra) + "\n")
-                path = root / "phase5_evaluations" / f"{task}.{teacher}.{name}.evaluations.jsonl"
-                path.write_text("".join(lines), encoding="utf-8")
+            _write_reference_records(root, spec, rng, task, teacher, dp_ids, truth)
     return root
+
+
+
+def _write_config(root: Path, spec: SyntheticSpec) -> None:
+    """meta.json and config.yaml: every model with its roles (and family when given)."""
+    import yaml
+
+    roles: dict[str, set[str]] = {}
+    for s in spec.students:
+        roles.setdefault(s, set()).add("student")
+    for j in spec.all_judges:
+        roles.setdefault(j, set()).add("judge")
+    for t in spec.teachers:
+        roles.setdefault(t, set()).add("teacher")
+    (root / "meta.json").write_text(
+        _dump({"experiment_id": root.name, "status": "completed", "phases_completed": []}), encoding="utf-8"
+    )
+    config = {
+        "experiment": {"id": root.name},
+        "models": [
+            {"name": m, "interface": "mock", "roles": sorted(r)}
+            | ({"family": spec.families[m]} if m in spec.families else {})
+            for m, r in roles.items()
+        ],
+        "tasks": [
+            {"name": t, "description": t, "rubric": dict.fromkeys(fs, "criterion")}
+            for t, fs in spec.tasks.items()
+        ],
+    }
+
+    (root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+
+
+def _write_judge_records(
+    root: Path,
+    spec: SyntheticSpec,
+    rng: np.random.Generator,
+    where: tuple[str, str, Sequence[str]],
+    dp_ids: list[str],
+    latent: np.ndarray,
+    z_len: np.ndarray,
+) -> None:
+    """Phase-5 records of every judge for one (task, teacher): levels by thresholds on
+    what the judge sees; failures and duplicate lines as the spec asks."""
+    task, teacher, factors = where
+    students = list(spec.students)
+    n = len(dp_ids)
+    for judge in spec.all_judges:
+        if judge in spec.random_judges:
+            levels = rng.integers(0, 3, latent.shape)
+        else:
+            seen = (
+                latent
+                + spec.leniency.get(judge, 0.0)
+                + rng.normal(0.0, spec.judges[judge], latent.shape)
+                + spec.length_bias.get(judge, 0.0) * z_len
+            )
+            if judge in spec.self_bias and judge in students:
+                seen[:, students.index(judge), :] += spec.self_bias[judge]
+            levels = np.digitize(seen, [0.4, 0.6])
+        words = _LEVELS[levels]
+        failed = rng.random((n, len(students))) < spec.failure_rate
+        dup = rng.random((n, len(students))) < spec.duplicate_rate
+        lines = []
+        for i, dp in enumerate(dp_ids):
+            for si, student in enumerate(students):
+                rid = f"{dp}__{student}"
+                head = (
+                    f'{{"id": "{rid}__{judge}", "response_id": "{rid}", "datapoint_id": "{dp}", '
+                    f'"task_id": "{task}", "teacher_model_id": "{teacher}", '
+                )
+                if not spec.old_format:
+                    head += f'"student_model_id": "{student}", "evaluator": "llm_judge", '
+                head += f'"judge_model_id": "{judge}", '
+                if failed[i, si]:
+                    tail = '"scores": {}, "status": "failed", "error": "parse_error: no JSON object"'
+                    if spec.old_format:
+                        tail = '"scores": {}, "status": "failed"'
+                else:
+                    sc = ", ".join(
+                        f'"{f}": "{w}"' for f, w in zip(factors, words[i, si], strict=True)
+                    )
+                    tail = f'"scores": {{{sc}}}'
+                    if not spec.old_format:
+                        tail += ', "status": "ok", "attempts": 1'
+                line = head + tail + ', "evaluated_at": "2026-01-01T00:00:00Z"}\n'
+                lines.append(line)
+                if dup[i, si]:
+                    lines.append(line)
+        path = root / "phase5_evaluations" / f"{task}.{teacher}.{judge}.evaluations.jsonl"
+        path.write_text("".join(lines), encoding="utf-8")
+
+
+def _write_reference_records(
+    root: Path,
+    spec: SyntheticSpec,
+    rng: np.random.Generator,
+    task: str,
+    teacher: str,
+    dp_ids: list[str],
+    truth: np.ndarray,
+) -> None:
+    """Metric and gold records of one (task, teacher), when the spec asks for them."""
+    students = list(spec.students)
+    for kind, name, make in (
+        (
+            "metric",
+            "metric",
+            (lambda v: {"overlap": round(float(np.clip(v, 0, 1)), 6)}) if spec.metric else None,
+        ),
+        ("gold", "gold", (lambda v: {"gold": 1.0 if v > 0.5 else 0.0}) if spec.gold else None),
+    ):
+        if make is None:
+            continue
+        lines = []
+        for i, dp in enumerate(dp_ids):
+            for si, student in enumerate(students):
+                rid = f"{dp}__{student}"
+                noisy = truth[i, si] + rng.normal(0.0, 0.05)
+                extra: dict[str, object] = {
+                    "id": f"{rid}__{name}",
+                    "response_id": rid,
+                    "datapoint_id": dp,
+                    "task_id": task,
+                    "teacher_model_id": teacher,
+                    "student_model_id": student,
+                    "judge_model_id": name,
+                    "evaluator": kind,
+                    "scores": make(noisy),
+                    "status": "ok",
+                }
+                lines.append(_dump(extra) + "\n")
+        path = root / "phase5_evaluations" / f"{task}.{teacher}.{name}.evaluations.jsonl"
+        path.write_text("".join(lines), encoding="utf-8")

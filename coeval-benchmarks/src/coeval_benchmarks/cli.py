@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -35,7 +35,7 @@ def _adapters() -> dict[str, Any]:
     return {entry.name: entry.value for entry in registries().benchmarks}
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"Error: {message}", err=True)
     raise SystemExit(2)
 
@@ -81,6 +81,12 @@ def _print_list(adapters: dict[str, Any]) -> None:
               help="Name of the virtual teacher (default: NAME-benchmark), e.g. a benchmark model your "
                    "config already names. One benchmark only.")
 @click.option("--list", "list_only", is_flag=True, help="List the available benchmarks and exit.")
+@click.option("--file", "own_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Ingest your own rows (JSONL, JSON, CSV or Parquet) into --task-name instead of a benchmark.")
+@click.option("--prompt-field", default="prompt", show_default=True, help="With --file: the column students answer.")
+@click.option("--reference-field", help="With --file: the column with the reference answer judges see.")
+@click.option("--label-field", help="With --file: the column with an exact label (scored without a judge).")
+@click.option("--id-field", help="With --file: the column with a unique row id (default: the row number).")
 def ingest_command(
     run_path: Path | None,
     benchmarks: tuple[str, ...],
@@ -91,6 +97,11 @@ def ingest_command(
     task_name: str | None,
     teacher_name: str | None,
     list_only: bool,
+    own_file: Path | None,
+    prompt_field: str,
+    reference_field: str | None,
+    label_field: str | None,
+    id_field: str | None,
 ) -> None:
     """Add standard benchmarks (MMLU, GSM8K, HumanEval, ...) to a run as virtual teachers.
 
@@ -104,6 +115,18 @@ def ingest_command(
     names = _names([*benchmarks, *more_names])
     if run_path is None:
         _fail("--run PATH is required (the run folder to ingest into)")
+    if own_file is not None:
+        from coeval_benchmarks.own_data import OwnDataAdapter
+
+        if names:
+            _fail("--file ingests your own data; name no benchmark with it (one source at a time)")
+        if not task_name:
+            _fail("--file needs --task-name T (the task your rows become)")
+        adapter = OwnDataAdapter(own_file, prompt_field=prompt_field, reference_field=reference_field,
+                                 label_field=label_field, id_field=id_field)
+        names = [adapter.name]
+        adapters = {adapter.name: adapter}
+        teacher_name = teacher_name or f"{task_name}-data"
     if not names:
         _fail(f"--benchmarks NAME is required; available: {', '.join(sorted(adapters))}")
     unknown = [n for n in names if n not in adapters]

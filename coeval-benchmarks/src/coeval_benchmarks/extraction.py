@@ -83,7 +83,7 @@ def extract_choice(text: str | None, letters: str = "ABCD", options: Mapping[str
     # 2b. A verdict on exactly one option ("A is wrong. C is correct.").
     verdicts = {m for m in _VERDICT.findall(plain) if m in valid}
     if len(verdicts) == 1:
-        return verdicts.pop()
+        return str(verdicts.pop())
     # 3. The reply opens with an option marker.
     leading = _LEADING.match(plain)
     if leading:
@@ -98,7 +98,7 @@ def extract_choice(text: str | None, letters: str = "ABCD", options: Mapping[str
     # 5. A parenthesised capital, if the reply names exactly one option that way.
     named = {m for m in _PAREN.findall(plain) if m in valid}
     if len(named) == 1:
-        return named.pop()
+        return str(named.pop())
     # 6. The text of exactly one option.
     if options:
         reply = f" {_norm(plain)} "

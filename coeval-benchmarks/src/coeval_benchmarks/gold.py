@@ -46,9 +46,9 @@ def gold_metric_of(datapoint: Mapping[str, Any]) -> str | None:
     label = datapoint.get("label")
     labels = datapoint.get("labels")
     if metric == "choice" and isinstance(label, str) and label.strip():
-        return metric
+        return "choice"
     if metric == "number" and parse_number(label if isinstance(label, str) else None) is not None:
-        return metric
+        return "number"
     if metric in SIMILARITY_METRICS and _texts(labels):
         return str(metric)
     return None

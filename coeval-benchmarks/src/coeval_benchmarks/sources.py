@@ -8,6 +8,7 @@ the package's copy is read, located without importing the package.
 
 from __future__ import annotations
 
+import csv
 import gzip
 import importlib.util
 import json
@@ -22,6 +23,8 @@ from coeval_benchmarks.base import BenchmarkAdapter
 __all__ = ["DataSource", "DatasetFileError", "find_source", "read_rows"]
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet")
+#: Also read for `ingest --file` (hub releases are JSON or Parquet).
+OWN_FILE_SUFFIXES = (*SUFFIXES, ".csv")
 
 
 class DatasetFileError(ValueError):
@@ -61,6 +64,11 @@ def _packaged_file(adapter: BenchmarkAdapter, split: str) -> DataSource | None:
 
 def find_source(adapter: BenchmarkAdapter, split: str, data_dir: Path | None) -> DataSource:
     """The files to read for ``split``, or a DatasetFileError saying where to put them."""
+    own_file = getattr(adapter, "source_file", None)  # `ingest --file`: the user's own rows
+    if isinstance(own_file, Path):
+        if not own_file.is_file():
+            raise DatasetFileError(f"{own_file}: no such file (--file)")
+        return DataSource((own_file,), "data-dir")
     folder = data_dir / adapter.name if data_dir is not None else None
     if folder is not None:
         for suffix in SUFFIXES:
@@ -92,8 +100,10 @@ def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield from _jsonl_rows(path)
     elif name.endswith((".json", ".json.gz")):
         yield from _json_rows(path)
+    elif name.endswith(".csv"):
+        yield from _csv_rows(path)
     else:
-        raise DatasetFileError(f"{path}: unknown file type (expected {', '.join(SUFFIXES)})")
+        raise DatasetFileError(f"{path}: unknown file type (expected {', '.join(OWN_FILE_SUFFIXES)})")
 
 
 def _open_text(path: Path) -> Any:
@@ -161,3 +171,20 @@ def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         for row in batch.to_pylist():
             number += 1
             yield number, row
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a CSV file with a header line, numbered by the line they start on."""
+    try:
+        with path.open("r", encoding="utf-8", newline="") as fh:
+            reader = csv.DictReader(fh)
+            if not reader.fieldnames:
+                raise DatasetFileError(f"{path}: no header line (the first line names the columns)")
+            line = reader.line_num + 1
+            for row in reader:
+                if None in row:
+                    raise DatasetFileError(f"{path} line {line}: more values than the header has columns")
+                yield line, dict(row)
+                line = reader.line_num + 1
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DatasetFileError(f"{path}: cannot read as CSV ({exc})") from None

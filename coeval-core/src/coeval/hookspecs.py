@@ -15,9 +15,22 @@ through the ``coeval`` entry-point group::
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
+import click
 import pluggy
+
+if TYPE_CHECKING:
+    from coeval.plugin_types import (
+        RegisterBatchRunner,
+        RegisterBenchmark,
+        RegisterEvaluator,
+        RegisterInterface,
+        RegisterMetric,
+        RegisterPhase,
+        RegisterReport,
+    )
 
 PROJECT_NAME = "coeval"
 
@@ -26,7 +39,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec
-def register_interfaces(register: Any) -> None:
+def register_interfaces(register: RegisterInterface) -> None:
     """Register model interfaces.
 
     Call ``register(name, factory)`` where ``factory(model, credentials)`` returns an
@@ -37,7 +50,7 @@ def register_interfaces(register: Any) -> None:
 
 
 @hookspec
-def register_batch_runners(register: Any) -> None:
+def register_batch_runners(register: RegisterBatchRunner) -> None:
     """Register provider batch runners.
 
     Call ``register(interface_name, factory)`` where ``factory(model, credentials)``
@@ -46,7 +59,7 @@ def register_batch_runners(register: Any) -> None:
 
 
 @hookspec
-def register_phases(register: Any) -> None:
+def register_phases(register: RegisterPhase) -> None:
     """Register pipeline phases.
 
     Call ``register(phase)`` with an object implementing :class:`coeval.phases.Phase`.
@@ -56,7 +69,7 @@ def register_phases(register: Any) -> None:
 
 
 @hookspec
-def register_evaluators(register: Any) -> None:
+def register_evaluators(register: RegisterEvaluator) -> None:
     """Register phase-5 evaluators (LLM judge, label exact-match, metric scorers).
 
     Call ``register(name, evaluator)`` where ``evaluator`` implements
@@ -65,7 +78,7 @@ def register_evaluators(register: Any) -> None:
 
 
 @hookspec
-def register_metrics(register: Any) -> None:
+def register_metrics(register: RegisterMetric) -> None:
     """Register reference-based metrics such as ``bleu``, ``bertscore``, ``exact_match``.
 
     Call ``register(name, factory)`` where ``factory()`` returns an object with
@@ -75,11 +88,12 @@ def register_metrics(register: Any) -> None:
 
 
 @hookspec
-def register_benchmarks(register: Any) -> None:
+def register_benchmarks(register: RegisterBenchmark) -> None:
     """Register benchmark ingest adapters for ``coeval ingest``.
 
-    Call ``register(name, adapter)`` with an object implementing
-    :class:`coeval_benchmarks.BenchmarkAdapter`-like behaviour (the core only stores it).
+    Call ``register(name, adapter)`` with an instance of
+    :class:`coeval_benchmarks.base.BenchmarkAdapter` (the core only stores it; its typed
+    shape is :class:`coeval.plugins.BenchmarkAdapter`).
     """
 
 
@@ -94,12 +108,12 @@ def register_item_checks(register: Any) -> None:
 
 
 @hookspec
-def register_commands(cli: Any) -> None:
+def register_commands(cli: click.Group) -> None:
     """Add subcommands to the ``coeval`` click group ``cli`` (``cli.add_command(...)``)."""
 
 
 @hookspec
-def register_reports(register: Any) -> None:
+def register_reports(register: RegisterReport) -> None:
     """Register analysis report writers: ``register(name, writer)``.
 
     ``writer(analysis, out_dir)`` writes files into ``out_dir`` and returns their paths.
@@ -107,7 +121,7 @@ def register_reports(register: Any) -> None:
 
 
 @hookspec(firstresult=True)
-def resolve_auto_interface(model: Any, has_credentials: Any) -> str | None:
+def resolve_auto_interface(model: Mapping[str, Any], has_credentials: Callable[[str], bool]) -> str | None:
     """Pick a concrete interface for a model configured with ``interface: auto``.
 
     ``model`` is the raw model mapping (``parameters.model`` names the model);
@@ -117,6 +131,6 @@ def resolve_auto_interface(model: Any, has_credentials: Any) -> str | None:
 
 
 @hookspec(firstresult=True)
-def model_price(interface: str, model_id: str) -> Any:
+def model_price(interface: str, model_id: str) -> Mapping[str, float] | None:
     """Price of a model as ``{"input": usd_per_1m, "output": usd_per_1m, "batch_discount": 0.5}``
     (``batch_discount`` is the price multiplier in batch mode), or None when unknown."""

@@ -73,7 +73,7 @@ def get_logger(**context: Any) -> Any:
     return structlog.get_logger(LOGGER_NAME).bind(**context)
 
 
-class _CurrentStderrHandler(logging.StreamHandler):
+class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes to whatever ``sys.stderr`` is at the time of each record."""
 
     def __init__(self) -> None:

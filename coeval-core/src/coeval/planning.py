@@ -213,6 +213,45 @@ def _attribute_calls(task: TaskConfig) -> int:
     return int(target) + int(nuanced)
 
 
+def _phase_bases(config: Config, forked: bool) -> dict[str, str]:
+    """How each phase's count is meant: reused from ``resume_from``, an upper bound
+    (Extend/Model skip existing records) or the full count."""
+    basis: dict[str, str] = {}
+    for phase in PHASE_IDS:
+        mode = config.experiment.phases.mode(phase)
+        if mode == "Keep" and forked:
+            basis[phase] = "reused"
+        elif mode in ("Extend", "Model"):
+            basis[phase] = "upper_bound"
+        else:
+            basis[phase] = "full"
+    return basis
+
+
+def _model_plans(config: Config, model_calls: dict[str, dict[str, int]], notes: list[str]) -> list[ModelPlan]:
+    """One plan per model, noting the models whose quota caps the planned calls."""
+    model_plans: list[ModelPlan] = []
+    for m in config.models:
+        quota = config.experiment.quota.get(m.name)
+        max_calls = quota.max_calls if quota is not None else None
+        plan = ModelPlan(
+            name=m.name,
+            interface=m.interface,
+            requested_interface=m.requested_interface,
+            roles=tuple(m.roles),
+            calls=model_calls[m.name],
+            batch=batch_phases(config, m),
+            max_calls=max_calls,
+        )
+        if max_calls is not None and plan.total > max_calls:
+            notes.append(
+                f"quota: {m.name} is capped at {max_calls:,} calls but the plan needs {plan.total:,}; "
+                "the rest are left as gaps (raise max_calls and --continue to fill them)"
+            )
+        model_plans.append(plan)
+    return model_plans
+
+
 def plan_experiment(config: Config, *, only_models: Sequence[str] = ()) -> Plan:
     """Count the calls of every phase, task and model. Makes no call, reads no file.
 
@@ -232,15 +271,7 @@ def plan_experiment(config: Config, *, only_models: Sequence[str] = ()) -> Plan:
     judges = config.judges
     forked = bool(exp.resume_from)
 
-    basis: dict[str, str] = {}
-    for phase in PHASE_IDS:
-        mode = exp.phases.mode(phase)
-        if mode == "Keep" and forked:
-            basis[phase] = "reused"
-        elif mode in ("Extend", "Model"):
-            basis[phase] = "upper_bound"
-        else:
-            basis[phase] = "full"
+    basis = _phase_bases(config, forked)
 
     model_calls: dict[str, dict[str, int]] = {m.name: _zero() for m in config.models}
     cells: dict[tuple[str, str, str], int] = {}
@@ -311,25 +342,7 @@ def plan_experiment(config: Config, *, only_models: Sequence[str] = ()) -> Plan:
             f"benchmark teacher {names} replays ingested items and makes no call; its items are counted at "
             "sampling.total per task (an upper bound: it only supplies the tasks it ingested)"
         )
-    model_plans: list[ModelPlan] = []
-    for m in config.models:
-        quota = exp.quota.get(m.name)
-        max_calls = quota.max_calls if quota is not None else None
-        plan = ModelPlan(
-            name=m.name,
-            interface=m.interface,
-            requested_interface=m.requested_interface,
-            roles=tuple(m.roles),
-            calls=model_calls[m.name],
-            batch=batch_phases(config, m),
-            max_calls=max_calls,
-        )
-        if max_calls is not None and plan.total > max_calls:
-            notes.append(
-                f"quota: {m.name} is capped at {max_calls:,} calls but the plan needs {plan.total:,}; "
-                "the rest are left as gaps (raise max_calls and --continue to fill them)"
-            )
-        model_plans.append(plan)
+    model_plans = _model_plans(config, model_calls, notes)
     phase_plans = tuple(
         PhasePlan(
             phase=p,

@@ -14,12 +14,44 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 import attrs
+import click
 import pluggy
 
 from coeval import hookspecs
+from coeval.plugin_types import (
+    BatchRunnerFactory,
+    BenchmarkAdapter,
+    Evaluator,
+    InterfaceFactory,
+    Metric,
+    MetricFactory,
+    RegisterBatchRunner,
+    RegisterBenchmark,
+    RegisterEvaluator,
+    RegisterInterface,
+    RegisterMetric,
+    RegisterPhase,
+    RegisterReport,
+    ReportWriter,
+)
 
 __all__ = [
     "DISABLE_ENV",
+    "BatchRunnerFactory",
+    "BenchmarkAdapter",
+    "Evaluator",
+    "InterfaceFactory",
+    "Metric",
+    "MetricFactory",
+    "RegisterBatchRunner",
+    "RegisterBenchmark",
+    "RegisterEvaluator",
+    "RegisterInterface",
+    "RegisterMetric",
+    "RegisterPhase",
+    "RegisterReport",
+    "ReportWriter",
+    "DuplicateRegistrationError",
     "Entry",
     "Registries",
     "Registry",
@@ -46,7 +78,14 @@ class Entry(Generic[T]):
 
 
 class DuplicateRegistrationError(ValueError):
-    """Two plugins registered the same name in one registry."""
+    """Two plugins registered the same name in one registry (the CLI exits 2 with one line)."""
+
+    def __init__(self, kind: str, name: str, first: str, second: str) -> None:
+        self.kind, self.name, self.first, self.second = kind, name, first, second
+        super().__init__(
+            f"{kind} {name!r} registered twice: by plugin {first!r} and by plugin {second!r} "
+            f"(uninstall one, or set {DISABLE_ENV}={second})"
+        )
 
 
 class Registry(Generic[T]):
@@ -58,10 +97,7 @@ class Registry(Generic[T]):
 
     def add(self, name: str, value: T, plugin: str, **options: Any) -> None:
         if name in self._entries:
-            other = self._entries[name].plugin
-            raise DuplicateRegistrationError(
-                f"{self.kind} {name!r} registered twice (by plugin {other!r} and by {plugin!r})"
-            )
+            raise DuplicateRegistrationError(self.kind, name, self._entries[name].plugin, plugin)
         self._entries[name] = Entry(name, value, plugin, dict(options))
 
     def get(self, name: str) -> T:
@@ -173,7 +209,16 @@ def _collect(pm: pluggy.PluginManager) -> Registries:
             regs.phases.add(phase.name, phase, _plugin, **options)
 
         impl.function(register=register_phase)
+    _bind_evaluators(regs)
     return regs
+
+
+def _bind_evaluators(regs: Registries) -> None:
+    """Hand the filled registries to evaluators that look things up in them (metrics)."""
+    for entry in regs.evaluators:
+        bind = getattr(entry.value, "bind_registries", None)
+        if callable(bind):
+            bind(regs)
 
 
 def _registrar(registry: Registry[Any], plugin: str) -> Callable[..., None]:
@@ -195,6 +240,17 @@ def plugin_distributions() -> dict[str, str]:
             out[CORE_PLUGIN] = f"coeval-core {importlib.metadata.version('coeval-core')}"
         except importlib.metadata.PackageNotFoundError:
             out[CORE_PLUGIN] = "coeval-core (source)"
+    return out
+
+
+def commands_by_plugin() -> dict[str, list[str]]:
+    """Plugin name -> the subcommands its ``register_commands`` hook adds."""
+    pm = get_plugin_manager()
+    out: dict[str, list[str]] = {}
+    for impl in pm.hook.register_commands.get_hookimpls():
+        probe = click.Group()
+        impl.function(cli=probe)
+        out.setdefault(impl.plugin_name, []).extend(sorted(probe.commands))
     return out
 
 

@@ -235,8 +235,6 @@ def transcript_fields(outcome: Any) -> dict[str, Any]:
     sent: dict[str, Any] = {"prompt": request.prompt}
     if request.system:
         sent["system"] = request.system
-    fields: dict[str, Any] = {"request": sent, "raw": raw}
-    if finish is not None:
-        fields["finish_reason"] = str(finish)
+    fields: dict[str, Any] = {"request": sent, "raw": raw, "finish_reason": None if finish is None else str(finish)}
     fields["latency_ms"] = getattr(outcome, "latency_ms", None)
     return fields

@@ -47,7 +47,9 @@ import attrs
 from filelock import FileLock
 
 from coeval.config.model import PHASE_IDS, Config, ModelConfig, TaskConfig
+from coeval.phase_order import ordered_phases
 from coeval.credentials import KeyFileError, KeyStore, redact
+from coeval.drift import record_settings
 from coeval.interfaces.base import Interface
 from coeval.interfaces.known import providing_distribution
 from coeval.logging import run_logging
@@ -129,31 +131,6 @@ def batch_enabled(config: Config, model: ModelConfig, phase: str) -> bool:
     if model.batch_enabled is not None:
         return bool(model.batch_enabled) and phase in ("data_generation", "response_collection", "evaluation")
     return bool(config.experiment.batch.get(model.interface, {}).get(phase, False))
-
-
-def ordered_phases(registries: Any) -> list[Any]:
-    """Registered phases in run order: the standard five first, others after what they
-    name in ``after`` (registration order otherwise)."""
-    entries = [e.value for e in registries.phases]
-    standard = sorted((p for p in entries if p.name in PHASE_IDS), key=lambda p: PHASE_IDS.index(p.name))
-    others = [p for p in entries if p.name not in PHASE_IDS]
-    ordered = list(standard)
-    placed = {p.name for p in ordered}
-    known = {p.name for p in entries}
-    while others:
-        progress = False
-        for p in list(others):
-            if all(dep in placed or dep not in known for dep in getattr(p, "after", ())):
-                # right after the last phase it depends on
-                deps = [i for i, q in enumerate(ordered) if q.name in getattr(p, "after", ())]
-                ordered.insert(max(deps) + 1 if deps else len(ordered), p)
-                placed.add(p.name)
-                others.remove(p)
-                progress = True
-        if not progress:  # a cycle: run the rest at the end, in registration order
-            ordered += others
-            break
-    return ordered
 
 
 #: The record field naming the model whose calls a record of each phase accounts for.
@@ -647,6 +624,7 @@ class _Run:
             if killed_before:  # only a process that never finished can have unsaved counts
                 meta = self._recount_lost_calls(meta, log)
         write_config_snapshot(self.run, self.user_config)
+        record_settings(self.run, self.user_config)
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
         self._warn_stale_static_artifacts(log)
@@ -691,6 +669,9 @@ class _Run:
         self.stop_requested = True
         if self.scheduler is not None:
             self.scheduler.cancel()
+            stop_waiting = getattr(self.scheduler.batch_executor, "stop_waiting", None)
+            if callable(stop_waiting):  # a batch wait can last hours: end it now
+                stop_waiting()
 
     def _result(self, code: int, status: str, message: str) -> RunResult:
         return RunResult(exit_code=code, run_folder=self.run.root, status=status, phases=dict(self.results),

@@ -183,7 +183,7 @@ class TransformersEngine:
 
     def render(self, call: PendingCall) -> list[int]:
         """The prompt's token ids, with the chat template applied (cached on the call)."""
-        cached = call.scratch.get("input_ids")
+        cached: list[int] | None = call.scratch.get("input_ids")
         if cached is not None:
             return cached
         request = call.request
@@ -196,8 +196,9 @@ class TransformersEngine:
         else:  # a base model without a template: plain text, the tokenizer's own special tokens
             text = f"{system}\n\n{request.prompt}" if system else request.prompt
             ids = self.tokenizer(text)["input_ids"]
-        call.scratch["input_ids"] = list(ids)
-        return call.scratch["input_ids"]
+        input_ids: list[int] = list(ids)
+        call.scratch["input_ids"] = input_ids
+        return input_ids
 
     @staticmethod
     def sampling_of(call: PendingCall, label: str) -> Sampling:

@@ -164,7 +164,7 @@ def cannot_connect(provider: str, exc: BaseException) -> TransientModelError | N
             os_error = getattr(err, "os_error", None)
             refused = getattr(os_error, "errno", None) == errno.ECONNREFUSED
             why = "connection refused" if refused else getattr(os_error, "strerror", None) or str(os_error or name)
-            where = f"{err.host}:{getattr(err, 'port', '')}".rstrip(":")
+            where = f"{getattr(err, 'host', '')}:{getattr(err, 'port', '')}".rstrip(":")
             return TransientModelError(redact(f"{provider}: cannot connect to {where} ({why}); check base_url and the network"))
         if name == "EndpointConnectionError":
             url = str((getattr(err, "kwargs", None) or {}).get("endpoint_url") or "")

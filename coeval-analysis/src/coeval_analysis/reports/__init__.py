@@ -26,7 +26,8 @@ def lazy_writers() -> dict[str, Callable[[Any, Path], list[Path]]]:
         def writer(analysis: Any, out_dir: Path) -> list[Path]:
             import importlib
 
-            return getattr(importlib.import_module(module), func)(analysis, out_dir)
+            written: list[Path] = getattr(importlib.import_module(module), func)(analysis, out_dir)
+            return written
 
         writer.__name__ = func
         writer.__doc__ = f"Lazy wrapper of {target}."

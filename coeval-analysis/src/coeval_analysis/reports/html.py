@@ -23,6 +23,7 @@ from markupsafe import Markup
 
 from coeval_analysis.reports.item_quality import item_quality_section
 from coeval_analysis.reports.summary import to_jsonable
+from coeval_analysis.reports.viewer_links import viewer_section
 
 if TYPE_CHECKING:
     from coeval_analysis.analysis import Analysis
@@ -553,8 +554,9 @@ def _judges_section(p: PageContext) -> Section | None:
             "judges",
             "Judges",
             "A judge's weight grows with its signal-to-noise ratio, estimated from its correlation with the "
-            "weighted consensus of the other judges on the answers it is not related to; a judge answering at "
-            "random gets about 0. Leniency: how much higher than the others it scores (subtracted). Conflicted: "
+            "weighted consensus of the other judges on the answers it is not related to; a judge "
+            "answering at random gets about 0. Leniency: how much higher than the others it scores "
+            "(subtracted). Conflicted: "
             "its scores of its own or its family's answers, left out of the robust score. Agreement-only "
             "weight: the earlier weighting, which counted those scores. Failed records "
             "(unparseable replies, errors) are counted here, never scored as Low.",
@@ -651,6 +653,7 @@ def _teachers_section(p: PageContext) -> Section | None:
                 ("discrimination", "discrimination"),
                 ("separation", "separation"),
                 ("ranking_agreement", "ranking agreement (τ)"),
+                ("item_weight", "mean datapoint weight"),
                 ("mean_score", "mean score"),
                 ("n_datapoints", "datapoints"),
             ],
@@ -676,8 +679,9 @@ def _teachers_section(p: PageContext) -> Section | None:
             "datapoints, of the standard deviation of the students' scores). Separation: the standard "
             "deviation of the students' mean scores on its datapoints. Ranking agreement: Kendall's τ "
             "between the ranking its datapoints give and the one the other teachers' give. Mean score: how "
-            "easy its datapoints are. Datapoint weights: the weight each datapoint gets in the robust score "
-            "(0.1 for one that does not separate students beyond judge noise, up to 1).",
+            "easy its datapoints are. Datapoint weights: the weight each datapoint gets in the robust score, "
+            "from how well it separates students (its item-total correlation, blended with its teacher's "
+            "mean; at least 0.05).",
             [b for b in tblocks if b],
         )
     )
@@ -951,7 +955,9 @@ def _comparisons_section(p: PageContext) -> Section | None:
         [
             b
             for b in (
-                p.fig("fig-comparisons", _comparison_matrix(students, pairs), max(300, 140 + 45 * len(students))),
+                p.fig(
+                    "fig-comparisons", _comparison_matrix(students, pairs), max(300, 140 + 45 * len(students))
+                ),
                 Table(
                     [("a", "student A"), ("b", "student B"), ("diff", "A − B"),
                      ("ci", f"{p.pct} CI"), ("p", "p")],
@@ -979,7 +985,9 @@ def _missing_section(p: PageContext) -> Section | None:
     if common:
         crows = [{"student": k, **v} for k, v in common["students"].items()]
         blocks.append(
-            Text(Markup(f"<p>Ranking on the {common['n_items']:,} datapoints every student has a score on:</p>"))
+            Text(
+                Markup(f"<p>Ranking on the {common['n_items']:,} datapoints every student has a score on:</p>")
+            )
         )
         blocks.append(Table([("rank", "rank"), ("student", "student"), ("score", "robust score")], crows))
     return Section(
@@ -1009,6 +1017,7 @@ SECTIONS: list[Callable[[PageContext], Section | None]] = [
     _coverage_section,
     _references_section,
     _quality_section,
+    viewer_section,
 ]
 
 

@@ -135,20 +135,20 @@ def krippendorff_alpha(
     d_e = float((np.outer(marg, marg) * delta).sum())
     if d_e == 0:
         return float("nan")
-    return 1.0 - (n - 1) * d_o / d_e
+    return float(1.0 - (n - 1) * d_o / d_e)
 
 
 def _distance(level: str, cats: np.ndarray, marg: np.ndarray) -> np.ndarray:
     i, j = np.indices((len(cats), len(cats)))
     if level == "nominal":
-        return (i != j).astype(float)
+        return np.asarray((i != j).astype(float))
     if level == "interval":
-        return (cats[:, None] - cats[None, :]) ** 2
+        return np.asarray((cats[:, None] - cats[None, :]) ** 2)
     if level == "ordinal":
         cum = np.concatenate([[0.0], np.cumsum(marg)])
         lo, hi = np.minimum(i, j), np.maximum(i, j)
         between = cum[hi + 1] - cum[lo]
-        return (between - (marg[i] + marg[j]) / 2.0) ** 2
+        return np.asarray((between - (marg[i] + marg[j]) / 2.0) ** 2)
     raise ValueError(f"unknown level of measurement {level!r}")
 
 

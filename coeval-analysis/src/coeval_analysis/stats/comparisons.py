@@ -63,8 +63,9 @@ def compare_students(
                         worse[b] += 1
             pairs.append(entry)
     n_scored = int(scored.sum())
-    rank_range: list[tuple[int, int] | None] = [
-        (1 + int(better[i]), n_scored - int(worse[i])) if scored[i] else None for i in range(S)
+    rank_range: list[tuple[int, int] | None] = [  # None without resamples: nothing to test
+        (1 + int(better[i]), n_scored - int(worse[i])) if scored[i] and have_reps else None
+        for i in range(S)
     ]
     rank_ci: list[tuple[int, int] | None] = [None] * S
     if have_reps and n_scored:

@@ -14,7 +14,8 @@ grades its own answer or an answer of its family, see :mod:`coeval_analysis.fami
    advantaged by which judges remain.
 3. **Judge weights.** ``w_j ∝ r^2 / (1 - r^2)`` for ``r`` the judge's correlation with the
    leave-one-out consensus (a one-factor signal-to-noise ratio; the part of ``r^2`` chance
-   explains, ``4 / n``, is removed, so when no judge agrees beyond chance all stay equal), iterated with damping
+   explains, ``4 / n``, is removed, so when no judge agrees beyond chance all stay equal),
+   iterated with damping
    (half old, half new) until no weight moves by more than ``tol``, then shrunk toward
    equal weights by ``N0 / (N0 + n)`` for ``n`` the judge's judgments: a judge with little
    evidence is near equal weight, and no judge can hold all of it.
@@ -34,9 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
+from coeval_analysis.stats.bootstrap import Bootstrap
 
-__all__ = ["Headline", "Judgments", "fit_headline", "shrinkage", "weighted_judge_consensus"]
+__all__ = ["Headline", "Judgments", "fit_headline", "shrinkage", "snr_weight", "weighted_judge_consensus"]
 
 SHRINK_JUDGMENTS = 20.0  #: N0 of the judge-weight shrinkage toward equal weights
 CORR_SHRINK = 30.0  #: r is shrunk by n / (n + 30) before the signal-to-noise weight
@@ -91,9 +92,6 @@ class Headline:
             return np.zeros((boot.n_boot, num.shape[1]))
         return self.grand + boot.replicates(num, den)
 
-    def interval(self, reps: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-        return percentile_interval(reps, level)
-
 
 def _row_mean(mat: np.ndarray) -> np.ndarray:
     has = ~np.isnan(mat)
@@ -113,11 +111,18 @@ def weighted_judge_consensus(
 
 
 def _loo_correlation(
-    cell: np.ndarray, judge: np.ndarray, value: np.ndarray, w: np.ndarray, b: np.ndarray, n_cells: int, k: int
+    cell: np.ndarray,
+    judge: np.ndarray,
+    value: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray,
+    k: int,
+    consensus: tuple[np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per judge: correlation of its scores with the weighted consensus of the *other*
-    judges on the same answers (moments by bincount), and judgments used."""
-    num, den = weighted_judge_consensus(cell, judge, value, w, b, n_cells)
+    judges on the same answers (moments by bincount; NaN where undefined), and judgments
+    used. ``consensus``: :func:`weighted_judge_consensus` with the same ``w`` and ``b``."""
+    num, den = consensus
     wj = w[judge]
     rest_den = den[cell] - wj
     ok = rest_den > 1e-9 * max(float(w.max()), 1e-12)
@@ -135,7 +140,7 @@ def _loo_correlation(
     return r, n
 
 
-def _snr(r: np.ndarray, n: np.ndarray) -> np.ndarray:
+def snr_weight(r: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Signal-to-noise ratio r^2 / (1 - r^2), counting only the part of r^2 beyond what
     chance gives on n judgments (about 2 standard errors, 4 / n): a judge whose agreement
     with the others is indistinguishable from zero gets none."""
@@ -162,8 +167,10 @@ def _fit_judges(
         cnt = np.bincount(judge[ok], minlength=k)
         new_b = np.where(cnt > 0, np.bincount(judge[ok], resid[ok], k) / np.maximum(cnt, 1), 0.0)
         new_b -= np.average(new_b, weights=w) if w.sum() > 0 else 0.0
-        r, n = _loo_correlation(cell, judge, value, w, new_b, n_cells, k)
-        target = _snr(np.nan_to_num(r) * n / (n + CORR_SHRINK), n)
+        # the consensus of this round (leniencies of the last): one pass fewer per round,
+        # and the same fixed point
+        r, n = _loo_correlation(cell, judge, value, w, b, k, (num, den))
+        target = snr_weight(np.nan_to_num(r) * n / (n + CORR_SHRINK), n)
         target = target / target.sum() if target.sum() > 0 else np.full(k, 1.0 / k)
         new_w = (1 - DAMPING) * w + DAMPING * target
         step = max(float(np.abs(new_w - w).max()), float(np.abs(new_b - b).max()))
@@ -219,7 +226,8 @@ def fit_headline(j: Judgments) -> Headline:
     judge, value = j.judge[keep].astype(np.int64), j.value[keep].astype(np.float64)
     n_cells = j.n_items * S
     if k == 0 or len(cell) == 0:
-        w, b, r, n, conv, it = np.full(k, 1.0 / max(k, 1)), np.zeros(k), np.full(k, np.nan), np.zeros(k), True, 0
+        w, b, conv, it = np.full(k, 1.0 / max(k, 1)), np.zeros(k), True, 0
+        r, n = np.full(k, np.nan), np.zeros(k)
         mat = np.full((j.n_items, S), np.nan)
     else:
         w, b, r, n, conv, it = _fit_judges(cell, judge, value, n_cells, k)

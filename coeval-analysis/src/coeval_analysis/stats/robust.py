@@ -43,7 +43,7 @@ ITEM_WEIGHT_FLOOR = 0.1
 
 def _snr_weight(r: np.ndarray) -> np.ndarray:
     rr = np.clip(np.nan_to_num(r, nan=0.0), 0.0, 0.999)
-    return rr**2 / (1.0 - rr**2)
+    return np.asarray(rr**2 / (1.0 - rr**2))
 
 
 def _consensus_corr(x: np.ndarray, present: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -187,7 +187,7 @@ def _nanvar(c: np.ndarray, n_s: np.ndarray) -> np.ndarray:
     has = ~np.isnan(c)
     mean = np.nansum(np.where(has, c, 0.0), 1) / np.maximum(n_s, 1)
     ss = np.nansum(np.where(has, (c - mean[:, None]) ** 2, 0.0), 1)
-    return ss / np.maximum(n_s - 1, 1)
+    return np.asarray(ss / np.maximum(n_s - 1, 1))
 
 
 def _judge_weight_ci(

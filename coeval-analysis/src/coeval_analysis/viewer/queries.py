@@ -16,6 +16,7 @@ from coeval_analysis.viewer.store import RunStore
 __all__ = ["FILTERS", "PAGE_SIZE", "Filters", "datapoint_detail", "datapoint_table", "facets", "failures", "ranking"]
 
 PAGE_SIZE = 50
+FACET_LIMIT = 200
 #: URL parameter -> column of ``judgments``.
 FILTERS: dict[str, str] = {
     "task": "task_id",
@@ -70,10 +71,13 @@ def ranking(store: RunStore, filters: Filters | None = None) -> list[dict[str, A
 
 
 def facets(store: RunStore) -> dict[str, list[str]]:
-    """Every value each filter can take (for the filter menus)."""
+    """The values each filter can take (for the filter menus; at most :data:`FACET_LIMIT`
+    each: metric scores are numbers, and a menu of thousands helps nobody)."""
     out: dict[str, list[str]] = {}
     for key, column in FILTERS.items():
-        rows = store.query(f"SELECT DISTINCT {column} FROM judgments WHERE {column} IS NOT NULL ORDER BY 1")
+        rows = store.query(
+            f"SELECT DISTINCT {column} FROM judgments WHERE {column} IS NOT NULL ORDER BY 1 LIMIT {FACET_LIMIT}"
+        )
         out[key] = [str(r[0]) for r in rows]
     return out
 
@@ -136,12 +140,12 @@ def failures(store: RunStore, per_cause: int = PAGE_SIZE) -> list[dict[str, Any]
     """Failed calls of phases 3-5 grouped by cause (``error_kind``), most common first;
     each group with its count and up to ``per_cause`` examples."""
     groups = store.query_dicts(
-        f"SELECT coalesce(error_kind, 'unknown') AS cause, count(*) AS n FROM ({_FAILED_UNION}) "
+        f"SELECT coalesce(error_kind, 'no error recorded') AS cause, count(*) AS n FROM ({_FAILED_UNION}) "
         "GROUP BY 1 ORDER BY n DESC, cause"
     )
     for group in groups:
         group["rows"] = store.query_dicts(
-            f"SELECT * FROM ({_FAILED_UNION}) WHERE coalesce(error_kind, 'unknown') = ? ORDER BY phase, id LIMIT ?",
+            f"SELECT * FROM ({_FAILED_UNION}) WHERE coalesce(error_kind, 'no error recorded') = ? ORDER BY phase, id LIMIT ?",
             [group["cause"], per_cause],
         )
     return groups

@@ -44,7 +44,8 @@ class ViewServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[0], self.server_address[1]
-        return f"http://{host}:{port}/"
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        return f"http://{name}:{port}/"
 
     def shared(self) -> tuple[list[dict[str, Any]], int]:
         if self._shared is None:
@@ -78,7 +79,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, segments: list[str], query: dict[str, str]) -> tuple[int, str, str]:
         stores = self.server.stores
         if segments == ["api", "ping"]:
-            return HTTPStatus.OK, json.dumps({"runs": [str(s.run) for s in stores]}), "json"
+            return HTTPStatus.OK, json.dumps({"runs": [str(s.run.resolve()) for s in stores]}), "json"
         if not segments:
             if len(stores) == 1:
                 return self._start(0, query)

@@ -65,13 +65,18 @@ def _files(run: Path, phase: str) -> list[Path]:
     return sorted(d.glob("*.jsonl")) if d.is_dir() else []
 
 
+def _run_key(run: Path) -> str:
+    return hashlib.sha256(f"{_CACHE_VERSION}|{run.resolve()}".encode()).hexdigest()[:16]
+
+
 def _fingerprint(run: Path) -> str:
-    digest = hashlib.sha256(f"{_CACHE_VERSION}|{run.resolve()}".encode())
+    """``<run key>-<content key>``: the run's folder, and each record file's size and time."""
+    digest = hashlib.sha256()
     for phase in _PHASES.values():
         for f in _files(run, phase):
             st = f.stat()
             digest.update(f"|{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
-    return digest.hexdigest()[:24]
+    return f"{_run_key(run)}-{digest.hexdigest()[:16]}"
 
 
 def _sql_list(paths: Sequence[Path]) -> str:
@@ -118,6 +123,9 @@ class RunStore:
         db = folder / f"{_fingerprint(run)}.duckdb"
         if not db.exists():
             self._build(db)
+            for old in folder.glob(f"{_run_key(run)}-*.duckdb"):  # earlier states of this run
+                if old != db:
+                    old.unlink(missing_ok=True)
         self._con = duckdb.connect(str(db), read_only=True, config={"memory_limit": MEMORY_LIMIT})
         self._lock = threading.Lock()
 

@@ -139,6 +139,24 @@ def describe_html(
 ) -> str:
     """The page as a string. ``probe``: :class:`coeval.probe.ProbeResult` list (optional)."""
     estimate = estimate or estimate_cost(config, samples=0)
+    exp = config.experiment
+    parts = [
+        *_overview_section(config, estimate),
+        *_models_section(config, estimate, probe),
+        *_phase_plan_section(estimate),
+        *_tasks_section(config, estimate.plan),
+        *_settings_section(config),
+    ]
+    body = "\n".join(p for p in parts if p)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{_e(exp.id)} · CoEval</title>'
+        f"<style>{_CSS}</style></head><body><main>\n{body}\n</main></body></html>\n"
+    )
+
+
+def _overview_section(config: Config, estimate: CostEstimate) -> list[str]:
+    """Title, where runs go, and the headline cards (models, tasks, calls, cost, time)."""
     plan: Plan = estimate.plan
     exp = config.experiment
     total = estimate.total
@@ -165,8 +183,13 @@ def describe_html(
         )
         + "</div>"
     )
+    return parts
 
-    # models
+
+def _models_section(config: Config, estimate: CostEstimate, probe: Sequence[Any] | None) -> list[str]:
+    """One row per model: interface, roles, batch phases, quota, calls, cost, probe result."""
+    plan: Plan = estimate.plan
+    parts: list[str] = []
     probed = {r.model: r for r in probe or []}
     model_rows = []
     by_model = estimate.by_model()
@@ -195,8 +218,13 @@ def describe_html(
     if probe is not None:
         headers.append("probe")
     parts.append("<h2>Models</h2><section>" + _table(headers, model_rows, numeric=(5, 6, 7)) + "</section>")
+    return parts
 
-    # phase plan
+
+def _phase_plan_section(estimate: CostEstimate) -> list[str]:
+    """Calls, tokens and cost per phase, with a bar for each phase's share."""
+    plan: Plan = estimate.plan
+    parts: list[str] = []
     most = max((p.calls for p in plan.phases), default=0) or 1
     by_phase = estimate.by_phase()
     phase_rows = []
@@ -229,8 +257,12 @@ def describe_html(
     if estimate.notes:
         parts.append("<ul>" + "".join(f'<li class="muted">{_e(n)}</li>' for n in estimate.notes) + "</ul>")
     parts.append("</section>")
+    return parts
 
-    # tasks
+
+def _tasks_section(config: Config, plan: Plan) -> list[str]:
+    """Per task: description, attributes, sampling, calls, rubric and prompt previews."""
+    parts: list[str] = []
     previews = _prompts(config, plan)
     parts.append("<h2>Tasks</h2>")
     for t, tp in zip(config.tasks, plan.tasks, strict=True):
@@ -268,8 +300,13 @@ def describe_html(
                 )
         block.append("</section>")
         parts.append("".join(block))
+    return parts
 
-    # settings
+
+def _settings_section(config: Config) -> list[str]:
+    """The experiment settings a reader checks before paying for a run."""
+    exp = config.experiment
+    parts: list[str] = []
     settings = [
         ["storage folder", _e(exp.storage_folder)],
         ["phase modes", _e(", ".join(f"{k}: {v}" for k, v in exp.phases.as_dict().items()))],
@@ -282,12 +319,7 @@ def describe_html(
         ["seed", _e(exp.seed)],
     ]
     parts.append("<h2>Settings</h2><section>" + _table(["", ""], settings) + "</section>")
-    body = "\n".join(p for p in parts if p)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{_e(exp.id)} · CoEval</title>'
-        f"<style>{_CSS}</style></head><body><main>\n{body}\n</main></body></html>\n"
-    )
+    return parts
 
 
 def write_description(config: Config, out: str | Path, *, probe: Sequence[Any] | None = None) -> Path:

@@ -425,7 +425,7 @@ def _call_model(entry: dict[str, Any], prompt: str, keys_file: str | None = None
                 ),
                 180,
             )
-            return result.text
+            return str(result.text)
         finally:
             await iface.aclose()
 

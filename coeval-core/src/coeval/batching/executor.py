@@ -150,6 +150,25 @@ class BatchExecutor:
         self.submitted: list[str] = []
         self.collected: list[str] = []
         self.left_pending: list[str] = []
+        #: set by :meth:`stop_waiting` (a first Ctrl-C) so a poll loop's sleep ends at once
+        self._stop_event: asyncio.Event | None = None
+
+    def stop_waiting(self) -> None:
+        """Stop waiting for jobs now (first Ctrl-C): each wait ends within one poll and its job
+        stays in ``pending_batches.json`` for ``run --continue`` or ``status --fetch-batches``.
+        Safe to call from a signal handler installed with ``loop.add_signal_handler``."""
+        self.wait = False
+        if self._stop_event is not None:
+            self._stop_event.set()
+
+    async def _nap(self, seconds: float) -> None:
+        """Sleep between polls, waking early when :meth:`stop_waiting` is called."""
+        if not self.wait:
+            return
+        if self._stop_event is None:
+            self._stop_event = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop_event.wait(), timeout=seconds)
 
     # ---- the protocol ------------------------------------------------------------------------
     def wants(self, item: WorkItem) -> bool:
@@ -320,7 +339,7 @@ class BatchExecutor:
                          state=status.state if status else "unknown")
                 self.left_pending.append(job.job_id)
                 return
-            await asyncio.sleep(interval if failures == 0 else min(interval, 30.0))
+            await self._nap(interval if failures == 0 else min(interval, 30.0))
             interval = min(interval * self.poll_policy.backoff, self.poll_policy.max_interval_s)
         await self._collect(job, items, status, runner, on_outcome)
 

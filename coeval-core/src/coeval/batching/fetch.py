@@ -63,7 +63,7 @@ async def afetch_pending_batches(
     log: Any = None,
 ) -> FetchReport:
     from coeval.phases.base import PhaseContext, PhaseError, PhaseResult
-    from coeval.runner import ordered_phases
+    from coeval.phase_order import ordered_phases
     from coeval.storage.lock import RunFolderBusyError, RunLock
 
     run = run_folder if isinstance(run_folder, RunFolder) else RunFolder(run_folder)

@@ -56,6 +56,7 @@ def report_user_error(exc: BaseException) -> int | None:
     """Print ``exc`` if it is a user error and return the exit code; None for anything else."""
     from coeval.config.errors import ConfigError
     from coeval.credentials import KeyFileError, redact
+    from coeval.plugins import DuplicateRegistrationError
 
     if isinstance(exc, ConfigError):
         n = len(exc.errors)
@@ -69,6 +70,9 @@ def report_user_error(exc: BaseException) -> int | None:
             "    fix: the key file holds `providers:` with one entry per provider (see docs/configuration.md)",
             err=True,
         )
+        return EXIT_USAGE
+    if isinstance(exc, DuplicateRegistrationError):
+        click.secho(f"plugin conflict: {exc}", fg="red", err=True)
         return EXIT_USAGE
     if isinstance(exc, UserError):
         click.secho(f"error: {redact(str(exc))}", fg="red", err=True)

@@ -26,6 +26,7 @@ CORE_COMMANDS: dict[str, tuple[str, str]] = {
     "wizard": ("coeval.cli.wizard_cmd", "Build an experiment config interactively."),
     "schema": ("coeval.cli.schema_cmd", "Print the JSON Schema of the config file (for editors)."),
     "plugins": ("coeval.cli.plugins_cmd", "List installed plugins and what each registered."),
+    "init": ("coeval.cli.init_cmd", "Write a commented starter config (mock, openai, local, benchmark)."),
 }
 
 
@@ -86,7 +87,15 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    cli.main(args=argv, prog_name="coeval")
+    """The ``coeval`` entry point; a plugin conflict (two plugins registering one name) is a
+    one-line error with exit code 2, whichever command met it."""
+    from coeval.cli.errors import report_user_error
+    from coeval.plugins import DuplicateRegistrationError
+
+    try:
+        cli.main(args=argv, prog_name="coeval")
+    except DuplicateRegistrationError as exc:
+        sys.exit(report_user_error(exc))
 
 
 if __name__ == "__main__":  # pragma: no cover

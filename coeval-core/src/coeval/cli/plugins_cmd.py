@@ -14,11 +14,15 @@ def command(as_json: bool) -> None:
 
     Set COEVAL_DISABLE_PLUGINS=name,... to turn plugins off.
     """
-    from coeval.plugins import get_plugin_manager, plugin_distributions, registries
+    from coeval.cli.main import CORE_COMMANDS
+    from coeval.plugins import CORE_PLUGIN, commands_by_plugin, get_plugin_manager, plugin_distributions, registries
 
     pm = get_plugin_manager()
     regs = registries()
     dists = plugin_distributions()
+    commands = commands_by_plugin()
+    if pm.has_plugin(CORE_PLUGIN):
+        commands[CORE_PLUGIN] = sorted([*CORE_COMMANDS, *commands.get(CORE_PLUGIN, [])])
     names = sorted({pm.get_name(p) or "" for p in pm.get_plugins()} - {""})
     report: list[dict[str, object]] = []
     for name in names:
@@ -27,12 +31,14 @@ def command(as_json: bool) -> None:
             items = registry.by_plugin(name)
             if items:
                 entry[kind] = items
+        if commands.get(name):
+            entry["commands"] = commands[name]
         report.append(entry)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
     for entry in report:
         click.echo(f"{entry['name']}  ({entry['distribution']})")
-        for kind in regs.all():
+        for kind in [*regs.all(), "commands"]:
             if kind in entry:
                 click.echo(f"  {kind}: {', '.join(map(str, entry[kind]))}")  # type: ignore[call-overload]

@@ -7,7 +7,10 @@ from typing import Any
 
 import click
 
+from coeval.cli.config_arg import choose_config_path
+from coeval.cli.drift_check import check_drift
 from coeval.cli.errors import UserError, echo_issues, user_errors
+from coeval.limits import limit_datapoints
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -22,7 +25,7 @@ def parse_model_list(value: str | None) -> tuple[str, ...]:
 def check_only_models(config: Any, names: tuple[str, ...]) -> None:
     """V-36: ``--only-models`` must name models of the config."""
     from coeval.config.errors import ConfigError, ValidationIssue
-    from coeval.config.validate import did_you_mean
+    from coeval.config._schema_check import did_you_mean
 
     known = [m.name for m in config.models]
     issues = []
@@ -79,8 +82,21 @@ def load_for_cli(
 
 
 @click.command("run")
-@click.option("--config", "config_path", required=True, metavar="PATH", help="Experiment YAML file.")
+@click.argument("config_arg", required=False, metavar="[CONFIG]")
+@click.option("--config", "config_path", metavar="PATH", help="Experiment YAML file (or give it as CONFIG).")
 @click.option("--dry-run", is_flag=True, help="Validate and print the plan; make no call and write no file.")
+@click.option(
+    "--allow-drift",
+    is_flag=True,
+    help="With --continue: proceed although a model's or task's settings changed (recorded in meta.json).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="At most N datapoints per (task, teacher), and their answers and judgments; "
+    "a later --continue with a larger N extends the run.",
+)
 @click.option(
     "--continue",
     "continue_run",
@@ -127,8 +143,11 @@ def load_for_cli(
 @user_errors
 def command(
     ctx: click.Context,
-    config_path: str,
+    config_arg: str | None,
+    config_path: str | None,
     dry_run: bool,
+    allow_drift: bool,
+    limit: int | None,
     continue_run: bool,
     only_models: str | None,
     keys: str | None,
@@ -143,18 +162,23 @@ def command(
     """Run an experiment: phases 1-5, checkpointed item by item.
 
     \b
-    coeval run --config my.yaml --dry-run      validate, print the plan, no calls
-    coeval run --config my.yaml                run
-    coeval run --config my.yaml --continue     resume an interrupted run
+    coeval run my.yaml --dry-run      validate, print the plan, no calls
+    coeval run my.yaml                run (--config my.yaml works too)
+    coeval run my.yaml --continue     resume an interrupted run
     """
     from coeval.planning import format_plan, plan_experiment
 
+    config_path = choose_config_path(config_arg, config_path, "run")
     models = parse_model_list(only_models)
     if skip_probe:
         probe_mode = "disable"
     config = load_for_cli(
         config_path, keys=keys, continue_run=continue_run, resume=resume, only_models=models, dry_run=dry_run
     )
+    if limit is not None:
+        config = limit_datapoints(config, limit)
+    if continue_run:
+        check_drift(config, allow_drift=allow_drift, dry_run=dry_run)
     if dry_run:
         plan = plan_experiment(config, only_models=models)
         click.echo(format_plan(plan), nl=False)

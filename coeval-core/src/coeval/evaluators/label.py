@@ -2,30 +2,25 @@
 
 For a task with ``label_attributes: [sentiment]``, every datapoint carries its gold value
 (phase 3 always draws label attributes, benchmark datapoints carry ``labels``), and the
-student's answer scores 1.0 when it *is* that value and 0.0 otherwise. "Is" ignores case,
-surrounding whitespace, quotes, markdown emphasis and final punctuation, and treats ``_``,
-``-`` and spaces alike (``Positive.`` matches ``positive``); an answer that says more than
-the label does not match. The judge then scores only the rubric factors that are not
+student's answer scores 1.0 when it *is* that value and 0.0 otherwise. "Is" is decided by
+:func:`coeval.labels.normalise_label`, the rule the analysis uses too (case, surrounding
+punctuation, quotes and emphasis ignored; ``_``, ``-`` and spaces alike: ``Positive.``
+matches ``positive``); an answer that says more than the label does not match. The judge then scores only the rubric factors that are not
 label attributes.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from coeval.config.model import TaskConfig
+from coeval.labels import normalise_label
 
 __all__ = ["LabelEvaluator", "gold_label", "normalize_label"]
 
-_EDGE = " \t\r\n\"'`*_.,;:!?()[]{}<>"
-
-
-def normalize_label(text: str) -> str:
-    text = text.strip().strip(_EDGE)
-    text = re.sub(r"[\s_\-]+", " ", text)
-    return text.casefold().strip()
+#: Kept for code written against the earlier name; the rule lives in :mod:`coeval.labels`.
+normalize_label = normalise_label
 
 
 def gold_label(datapoint: Mapping[str, Any], attribute: str) -> str | None:
@@ -57,9 +52,9 @@ class LabelEvaluator:
         datapoint: Mapping[str, Any],
         responses: list[Mapping[str, Any]],
     ) -> list[dict[str, float]]:
-        golds = {a: normalize_label(g) for a in self.factors(task, rubric, datapoint) if (g := gold_label(datapoint, a))}
+        golds = {a: normalise_label(g) for a in self.factors(task, rubric, datapoint) if (g := gold_label(datapoint, a))}
         out = []
         for resp in responses:
-            answer = normalize_label(str(resp.get("response") or ""))
+            answer = normalise_label(str(resp.get("response") or ""))
             out.append({a: 1.0 if answer == gold and gold else 0.0 for a, gold in golds.items()})
         return out

@@ -39,12 +39,15 @@ class MetricEvaluator:
         self._metrics = metrics
         self._instances: dict[str, Any] = {}
 
-    def _registry(self) -> Any:
-        if self._metrics is not None:
-            return self._metrics()
-        from coeval.plugins import registries
+    def bind_registries(self, registries: Any) -> None:
+        """Called once the plugins' registries are filled: metrics come from the same set."""
+        if self._metrics is None:
+            self._metrics = lambda: registries.metrics
 
-        return registries().metrics
+    def _registry(self) -> Any:
+        if self._metrics is None:
+            raise MissingMetricError("the metric evaluator was used before the plugins' registries were bound")
+        return self._metrics()
 
     def metric(self, name: str) -> Any:
         if name not in self._instances:

@@ -122,7 +122,7 @@ def judge_score(dice: Dice, prompt: str, factor: str, reliability: float, option
     by_lower = {o.lower(): o for o in options}
     signal = answer_quality(prompt)
     if signal is None or dice.u(f"trust:{factor}") >= reliability:
-        return dice.pick(list(options), f"guess:{factor}")
+        return str(dice.pick(list(options), f"guess:{factor}"))
     level = signal + (dice.u(f"noise:{factor}") - 0.5) * 0.3
     word = "high" if level >= 0.66 else "medium" if level >= 0.33 else "low"
     return by_lower.get(word, options[0])

@@ -24,6 +24,7 @@ from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.storage.run_folder import JsonlWriter, RunFolder
 
 if TYPE_CHECKING:
+    from coeval.plugins import Registries
     from coeval.scheduler import SchedulerStats, WorkItem, WorkOutcome
 
 __all__ = [
@@ -133,13 +134,10 @@ class PhaseResult:
 class RunView:
     """Read-only access to a run: its config, its folder, the plugins."""
 
-    def __init__(self, config: Config, run: RunFolder, registries: Any = None) -> None:
+    def __init__(self, config: Config, run: RunFolder, registries: Registries) -> None:
         self.config = config
         self.run = run
-        if registries is None:
-            from coeval.plugins import registries as _registries
-
-            registries = _registries()
+        #: handed in by whoever builds the view (no global lookup: tests and forks pass their own)
         self.registries = registries
 
     # ---- models -------------------------------------------------------------------------
@@ -169,19 +167,19 @@ class RunView:
         data = self.read_json(self.run.target_attrs_path(task.name))
         if data is None and task.static_target_attributes is not None:
             return {k: list(v) for k, v in task.static_target_attributes.items()}
-        return data
+        return data if isinstance(data, dict) else None
 
     def nuanced_attributes(self, task: TaskConfig) -> dict[str, list[str]] | None:
         data = self.read_json(self.run.nuanced_attrs_path(task.name))
         if data is None and isinstance(task.nuanced_attributes, Mapping):
             return {k: list(v) for k, v in task.nuanced_attributes.items()}
-        return data
+        return data if isinstance(data, dict) else None
 
     def rubric(self, task: TaskConfig) -> dict[str, Any] | None:
         data = self.read_json(self.run.rubric_path(task.name))
         if data is None and task.static_rubric is not None:
             return dict(task.static_rubric)
-        return data
+        return data if isinstance(data, dict) else None
 
 
 class WriterPool:
@@ -215,7 +213,7 @@ class PhaseContext(RunView):
         log: Any,
         only_models: frozenset[str] = frozenset(),
         record_outcome: Callable[[WorkOutcome], None] | None = None,
-        registries: Any = None,
+        registries: Registries,
         source_run: RunFolder | None = None,
     ) -> None:
         super().__init__(config, run, registries)
@@ -239,7 +237,8 @@ class PhaseContext(RunView):
     async def submit(self, phase_id: str, items: list[WorkItem]) -> SchedulerStats | None:
         if not items:
             return None
-        return await self._submit(phase_id, items)
+        stats: SchedulerStats | None = await self._submit(phase_id, items)
+        return stats
 
     def outcome(self, outcome: WorkOutcome) -> None:
         """Book one finished item (calls, spend, counts) after its record is written."""

@@ -54,6 +54,29 @@ ALIASES: dict[str, str] = {
     "rubric_factor_description": "criterion",
 }
 
+#: What both judge templates show the judge: the task, the input, the reference and the
+#: answer, each fenced so an answer cannot pose as the reference.
+_GRADED_ANSWER = """\
+Task: {task_description}
+A good answer: {output_description}
+
+Input given to the model:
+<input>
+{input}
+</input>
+
+Reference answer:
+<reference>
+{reference}
+</reference>
+
+Answer to grade:
+<answer>
+{response}
+</answer>
+"""
+
+
 DEFAULT_TEMPLATES: dict[str, str] = {
     "map_target_attrs": """\
 You are planning a benchmark that tests language models on one task.
@@ -127,24 +150,9 @@ Answer format: {output_description}
     "evaluate_single": """\
 You are grading one answer to a task. Be strict and consistent.
 
-Task: {task_description}
-A good answer: {output_description}
-
-Input given to the model:
-<input>
-{input}
-</input>
-
-Reference answer:
-<reference>
-{reference}
-</reference>
-
-Answer to grade:
-<answer>
-{response}
-</answer>
-
+"""
+    + _GRADED_ANSWER
+    + """
 Rate the answer on each criterion below as High, Medium or Low.
 {rubric}
 
@@ -155,24 +163,9 @@ with one entry for every criterion above in each.
     "evaluate_per_factor": """\
 You are grading one answer to a task on a single criterion. Be strict and consistent.
 
-Task: {task_description}
-A good answer: {output_description}
-
-Input given to the model:
-<input>
-{input}
-</input>
-
-Reference answer:
-<reference>
-{reference}
-</reference>
-
-Answer to grade:
-<answer>
-{response}
-</answer>
-
+"""
+    + _GRADED_ANSWER
+    + """
 Criterion: {factor}: {criterion}
 
 Rate the answer on this criterion only, as High, Medium or Low.

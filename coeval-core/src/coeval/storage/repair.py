@@ -224,6 +224,10 @@ def _repair_meta(run: RunFolder, report: RepairReport, dry_run: bool, config: An
         from coeval.phases import standard_phases
         from coeval.phases.base import RunView
 
+        if registries is None:
+            from coeval.plugins import registries as _registries
+
+            registries = _registries()
         view = RunView(config, run, registries)
         gap = False
         for phase in standard_phases():

@@ -247,7 +247,8 @@ class RunFolder:
 
     def read_meta(self) -> dict[str, Any]:
         try:
-            return json.loads(self.meta_path.read_text(encoding="utf-8"))
+            meta: dict[str, Any] = json.loads(self.meta_path.read_text(encoding="utf-8"))
+            return meta
         except FileNotFoundError:
             return {}
 

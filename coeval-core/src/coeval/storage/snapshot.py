@@ -57,9 +57,26 @@ def config_to_mapping(config: Config) -> dict[str, Any]:
     return {"models": models, "tasks": tasks, "experiment": experiment}
 
 
+def _keep_previous_snapshot(run: RunFolder, text: str) -> None:
+    """A changed config never silently replaces ``config.yaml``: the previous one is kept
+    as ``config.N.yaml`` (N = 1, 2, ... in order of replacement)."""
+    path = run.config_path
+    try:
+        previous = path.read_text(encoding="utf-8")
+    except OSError:
+        return
+    if previous == text:
+        return
+    n = 1
+    while (kept := path.with_name(f"config.{n}.yaml")).exists():
+        n += 1
+    atomic_write_text(kept, previous)
+
+
 def write_config_snapshot(run: RunFolder, config: Config) -> None:
-    text = yaml.safe_dump(config_to_mapping(config), sort_keys=False, allow_unicode=True)
-    atomic_write_text(run.config_path, redact(text))
+    text = redact(yaml.safe_dump(config_to_mapping(config), sort_keys=False, allow_unicode=True))
+    _keep_previous_snapshot(run, text)
+    atomic_write_text(run.config_path, text)
 
 
 def read_config_snapshot(run: RunFolder) -> Config | None:

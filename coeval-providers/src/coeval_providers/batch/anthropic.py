@@ -61,7 +61,8 @@ class AnthropicBatchRunner(ProviderBatchRunner[AnthropicInterface]):
                 if result.type == "succeeded":
                     try:
                         text, tokens_in, tokens_out, model = parse_message("anthropic", result.message)
-                        out[entry.custom_id] = self.iface.result(text, tokens_in, tokens_out, model, batch=True)
+                        out[entry.custom_id] = self.iface.result(text, tokens_in, tokens_out, model, batch=True,
+                                                                 finish_reason=getattr(result.message, "stop_reason", None))
                     except ModelError as exc:
                         out[entry.custom_id] = exc
                 elif result.type == "errored":

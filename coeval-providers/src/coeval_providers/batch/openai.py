@@ -56,8 +56,8 @@ class OpenAIFileBatchRunner(ProviderBatchRunner[CompatT]):
                 status = response.get("status_code")
                 if status == 200 and not error:
                     try:
-                        text, tokens_in, tokens_out, model, _ = parse_chat_completion(provider, response.get("body"))
-                        out[custom_id] = self.iface.result(text, tokens_in, tokens_out, model, batch=True)
+                        text, tokens_in, tokens_out, model, finish = parse_chat_completion(provider, response.get("body"))
+                        out[custom_id] = self.iface.result(text, tokens_in, tokens_out, model, batch=True, finish_reason=finish)
                     except ModelError as exc:
                         out[custom_id] = exc
                 else:
@@ -127,5 +127,5 @@ class AzureOpenAIBatchRunner(OpenAIBatchRunner):
 
     def _line(self, custom_id: str, request: GenerateRequest) -> dict[str, Any]:
         line = super()._line(custom_id, request)
-        line["body"]["model"] = str(self.model.parameters.get("batch_deployment") or self.iface.deployment)  # type: ignore[union-attr]
+        line["body"]["model"] = str(self.model.parameters.get("batch_deployment") or getattr(self.iface, "deployment", ""))
         return line

@@ -11,7 +11,7 @@ from aiohttp import web
 from coeval_providers.fake_server import _batch
 from coeval_providers.fake_server._core import STATE, Call, Reply, handle_model_call, make_reply, message_text
 from coeval_providers.fake_server._state import BatchJob
-from coeval_providers.fake_server._strict import anthropic_body_problem, anthropic_headers_problem
+from coeval_providers.fake_server._strict import anthropic_batch_problem, anthropic_body_problem, anthropic_headers_problem
 
 __all__ = ["add_routes", "anthropic_error", "list_models"]
 
@@ -36,7 +36,8 @@ def _forced_tool(body: dict[str, Any]) -> dict[str, Any] | None:
         return None
     for tool in body.get("tools") or []:
         if tool.get("name") == choice.get("name"):
-            return tool
+            forced: dict[str, Any] = tool
+            return forced
     return None
 
 
@@ -125,6 +126,8 @@ async def create_batch(request: web.Request) -> web.Response:
         return anthropic_error(*problem, {})
     body = await request.json()
     state.record("anthropic.batches.create", {"method": "POST", "path": request.path})
+    if (problem := anthropic_batch_problem(body)) is not None:
+        return anthropic_error(*problem, {})
     items = body.get("requests") or []
     models = {item["params"].get("model") for item in items}
     requests = [(item["custom_id"], item["params"]) for item in items]

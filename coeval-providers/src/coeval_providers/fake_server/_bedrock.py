@@ -13,6 +13,7 @@ from aiohttp import web
 from coeval_providers.fake_server import _anthropic, _batch
 from coeval_providers.fake_server._core import STATE, Call, Reply, count_tokens, handle_model_call, make_reply
 from coeval_providers.fake_server._state import BatchJob
+from coeval_providers.fake_server._strict import bedrock_job_problem
 from coeval_providers.fake_server._storage import s3_split
 
 __all__ = ["add_routes"]
@@ -143,12 +144,10 @@ async def create_job(request: web.Request) -> web.Response:
     keys = [key] if (bucket, key) in state.objects else sorted(k for (b, k) in state.objects if b == bucket and k.startswith(key))
     if not keys:
         return bedrock_error(400, "validation", f"no input found at {in_uri}", {})
-    requests: list[tuple[str, dict[str, Any]]] = []
-    for k in keys:
-        for line in state.objects[(bucket, k)].decode().splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                requests.append((str(rec["recordId"]), rec["modelInput"]))
+    records = [json.loads(line) for k in keys for line in state.objects[(bucket, k)].decode().splitlines() if line.strip()]
+    if (problem := bedrock_job_problem(body, records)) is not None:
+        return bedrock_error(*problem, {})
+    requests = [(str(rec["recordId"]), rec["modelInput"]) for rec in records]
     job = _batch.new_job(state, "job", "bedrock", body["modelId"], requests, name=body.get("jobName"), role=body.get("roleArn"),
                          input=body["inputDataConfig"], output=body["outputDataConfig"], input_keys=keys, input_bucket=bucket)
     job.extra["arn"] = f"arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/{job.id}"

@@ -13,7 +13,12 @@ from coeval_providers.fake_server import _batch, _openai
 from coeval_providers.fake_server._core import STATE, Call, Reply, handle_model_call, make_reply
 from coeval_providers.fake_server._state import BatchJob
 from coeval_providers.fake_server._storage import gcs_split
-from coeval_providers.fake_server._strict import gemini_body_problem
+from coeval_providers.fake_server._strict import (
+    GEMINI_INLINE_BATCH_MAX_BYTES,
+    auth_problem,
+    gemini_body_problem,
+    vertex_job_problem,
+)
 
 __all__ = ["add_routes", "gemini_error", "list_models"]
 
@@ -167,6 +172,8 @@ def _output_file(request: web.Request, job: BatchJob) -> str:
 async def _create_gemini_batch(request: web.Request, model: str, body: dict[str, Any]) -> web.Response:
     state = request.app[STATE]
     state.record("gemini.batches.create", {"method": "POST", "path": request.path})
+    if (problem := auth_problem("gemini.batches", request)) is not None:
+        return gemini_error(*problem, {})
     batch = body.get("batch") or {}
     source = batch.get("inputConfig") or batch.get("input_config") or {}
     requests: list[tuple[str, dict[str, Any]]] = []
@@ -184,6 +191,11 @@ async def _create_gemini_batch(request: web.Request, model: str, body: dict[str,
             if line.strip():
                 item = json.loads(line)
                 requests.append((str(item["key"]), item["request"]))
+    if inline and len(await request.read()) > GEMINI_INLINE_BATCH_MAX_BYTES:
+        return gemini_error(400, "invalid_argument", f"inline batch requests exceed {GEMINI_INLINE_BATCH_MAX_BYTES} bytes", {})
+    for key, item in requests:
+        if (problem := gemini_body_problem(item)) is not None:
+            return gemini_error(problem[0], problem[1], f"request {key}: {problem[2]}", {})
     job = _batch.new_job(state, "gb", "gemini", model, requests, inline=inline,
                          display_name=batch.get("displayName"), create_time=_now())
     return web.json_response(_gemini_batch(request, job))
@@ -274,6 +286,8 @@ async def create_vertex_job(request: web.Request) -> web.Response:
     state = request.app[STATE]
     body = await request.json()
     state.record("vertex.batches.create", {"method": "POST", "path": request.path})
+    if (problem := auth_problem("vertex.batches", request) or vertex_job_problem(body)) is not None:
+        return gemini_error(*problem, {})
     uris = ((body.get("inputConfig") or {}).get("gcsSource") or {}).get("uris") or []
     prefix = ((body.get("outputConfig") or {}).get("gcsDestination") or {}).get("outputUriPrefix")
     if not uris or not prefix:
@@ -287,6 +301,9 @@ async def create_vertex_job(request: web.Request) -> web.Response:
             if line.strip():
                 item = json.loads(line)
                 requests.append((str(item.get("key", i)), item["request"]))
+    for key, item in requests:
+        if (problem := gemini_body_problem(item)) is not None:
+            return gemini_error(problem[0], problem[1], f"request {key}: {problem[2]}", {})
     model_path = str(body.get("model", ""))
     model = model_path.rsplit("/", 1)[-1]
     job = _batch.new_job(state, "", "vertex", model, requests, model_path=model_path,

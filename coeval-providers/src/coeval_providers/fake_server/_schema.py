@@ -37,7 +37,8 @@ class _Builder:
         for part in ref.lstrip("#/").split("/"):
             if part:
                 node = node[part]
-        return node
+        resolved: Mapping[str, Any] = node
+        return resolved
 
     def build(self, schema: Mapping[str, Any] | bool, path: str) -> Any:
         if schema is True or schema == {}:

@@ -8,23 +8,34 @@ silent the fake does not guess; those places say so. Each check returns a proble
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
 
 __all__ = [
+    "ANTHROPIC_BATCH_MAX_REQUESTS",
+    "ANTHROPIC_MESSAGE_FIELDS",
     "ANTHROPIC_VERSIONS",
     "AZURE_API_VERSIONS",
+    "AZURE_BATCH_ENDPOINTS",
     "BATCH_ENDPOINTS",
     "BATCH_MAX_BYTES",
     "BATCH_MAX_REQUESTS",
+    "GEMINI_GENERATE_FIELDS",
+    "GEMINI_INLINE_BATCH_MAX_BYTES",
     "Problem",
+    "anthropic_batch_problem",
+    "anthropic_body_problem",
     "anthropic_headers_problem",
     "auth_problem",
     "azure_api_version_problem",
     "batch_lines_problem",
+    "bedrock_job_problem",
+    "gemini_body_problem",
+    "openai_chat_body_problem",
     "openai_chat_path_problem",
+    "vertex_job_problem",
 ]
 
 Problem = tuple[int, str, str]
@@ -126,7 +137,7 @@ def anthropic_headers_problem(request: web.Request) -> Problem | None:
     return None
 
 
-def batch_lines_problem(lines: list[Mapping[str, Any]], endpoint: str) -> Problem | None:
+def batch_lines_problem(lines: Sequence[Mapping[str, Any]], endpoint: str) -> Problem | None:
     """OpenAI's batch input rules: each line has a unique ``custom_id``, ``method: POST`` and a
     ``url`` equal to the batch's ``endpoint`` (Batch API guide); at most 50,000 lines."""
     if len(lines) > BATCH_MAX_REQUESTS:
@@ -232,4 +243,78 @@ def gemini_body_problem(body: Any) -> Problem | None:
             return 400, "invalid_argument", f'Invalid JSON payload received. Unknown name "{key}": Cannot find field.'
     if not isinstance(body.get("contents"), list) or not body["contents"]:
         return 400, "invalid_argument", "* GenerateContentRequest.contents: contents is not specified"
+    return None
+
+
+#: Message Batches limits (Anthropic API reference): 100,000 requests per batch; each
+#: ``custom_id`` unique within the batch and matching this pattern.
+ANTHROPIC_BATCH_MAX_REQUESTS = 100_000
+_ANTHROPIC_CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def anthropic_batch_problem(body: Any) -> Problem | None:
+    items = body.get("requests") if isinstance(body, dict) else None
+    if not isinstance(items, list) or not items:
+        return 400, "invalid_request_error", "requests: Field required"
+    if len(items) > ANTHROPIC_BATCH_MAX_REQUESTS:
+        return 400, "invalid_request_error", f"requests: at most {ANTHROPIC_BATCH_MAX_REQUESTS} items"
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        custom_id = item.get("custom_id") if isinstance(item, dict) else None
+        if not isinstance(custom_id, str) or not _ANTHROPIC_CUSTOM_ID.match(custom_id):
+            return 400, "invalid_request_error", f"requests.{i}.custom_id: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+        if custom_id in seen:
+            return 400, "invalid_request_error", f"requests.{i}.custom_id: duplicate custom_id {custom_id!r}"
+        seen.add(custom_id)
+        if (problem := anthropic_body_problem(item.get("params"))) is not None:
+            return problem[0], problem[1], f"requests.{i}.params.{problem[2]}"
+    return None
+
+
+#: CreateModelInvocationJob (Amazon Bedrock API reference): name and role patterns.
+_BEDROCK_JOB_NAME = re.compile(r"^[a-zA-Z0-9]{1,63}(-*[a-zA-Z0-9\+\-\.]){0,63}$")
+_BEDROCK_ROLE_ARN = re.compile(r"^arn:aws(-[^:]+)?:iam::([0-9]{12})?:role/.+$")
+
+
+def bedrock_job_problem(body: Any, records: list[Mapping[str, Any]]) -> Problem | None:
+    """The job request and its JSONL records. Each record is ``{"recordId", "modelInput"}``; an
+    Anthropic model's input names ``anthropic_version: bedrock-2023-05-31`` (Bedrock's Claude
+    request reference). The documented minimum of 100 records per job is a service quota that
+    accounts can raise or lower, so the fake does not enforce it."""
+    if not isinstance(body.get("jobName"), str) or not _BEDROCK_JOB_NAME.match(body["jobName"]):
+        return 400, "ValidationException", "jobName: does not match the required pattern"
+    if not isinstance(body.get("roleArn"), str) or not _BEDROCK_ROLE_ARN.match(body["roleArn"]):
+        return 400, "ValidationException", "roleArn: does not match the required pattern"
+    anthropic = str(body.get("modelId", "")).startswith(("anthropic.", "us.anthropic.", "eu.anthropic.", "global.anthropic."))
+    seen: set[str] = set()
+    for number, record in enumerate(records, start=1):
+        record_id = record.get("recordId")
+        if not isinstance(record_id, str) or not record_id or record_id in seen:
+            return 400, "ValidationException", f"record {number}: recordId missing or not unique"
+        seen.add(record_id)
+        model_input = record.get("modelInput")
+        if not isinstance(model_input, dict):
+            return 400, "ValidationException", f"record {number}: modelInput must be an object"
+        if anthropic and model_input.get("anthropic_version") != "bedrock-2023-05-31":
+            return 400, "ValidationException", f"record {number}: modelInput.anthropic_version must be bedrock-2023-05-31"
+    return None
+
+
+#: Gemini Batch Mode (Gemini API docs): inline requests are for batches under 20 MB in total;
+#: larger ones go through an uploaded JSONL file.
+GEMINI_INLINE_BATCH_MAX_BYTES = 20 * 1024 * 1024
+
+
+def vertex_job_problem(body: Any) -> Problem | None:
+    """``BatchPredictionJob`` (Vertex AI REST reference): ``displayName`` and ``model`` are
+    required; Gemini batch input and output are ``jsonl`` in Cloud Storage."""
+    if not isinstance(body, dict):
+        return 400, "invalid_argument", "the request body must be a JSON object"
+    for field in ("displayName", "model"):
+        if not isinstance(body.get(field), str) or not body[field]:
+            return 400, "invalid_argument", f"BatchPredictionJob.{field} is required"
+    if (body.get("inputConfig") or {}).get("instancesFormat") != "jsonl":
+        return 400, "invalid_argument", "inputConfig.instancesFormat must be jsonl for Gemini models"
+    if (body.get("outputConfig") or {}).get("predictionsFormat") != "jsonl":
+        return 400, "invalid_argument", "outputConfig.predictionsFormat must be jsonl for Gemini models"
     return None

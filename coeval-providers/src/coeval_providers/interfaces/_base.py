@@ -107,7 +107,8 @@ class ProviderInterface(Interface):
 
             # ``price_as``: the listed model a deployment or local server should be priced as.
             self._price = pricing_table().price(self.name, str(self.model.parameters.get("price_as") or self.model_id))
-        return self._price
+        price: Price | None = self._price
+        return price
 
     def result(self, text: str, input_tokens: int, output_tokens: int, model: str | None = None, *, batch: bool = False,
                finish_reason: Any = None) -> GenerateResult:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from coeval.interfaces.base import (
@@ -74,7 +75,9 @@ def message_params(model_id: str, request: GenerateRequest, *, sampling: bool = 
 
 def parse_message(provider: str, message: Any) -> tuple[str, int, int, str | None]:
     """(text, input tokens, output tokens, model) of a Message (SDK object or plain dict)."""
-    get = (lambda o, k: o.get(k)) if isinstance(message, dict) else (lambda o, k: getattr(o, k, None))
+    get: Callable[[Any, str], Any] = (
+        (lambda o, k: o.get(k)) if isinstance(message, dict) else (lambda o, k: getattr(o, k, None))
+    )
     blocks = get(message, "content")
     if not isinstance(blocks, list):
         raise _errors.malformed(provider, "no content")

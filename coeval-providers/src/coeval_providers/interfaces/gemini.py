@@ -218,7 +218,8 @@ class VertexInterface(GeminiInterface):
 
     @property
     def project(self) -> str | None:
-        return self.setting("project", "GOOGLE_CLOUD_PROJECT")
+        project = self.setting("project", "GOOGLE_CLOUD_PROJECT")
+        return str(project) if project else None
 
     @property
     def location(self) -> str:

@@ -1,0 +1,50 @@
+"""The report's way down into ``coeval view``: a section whose links appear when a viewer
+is running on this machine and serving the report's run.
+
+The report is a static file that makes no request on its own, so the question goes to the
+viewer's ``/api/ping`` only when the reader presses the section's button; with no server
+the section says how to start one.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from markupsafe import Markup
+
+if TYPE_CHECKING:
+    from coeval_analysis.reports.html import PageContext, Section
+
+__all__ = ["VIEWER_URL", "viewer_section"]
+
+#: where ``coeval view`` serves by default; ``$COEVAL_VIEW_URL`` (at analysis time) overrides it
+VIEWER_URL = "http://127.0.0.1:8765"
+
+_SCRIPT = """
+<script>document.getElementById('viewer-find').addEventListener('click',function(){
+var base=%(base)s,run=%(run)s,box=document.getElementById('viewer-links');
+box.textContent='No viewer answers at '+base+': start one with the command above.';
+fetch(base+'/api/ping').then(function(r){return r.json();}).then(function(d){var k=d.runs.indexOf(run);
+if(k<0){k=d.runs.length===1?0:-1;}if(k<0)return;var r=base+'/r/'+k;
+box.innerHTML='<a id="viewer-start" href="'+r+'/">ranking and datapoints</a> &middot; '+
+'<a href="'+r+'/?sort=disagreement">most disputed datapoints</a> &middot; '+
+'<a id="viewer-failures" href="'+r+'/failures">failed and unparseable calls</a>';}).catch(function(){});});
+</script>"""
+
+
+def viewer_section(p: PageContext) -> Section | None:
+    """Links into the viewer for the run this report was made from."""
+    from coeval_analysis.reports.html import Section, Text
+
+    if not p.summary.get("run"):
+        return None
+    run = str(Path(str(p.summary["run"])).resolve())  # the viewer answers with resolved paths too
+    hint = (f"<p>Every datapoint, answer, judgment and raw reply of this run: <code>coeval view --run "
+            f'{html.escape(run)}</code>, then <button id="viewer-find" type="button">open it here</button></p>'
+            '<p id="viewer-links"></p>')
+    script = _SCRIPT % {"base": json.dumps(os.environ.get("COEVAL_VIEW_URL") or VIEWER_URL), "run": json.dumps(run).replace("</", "<\\/")}
+    return Section("viewer", "Look inside the run", "", [Text(Markup(hint + script))])

@@ -1,0 +1,81 @@
+"""``coeval ingest --file``: the user's own rows (JSONL, CSV, Parquet) as a replay teacher.
+
+The file goes through the same path as a named benchmark (ingest.py): same datapoint
+records, same idempotence, same row-level errors. Only the field names differ, so this
+adapter is configured per call instead of per dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
+
+__all__ = ["OWN_DATA_SPLIT", "OwnDataAdapter"]
+
+#: The split name recorded for rows of a user's file (a file has no splits).
+OWN_DATA_SPLIT = "file"
+#: The attribute that carries ``--label-field`` (scored by exact match, no judge needed).
+LABEL_ATTRIBUTE = "label"
+
+
+class OwnDataAdapter(BenchmarkAdapter):
+    """Rows of one file; ``prompt_field`` is required, the other fields are optional."""
+
+    name = "file"
+    title = "data file"
+    hub_id = "-"
+    default_split = OWN_DATA_SPLIT
+    gold_metric = "bleu"
+    description = "Answer the prompt of each row of the user's data file."
+    output_description = "A correct, complete answer to the prompt."
+    #: kept only when rows carry a label (ingest drops attributes no item has)
+    label_attributes = (LABEL_ATTRIBUTE,)
+    rubric = {
+        "correctness": "The answer is correct and agrees with the reference answer when one is given.",
+        "completeness": "The answer addresses every part of the prompt.",
+    }
+
+    def __init__(
+        self,
+        source_file: Path,
+        *,
+        prompt_field: str = "prompt",
+        reference_field: str | None = None,
+        label_field: str | None = None,
+        id_field: str | None = None,
+    ) -> None:
+        self.source_file = source_file
+        self.prompt_field = prompt_field
+        self.reference_field = reference_field
+        self.label_field = label_field
+        self.id_field = id_field
+
+    def _fields(self) -> list[tuple[str, str]]:
+        given = [("--prompt-field", self.prompt_field), ("--reference-field", self.reference_field),
+                 ("--label-field", self.label_field), ("--id-field", self.id_field)]
+        return [(option, field) for option, field in given if field]
+
+    def check_row(self, row: Mapping[str, Any]) -> None:
+        for option, field in self._fields():
+            value = row.get(field)
+            if value is None or (isinstance(value, str) and not value.strip()):
+                present = ", ".join(sorted(map(str, row))) or "none"
+                raise RowError(f"field {field!r} ({option}) is missing or empty; the row has: {present}")
+            if isinstance(value, Mapping | list):
+                raise RowError(f"field {field!r} ({option}) must be text or a number, not {type(value).__name__}")
+
+    def item(self, row: Mapping[str, Any], index: int, split: str) -> BenchmarkItem:
+        native_id = str(row[self.id_field]).strip() if self.id_field else f"row{index + 1:06d}"
+        reference = str(row[self.reference_field]) if self.reference_field else ""
+        attributes = {LABEL_ATTRIBUTE: str(row[self.label_field]).strip()} if self.label_field else {}
+        return BenchmarkItem(
+            native_id=native_id,
+            prompt=str(row[self.prompt_field]),
+            reference=reference,
+            attributes=attributes,
+            gold_metric=self.gold_metric,
+            labels=(reference,) if reference else (),
+        )

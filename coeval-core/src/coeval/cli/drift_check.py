@@ -1,0 +1,36 @@
+"""``coeval run --continue``: stop before mixing two configurations under one run name."""
+
+from __future__ import annotations
+
+import click
+
+from coeval.cli.errors import UserError
+from coeval.config.model import Config
+from coeval.drift import describe, find_drift, record_allowed_drift
+from coeval.storage.run_folder import RunFolder
+
+__all__ = ["check_drift"]
+
+
+def check_drift(config: Config, *, allow_drift: bool, dry_run: bool) -> None:
+    """Raise a :class:`UserError` (exit 2) naming each changed setting, unless allowed.
+
+    With ``allow_drift`` the changes are recorded in ``meta.json`` (not on a dry run).
+    """
+    run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
+    if not run.exists():
+        return
+    changes = find_drift(run.read_meta().get("settings"), config)
+    if not changes:
+        return
+    lines = "\n    ".join(describe(c) for c in changes)
+    if not allow_drift:
+        raise UserError(
+            f"{run.root}: the config changed settings this run already used; resuming would mix two "
+            f"configurations under one name:\n    {lines}",
+            hint="restore the old values, use a new experiment.id, or pass --allow-drift to continue "
+            "anyway (the change is recorded in meta.json)",
+        )
+    click.secho(f"warning: continuing with changed settings (--allow-drift):\n    {lines}", fg="yellow", err=True)
+    if not dry_run:
+        record_allowed_drift(run, changes)
