@@ -128,7 +128,7 @@ def test_an_unknown_check_in_the_config_is_a_clear_error(tmp_path) -> None:
     cfg = make_config(tmp_path, [mock_model("m")], [task()])
     cfg = attrs.evolve(cfg, experiment=attrs.evolve(cfg.experiment, item_checks={"no_such_check": False}))
     with pytest.raises(PhaseError, match="experiment.item_checks: unknown check 'no_such_check'"):
-        gate_for(RunView(cfg, RunFolder(tmp_path / "r")))
+        gate_for(RunView(cfg, RunFolder(tmp_path / "r"), registries()))
 
 
 def test_a_misspelt_check_in_the_yaml_is_a_validation_error_with_exit_code_2(tmp_path) -> None:
