@@ -1012,7 +1012,7 @@ SECTIONS: list[Callable[[PageContext], Section | None]] = [
     _judges_section,
     _agreement_section,
     _teachers_section,
-    item_quality_section,
+    lambda p: item_quality_section(p, Section, Table),
     _bias_section,
     _coverage_section,
     _references_section,
