@@ -21,6 +21,9 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from coeval_analysis.reports.blocks import Figure, KeyFigures, Section, Table, Text
+from coeval_analysis.reports.blocks import cell as _cell
+from coeval_analysis.reports.blocks import fmt as _fmt
 from coeval_analysis.reports.item_quality import item_quality_section
 from coeval_analysis.reports.summary import to_jsonable
 from coeval_analysis.reports.viewer_links import viewer_section
@@ -42,87 +45,6 @@ def plotly_js() -> str:
         raise RuntimeError("the plotly package is not installed (pip install plotly)")
     folder = Path(next(iter(spec.submodule_search_locations)))
     return (folder / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
-
-
-# ------------------------------------------------------------------------------------------
-# blocks
-
-
-@dataclass
-class Table:
-    columns: list[tuple[str, str]]  # (key, header)
-    rows: list[dict[str, Any]]
-    caption: str = ""
-    kind: str = "table"
-
-    def cells(self) -> list[list[tuple[str, str, bool]]]:
-        """(shown text, sort key, is a number) per cell."""
-        out = []
-        for row in self.rows:
-            out.append([_cell(row.get(key)) for key, _ in self.columns])
-        return out
-
-
-@dataclass
-class Figure:
-    id: str
-    spec: dict[str, Any]
-    height: int = 380
-    kind: str = "figure"
-
-
-@dataclass
-class Text:
-    html: Markup
-    kind: str = "text"
-
-
-@dataclass
-class KeyFigures:
-    items: list[tuple[str, str]]
-    kind: str = "keys"
-
-
-@dataclass
-class Section:
-    id: str
-    title: str
-    intro: str = ""
-    blocks: list[Any] = field(default_factory=list)
-
-
-def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, bool | np.bool_):
-        return "yes" if v else "no"
-    if isinstance(v, int | np.integer):
-        return f"{int(v):,}"
-    if isinstance(v, float | np.floating):
-        if not np.isfinite(v):
-            return "—"
-        return f"{float(v):.{digits}f}"
-    if (
-        isinstance(v, list | tuple)
-        and len(v) == 2
-        and all(isinstance(x, int | float | type(None)) for x in v)
-    ):
-        return f"[{_fmt(v[0], digits)}, {_fmt(v[1], digits)}]"
-    return str(v)
-
-
-def _cell(v: Any) -> tuple[str, str, bool]:
-    if (
-        isinstance(v, list | tuple)
-        and len(v) == 2
-        and all(isinstance(x, int | float | type(None)) for x in v)
-    ):
-        first = v[0]
-        return _fmt(v), "" if first is None else repr(float(first)), True
-    if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_):
-        f = float(v)
-        return _fmt(v), repr(f) if np.isfinite(f) else "", True
-    return _fmt(v), "" if v is None else str(v), False
 
 
 # ------------------------------------------------------------------------------------------
@@ -1012,7 +934,7 @@ SECTIONS: list[Callable[[PageContext], Section | None]] = [
     _judges_section,
     _agreement_section,
     _teachers_section,
-    lambda p: item_quality_section(p, Section, Table),
+    item_quality_section,
     _bias_section,
     _coverage_section,
     _references_section,

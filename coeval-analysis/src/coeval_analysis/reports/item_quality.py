@@ -3,8 +3,9 @@ items barely separate the students (a sign of degenerate items)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
+
+from coeval_analysis.reports.blocks import Section, Table
 
 __all__ = ["FLAT_DISCRIMINATION", "item_quality_section"]
 
@@ -24,19 +25,18 @@ def _row(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def item_quality_section(p: Any, section: Callable[..., Any], table: Callable[..., Any]) -> Any:
-    """The section, or None when no teacher had a rejection or a flag. ``section`` and
-    ``table`` are the report's Section and Table classes (passed in: html imports this module)."""
+def item_quality_section(p: Any) -> Any:
+    """The section, or None when no teacher had a rejection or a flag."""
     teachers = p.summary.get("teachers") or {}
     rows = [_row(name, entry) for name, entry in teachers.items()]
     if not any(r["rejected"] or r["flag"] != "—" for r in rows):
         return None
-    rows_table = table([("teacher", "teacher"), ("rejected", "rejected replies"), ("rules", "by rule"),
+    table = Table([("teacher", "teacher"), ("rejected", "rejected replies"), ("rules", "by rule"),
                         ("flag", "flag")], rows)
-    return section(
+    return Section(
         "item-quality",
         "Item quality",
         "Teacher replies rejected by the item checks (each was asked again; see docs/item-quality.md), "
         f"and teachers whose items have a mean student-score spread below {FLAT_DISCRIMINATION}.",
-        [rows_table],
+        [table],
     )

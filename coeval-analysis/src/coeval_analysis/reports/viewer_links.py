@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
+from coeval_analysis.reports.blocks import Section, Text
+
 if TYPE_CHECKING:
-    from coeval_analysis.reports.html import PageContext, Section
+    from coeval_analysis.reports.html import PageContext
 
 __all__ = ["VIEWER_URL", "viewer_section"]
 
@@ -38,8 +40,6 @@ box.innerHTML='<a id="viewer-start" href="'+r+'/">ranking and datapoints</a> &mi
 
 def viewer_section(p: PageContext) -> Section | None:
     """Links into the viewer for the run this report was made from."""
-    from coeval_analysis.reports.html import Section, Text
-
     if not p.summary.get("run"):
         return None
     run = str(Path(str(p.summary["run"])).resolve())  # the viewer answers with resolved paths too
