@@ -122,6 +122,30 @@ def test_an_unknown_check_in_the_config_is_a_clear_error(tmp_path) -> None:
     from coeval.storage.run_folder import RunFolder
     from tests.core.pipeline_support import make_config, mock_model, task
 
-    cfg = make_config(tmp_path, [mock_model("m")], [task()], item_checks={"no_such_check": False})
+    import attrs
+
+    # a config validated while a plugin with that check was installed, run without it
+    cfg = make_config(tmp_path, [mock_model("m")], [task()])
+    cfg = attrs.evolve(cfg, experiment=attrs.evolve(cfg.experiment, item_checks={"no_such_check": False}))
     with pytest.raises(PhaseError, match="experiment.item_checks: unknown check 'no_such_check'"):
-        gate_for(RunView(cfg, RunFolder(tmp_path / "r")))
+        gate_for(RunView(cfg, RunFolder(tmp_path / "r"), registries()))
+
+
+def test_a_misspelt_check_in_the_yaml_is_a_validation_error_with_exit_code_2(tmp_path) -> None:
+    import yaml
+    from click.testing import CliRunner
+    from coeval.cli.main import cli
+
+    from tests.core.pipeline_support import mock_model, task
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({
+        "models": [mock_model("m")], "tasks": [task()],
+        "experiment": {"id": "iq", "storage_folder": str(tmp_path / "runs"), "probe_mode": "disable",
+                       "item_checks": {"near_duplikate": False}},
+    }, sort_keys=False))
+    out = CliRunner().invoke(cli, ["run", "--config", str(path)])
+    assert out.exit_code == 2
+    assert "V-38 experiment.item_checks.near_duplikate: unknown item check 'near_duplikate'" in out.output
+    assert "did you mean 'near_duplicate'" in out.output
+    assert "Traceback" not in out.output

@@ -100,6 +100,7 @@ def test_junk_teacher_replies_are_rejected_regenerated_and_counted(fake: FakeSer
     assert analyzed.exit_code == 0, analyzed.output
     summary = json.loads((tmp_path / "analysis" / "summary.json").read_text())
     assert summary["teachers"]["teacher"]["rejected"] == rejected
+    assert set(summary["judges"]["worker"]) >= {"degenerate_rate", "degenerate"}
     # ... and in the report
     report = (tmp_path / "analysis" / "report.html").read_text()
     assert 'id="item-quality"' in report

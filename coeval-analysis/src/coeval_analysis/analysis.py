@@ -17,6 +17,7 @@ import pandas as pd
 
 from coeval_analysis.data import LLM_JUDGE, RunData
 from coeval_analysis.item_quality import with_rejections
+from coeval_analysis.judge_quality import with_degenerate_rates
 from coeval_analysis.ranking import (
     MISSING_GAP,
     ConflictAwareRanking,
@@ -135,7 +136,7 @@ def analyze(
         "n_responses_scored": len(model.scored_responses()),
         "data_quality": q.as_dict(),
         "students": students,
-        "judges": judges,
+        "judges": with_degenerate_rates(judges, data.units),
         "evaluator_records": evaluator_records,
         "agreement": agreement,
         "teachers": with_rejections(teachers, data.meta),

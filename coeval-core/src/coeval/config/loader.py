@@ -83,6 +83,12 @@ def _registered() -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
     return interfaces, regs.metrics.names(), regs.evaluators.names()
 
 
+def _registered_item_checks() -> list[str]:
+    from coeval.plugins import registries
+
+    return registries().item_checks.names()
+
+
 def validate_config(
     path_or_mapping: ConfigSource,
     *,
@@ -161,6 +167,7 @@ def load_config(
         interfaces=interfaces,
         metrics=[*metrics, *KNOWN_METRICS],
         evaluators={*evaluators, *KNOWN_EVALUATORS},
+        item_checks=_registered_item_checks(),
     )
     issues += validator.run()
     if not any(i.is_error for i in issues):

@@ -33,6 +33,7 @@ V-32   ``seed`` integer                        V-33  ``role_parameters`` roles
 V-34   attribute maps and rubric shapes        V-35  ``interface: auto`` resolves
 V-36   ``--only-models`` names configured models
 V-37   model names differ from phase-5 evaluator names (``label``, ``metric``, ``gold``, ...)
+V-38   ``experiment.item_checks`` names registered item checks
 V-45   ``parameters`` keys the interface understands  V-46  timeouts in (0, 24 h]
 =====  =====================================================================================
 """
@@ -148,6 +149,7 @@ class Validator:
     interfaces: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)  # registered name -> options
     metrics: Iterable[str] = ()
     evaluators: Iterable[str] = KNOWN_EVALUATORS
+    item_checks: Iterable[str] | None = None  # registered item-check rule ids (None: not checked)
     issues: list[ValidationIssue] = attrs.field(factory=list)
 
     # ---- collecting ------------------------------------------------------------------------
@@ -208,6 +210,7 @@ class Validator:
             self._prompt_library,
             self._metrics,
             self._role_parameters,
+            self._item_checks,
             self._parameter_keys,
         ]
         if self.check_filesystem:
@@ -491,6 +494,17 @@ class Validator:
                 f"{template_id} may use {', '.join('{' + v + '}' for v in sorted(allowed))}; "
                 "write {{ and }} for literal braces",
             )
+
+    def _item_checks(self) -> None:
+        experiment = self.raw.get("experiment")
+        settings = experiment.get("item_checks") if isinstance(experiment, dict) else None
+        if self.item_checks is None or not isinstance(settings, dict):
+            return
+        known = sorted(self.item_checks)
+        for rule in settings:
+            if str(rule) not in known:
+                self._add_unknown("V-38", ("experiment", "item_checks", rule), f"unknown item check '{rule}'",
+                                  str(rule), known)
 
     def _metrics(self) -> None:
         known = sorted(set(KNOWN_METRICS) | set(self.metrics))
