@@ -538,7 +538,9 @@ class Validator:
                     self.add("V-46", ("models", i, "parameters", key), f"{key} {why}; got {params[key]!r}",
                              f"set {key} to a number of seconds, e.g. 300")
             allowed = known_keys(str(model.get("interface")))
-            for key in params if allowed is not None else ():
+            if allowed is None:
+                continue
+            for key in params:
                 if key not in allowed:
                     self._add_unknown("V-45", ("models", i, "parameters", key),
                                       f"interface '{model.get('interface')}' does not send parameter '{key}'; "

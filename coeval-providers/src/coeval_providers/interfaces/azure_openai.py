@@ -45,7 +45,8 @@ class AzureOpenAIInterface(OpenAICompatInterface):
     def v1(self) -> bool:
         return self.api_version == "v1" or self.endpoint.endswith("/openai/v1")
 
-    def _make_client(self) -> Any:
+    def _make_client(self, replica_url: str | None = None) -> Any:
+        """Azure serves one resource endpoint: replicas do not apply, so ``replica_url`` is unused."""
         from openai import AsyncAzureOpenAI, AsyncOpenAI
 
         key = self._api_key_or_fail()
