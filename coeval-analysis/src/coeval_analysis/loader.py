@@ -390,19 +390,25 @@ def _count_invalid_scores(s_values: pa.Array, bad: np.ndarray, quality: DataQual
     quality.invalid_values = dict(invalid.most_common(20))
 
 
-def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
-    """Load a run folder. Raises :class:`AnalysisInputError` when it is not one."""
-    root = Path(path)
+def _evaluation_files(root: Path) -> list[Path]:
+    """The run's phase-5 files; a clear error (listing the runs inside a storage folder) when none."""
     if not root.is_dir():
         raise AnalysisInputError(f"{root}: no such run folder")
     eval_files = _jsonl_files(root, PHASE5)
-    if not eval_files:
-        hint = storage_folder_hint(root)
-        if hint is not None:
-            raise AnalysisInputError(f"{root}: not a run folder; {hint}")
-        raise AnalysisInputError(
-            f"{root / PHASE5}: no evaluation files (*.jsonl); a run needs phase 5 before it can be analysed"
-        )
+    if eval_files:
+        return eval_files
+    hint = storage_folder_hint(root)
+    if hint is not None:
+        raise AnalysisInputError(f"{root}: not a run folder; {hint}")
+    raise AnalysisInputError(
+        f"{root / PHASE5}: no evaluation files (*.jsonl); a run needs phase 5 before it can be analysed"
+    )
+
+
+def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
+    """Load a run folder. Raises :class:`AnalysisInputError` when it is not one."""
+    root = Path(path)
+    eval_files = _evaluation_files(root)
     meta = _read_json(root / "meta.json") or {}
     if not isinstance(meta, dict):
         raise AnalysisInputError(f"{root / 'meta.json'}: must be a JSON object")
