@@ -66,3 +66,44 @@ def test_a_phase_bar_is_hidden_until_its_items_are_counted() -> None:
     reporter._live.refresh()
     reporter.close()
     assert "0/4" in out.getvalue()
+
+
+def expensive(doc: dict[str, Any]) -> None:
+    for model in doc["models"]:
+        model["parameters"]["cost_per_1k_tokens_usd"] = 1.0  # about $50 by the estimate
+
+
+def test_run_prints_the_estimate_first_and_the_next_step_last(work: Path) -> None:
+    starter()
+    result = CliRunner().invoke(cli, ["run", "coeval.yaml"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("estimate for this run: 70 calls, ")
+    assert "$0.00" in lines[0]
+    assert lines[-1] == f"next: coeval analyze --run {Path('runs') / 'starter-mock'}"
+
+
+def test_above_confirm_above_without_a_terminal_runs_and_says_it_did_not_ask(work: Path) -> None:
+    starter(expensive)
+    result = CliRunner().invoke(cli, ["run", "coeval.yaml"])
+    assert result.exit_code == 0, result.output
+    assert "above --confirm-above $5.00; not a terminal" in result.output
+    assert Path("runs/starter-mock/meta.json").is_file()
+
+
+def test_on_a_terminal_no_stops_before_any_file_and_yes_skips_the_question(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import coeval.cli.spend_check as spend_check
+
+    monkeypatch.setattr(spend_check, "stdin_is_terminal", lambda: True)
+    starter(expensive)
+    declined = CliRunner().invoke(cli, ["run", "coeval.yaml"], input="n\n")
+    assert declined.exit_code == 1, declined.output
+    assert "Spend about $" in declined.output and "nothing was run" in declined.output
+    assert not Path("runs").exists()
+    raised = CliRunner().invoke(cli, ["run", "coeval.yaml", "--confirm-above", "1000"])
+    assert raised.exit_code == 0 and "Spend about" not in raised.output
+    again = CliRunner().invoke(cli, ["run", "coeval.yaml", "--continue", "--yes"])
+    assert again.exit_code == 0 and "Spend about" not in again.output
+    assert "estimate for remaining work: 0 calls" in again.output

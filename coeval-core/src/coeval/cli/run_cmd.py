@@ -11,6 +11,7 @@ from coeval.cli.drift_check import check_drift
 from coeval.cli.empty_teachers import warn_empty_benchmark_teachers
 from coeval.cli.errors import UserError, echo_issues, user_errors
 from coeval.cli.run_summary import run_summary_json
+from coeval.cli.spend_check import DEFAULT_CONFIRM_ABOVE_USD, check_spend
 from coeval.limits import limit_datapoints
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -141,6 +142,15 @@ def load_for_cli(
 @click.option(
     "--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), help="Override experiment.log_level."
 )
+@click.option(
+    "--confirm-above",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_CONFIRM_ABOVE_USD,
+    show_default=True,
+    metavar="USD",
+    help="Ask before running when the cost estimate is above this (on a terminal only).",
+)
+@click.option("--yes", "-y", "assume_yes", is_flag=True, help="Do not ask about the cost estimate.")
 @click.pass_context
 @user_errors
 def command(
@@ -161,6 +171,8 @@ def command(
     estimate_only: bool,
     estimate_samples: int | None,
     log_level: str | None,
+    confirm_above: float,
+    assume_yes: bool,
 ) -> None:
     """Run an experiment: phases 1-5, checkpointed item by item.
 
@@ -209,8 +221,19 @@ def command(
                 "this installation has no pipeline runner (coeval.runner)", "reinstall coeval-core"
             ) from None
         raise
+    if not estimate_only:
+        check_spend(
+            config,
+            confirm_above=confirm_above,
+            yes=assume_yes,
+            continue_run=continue_run,
+            only_models=models,
+            keys_file=keys,
+        )
     result = run_experiment(config, options)
     warn_empty_benchmark_teachers(config)
+    if result.status != "estimated" and result.exit_code in (0, 1, 3):
+        click.echo(f"next: coeval analyze --run {result.run_folder}", err=True)
     if as_json:
         click.echo(run_summary_json(result))
     ctx.exit(int(getattr(result, "exit_code", 0)))
