@@ -52,9 +52,12 @@ def check_spend(
 
     Answering no exits with :data:`EXIT_DECLINED` before any call or file is made.
     """
-    estimate = estimate_cost(
-        config, samples=0, continue_run=continue_run, keys_file=keys_file, only_models=only_models
-    )
+    try:
+        estimate = estimate_cost(
+            config, samples=0, continue_run=continue_run, keys_file=keys_file, only_models=only_models
+        )
+    except (OSError, ValueError):
+        return  # an unreadable run folder: the run itself reports it, with the file and the fix
     click.echo(estimate_line(estimate), err=True)
     cost = estimate.total_cost_usd
     if cost <= confirm_above or yes:
