@@ -107,3 +107,33 @@ def test_on_a_terminal_no_stops_before_any_file_and_yes_skips_the_question(
     again = CliRunner().invoke(cli, ["run", "coeval.yaml", "--continue", "--yes"])
     assert again.exit_code == 0 and "Spend about" not in again.output
     assert "estimate for remaining work: 0 calls" in again.output
+
+
+def test_quiet_run_prints_only_the_outcome_and_verbose_shows_info_events(work: Path) -> None:
+    starter()
+    quiet = CliRunner().invoke(cli, ["run", "coeval.yaml", "-q"])
+    assert quiet.exit_code == 0, quiet.output
+    assert quiet.output.splitlines() == [f"coeval: run completed ({Path('runs') / 'starter-mock'}), exit code 0"]
+    verbose = CliRunner().invoke(cli, ["run", "coeval.yaml", "--continue", "--verbose"])
+    assert verbose.exit_code == 0, verbose.output
+    assert "[info     ] run started" in verbose.output
+    assert "[info     ]" not in CliRunner().invoke(cli, ["run", "coeval.yaml", "--continue"]).output
+
+
+@pytest.mark.parametrize("command", ["run", "status", "analyze"])
+def test_quiet_and_verbose_together_is_a_usage_error(work: Path, command: str) -> None:
+    starter()
+    args = ["coeval.yaml"] if command == "run" else ["--config", "coeval.yaml"]
+    result = CliRunner().invoke(cli, [command, *args, "-q", "-v"])
+    assert result.exit_code == 2
+    assert "-q/--quiet and -v/--verbose cannot be used together" in result.output
+
+
+def test_quiet_status_is_one_line(work: Path) -> None:
+    starter()
+    assert CliRunner().invoke(cli, ["run", "coeval.yaml", "-q"]).exit_code == 0
+    result = CliRunner().invoke(cli, ["status", "--config", "coeval.yaml", "-q"])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"{Path('runs') / 'starter-mock'}: completed\n"
+    verbose = CliRunner().invoke(cli, ["analyze", "--config", "coeval.yaml", "-v", "--bootstrap", "0"])
+    assert verbose.exit_code == 0, verbose.output

@@ -12,6 +12,7 @@ from coeval.cli.empty_teachers import warn_empty_benchmark_teachers
 from coeval.cli.errors import UserError, echo_issues, user_errors
 from coeval.cli.run_summary import run_summary_json
 from coeval.cli.spend_check import DEFAULT_CONFIRM_ABOVE_USD, check_spend
+from coeval.cli.verbosity import verbosity, verbosity_options
 from coeval.limits import limit_datapoints
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -151,6 +152,7 @@ def load_for_cli(
     help="Ask before running when the cost estimate is above this (on a terminal only).",
 )
 @click.option("--yes", "-y", "assume_yes", is_flag=True, help="Do not ask about the cost estimate.")
+@verbosity_options
 @click.pass_context
 @user_errors
 def command(
@@ -173,6 +175,8 @@ def command(
     log_level: str | None,
     confirm_above: float,
     assume_yes: bool,
+    quiet: bool,
+    verbose: bool,
 ) -> None:
     """Run an experiment: phases 1-5, checkpointed item by item.
 
@@ -184,6 +188,7 @@ def command(
     from coeval.planning import format_plan, plan_experiment
 
     config_path = choose_config_path(config_arg, config_path, "run")
+    level = verbosity(quiet, verbose)
     models = parse_model_list(only_models)
     if skip_probe:
         probe_mode = "disable"
@@ -212,6 +217,7 @@ def command(
         estimate_only=estimate_only,
         estimate_samples=estimate_samples,
         progress=True,
+        verbosity=level,
     )
     try:
         from coeval.runner import run_experiment
@@ -229,10 +235,11 @@ def command(
             continue_run=continue_run,
             only_models=models,
             keys_file=keys,
+            quiet=quiet,
         )
     result = run_experiment(config, options)
     warn_empty_benchmark_teachers(config)
-    if result.status != "estimated" and result.exit_code in (0, 1, 3):
+    if result.status != "estimated" and result.exit_code in (0, 1, 3) and not quiet:
         click.echo(f"next: coeval analyze --run {result.run_folder}", err=True)
     if as_json:
         click.echo(run_summary_json(result))

@@ -47,8 +47,10 @@ def check_spend(
     continue_run: bool,
     only_models: tuple[str, ...],
     keys_file: str | None,
+    quiet: bool = False,
 ) -> None:
-    """Print the estimate; above ``confirm_above`` ask on a terminal (``yes`` skips).
+    """Print the estimate (``quiet``: only when above ``confirm_above``); above it, ask on a
+    terminal (``yes`` skips).
 
     Answering no exits with :data:`EXIT_DECLINED` before any call or file is made.
     """
@@ -58,8 +60,9 @@ def check_spend(
         )
     except (OSError, ValueError):
         return  # an unreadable run folder: the run itself reports it, with the file and the fix
-    click.echo(estimate_line(estimate), err=True)
     cost = estimate.total_cost_usd
+    if not quiet or cost > confirm_above:
+        click.echo(estimate_line(estimate), err=True)
     if cost <= confirm_above or yes:
         return
     if not stdin_is_terminal():
