@@ -14,6 +14,7 @@ from coeval.cli.run_summary import run_summary_json
 from coeval.cli.spend_check import DEFAULT_CONFIRM_ABOVE_USD, check_spend
 from coeval.cli.verbosity import verbosity, verbosity_options
 from coeval.limits import limit_datapoints
+from coeval.selection import select
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -101,6 +102,13 @@ def load_for_cli(
     help="At most N datapoints per (task, teacher), and their answers and judgments; "
     "a later --continue with a larger N extends the run.",
 )
+@click.option("--tasks", "task_names", metavar="A,B", help="Run only these tasks (the rest: a later run).")
+@click.option(
+    "--models",
+    "model_names",
+    metavar="M,N",
+    help="Run only with these models, in their roles (the rest: a later run).",
+)
 @click.option(
     "--continue",
     "continue_run",
@@ -163,6 +171,8 @@ def command(
     as_json: bool,
     allow_drift: bool,
     limit: int | None,
+    task_names: str | None,
+    model_names: str | None,
     continue_run: bool,
     only_models: str | None,
     keys: str | None,
@@ -197,6 +207,8 @@ def command(
     )
     if limit is not None:
         config = limit_datapoints(config, limit)
+    if task_names or model_names:
+        config = select(config, tasks=parse_model_list(task_names), models=parse_model_list(model_names))
     if continue_run:
         check_drift(config, allow_drift=allow_drift, dry_run=dry_run)
     if dry_run:
