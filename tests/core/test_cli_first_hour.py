@@ -137,3 +137,53 @@ def test_quiet_status_is_one_line(work: Path) -> None:
     assert result.output == f"{Path('runs') / 'starter-mock'}: completed\n"
     verbose = CliRunner().invoke(cli, ["analyze", "--config", "coeval.yaml", "-v", "--bootstrap", "0"])
     assert verbose.exit_code == 0, verbose.output
+
+
+def two_tasks(doc: dict[str, Any]) -> None:
+    doc["tasks"].append({**doc["tasks"][0], "name": "second"})
+
+
+def written(output: str) -> dict[str, int]:
+    import json
+
+    return {phase: counts["written"] for phase, counts in json.loads(output)["phases"].items()}
+
+
+def test_tasks_and_models_run_a_subset_and_continue_fills_the_rest(work: Path) -> None:
+    starter(two_tasks)
+    runner = CliRunner()
+    first = runner.invoke(cli, ["run", "coeval.yaml", "--tasks", "second", "--models", "mock-a", "-q", "--json"])
+    assert first.exit_code == 0, first.output
+    counts = written(first.stdout)
+    # one task, one teacher (5 datapoints), one student, one judge
+    assert (counts["data_generation"], counts["response_collection"], counts["evaluation"]) == (5, 5, 5)
+    rest = runner.invoke(cli, ["run", "coeval.yaml", "--continue", "-q", "--json"])
+    assert rest.exit_code == 0, rest.output
+    counts = written(rest.stdout)
+    # the full run is 20 datapoints, 40 answers, 80 grades; nothing is made twice
+    assert (counts["data_generation"], counts["response_collection"], counts["evaluation"]) == (15, 35, 75)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tasks", "short_answr"], "V-36 --tasks: 'short_answr' is not a task of this config (did you mean 'short_answer'?)"),
+        (["--models", "mock-A"], "V-36 --models: 'mock-A' is not a model of this config (did you mean 'mock-a'?)"),
+    ],
+)
+def test_unknown_task_or_model_names_exit_2_with_a_did_you_mean(work: Path, args: list[str], message: str) -> None:
+    starter()
+    result = CliRunner().invoke(cli, ["run", "coeval.yaml", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not Path("runs").exists()
+
+
+def test_models_without_a_judge_exit_2_naming_the_role(work: Path) -> None:
+    def roles(doc: dict[str, Any]) -> None:
+        doc["models"][0]["roles"] = ["teacher", "student"]
+
+    starter(roles)
+    result = CliRunner().invoke(cli, ["run", "coeval.yaml", "--models", "mock-a"])
+    assert result.exit_code == 2
+    assert "the models chosen include no judge" in result.output and "add one of: mock-b" in result.output
