@@ -187,3 +187,16 @@ def test_models_without_a_judge_exit_2_naming_the_role(work: Path) -> None:
     result = CliRunner().invoke(cli, ["run", "coeval.yaml", "--models", "mock-a"])
     assert result.exit_code == 2
     assert "the models chosen include no judge" in result.output and "add one of: mock-b" in result.output
+
+
+def test_a_filtered_run_keeps_the_drift_protection_of_the_models_it_left_out(work: Path) -> None:
+    starter()
+    runner = CliRunner()
+    assert runner.invoke(cli, ["run", "coeval.yaml", "-q"]).exit_code == 0
+    assert runner.invoke(cli, ["run", "coeval.yaml", "--continue", "--models", "mock-a", "-q"]).exit_code == 0
+    doc = yaml.safe_load(Path("coeval.yaml").read_text())
+    doc["models"][1]["parameters"]["seed"] = 7
+    Path("coeval.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    result = runner.invoke(cli, ["run", "coeval.yaml", "--continue"])
+    assert result.exit_code == 2, result.output
+    assert "mock-b" in result.output and "seed" in result.output
