@@ -28,5 +28,5 @@ def test_progress_true_prints_one_summary_line_per_phase(work: Path, capfd: pyte
     capfd.readouterr()
     run_experiment(load_config("coeval.yaml"), RunOptions(progress=True))
     err = capfd.readouterr().err
-    assert "evaluation: 40/40 done (40 ok, 0 failed, 0 skipped)" in err
+    assert "evaluation: 40/40 done (40 ok, 0 failed)" in err
     assert f"coeval: run completed ({Path('runs') / 'starter-mock'}), exit code 0" in err

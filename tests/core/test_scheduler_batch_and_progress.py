@@ -95,7 +95,7 @@ def test_progress_counts_and_prints_a_summary_line_off_a_terminal():
     tracker = reporter.trackers[0]
     assert (tracker.done, tracker.ok, tracker.retries, tracker.total) == (10, 10, 1, 10)
     line = out.getvalue().strip()
-    assert line.startswith("evaluation: 10/10 done (10 ok, 0 failed, 0 skipped)")
+    assert line.startswith("evaluation: 10/10 done (10 ok, 0 failed)")
     assert "1 retries" in line and "$2.5000" in line
     assert "\x1b[" not in line  # plain text, no terminal codes
 

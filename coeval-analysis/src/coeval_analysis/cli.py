@@ -74,6 +74,7 @@ def _run_folder(run_path: Path | None, config_path: str | None) -> Path:
     "students' missing-answer rates differ by more than 5 points).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress display and no ranking printout.")
+@click.option("-v", "--verbose", is_flag=True, help="Show debug and info events on stderr.")
 def analyze_command(
     run_path: Path | None,
     config_path: str | None,
@@ -84,6 +85,7 @@ def analyze_command(
     reports: tuple[str, ...],
     common_items: bool,
     quiet: bool,
+    verbose: bool,
 ) -> None:
     """Analyse a run: student ranking with bootstrap intervals and a conflict-aware robust
     ranking (a judge's scores of its own family left out; judges and datapoints weighted),
@@ -95,6 +97,24 @@ def analyze_command(
 
     Example: coeval analyze --run eval_runs/demo-v1 --out reports/demo
     """
+    from coeval.cli.verbosity import command_logging, verbosity
+
+    with command_logging(verbosity(quiet, verbose)):
+        _analyze(run_path, config_path, out_dir, n_boot, level, seed, reports, common_items, quiet)
+
+
+def _analyze(
+    run_path: Path | None,
+    config_path: str | None,
+    out_dir: Path | None,
+    n_boot: int,
+    level: float,
+    seed: int,
+    reports: tuple[str, ...],
+    common_items: bool,
+    quiet: bool,
+) -> None:
+    """The body of ``coeval analyze``, run inside the chosen console log level."""
     from coeval_analysis.analysis import AnalysisOptions, analyze
     from coeval_analysis.errors import AnalysisInputError
     from coeval_analysis.loader import load_run

@@ -126,6 +126,10 @@ def record_settings(run: RunFolder, config: Config) -> None:
     settings = settings_of(config)
 
     def change(meta: dict[str, Any]) -> None:
+        before = meta.get("settings") or {}
+        for kind in ("models", "tasks"):  # a run with --models/--tasks keeps the others' settings
+            kept = {k: v for k, v in (before.get(kind) or {}).items() if k not in settings[kind]}
+            settings[kind] = {**kept, **settings[kind]}
         meta["settings"] = settings
 
     run.update_meta(change)

@@ -12,12 +12,18 @@ second. So a phase of a million zero-latency mock calls pays nothing for its pro
 Bars show done/total, rate, ETA, retries, failures and spend. Off a terminal (CI, pipes,
 ``enabled=False``) nothing is drawn, and each phase still ends with one summary line::
 
-    evaluation: 10000/10000 done (9990 ok, 10 failed, 0 skipped) in 31.2 s, 320.5/s, 45 retries, $0.1200
+    evaluation: 10000/10000 done (9990 ok, 10 failed) in 31.2 s, 320.5/s, 45 retries, $0.1200
+
+Items that never ran (Ctrl-C, budget, quota, a batch still pending) are not counted as
+done; the line names them and why::
+
+    evaluation: 1024/24000 done, 22976 cancelled (budget) (1024 ok, 0 failed) in 3.1 s, ...
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -32,26 +38,30 @@ class PhaseTracker:
     """Counters of one phase. Written by the event-loop thread, read by the display."""
 
     __slots__ = ("_finished", "_reporter", "done", "failed", "ok", "phase_id", "retries", "skipped",
-                 "spend_usd", "started", "stopped", "total")
+                 "skips", "spend_usd", "started", "stopped", "total")
 
     def __init__(self, phase_id: str, total: int, reporter: ProgressReporter | None = None) -> None:
         self.phase_id = phase_id
         self.total = total
         self.done = self.ok = self.failed = self.skipped = self.retries = 0
+        self.skips: Counter[str] = Counter()
         self.spend_usd = 0.0
         self.started = time.monotonic()
         self.stopped: float | None = None
         self._reporter = reporter
         self._finished = False
 
-    def item_done(self, status: str) -> None:
-        self.done += 1
+    def item_done(self, status: str, reason: str | None = None) -> None:
+        """Count one finished item; a skipped one ran no call, so it is not ``done``."""
         if status == "ok":
+            self.done += 1
             self.ok += 1
         elif status == "failed":
+            self.done += 1
             self.failed += 1
         else:
             self.skipped += 1
+            self.skips[reason or "cancelled"] += 1
 
     def retried(self) -> None:
         self.retries += 1
@@ -70,8 +80,8 @@ class PhaseTracker:
 
     def summary_line(self) -> str:
         return (
-            f"{self.phase_id}: {self.done}/{self.total} done ({self.ok} ok, {self.failed} failed, "
-            f"{self.skipped} skipped) in {self.elapsed:.1f} s, {self.rate:.1f}/s, "
+            f"{self.phase_id}: {self.done}/{self.total} done{describe_skips(self.skips)} "
+            f"({self.ok} ok, {self.failed} failed) in {self.elapsed:.1f} s, {self.rate:.1f}/s, "
             f"{self.retries} retries, ${self.spend_usd:.4f}"
         )
 
@@ -83,6 +93,21 @@ class PhaseTracker:
         self.stopped = time.monotonic()
         if self._reporter is not None:
             self._reporter._phase_finished(self)
+
+
+#: Why an item was not run, as the summary line says it.
+_SKIP_WORDS = {"cancelled": "Ctrl-C", "batch_pending": "batch pending"}
+
+
+def describe_skips(skips: Counter[str]) -> str:
+    """``", 22976 cancelled (budget)"``, or ``""`` when every item ran."""
+    total = sum(skips.values())
+    if not total:
+        return ""
+    causes = [(n, _SKIP_WORDS.get(reason, reason)) for reason, n in skips.most_common() if n]
+    if len(causes) == 1:
+        return f", {total} cancelled ({causes[0][1]})"
+    return f", {total} cancelled ({', '.join(f'{word} {n}' for n, word in causes)})"
 
 
 class _CountsColumn(ProgressColumn):
@@ -105,6 +130,7 @@ class _LiveProgress(Progress):
         for tracker, task_id in list(self.trackers):
             self.update(
                 task_id,
+                visible=bool(tracker.total) or tracker.stopped is not None,  # no empty 0/0 frame
                 total=tracker.total or None,  # known once the phase's items are counted
                 completed=tracker.done,
                 done=tracker.done,
@@ -144,7 +170,7 @@ class ProgressReporter:
                     refresh_per_second=8,
                 )
                 self._live.start()
-            task_id = self._live.add_task(phase_id, total=total)
+            task_id = self._live.add_task(phase_id, total=total, visible=bool(total))
             self._live.trackers.append((tracker, task_id))
         return tracker
 

@@ -19,3 +19,8 @@ class RunOptions:
     estimate_only: bool = False
     estimate_samples: int | None = None
     progress: bool = True  # console output: bars on a terminal, a summary line per phase; False: silent
+    verbosity: int = 0  # -1 (--quiet): no bars, summary lines or warnings; 1 (--verbose): debug events
+
+    def console_level(self, default: str) -> str:
+        """The console's log level: ``default`` unless --quiet or --verbose says otherwise."""
+        return "ERROR" if self.verbosity < 0 else "DEBUG" if self.verbosity > 0 else default

@@ -582,7 +582,7 @@ class _Run:
                 self._acquire(lock)
             level = (self.options.log_level or self.config.experiment.log_level).upper()
             # the console shows warnings and the progress lines; run.log gets every event
-            console = "WARNING" if level == "INFO" else level
+            console = self.options.console_level("WARNING" if level == "INFO" else level)
             with run_logging(self.run.log_path, level=level, console_level=console,
                              experiment=self.config.experiment.id) as log:
                 result = await self._locked(phases, completed, source, log)
@@ -809,7 +809,8 @@ async def arun_experiment(
         from coeval.progress import NullProgress
 
         # progress=False: an embedding program gets no console output at all
-        progress = ProgressReporter(enabled=None) if options.progress else NullProgress()
+        progress = (ProgressReporter(enabled=None if options.verbosity >= 0 else False, summary=options.verbosity >= 0)
+                    if options.progress else NullProgress())
     run = _Run(config, options, registries=registries, progress=progress, interrupts=_interrupts)
     try:
         return await run.execute()

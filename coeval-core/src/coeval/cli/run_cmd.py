@@ -13,7 +13,10 @@ from coeval.cli.errors import UserError, echo_issues, user_errors
 from coeval.cli.lanes_preview import format_lanes
 from coeval.cli.request_preview import format_request_bodies
 from coeval.cli.run_summary import run_summary_json
+from coeval.cli.spend_check import DEFAULT_CONFIRM_ABOVE_USD, check_spend
+from coeval.cli.verbosity import verbosity, verbosity_options
 from coeval.limits import limit_datapoints
+from coeval.selection import select
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -101,6 +104,13 @@ def load_for_cli(
     help="At most N datapoints per (task, teacher), and their answers and judgments; "
     "a later --continue with a larger N extends the run.",
 )
+@click.option("--tasks", "task_names", metavar="A,B", help="Run only these tasks (the rest: a later run).")
+@click.option(
+    "--models",
+    "model_names",
+    metavar="M,N",
+    help="Run only with these models, in their roles (the rest: a later run).",
+)
 @click.option(
     "--continue",
     "continue_run",
@@ -143,6 +153,16 @@ def load_for_cli(
 @click.option(
     "--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), help="Override experiment.log_level."
 )
+@click.option(
+    "--confirm-above",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_CONFIRM_ABOVE_USD,
+    show_default=True,
+    metavar="USD",
+    help="Ask before running when the cost estimate is above this (on a terminal only).",
+)
+@click.option("--yes", "-y", "assume_yes", is_flag=True, help="Do not ask about the cost estimate.")
+@verbosity_options
 @click.pass_context
 @user_errors
 def command(
@@ -153,6 +173,8 @@ def command(
     as_json: bool,
     allow_drift: bool,
     limit: int | None,
+    task_names: str | None,
+    model_names: str | None,
     continue_run: bool,
     only_models: str | None,
     keys: str | None,
@@ -163,6 +185,10 @@ def command(
     estimate_only: bool,
     estimate_samples: int | None,
     log_level: str | None,
+    confirm_above: float,
+    assume_yes: bool,
+    quiet: bool,
+    verbose: bool,
 ) -> None:
     """Run an experiment: phases 1-5, checkpointed item by item.
 
@@ -174,6 +200,7 @@ def command(
     from coeval.planning import format_plan, plan_experiment
 
     config_path = choose_config_path(config_arg, config_path, "run")
+    level = verbosity(quiet, verbose)
     models = parse_model_list(only_models)
     if skip_probe:
         probe_mode = "disable"
@@ -182,6 +209,8 @@ def command(
     )
     if limit is not None:
         config = limit_datapoints(config, limit)
+    if task_names or model_names:
+        config = select(config, tasks=parse_model_list(task_names), models=parse_model_list(model_names))
     if continue_run:
         check_drift(config, allow_drift=allow_drift, dry_run=dry_run)
     if dry_run:
@@ -204,6 +233,7 @@ def command(
         estimate_only=estimate_only,
         estimate_samples=estimate_samples,
         progress=True,
+        verbosity=level,
     )
     try:
         from coeval.runner import run_experiment
@@ -213,8 +243,20 @@ def command(
                 "this installation has no pipeline runner (coeval.runner)", "reinstall coeval-core"
             ) from None
         raise
+    if not estimate_only:
+        check_spend(
+            config,
+            confirm_above=confirm_above,
+            yes=assume_yes,
+            continue_run=continue_run,
+            only_models=models,
+            keys_file=keys,
+            quiet=quiet,
+        )
     result = run_experiment(config, options)
     warn_empty_benchmark_teachers(config)
+    if result.status != "estimated" and result.exit_code in (0, 1, 3) and not quiet:
+        click.echo(f"next: coeval analyze --run {result.run_folder}", err=True)
     if as_json:
         click.echo(run_summary_json(result))
     ctx.exit(int(getattr(result, "exit_code", 0)))

@@ -11,6 +11,7 @@ import click
 
 from coeval.cli.call_figures import call_figures, figures_table
 from coeval.cli.errors import UserError, user_errors
+from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.quality import rejections
 
 __all__ = ["collect_status", "command"]
@@ -213,9 +214,10 @@ def _estimate_beside_spend(root: Path, models: list[dict[str, Any]]) -> dict[str
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option("--fetch-batches", is_flag=True, help="Collect finished provider batch jobs into the run first.")
 @click.option("--keys", metavar="PATH", help="Provider key file (for --fetch-batches).")
+@verbosity_options
 @user_errors
 def command(run_path: str | None, config_path: str | None, as_json: bool, fetch_batches: bool,
-            keys: str | None) -> None:
+            keys: str | None, quiet: bool, verbose: bool) -> None:
     """Show a run's progress: phase states, records vs expected per phase and model,
     failures by cause, calls against quotas, spend against the budget, pending batches
     and the latest errors. Reads the run folder only; makes no call.
@@ -223,14 +225,17 @@ def command(run_path: str | None, config_path: str | None, as_json: bool, fetch_
     from coeval.cli.config_arg import run_path_from
     from coeval.cli.repair_cmd import open_run_folder
 
-    run = open_run_folder(run_path_from(run_path, config_path))
-    if fetch_batches:
-        _fetch(run, keys)
-    status = collect_status(run.root)
+    with command_logging(verbosity(quiet, verbose)):
+        run = open_run_folder(run_path_from(run_path, config_path))
+        if fetch_batches:
+            _fetch(run, keys)
+        status = collect_status(run.root)
     if as_json:
         click.echo(json.dumps(status, indent=2, ensure_ascii=False))
-        return
-    _print(status)
+    elif quiet:
+        click.echo(f"{status['run']}: {status['status']}")  # one line, for scripts
+    else:
+        _print(status)
 
 
 def _fetch(run: Any, keys: str | None) -> None:

@@ -620,7 +620,7 @@ class Scheduler:
         if outcome.attempts > stats.max_attempts_seen:
             stats.max_attempts_seen = outcome.attempts
         if run.tracker is not None:
-            run.tracker.item_done(status)
+            run.tracker.item_done(status, outcome.error_kind)
         run.remaining -= 1
         try:
             job.item.on_done(outcome)

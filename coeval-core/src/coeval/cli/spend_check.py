@@ -1,0 +1,77 @@
+"""Spend awareness for ``coeval run``: the estimate before the first paid call, and a
+question on a terminal when it is above ``--confirm-above``.
+
+The estimate uses heuristics only (no sample calls), so nothing is spent before the user
+has seen it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from coeval.cost import CostEstimate, estimate_cost, format_duration
+
+__all__ = ["DEFAULT_CONFIRM_ABOVE_USD", "EXIT_DECLINED", "check_spend", "estimate_line", "stdin_is_terminal"]
+
+#: ``--confirm-above`` default, in dollars.
+DEFAULT_CONFIRM_ABOVE_USD = 5.0
+#: Exit code when the user answers "no": nothing was run.
+EXIT_DECLINED = 1
+
+
+def stdin_is_terminal() -> bool:
+    """Whether a person can answer a question (a separate function so tests can stand in)."""
+    return sys.stdin.isatty()
+
+
+def estimate_line(estimate: CostEstimate) -> str:
+    """One sentence: calls, tokens, dollars and time."""
+    total = estimate.total
+    cost = f"${estimate.total_cost_usd:,.2f}" + ("" if total["cost_complete"] else " (some prices unknown)")
+    what = "remaining work" if estimate.remaining_only else "this run"
+    return (
+        f"estimate for {what}: {total['calls']:,} calls, {total['input_tokens']:,} input + "
+        f"{total['output_tokens']:,} output tokens, {cost}, time {format_duration(estimate.seconds)} "
+        "(heuristics; `coeval plan` has the details)"
+    )
+
+
+def check_spend(
+    config: Any,
+    *,
+    confirm_above: float,
+    yes: bool,
+    continue_run: bool,
+    only_models: tuple[str, ...],
+    keys_file: str | None,
+    quiet: bool = False,
+) -> None:
+    """Print the estimate (``quiet``: only when above ``confirm_above``); above it, ask on a
+    terminal (``yes`` skips).
+
+    Answering no exits with :data:`EXIT_DECLINED` before any call or file is made.
+    """
+    try:
+        estimate = estimate_cost(
+            config, samples=0, continue_run=continue_run, keys_file=keys_file, only_models=only_models
+        )
+    except (OSError, ValueError):
+        return  # an unreadable run folder: the run itself reports it, with the file and the fix
+    cost = estimate.total_cost_usd
+    if not quiet or cost > confirm_above:
+        click.echo(estimate_line(estimate), err=True)
+    if cost <= confirm_above or yes:
+        return
+    if not stdin_is_terminal():
+        click.echo(
+            f"note: the estimate is above --confirm-above ${confirm_above:,.2f}; not a terminal, so going on "
+            "without asking (--yes says so explicitly)",
+            err=True,
+        )
+        return
+    if not click.confirm(f"Spend about ${cost:,.2f}? (above --confirm-above ${confirm_above:,.2f})", err=True):
+        click.echo("nothing was run (no call made, no file written)", err=True)
+        raise SystemExit(EXIT_DECLINED)
