@@ -390,7 +390,7 @@ def _count_invalid_scores(s_values: pa.Array, bad: np.ndarray, quality: DataQual
     quality.invalid_values = dict(invalid.most_common(20))
 
 
-def _evaluation_files(root: Path) -> list[Path]:
+def evaluation_files(root: Path) -> list[Path]:
     """The run's phase-5 files; a clear error (listing the runs inside a storage folder) when none."""
     if not root.is_dir():
         raise AnalysisInputError(f"{root}: no such run folder")
@@ -408,7 +408,7 @@ def _evaluation_files(root: Path) -> list[Path]:
 def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     """Load a run folder. Raises :class:`AnalysisInputError` when it is not one."""
     root = Path(path)
-    eval_files = _evaluation_files(root)
+    eval_files = evaluation_files(root)
     meta = _read_json(root / "meta.json") or {}
     if not isinstance(meta, dict):
         raise AnalysisInputError(f"{root / 'meta.json'}: must be a JSON object")
