@@ -19,6 +19,7 @@ from coeval_analysis.data import LLM_JUDGE, RunData
 from coeval_analysis.item_quality import with_rejections
 from coeval_analysis.judge_quality import degenerate_rates, drop_judges, dropped_entries, with_degenerate_rates
 from coeval_analysis.judge_replies import judge_replies
+from coeval_analysis.teacher_diversity import with_diversity
 from coeval_analysis.ranking import (
     MISSING_GAP,
     ConflictAwareRanking,
@@ -145,7 +146,7 @@ def analyze(
         "judges": with_degenerate_rates(judges, data.units, replies),
         "evaluator_records": evaluator_records,
         "agreement": agreement,
-        "teachers": with_rejections(teachers, data.meta),
+        "teachers": with_diversity(with_rejections(teachers, data.meta), data),
         "self_preference": bias,
         "verbosity": verb,
         "coverage": coverage,
