@@ -10,6 +10,7 @@ from typing import Any
 from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval_analysis.analysis import AnalysisOptions, analyze
+from coeval_analysis.judge_replies import judge_replies
 from coeval_analysis.loader import load_run
 
 from .runs import datapoint, evaluation, response, write_run
@@ -92,3 +93,15 @@ def test_the_examples_are_the_judge_templates_own() -> None:
 
     words = " ".join(t.replace("_", " ") for n, t in TEMPLATES.items() if n.startswith("evaluate"))
     assert all(example in words for example in JUDGE_EXAMPLES)
+
+
+def test_a_reply_scoring_the_example_factor_counts_as_copied(tmp_path: Path) -> None:
+    dps = [datapoint("t", "teach", i) for i in range(2)]
+    resps = [response(dp, "a") for dp in dps]
+    evs = [evaluation(resps[0], "echo", {"Criterion_Name": "High", "accuracy": "High"}),
+           evaluation(resps[1], "echo", _scores("High", "Low")),
+           evaluation(resps[0], "fair", _scores("High", "Low"), status="failed", rationale=WHY)]
+    data = load_run(write_run(tmp_path / "r", rubric=RUBRIC, datapoints=dps, responses=resps, evaluations=evs))
+    replies = judge_replies(data)
+    assert replies.to_dict("records") == [{"judge": "echo", "response": 0, "explained": False, "copied": True}]
+    assert analyze(data, AnalysisOptions(n_boot=20)).summary["judges"]["echo"]["degenerate_rate"] == 0.5

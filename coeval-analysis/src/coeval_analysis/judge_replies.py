@@ -13,7 +13,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from coeval_analysis._jsonl import JSON_TEXT, MAP, TEXT, read_records
 from coeval_analysis.data import RunData
@@ -62,6 +65,21 @@ def _parse(raw: str | None) -> Any:
         return None
 
 
+def _worth_reading(table: pa.Table) -> pa.Array:
+    """Rows with a rationale, or a factor named like the example; the rest are neither
+    explained nor copied, which is what a (judge, response) without a row means."""
+    has_reason = pc.is_valid(table.column("rationale"))
+    scores = table.column("scores").combine_chunks()
+    offsets = scores.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    keys = scores.keys.slice(int(offsets[0]), int(offsets[-1] - offsets[0])) if len(scores) else pa.array([], pa.string())
+    folded = pc.utf8_trim(pc.replace_substring_regex(pc.utf8_lower(keys), r"[^0-9a-z]+", " "), " ")
+    hit = pc.fill_null(pc.is_in(folded, value_set=pa.array(sorted(JUDGE_EXAMPLES))), False)
+    parents = np.repeat(np.arange(len(scores)), np.diff(offsets))
+    example = np.zeros(len(scores), bool)
+    example[parents[hit.to_numpy(zero_copy_only=False)]] = True
+    return pc.or_(pc.fill_null(has_reason, False), pa.array(example))
+
+
 def judge_replies(data: RunData, files: list[Path] | None = None) -> pd.DataFrame:
     """One row per ok (judge, response): ``judge, response`` (the run's response code),
     ``explained`` and ``copied`` (any of its records, per-factor records together)."""
@@ -70,6 +88,7 @@ def judge_replies(data: RunData, files: list[Path] | None = None) -> pd.DataFram
     except AnalysisInputError:  # an in-memory run (synthetic data) has no folder to read
         found = []
     table, _ = read_records(found, _COLUMNS)
+    table = table.filter(_worth_reading(table))  # most replies have neither: keep Python off them
     codes = {str(rid): i for i, rid in enumerate(data.response_ids)}
     rows: dict[tuple[str, int], list[bool]] = {}
     for rec in table.to_pylist():
