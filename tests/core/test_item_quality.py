@@ -93,6 +93,10 @@ def check_map(kind: str, value: dict, seeds: tuple = (), settings: dict | None =
 def test_attribute_maps_and_rubrics() -> None:
     assert check_map("target", {"dimension_name": ["value_one", "value_two"]}) == "template_echo"
     assert check_map("rubric", {"criterion_name": "What an excellent answer does."}) == "template_echo"
+    # a small model's glued variants of the examples (seen with SmolLM2-135M)
+    assert check_map("rubric", {"criterion_nameone_criterion_nametwo": "Meets all criteria."}) == "template_echo"
+    assert check_map("target", {"dimension_names": ["easy", "hard"]}) == "template_echo"
+    assert check_map("rubric", {"value_for_money": "Says what the item costs."}) is None
     assert check_map("target", {"difficulty": []}) == "map_entries"
     assert check_map("target", {"difficulty": ["easy", "Easy "]}) == "map_entries"
     assert check_map("rubric", {"accuracy": "  "}) == "map_entries"

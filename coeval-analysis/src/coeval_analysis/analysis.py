@@ -17,7 +17,9 @@ import pandas as pd
 
 from coeval_analysis.data import LLM_JUDGE, RunData
 from coeval_analysis.item_quality import with_rejections
-from coeval_analysis.judge_quality import with_degenerate_rates
+from coeval_analysis.judge_quality import degenerate_rates, drop_judges, dropped_entries, with_degenerate_rates
+from coeval_analysis.judge_replies import judge_replies
+from coeval_analysis.teacher_diversity import with_diversity
 from coeval_analysis.ranking import (
     MISSING_GAP,
     ConflictAwareRanking,
@@ -55,6 +57,8 @@ class AnalysisOptions:
     #: always add the ranking on the datapoints every student answered (it is added anyway
     #: when students' missing-answer rates differ by more than ``MISSING_GAP``)
     common_items: bool = False
+    #: leave judges whose replies are mostly degenerate out of the ranking (see judge_quality)
+    drop_degenerate_judges: bool = False
 
 
 @dataclass
@@ -96,6 +100,9 @@ def analyze(
 ) -> Analysis:
     opts = options or AnalysisOptions()
     step = progress or (lambda _msg: None)
+    replies = judge_replies(data)
+    rates = degenerate_rates(data.units, replies)
+    data, dropped = drop_judges(data, rates) if opts.drop_degenerate_judges else (data, [])
     step("scores")
     model = ScoreModel.build(data)
     boot = Bootstrap(model.n_items, opts.n_boot, opts.seed)
@@ -136,10 +143,10 @@ def analyze(
         "n_responses_scored": len(model.scored_responses()),
         "data_quality": q.as_dict(),
         "students": students,
-        "judges": with_degenerate_rates(judges, data.units),
+        "judges": with_degenerate_rates(judges, data.units, replies),
         "evaluator_records": evaluator_records,
         "agreement": agreement,
-        "teachers": with_rejections(teachers, data.meta),
+        "teachers": with_diversity(with_rejections(teachers, data.meta), data),
         "self_preference": bias,
         "verbosity": verb,
         "coverage": coverage,
@@ -157,6 +164,11 @@ def analyze(
     summary["warnings"] = collect_warnings(
         model, summary, headline.headline.converged, headline.headline.iterations, MISSING_GAP
     )
+    if dropped:
+        gone_judges, gone_warnings = dropped_entries(dropped, rates)
+        if isinstance(summary["judges"], dict):
+            summary["judges"].update(gone_judges)
+        summary["warnings"] += gone_warnings
     tables = {
         "students": student_table,
         "student_scores": slices,

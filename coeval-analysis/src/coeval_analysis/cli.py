@@ -73,6 +73,12 @@ def _run_folder(run_path: Path | None, config_path: str | None) -> Path:
     help="Also rank students on the datapoints every student has a score on (added anyway when "
     "students' missing-answer rates differ by more than 5 points).",
 )
+@click.option(
+    "--drop-degenerate-judges",
+    is_flag=True,
+    help="Leave judges whose replies are mostly degenerate (one level for every factor without a "
+    "reason, or the prompt's example copied) out of the ranking; see docs/item-quality.md.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress display and no ranking printout.")
 @click.option("-v", "--verbose", is_flag=True, help="Show debug and info events on stderr.")
 def analyze_command(
@@ -84,6 +90,7 @@ def analyze_command(
     seed: int,
     reports: tuple[str, ...],
     common_items: bool,
+    drop_degenerate_judges: bool,
     quiet: bool,
     verbose: bool,
 ) -> None:
@@ -140,7 +147,10 @@ def _analyze(
             def step(name: str) -> None:
                 progress.update(task, description=name, completed=min(_STAGES.index(name), len(_STAGES)))
 
-            options = AnalysisOptions(n_boot=n_boot, seed=seed, level=level, common_items=common_items)
+            options = AnalysisOptions(
+                n_boot=n_boot, seed=seed, level=level, common_items=common_items,
+                drop_degenerate_judges=drop_degenerate_judges,
+            )
             analysis = analyze(data, options, progress=step)
             progress.update(task, description="reports", completed=len(_STAGES) - 1)
             try:
@@ -157,6 +167,9 @@ def _analyze(
     warning = analysis.summary.get("run_warning")
     if warning:
         click.echo(f"Note: {warning}", err=True)
+    for entry in analysis.summary.get("warnings") or []:
+        if isinstance(entry, dict) and entry.get("kind") == "degenerate_judge_dropped":
+            click.echo(f"Note: {entry['message']}", err=True)
     if not quiet:
         _print_ranking(analysis.summary)
         click.echo(

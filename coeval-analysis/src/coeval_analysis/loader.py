@@ -178,7 +178,7 @@ def _label_attributes(config: dict[str, Any]) -> dict[str, list[str]]:
     }
 
 
-def _jsonl_files(root: Path, phase: str) -> list[Path]:
+def jsonl_files(root: Path, phase: str) -> list[Path]:
     folder = root / phase
     return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
 
@@ -390,11 +390,11 @@ def _count_invalid_scores(s_values: pa.Array, bad: np.ndarray, quality: DataQual
     quality.invalid_values = dict(invalid.most_common(20))
 
 
-def _evaluation_files(root: Path) -> list[Path]:
+def evaluation_files(root: Path) -> list[Path]:
     """The run's phase-5 files; a clear error (listing the runs inside a storage folder) when none."""
     if not root.is_dir():
         raise AnalysisInputError(f"{root}: no such run folder")
-    eval_files = _jsonl_files(root, PHASE5)
+    eval_files = jsonl_files(root, PHASE5)
     if eval_files:
         return eval_files
     hint = storage_folder_hint(root)
@@ -408,7 +408,7 @@ def _evaluation_files(root: Path) -> list[Path]:
 def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     """Load a run folder. Raises :class:`AnalysisInputError` when it is not one."""
     root = Path(path)
-    eval_files = _evaluation_files(root)
+    eval_files = evaluation_files(root)
     meta = _read_json(root / "meta.json") or {}
     if not isinstance(meta, dict):
         raise AnalysisInputError(f"{root / 'meta.json'}: must be a JSON object")
@@ -426,12 +426,12 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     has_labels = bool(pc.any(pc.equal(ev.column("evaluator"), "label")).as_py())
     want_text = keep_response_text or has_labels
     resp, resp_bad = read_records(
-        _jsonl_files(root, PHASE4),
+        jsonl_files(root, PHASE4),
         {**_RESP_COLUMNS, "response": TEXT},
         {"length": "length(response)", **_ID_HASH},
         hidden=() if want_text else ("response",),
     )
-    dps, dp_bad = read_records(_jsonl_files(root, PHASE3), _DP_COLUMNS, _ID_HASH)
+    dps, dp_bad = read_records(jsonl_files(root, PHASE3), _DP_COLUMNS, _ID_HASH)
 
     # ---- vocabularies shared by all tables ---------------------------------------------
     models = Vocabulary(

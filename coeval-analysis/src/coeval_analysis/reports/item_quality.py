@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from coeval_analysis.reports.blocks import Section, Table
+from coeval_analysis.teacher_diversity import LOW_DIVERSITY
 
 __all__ = ["FLAT_DISCRIMINATION", "item_quality_section"]
 
@@ -17,11 +18,14 @@ def _row(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     rejected = entry.get("rejected") or {}
     disc = entry.get("discrimination")
     flat = isinstance(disc, int | float) and disc < FLAT_DISCRIMINATION
+    flags = (["students score alike on its items"] if flat else []) + (
+        [f"its prompts are alike (similarity {entry['prompt_similarity']:.2f})"] if entry.get("low_diversity") else []
+    )
     return {
         "teacher": name,
         "rejected": sum(rejected.values()),
         "rules": ", ".join(f"{r}: {n}" for r, n in sorted(rejected.items())) or "—",
-        "flag": "students score alike on its items" if flat else "—",
+        "flag": "; ".join(flags) or "—",
     }
 
 
@@ -37,6 +41,7 @@ def item_quality_section(p: Any) -> Any:
         "item-quality",
         "Item quality",
         "Teacher replies rejected by the item checks (each was asked again; see docs/item-quality.md), "
-        f"and teachers whose items have a mean student-score spread below {FLAT_DISCRIMINATION}.",
+        f"and teachers whose items have a mean student-score spread below {FLAT_DISCRIMINATION} "
+        f"or whose prompts are alike (mean pairwise similarity above {LOW_DIVERSITY}).",
         [table],
     )

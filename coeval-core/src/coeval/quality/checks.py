@@ -18,11 +18,27 @@ _FRAGMENT_MAX_CHARS = 6
 
 
 def template_echo(c: Candidate, ctx: CheckContext) -> str | None:
-    """A reply that repeats the template's own example values."""
+    """A reply that repeats the template's own example values. In an attribute map or a
+    rubric, a short name (up to ``_NAME_WORDS`` words) that merely glues words onto an
+    example (``criterion_nameone``) counts too: small models vary the example that way."""
+    names = c.kind in MAP_KINDS
     for text in _strings(c.value):
-        if normalise(text) in ctx.placeholders:
+        norm = normalise(text)
+        if norm in ctx.placeholders or (names and _glued_example(norm, ctx.placeholders)):
             return f"{text!r} is the example from the instructions, not a real value; write your own"
     return None
+
+
+#: Longest map name (in words) checked for an example glued into it.
+_NAME_WORDS = 6
+
+
+def _glued_example(norm: str, placeholders: Iterable[str]) -> bool:
+    """Whether a short name, spaces removed, contains a multi-word example, spaces removed."""
+    if len(norm.split()) > _NAME_WORDS:
+        return False
+    squashed = norm.replace(" ", "")
+    return any(" " in p and p.replace(" ", "") in squashed for p in placeholders)
 
 
 def reference_empty(c: Candidate, ctx: CheckContext) -> str | None:
