@@ -7,11 +7,13 @@ import asyncio
 from typing import Any
 
 from coeval.config.model import ModelConfig
+from coeval.config.parameter_keys import SAMPLING_KEYS
 from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.plugins import registries
 from coeval.scheduler import OutputParseError, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval.scheduler.resample import retry_seed
 from coeval_providers.fake_server import FakeServer
+from coeval_providers.interfaces import interface_class
 
 
 def _run_judge_item(fake: FakeServer, rejected_replies: int) -> WorkOutcome:
@@ -52,3 +54,11 @@ def test_a_retried_greedy_judge_call_sends_a_new_seed_and_temperature(fake: Fake
         {"temperature": 0.4, "seed": 307830487},
     ]
     assert sent[1]["seed"] == retry_seed(None, "judge:e0", 1)  # fixed per item and retry: a resumed run sends the same
+
+
+def test_interfaces_that_declare_a_seed_key_say_they_take_a_seed() -> None:
+    for name, keys in SAMPLING_KEYS.items():
+        assert interface_class(name).takes_seed == ("seed" in keys), name
+    assert interface_class("anthropic").takes_seed is False  # Messages API: no seed, so a retry warms up
+    assert interface_class("bedrock").takes_seed is False
+    assert interface_class("gemini").takes_seed is True
