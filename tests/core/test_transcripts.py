@@ -15,7 +15,8 @@ from coeval.cli.main import cli
 _CONFIG: dict[str, Any] = {
     "models": [
         {"name": "mock-a", "interface": "mock", "parameters": {"seed": 1}, "roles": ["teacher", "student", "judge"]},
-        {"name": "mock-bad", "interface": "mock", "parameters": {"seed": 2, "malformed_rate": 1.0},
+        # seed 1: of its judge items, one gets two unreadable replies (a retry draws a new mock seed)
+        {"name": "mock-bad", "interface": "mock", "parameters": {"seed": 1, "malformed_rate": 1.0},
          "roles": ["judge"]},
     ],
     "tasks": [{

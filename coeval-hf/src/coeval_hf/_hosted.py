@@ -24,6 +24,8 @@ __all__ = ["HostedInterface"]
 
 
 class HostedInterface(Interface):
+    takes_seed = True  # ``seed`` seeds the sampler (greedy calls ignore it)
+
     def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
         super().__init__(model, credentials)
         self.label = f"model {model.name!r} ({self.name})"

@@ -133,6 +133,9 @@ class Interface(abc.ABC):
     #: A self-hosted server that queues instead of answering 429: the scheduler also
     #: limits concurrency by latency (:mod:`coeval.scheduler.latency`).
     queue_aware: bool = False
+    #: The call takes a ``seed`` parameter: a retry after a rejected reply sends a new one
+    #: (:mod:`coeval.scheduler.resample`); without one, a retry raises ``temperature``.
+    takes_seed: bool = False
 
     def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
         self.model = model

@@ -135,6 +135,7 @@ class MockInterface(Interface):
     """Deterministic offline model; see the module docstring for its parameters."""
 
     name = "mock"
+    takes_seed = True  # parameters.seed picks the replies
     default_concurrency = 16
     max_concurrency = 512
 

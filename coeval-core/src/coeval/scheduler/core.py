@@ -51,6 +51,7 @@ from coeval.scheduler.batch import BatchExecutor
 from coeval.scheduler.clock import Clock, SystemClock
 from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.correction import with_correction
+from coeval.scheduler.resample import resampled
 from coeval.scheduler.server_wait import DEFAULT_CONNECT_WAIT_S, ServerWait, is_connection_failure, is_timeout
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
 
@@ -409,7 +410,10 @@ class Scheduler:
         if lane.in_flight > lane.peak:
             lane.peak = lane.in_flight
         seq = lane.limit.started()
-        request = item.request if job.correction is None else with_correction(item.request, job.correction, item.key)
+        request = item.request
+        if job.correction is not None:  # a retry after a rejected reply: tell why, and sample differently
+            request = resampled(with_correction(request, job.correction, item.key), item.key, job.parse_failures,
+                                takes_seed=iface.takes_seed)
         started = self.clock.now()
         started_wall = time.perf_counter()
         call_timeout = getattr(iface, "call_timeout_s", None) or limits.call_timeout_s

@@ -44,6 +44,8 @@ class Call:
     prompt: str  # all message text, concatenated
     max_tokens: int | None = None
     schema: Mapping[str, Any] | None = None
+    #: The sampling keys the request sent (``temperature``, ``seed``, ...), logged for tests.
+    sampling: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -135,6 +137,7 @@ async def handle_model_call(
         entry["prompt"] = call.prompt
         entry["schema"] = call.schema is not None
         entry["max_tokens"] = call.max_tokens
+        entry["sampling"] = dict(call.sampling)
     index = state.record(call.route, entry)
     if (missing := auth_problem(call.route, request)) is not None:
         entry["rejected"] = missing[1]

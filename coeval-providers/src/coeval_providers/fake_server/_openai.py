@@ -60,6 +60,10 @@ def _schema_from_hint(body: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+#: Sampling keys of a chat-completions body the request log keeps.
+_SAMPLING_LOGGED = ("temperature", "top_p", "seed")
+
+
 def chat_call(body: dict[str, Any], route: str = "openai.chat", model: str | None = None) -> Call:
     prompt = " ".join(message_text(m.get("content")) for m in body.get("messages", []) if isinstance(m, dict))
     schema = None
@@ -70,7 +74,9 @@ def chat_call(body: dict[str, Any], route: str = "openai.chat", model: str | Non
         elif fmt.get("type") == "json_object":
             schema = _schema_from_hint(body) or {"type": "object", "properties": {"answer": {"type": "string"}}}
     max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
-    return Call(route=route, model=model or body.get("model"), prompt=prompt, max_tokens=max_tokens, schema=schema)
+    sampling = {k: body[k] for k in _SAMPLING_LOGGED if k in body}
+    return Call(route=route, model=model or body.get("model"), prompt=prompt, max_tokens=max_tokens, schema=schema,
+                sampling=sampling)
 
 
 def chat_response(call: Call, reply: Reply, rid: str = "chatcmpl-fake") -> dict[str, Any]:

@@ -143,6 +143,7 @@ def _google_auth_error(provider: str, exc: BaseException) -> ModelError | None:
 
 class GeminiInterface(ProviderInterface):
     name = "gemini"
+    takes_seed = True  # generationConfig.seed
     base_url_env = ("GOOGLE_GEMINI_BASE_URL",)
     default_concurrency = 16
     max_concurrency = 256

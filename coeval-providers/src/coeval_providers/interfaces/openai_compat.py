@@ -115,6 +115,7 @@ class OpenAICompatInterface(ProviderInterface):
     """A server speaking the OpenAI chat-completions API at ``base_url``."""
 
     name = "vllm"
+    takes_seed = True  # chat completions take ``seed`` (every server of SAMPLING_KEYS declares it)
     #: Environment variables holding the base URL.
     base_url_env: tuple[str, ...] = ("VLLM_BASE_URL",)
     #: Whether calls need an API key (local servers do not).
