@@ -107,7 +107,8 @@ def analyze_command(
     from coeval.cli.verbosity import command_logging, verbosity
 
     with command_logging(verbosity(quiet, verbose)):
-        _analyze(run_path, config_path, out_dir, n_boot, level, seed, reports, common_items, quiet)
+        _analyze(run_path, config_path, out_dir, n_boot, level, seed, reports, common_items,
+                 drop_degenerate_judges, quiet)
 
 
 def _analyze(
@@ -119,6 +120,7 @@ def _analyze(
     seed: int,
     reports: tuple[str, ...],
     common_items: bool,
+    drop_degenerate_judges: bool,
     quiet: bool,
 ) -> None:
     """The body of ``coeval analyze``, run inside the chosen console log level."""
