@@ -49,6 +49,20 @@ def test_a_budget_stop_counts_the_items_not_run_as_cancelled_not_done(work: Path
     assert "0/0" not in err
 
 
+def test_a_stopped_phase_is_told_by_its_summary_line_not_by_a_raw_log_line(
+    work: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    starter(priced)
+    capfd.readouterr()
+    result = CliRunner().invoke(cli, ["run", "coeval.yaml"])
+    assert result.exit_code == 3, result.output
+    err = capfd.readouterr().err + result.output
+    assert SUMMARY.search(err), err
+    assert "phase finished" not in err  # the summary line says it; run.log keeps the fields
+    run_log = next(Path("runs").glob("*/run.log")).read_text()
+    assert '"event": "phase finished"' in run_log and '"left_by_cause": {"budget":' in run_log
+
+
 def test_a_phase_bar_is_hidden_until_its_items_are_counted() -> None:
     import io
 

@@ -763,7 +763,8 @@ class _Run:
         for cause in _LIMIT_CAUSES & set(result.skip_causes):
             log.warning(f"{cause} reached: items left for --continue", phase=result.phase,
                         items=result.skip_causes[cause])
-        (log.info if result.status == "completed" else log.warning)("phase finished", **fields)
+        # the console's summary line already says how the phase ended: run.log keeps the details
+        log.info("phase finished", **fields)
 
     def _verdict(self, phases: list[Any]) -> tuple[str, int, str]:
         if self.stop_requested:
