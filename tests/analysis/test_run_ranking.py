@@ -97,3 +97,21 @@ def test_one_level_judge_and_few_datapoints_are_warned(make_run: Callable[..., P
     assert kinds == {("one_level", "j-high"), ("few_datapoints", None)}
     assert "Warning: judge j-high gives High to 100% of answers" in output
     assert "18 datapoints" in output
+
+
+def test_students_with_no_judge_outside_their_family_keep_the_plain_mean_and_a_warning(
+    make_run: Callable[..., Path],
+) -> None:
+    students = {"stu-a": 0.75, "stu-b": 0.5}
+    judges = {"judge-1": 0.08, "judge-2": 0.1}
+    run = make_run(
+        students=students, judges=judges, random_judges=(), datapoints_per_teacher=10, seed=3,
+        families=dict.fromkeys([*students, *judges], "one-maker"),
+    )
+    s, output, _ = _run_cli(run)
+    for name in students:
+        assert s["students"][name]["score"] is not None
+        assert s["students"][name]["robust_score"] is None
+    assert ("no_unrelated_judge", "stu-a, stu-b") in {(w["kind"], w["subject"]) for w in s["warnings"]}
+    assert "No usable score" not in output
+    assert "no judge outside the family of stu-a, stu-b" in output

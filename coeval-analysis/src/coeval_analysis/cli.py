@@ -260,6 +260,9 @@ def _print_ranking(summary: dict[str, Any]) -> None:
             "robust: conflict-aware headline (a judge's scores of its own family left out); "
             "mean: every judgment counts equally; '4-5': not told apart at this level."
         )
+    elif any(s["score"] is not None for s in students.values()):
+        Console().print(table)
+        click.echo("mean: every judgment counts equally; no conflict-aware score (see the warning below).")
     else:
         if students:
             Console().print(table)

@@ -126,6 +126,24 @@ def _weak_judges(students: dict[str, Any], floor: float) -> list[dict[str, Any]]
     ]
 
 
+def _no_unrelated_judge(students: dict[str, Any]) -> list[dict[str, Any]]:
+    """Students the plain mean scores but the headline cannot: every judge is of their family."""
+    alone = sorted(s for s, v in students.items() if v.get("score") is not None and v.get("robust_score") is None)
+    if not alone:
+        return []
+    return [
+        {
+            "kind": "no_unrelated_judge",
+            "subject": ", ".join(alone),
+            "message": (
+                f"no judge outside the family of {', '.join(alone)}: the conflict-aware headline leaves "
+                "them unscored and only the plain mean ranks them; add a judge of another family, or "
+                "set models[].family where the inferred family is wrong"
+            ),
+        }
+    ]
+
+
 def collect_warnings(
     model: ScoreModel, summary: dict[str, Any], converged: bool, iterations: int, gap: float
 ) -> list[dict[str, Any]]:
@@ -135,6 +153,7 @@ def collect_warnings(
     out += _few_datapoints(summary["students"], model.n_items)
     out += _missing(summary["students"], gap)
     out += _weak_judges(summary["students"], UNRELATED_WEIGHT_FLOOR)
+    out += _no_unrelated_judge(summary["students"])
     if not converged:
         out.append(
             {
