@@ -15,6 +15,7 @@ import numpy as np
 
 from coeval_analysis.data import RunData
 from coeval_analysis.families import model_families
+from coeval_analysis.stats._correlation import correlation_from_moments
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.comparisons import Comparisons, compare_students, rank_label
 from coeval_analysis.stats.headline import (
@@ -114,13 +115,8 @@ def _weight_ci(
         for v in (one, x, loo * one, x * x, loo * loo * one, x * loo * one):
             cols.append(np.bincount(item[mine], weights=v[mine], minlength=j.n_items))
     sums = boot.sums(np.stack(cols, 1)).reshape(boot.n_boot, k, 6)
-    n, sx, sc, sxx, scc, sxc = (sums[:, :, i] for i in range(6))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cov = sxc / n - (sx / n) * (sc / n)
-        vx = sxx / n - (sx / n) ** 2
-        vc = scc / n - (sc / n) ** 2
-        r = np.where((vx > 1e-12) & (vc > 1e-12), cov / np.sqrt(vx * vc), 0.0)
-    r = np.nan_to_num(r)
+    n = sums[:, :, 0]
+    r = correlation_from_moments(sums, var_floor=1e-12)
     snr = snr_weight(r * n / (n + CORR_SHRINK), n)
     tot = snr.sum(1, keepdims=True)
     wt = np.where(tot > 0, snr / np.where(tot > 0, tot, 1.0), 1.0 / k)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["kendall_tau_b", "pearson", "spearman"]
+__all__ = ["correlation_from_moments", "kendall_tau_b", "pearson", "spearman"]
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
@@ -40,3 +40,18 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
     if n_x == 0 or n_y == 0:
         return float("nan")
     return float((sx * sy).sum() / np.sqrt(n_x * n_y))
+
+
+def correlation_from_moments(sums: np.ndarray, var_floor: float = 0.0) -> np.ndarray:
+    """Pearson's r from moment sums stacked on the last axis as (n, sx, sc, sxx, scc, sxc).
+
+    Lets a bootstrap resample the sums of every replicate at once instead of the pairs; an
+    undefined r (no variance above ``var_floor``) is 0.
+    """
+    n, sx, sc, sxx, scc, sxc = (sums[..., i] for i in range(6))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = sxc / n - (sx / n) * (sc / n)
+        vx = sxx / n - (sx / n) ** 2
+        vc = scc / n - (sc / n) ** 2
+        r = np.where((vx > var_floor) & (vc > var_floor), cov / np.sqrt(vx * vc), 0.0)
+    return np.nan_to_num(r)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from coeval_analysis.stats._correlation import correlation_from_moments
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.scores import ScoreModel, dense_mean, pair_mean
 
@@ -214,13 +215,8 @@ def _judge_weight_ci(
         for v in (one, xj, cons, xj * xj, cons * cons, xj * cons):
             cols.append(np.bincount(item_of_unit[ok], weights=v[ok], minlength=model.n_items))
     sums = boot.sums(np.stack(cols, 1)).reshape(boot.n_boot, J, 6)
-    n, sx, sc, sxx, scc, sxc = (sums[:, :, i] for i in range(6))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cov = sxc / n - (sx / n) * (sc / n)
-        vx = sxx / n - (sx / n) ** 2
-        vc = scc / n - (sc / n) ** 2
-        r = np.where((vx > 0) & (vc > 0), cov / np.sqrt(vx * vc), 0.0)
-    r = np.nan_to_num(r) * n / (n + SHRINK_UNITS)
+    n = sums[:, :, 0]
+    r = correlation_from_moments(sums) * n / (n + SHRINK_UNITS)
     wt = _snr_weight(r)
     tot = wt.sum(1, keepdims=True)
     wt = np.where(tot > 0, wt / np.where(tot > 0, tot, 1), 1.0 / J)
