@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from coeval.quality.placeholders import template_placeholders
+from coeval.quality.placeholders import template_placeholders, text_leaves
 from coeval.quality.text import normalise
 
 CONFIG: dict[str, Any] = {
@@ -36,21 +35,9 @@ CONFIG: dict[str, Any] = {
 }
 
 
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield str(k)
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-    elif isinstance(value, str):
-        yield value
-
-
 def _echoes(value: Any) -> list[str]:
     squashed = {p.replace(" ", "") for p in template_placeholders() if " " in p}
-    return [s for s in _strings(value)
+    return [s for s in text_leaves(value)
             if normalise(s) in template_placeholders() or any(p in normalise(s).replace(" ", "") for p in squashed)]
 
 

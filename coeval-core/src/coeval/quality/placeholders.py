@@ -14,21 +14,22 @@ from typing import Any
 from coeval.prompts.templates import DEFAULT_TEMPLATES
 from coeval.quality.text import normalise
 
-__all__ = ["TEACHER_TEMPLATES", "template_instructions", "template_placeholders"]
+__all__ = ["TEACHER_TEMPLATES", "template_instructions", "template_placeholders", "text_leaves"]
 
 #: The templates whose replies the gate checks (phases 1-3).
 TEACHER_TEMPLATES = ("map_target_attrs", "map_nuanced_attrs", "autorubric", "sample")
 _EXAMPLE = re.compile(r"\{\{.*\}\}")
 
 
-def _leaves(value: Any) -> Iterable[str]:
+def text_leaves(value: Any) -> Iterable[str]:
+    """Every key and string value of a JSON value, depth first."""
     if isinstance(value, Mapping):
         for k, v in value.items():
             yield str(k)
-            yield from _leaves(v)
+            yield from text_leaves(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _leaves(v)
+            yield from text_leaves(v)
     elif isinstance(value, str):
         yield value
 
@@ -38,7 +39,7 @@ def _examples(template: str) -> set[str]:
     for match in _EXAMPLE.finditer(template):
         text = match.group(0).replace("{{", "{").replace("}}", "}")
         try:
-            found.update(_leaves(json.loads(text)))
+            found.update(text_leaves(json.loads(text)))
         except json.JSONDecodeError:
             found.update(re.findall(r'"([^"]*)"', text))
     return found
