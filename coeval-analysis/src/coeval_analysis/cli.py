@@ -81,19 +81,7 @@ def _run_folder(run_path: Path | None, config_path: str | None) -> Path:
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress display and no ranking printout.")
 @click.option("-v", "--verbose", is_flag=True, help="Show debug and info events on stderr.")
-def analyze_command(
-    run_path: Path | None,
-    config_path: str | None,
-    out_dir: Path | None,
-    n_boot: int,
-    level: float,
-    seed: int,
-    reports: tuple[str, ...],
-    common_items: bool,
-    drop_degenerate_judges: bool,
-    quiet: bool,
-    verbose: bool,
-) -> None:
+def analyze_command(quiet: bool, verbose: bool, **options: Any) -> None:
     """Analyse a run: student ranking with bootstrap intervals and a conflict-aware robust
     ranking (a judge's scores of its own family left out; judges and datapoints weighted),
     pairwise comparisons with rank ranges, warnings, judge agreement (kappa, Krippendorff's
@@ -107,11 +95,11 @@ def analyze_command(
     from coeval.cli.verbosity import command_logging, verbosity
 
     with command_logging(verbosity(quiet, verbose)):
-        _analyze(run_path, config_path, out_dir, n_boot, level, seed, reports, common_items,
-                 drop_degenerate_judges, quiet)
+        _analyze(quiet=quiet, **options)
 
 
 def _analyze(
+    *,
     run_path: Path | None,
     config_path: str | None,
     out_dir: Path | None,
