@@ -216,7 +216,7 @@ def estimate_cost(
     history: dict[tuple[str, str], Measured] = {}
     if continue_run:
         cells = _remaining(cells, run, config)
-        history = measured_history(run, config)
+        history = measured_history(run, config, phases={phase for (_, phase, _), n in cells.items() if n})
         notes.append("remaining work only: calls whose records already exist are not counted")
     builder = RequestBuilder(config, run, registries)
     sampled = (
@@ -258,7 +258,7 @@ def _remaining(
     cells: dict[tuple[str, str, str], int], run: RunFolder, config: Config
 ) -> dict[tuple[str, str, str], int]:
     completed = set(run.read_meta().get("phases_completed") or [])
-    done = done_calls(run, config)
+    done = done_calls(run, config, skip_phases=completed)
     return {key: 0 if key[1] in completed else max(0, n - done.get(key, 0)) for key, n in cells.items()}
 
 

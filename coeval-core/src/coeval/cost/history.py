@@ -1,17 +1,27 @@
-"""What a run folder already holds: calls done (for ``--continue``) and their measured size."""
+"""What a run folder already holds: calls done (for ``--continue``) and their measured size.
+
+Both are asked before every ``coeval run --continue`` (the spend check), so neither reads
+more than it must: phases already complete are not read at all, and token sizes come from
+a bounded sample of each file (an average needs a few hundred calls, not a million).
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from coeval.config.model import Config
 from coeval.cost.measure import Measured
 from coeval.records import is_ok, load_phase_records
-from coeval.storage.run_folder import RunFolder
+from coeval.storage.run_folder import RunFolder, iter_jsonl
 
-__all__ = ["done_calls", "measured_history"]
+__all__ = ["HISTORY_SAMPLE_PER_FILE", "done_calls", "measured_history"]
+
+#: Records read per phase file to measure token sizes of the calls already made.
+HISTORY_SAMPLE_PER_FILE = 200
 
 #: phase -> the record field naming the model that made the call
 _MODEL_FIELD = {
@@ -50,15 +60,20 @@ def _proposals(run: RunFolder, config: Config, phase: str) -> list[tuple[str, st
     return out
 
 
-def done_calls(run: RunFolder, config: Config) -> Counter[tuple[str, str, str]]:
+def done_calls(
+    run: RunFolder, config: Config, *, skip_phases: Collection[str] = ()
+) -> Counter[tuple[str, str, str]]:
     """(task, phase, model) -> calls that already have an ``ok`` result and need no repeat.
 
-    Phases in ``meta.phases_completed`` are not counted here: the caller skips them whole.
+    ``skip_phases`` (those in ``meta.phases_completed``) are not read: the caller counts
+    nothing left for them.
     """
     import json
 
     done: Counter[tuple[str, str, str]] = Counter()
     for phase in ("attribute_mapping", "rubric_mapping"):
+        if phase in skip_phases:
+            continue
         for task, teacher, artifact, path in _proposals(run, config, phase):
             artifact_done = artifact.is_file()
             ok = False
@@ -70,14 +85,28 @@ def done_calls(run: RunFolder, config: Config) -> Counter[tuple[str, str, str]]:
             if ok or artifact_done:
                 done[(task, phase, teacher)] += 1
     for phase, field in _MODEL_FIELD.items():
+        if phase in skip_phases:
+            continue
         for rec in _phase_records(run, phase, config):
             if is_ok(rec):
                 done[(str(rec.get("task_id")), phase, str(rec.get(field)))] += 1
     return done
 
 
-def measured_history(run: RunFolder, config: Config) -> dict[tuple[str, str], Measured]:
-    """(phase, model) -> token usage of the calls already made (records with usage)."""
+def _sampled_records(run: RunFolder, phase: str, config: Config) -> Iterator[dict[str, Any]]:
+    """Up to :data:`HISTORY_SAMPLE_PER_FILE` model-call records of each file of a phase."""
+    models = {m.name for m in config.models}
+    for path in run.jsonl_files(phase):
+        for rec in islice(iter_jsonl(path), HISTORY_SAMPLE_PER_FILE):
+            if phase != "evaluation" or _judge_record(rec, models):
+                yield rec
+
+
+def measured_history(
+    run: RunFolder, config: Config, *, phases: Collection[str] | None = None
+) -> dict[tuple[str, str], Measured]:
+    """(phase, model) -> token usage of the calls already made (records with usage), from
+    a sample of each file; only ``phases`` (all when None) are read."""
     import json
 
     out: dict[tuple[str, str], Measured] = {}
@@ -90,6 +119,8 @@ def measured_history(run: RunFolder, config: Config) -> dict[tuple[str, str], Me
             out.setdefault((phase, model), Measured()).add(float(tin), float(tout))
 
     for phase in ("attribute_mapping", "rubric_mapping"):
+        if phases is not None and phase not in phases:
+            continue
         for _, teacher, _, path in _proposals(run, config, phase):
             if path.is_file():
                 try:
@@ -99,7 +130,9 @@ def measured_history(run: RunFolder, config: Config) -> dict[tuple[str, str], Me
                 if isinstance(rec, dict) and rec.get("status") == "ok":
                     add(phase, teacher, rec.get("usage"))
     for phase, field in _MODEL_FIELD.items():
-        for rec in _phase_records(run, phase, config):
+        if phases is not None and phase not in phases:
+            continue
+        for rec in _sampled_records(run, phase, config):
             if is_ok(rec):
                 add(phase, str(rec.get(field)), rec.get("usage"))
     return out
