@@ -97,7 +97,9 @@ class _Builder:
         if kind == "null":
             return None
         words = [_WORDS[self._pick(f"{path}#{i}", len(_WORDS))] for i in range(3)]
-        text = " ".join(words)
+        # a number drawn from the seed keeps strings of different calls apart (a generated
+        # evaluation set has hundreds of items; three words of ten would repeat)
+        text = " ".join(words) + f" {self._pick(path + '#n', 100_000)}"
         min_len = int(schema.get("minLength", 0))
         while len(text) < min_len:
             text += " " + text
