@@ -12,7 +12,8 @@ Python with the same rules.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["JSON_TEXT", "MAP", "TEXT", "read_records"]
+__all__ = ["JSON_TEXT", "MAP", "TEXT", "Computed", "read_records"]
 
 TEXT = "VARCHAR"
 JSON_TEXT = "JSON"
@@ -30,16 +31,34 @@ _ARROW_TYPES = {TEXT: pa.string(), JSON_TEXT: pa.string(), MAP: pa.map_(pa.strin
 _MAX_OBJECT = 64 << 20
 
 
+@dataclass(frozen=True)
+class Computed:
+    """A column worked out per record while reading: DuckDB SQL over the read fields, and
+    the same rule in Python over the whole record, for files DuckDB cannot read."""
+
+    sql: str
+    python: Callable[[Mapping[str, Any]], Any]
+    arrow_type: pa.DataType
+
+
+#: ``computed`` columns: DuckDB SQL (``length(f)``, ``hash(f)``), or a :class:`Computed`
+ComputedColumns = Mapping[str, "str | Computed"]
+
+
+def _sql(expr: str | Computed) -> str:
+    return expr.sql if isinstance(expr, Computed) else expr
+
+
 def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
 def _query(
-    files: Sequence[Path], columns: Mapping[str, str], computed: Mapping[str, str], hidden: Sequence[str]
+    files: Sequence[Path], columns: Mapping[str, str], computed: ComputedColumns, hidden: Sequence[str]
 ) -> str:
     spec = ", ".join(f"{_sql_text(name)}: {_sql_text(kind)}" for name, kind in columns.items())
     select = [f'"{name}"' for name in columns if name not in hidden]
-    select += [f'{expr} AS "{name}"' for name, expr in computed.items()]
+    select += [f'{_sql(expr)} AS "{name}"' for name, expr in computed.items()]
     paths = ", ".join(_sql_text(str(p)) for p in files)
     return (
         f"SELECT {', '.join(select)} FROM read_json([{paths}], format='newline_delimited', records=true, "
@@ -50,13 +69,13 @@ def _query(
 def read_records(
     files: Sequence[Path],
     columns: Mapping[str, str],
-    computed: Mapping[str, str] | None = None,
+    computed: ComputedColumns | None = None,
     hidden: Sequence[str] = (),
 ) -> tuple[pa.Table, int]:
     """(records of ``files`` in file and line order, number of lines that were not records).
 
     ``columns``: field -> TEXT | JSON_TEXT | MAP; ``computed``: extra columns as DuckDB SQL
-    over those fields (e.g. ``{"length": "length(response)"}``); ``hidden``: fields read for
+    over those fields (e.g. ``{"length": "length(response)"}``) or :class:`Computed`; ``hidden``: fields read for
     ``computed`` only, not returned (long texts stay out of memory).
     """
     computed = dict(computed or {})
@@ -76,7 +95,7 @@ def read_records(
             # would then come from two functions, so they are dropped (the loader falls
             # back to comparing ids as text).
             tables = []
-            hashes = [n for n, e in computed.items() if e.startswith("hash(")]
+            hashes = [n for n, e in computed.items() if _sql(e).startswith("hash(")]
             for path in files:
                 try:
                     part = _duck_read(con, [path], columns, computed, hidden)
@@ -93,14 +112,20 @@ def _duck_read(
     con: Any,
     files: Sequence[Path],
     columns: Mapping[str, str],
-    computed: Mapping[str, str],
+    computed: ComputedColumns,
     hidden: Sequence[str],
 ) -> pa.Table:
     return con.sql(_query(files, columns, computed, hidden)).to_arrow_table()
 
 
-def _empty(schema: pa.Schema, computed: Mapping[str, str]) -> pa.Table:
-    extra = [(n, pa.uint64() if expr.startswith("hash(") else pa.int64()) for n, expr in computed.items()]
+def _computed_type(expr: str | Computed) -> pa.DataType:
+    if isinstance(expr, Computed):
+        return expr.arrow_type
+    return pa.uint64() if expr.startswith("hash(") else pa.int64()
+
+
+def _empty(schema: pa.Schema, computed: ComputedColumns) -> pa.Table:
+    extra = [(n, _computed_type(expr)) for n, expr in computed.items()]
     return pa.schema([*schema, *extra]).empty_table()
 
 
@@ -118,9 +143,10 @@ def _drop_bad_rows(table: pa.Table, fields: list[str]) -> tuple[pa.Table, int]:
 
 
 def _read_slow(
-    path: Path, columns: Mapping[str, str], computed: Mapping[str, str], hidden: Sequence[str]
+    path: Path, columns: Mapping[str, str], computed: ComputedColumns, hidden: Sequence[str]
 ) -> pa.Table:
     """Line by line with the standard json module: the same columns and rules."""
+    in_python = {n: e for n, e in computed.items() if isinstance(e, Computed)}
     rows: list[dict[str, Any]] = []
     with path.open("r", encoding="utf-8", errors="replace") as fh:
         for line in fh:
@@ -131,19 +157,26 @@ def _read_slow(
             except json.JSONDecodeError:
                 rec = None
             if not isinstance(rec, dict):
-                rows.append(dict.fromkeys(columns))
+                rows.append(dict.fromkeys([*columns, *in_python]))
                 continue
-            rows.append({name: _convert(rec.get(name), kind) for name, kind in columns.items()})
-    schema = pa.schema([(n, _ARROW_TYPES[k]) for n, k in columns.items()])
+            row = {name: _convert(rec.get(name), kind) for name, kind in columns.items()}
+            row.update({name: expr.python(rec) for name, expr in in_python.items()})
+            rows.append(row)
+    schema = pa.schema(
+        [(n, _ARROW_TYPES[k]) for n, k in columns.items()] + [(n, e.arrow_type) for n, e in in_python.items()]
+    )
     table = pa.Table.from_pylist(rows, schema=schema)
     for name, expr in computed.items():
+        if isinstance(expr, Computed):
+            continue
         # the loader asks for length(field) and hash(field)
         field = expr[expr.index("(") + 1 : expr.index(")")]
         if expr.startswith("length("):
             table = table.append_column(name, pc.cast(pc.utf8_length(table.column(field)), pa.int64()))
         elif not expr.startswith("hash("):  # hashes are dropped by the caller
             raise ValueError(f"cannot compute {expr!r} without DuckDB")
-    return table.drop_columns([n for n in hidden if n in table.column_names])
+    order = [n for n in columns if n not in hidden] + [n for n in computed if n in table.column_names]
+    return table.select(order)  # DuckDB's order: the read fields, then the computed ones
 
 
 def _text(value: Any) -> str | None:

@@ -118,6 +118,9 @@ class RunData:
     attributes: pd.DataFrame
     labels: pd.DataFrame
     quality: DataQuality
+    #: per ok (judge, response) with a reason or a copied example, worked out while loading
+    #: (:func:`coeval_analysis.judge_replies.replies_frame`); None for data built otherwise
+    replies: pd.DataFrame | None = None
 
     @property
     def judge_units(self) -> pd.DataFrame:

@@ -38,6 +38,7 @@ from coeval.storage.listing import storage_folder_hint
 
 from coeval_analysis._arrow import Vocabulary, encode
 from coeval_analysis._jsonl import JSON_TEXT, MAP, TEXT, map_entries, read_records
+from coeval_analysis.reply_flags import REPLY_FLAG_COLUMNS, replies_frame
 from coeval_analysis.data import LLM_JUDGE, DataQuality, PhaseQuality, RunData
 from coeval_analysis.errors import AnalysisInputError
 
@@ -419,7 +420,9 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     quality = DataQuality()
 
     # ---- read the three phases -------------------------------------------------------
-    ev, ev_bad = read_records(eval_files, _EVAL_COLUMNS, _ID_HASH)
+    ev, ev_bad = read_records(
+        eval_files, {**_EVAL_COLUMNS, "rationale": JSON_TEXT}, {**_ID_HASH, **REPLY_FLAG_COLUMNS}, hidden=("rationale",)
+    )
     quality.n_records, quality.n_bad_lines = ev.num_rows, ev_bad
     if ev.num_rows == 0:
         raise AnalysisInputError(f"{root / PHASE5}: the evaluation files hold no records")
@@ -517,6 +520,7 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
         attributes=attributes,
         labels=labels,
         quality=quality,
+        replies=replies_frame(ev, response_ids),
     )
 
 
