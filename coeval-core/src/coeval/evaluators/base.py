@@ -234,7 +234,8 @@ class _SyncEvaluator(ModelFreeEvaluator):
         self.kind = str(legacy.kind)
 
     def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
-        return list(self.legacy.factors(task, rubric, datapoint))
+        # 0.1 evaluators were never asked about a response whose datapoint is missing
+        return list(self.legacy.factors(task, rubric, datapoint)) if datapoint else []
 
     def score(
         self,

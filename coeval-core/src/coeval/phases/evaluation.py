@@ -38,7 +38,7 @@ from coeval.evaluators.base import (
 )
 from coeval.evaluators.metric import metric_factors
 from coeval.evaluators.routing import judge_factors, routed_to
-from coeval.phases._evaluation_records import call_record, model_free_record, record_base
+from coeval.phases._evaluation_records import call_record, model_free_record
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.records import (
@@ -171,8 +171,7 @@ class SurveyState(EvaluationState):
         return True
 
 
-#: Kept for code (and tests) written against the earlier private names.
-_State = EvaluationState
+#: Kept for code (and tests) written against the earlier private name.
 _SurveyState = SurveyState
 
 
@@ -394,7 +393,7 @@ class EvaluationPhase:
 
         try:
             results = await ev.evaluate(EvaluationRequest(scorings), submit)
-        except PhaseError:
+        except (PhaseError, OSError):  # a full disk is the runner's to report, as in every phase
             raise
         except Exception as exc:
             raise PhaseError(f"evaluator {ev.name!r} failed: {type(exc).__name__}: {exc}") from exc
@@ -433,9 +432,6 @@ class EvaluationPhase:
 
         return WorkItem(key=scoring.record_id, phase=self.name, model=model, request=call.request,
                         parse=call.parse, on_done=done, meta=dict(call.meta))
-
-    #: Kept for code written against the earlier private helper.
-    _record_base = staticmethod(record_base)
 
 
 def _student_of(evaluation: Mapping[str, Any], state: EvaluationState) -> Any:
