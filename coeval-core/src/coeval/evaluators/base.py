@@ -138,7 +138,11 @@ SubmitCalls = Callable[[Sequence[Scoring], Callable[[Scoring], EvaluationCall]],
 
 @runtime_checkable
 class Evaluator(Protocol):
-    """A phase-5 scorer (changed in 0.2: async, with ``scorers`` and ``submit``).
+    """A phase-5 scorer, registered with ``register_evaluators``.
+
+    .. versionchanged:: 0.2
+        ``evaluate`` is async, receives every owed :class:`Scoring` and ``submit`` (the
+        scheduler's); ``scorers`` is new. 0.1 evaluators are adapted by :func:`as_evaluator`.
 
     Example (a model-free one; see :class:`ModelFreeEvaluator` for the shortcut)::
 
@@ -162,16 +166,34 @@ class Evaluator(Protocol):
     kind: str
 
     def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
-        """Factors this evaluator scores for this datapoint; empty when it does not apply."""
+        """Factors this evaluator scores for this datapoint; empty when it does not apply.
+
+        :param task: the task of the response.
+        :param rubric: the task's rubric (factor -> criterion text or spec mapping).
+        :param datapoint: the phase-3 datapoint the response answers (``{}`` if missing).
+        """
         ...
 
     def scorers(self, task: TaskConfig, factors: Sequence[str], judges: Sequence[ModelConfig]) -> list[Scorer]:
-        """The records each response gets for ``factors``; ``judges`` are the run's
-        callable judge models."""
+        """The records each response gets for ``factors`` (asked once per distinct factors).
+
+        :param factors: what :meth:`factors` returned (never empty).
+        :param judges: the run's judge models that make calls, in config order.
+        :returns: one :class:`Scorer` per record; a scorer with a ``model`` makes calls.
+        """
         ...
 
     async def evaluate(self, request: EvaluationRequest, submit: SubmitCalls) -> list[EvaluationResult]:
-        """One :data:`EvaluationResult` per scoring of ``request``, in order."""
+        """Score every owed record.
+
+        :param request: ``request.scorings``: the records still owed under the run's mode
+            (``--continue`` leaves out those already ``ok``), in response order.
+        :param submit: ``await submit(scorings, build)`` runs ``build(scoring)``'s
+            :class:`EvaluationCall` for each through the scheduler and writes each record as
+            its call finishes.
+        :returns: one :data:`EvaluationResult` per scoring, in order: scores, an
+            :class:`EvaluationFailed`, or None for a scoring handed to ``submit``.
+        """
         ...
 
 
