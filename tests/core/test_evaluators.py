@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from coeval.config import ConfigError, load_config
-from coeval.config.model import TaskConfig
+from coeval.config.model import ModelConfig, TaskConfig
 from coeval.config.validate import judged_factors
 from coeval.evaluators.base import (
     EvaluationFailed,
@@ -22,6 +22,7 @@ from coeval.evaluators.base import (
     Scoring,
     as_evaluator,
 )
+from coeval.evaluators.calls import calls_per_response
 from coeval.plugins import Evaluator, get_plugin_manager
 from coeval.plugins import _collect as collect_registries
 from coeval.run_options import RunOptions
@@ -132,3 +133,31 @@ def test_the_cli_exits_2_with_one_line_for_an_unknown_factor_evaluator(tmp_path:
 def test_a_factor_routed_to_another_evaluator_is_not_judged(tmp_path: Path) -> None:
     assert judged_factors(_raw(tmp_path, "pairwise")["tasks"][0]) == ["correctness"]
     assert judged_factors(_raw(tmp_path, "llm_judge")["tasks"][0]) == ["correctness", "preference"]
+
+
+def test_calls_per_response_count_every_evaluator_that_calls_a_model() -> None:
+    judges = [ModelConfig(name="judge-a", interface="mock", roles=("judge",)),
+              ModelConfig(name="judge-b", interface="mock", roles=("judge",))]
+    rubric = {"correctness": "Right.", "clarity": "Clear.", "overlap": {"metric": "bleu"},
+              "preference": {"description": "Preferred.", "evaluator": "twice"}}
+
+    class Twice:
+        """Two calls per response, on the first judge, for factors routed to it."""
+
+        name = kind = "twice"
+
+        def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
+            return [f for f, spec in rubric.items() if isinstance(spec, dict) and spec.get("evaluator") == "twice"]
+
+        def scorers(self, task: TaskConfig, factors: Sequence[str], judges: Sequence[ModelConfig]) -> list[Scorer]:
+            return [Scorer(f"twice:{n}", tuple(factors), None, judges[0]) for n in range(2)]
+
+        async def evaluate(self, request: EvaluationRequest, submit: Any) -> list[Any]:
+            return []
+
+    regs = collect_registries(get_plugin_manager())
+    evaluators = [*(e.value for e in regs.evaluators), Twice()]
+    single = TaskConfig(name="qa", description="Answer.")
+    per_factor = TaskConfig(name="qa", description="Answer.", evaluation_mode="per_factor")
+    assert calls_per_response(evaluators, single, rubric, judges) == {"judge-a": 3, "judge-b": 1}
+    assert calls_per_response(evaluators, per_factor, rubric, judges) == {"judge-a": 4, "judge-b": 2}
