@@ -161,3 +161,23 @@ def test_calls_per_response_count_every_evaluator_that_calls_a_model() -> None:
     per_factor = TaskConfig(name="qa", description="Answer.", evaluation_mode="per_factor")
     assert calls_per_response(evaluators, single, rubric, judges) == {"judge-a": 3, "judge-b": 1}
     assert calls_per_response(evaluators, per_factor, rubric, judges) == {"judge-a": 4, "judge-b": 2}
+
+
+def test_an_evaluator_that_raises_stops_the_phase_with_its_name(tmp_path: Path) -> None:
+    class Boom:
+        name = kind = "boom"
+
+        def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
+            return ["boom"]
+
+        def scorers(self, task: TaskConfig, factors: Sequence[str], judges: Sequence[ModelConfig]) -> list[Scorer]:
+            return [Scorer(self.name, tuple(factors))]
+
+        async def evaluate(self, request: EvaluationRequest, submit: Any) -> list[Any]:
+            raise RuntimeError("kaput")
+
+    regs = collect_registries(get_plugin_manager())
+    regs.evaluators.add("boom", Boom(), "broken-plugin")
+    config = make_config(tmp_path, [mock_model("mock-a")], [task(total=1)])
+    result = asyncio.run(arun_experiment(config, RunOptions(progress=False), registries=regs))
+    assert (result.exit_code, result.message) == (1, "evaluator 'boom' failed: RuntimeError: kaput")
