@@ -62,7 +62,7 @@ def test_multiple_choice_scores_the_students_letter() -> None:
     dp = datapoint(MMLU())  # gold C ("29")
     evaluator = GoldEvaluator()
     assert evaluator.factors(TASK, {}, dp) == ["gold"]
-    scores = evaluator.evaluate(TASK, {}, dp, replies(
+    scores = evaluator.score(TASK, {}, dp, replies(
         "C", "The answer is C.", "(C) 29", "Answer: c", "29", "B", "The answer is B.", "I don't know", "",
     ))
     assert [s["gold"] for s in scores] == [1, 1, 1, 1, 1, 0, 0, 0, 0]
@@ -70,13 +70,13 @@ def test_multiple_choice_scores_the_students_letter() -> None:
 
 def test_multiple_choice_does_not_score_the_reference_against_itself() -> None:
     dp = datapoint(MMLU())
-    wrong = GoldEvaluator().evaluate(TASK, {}, dp, replies("A"))
+    wrong = GoldEvaluator().score(TASK, {}, dp, replies("A"))
     assert wrong == [{"gold": 0.0}]
 
 
 def test_numbers_score_by_value_after_extraction() -> None:
     dp = datapoint(GSM8K(), 1)  # gold "1,250"
-    scores = GoldEvaluator().evaluate(TASK, {}, dp, replies(
+    scores = GoldEvaluator().score(TASK, {}, dp, replies(
         "5 * 250 = 1250\n#### 1250", "The total is $1,250.", "the result is 1250.0", "#### 1,250",
         "#### 1200", "I think 250 dollars each, so 5 tickets.",
     ))
@@ -88,7 +88,7 @@ def test_similarity_uses_the_registered_metric_against_the_best_reference() -> N
     evaluator = GoldEvaluator({"bertscore": lambda: metric})
     dp = datapoint(XSum())
     assert evaluator.factors(TASK, {}, dp) == ["gold"]
-    good, bad, empty = evaluator.evaluate(TASK, {}, dp, replies(
+    good, bad, empty = evaluator.score(TASK, {}, dp, replies(
         "A new public library will open in the old station building.", "Rain flooded roads.", "  ",
     ))
     assert good["gold"] == pytest.approx(1.0) and bad["gold"] < 0.2 and empty["gold"] == 0.0
@@ -98,7 +98,7 @@ def test_similarity_uses_the_registered_metric_against_the_best_reference() -> N
 def test_truthfulqa_is_scored_by_closeness_to_true_versus_false_answers() -> None:
     metric = WordOverlap()
     dp = datapoint(TruthfulQA())
-    true_reply, false_reply = GoldEvaluator({"bleu": lambda: metric}).evaluate(TASK, {}, dp, replies(
+    true_reply, false_reply = GoldEvaluator({"bleu": lambda: metric}).score(TASK, {}, dp, replies(
         "It just passes through your digestive system.", "It stays in your stomach for seven years.",
     ))
     assert (true_reply["gold"], false_reply["gold"]) == (1.0, 0.0)
@@ -109,7 +109,7 @@ def test_code_is_compared_without_the_copied_signature_and_docstring() -> None:
     dp = datapoint(HumanEval())
     echo_prompt = "```python\n" + dp["code_prefix"] + "    pass\n```"
     solved = "```python\n" + dp["code_prefix"] + "    return x + 1\n```"
-    echo, good = GoldEvaluator({"bleu": lambda: metric}).evaluate(TASK, {}, dp, replies(echo_prompt, solved))
+    echo, good = GoldEvaluator({"bleu": lambda: metric}).score(TASK, {}, dp, replies(echo_prompt, solved))
     assert good["gold"] == pytest.approx(1.0) and echo["gold"] == 0.0
     assert all("Return x plus one" not in cand for cand in metric.calls[0][0])
 
@@ -141,7 +141,7 @@ def test_real_bleu_from_the_metrics_registry_scores_code() -> None:
     code = datapoint(HumanEval(), 1)
     right = "```python\n" + code["code_prefix"] + code["labels"][0] + "```"
     wrong = "```python\n" + code["code_prefix"] + "    return sorted(xs)[::-1]\n```"
-    good, bad = GoldEvaluator().evaluate(TASK, {}, code, replies(right, wrong))
+    good, bad = GoldEvaluator().score(TASK, {}, code, replies(right, wrong))
     assert good["gold"] == pytest.approx(1.0) and bad["gold"] < 0.3
 
 
@@ -149,7 +149,7 @@ def test_real_bleu_from_the_metrics_registry_scores_code() -> None:
 def test_real_bertscore_from_the_metrics_registry_scores_summaries() -> None:
     import coeval_analysis  # noqa: F401  (its metrics are what is tested)
     summary = datapoint(XSum())
-    close, unrelated = GoldEvaluator().evaluate(TASK, {}, summary, replies(
+    close, unrelated = GoldEvaluator().score(TASK, {}, summary, replies(
         "The old station building will become a new public library.",
         "Shares in the bank fell sharply after the results.",
     ))

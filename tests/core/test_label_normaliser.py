@@ -36,7 +36,7 @@ CASES = [
 
 def _phase5_score(answer: str, gold: str) -> float:
     datapoint = {"sampled_target_attributes": {"sentiment": gold}}
-    scores = LabelEvaluator().evaluate(TASK, {}, datapoint, [{"response": answer}])
+    scores = LabelEvaluator().score(TASK, {}, datapoint, [{"response": answer}])
     return scores[0]["sentiment"]
 
 

@@ -104,8 +104,10 @@ def parse_score(raw: Any) -> tuple[float, int]:
 
 
 def llm_factors(rubric: dict[str, Any]) -> list[str]:
-    """Rubric factors a judge scores (those without a ``metric``)."""
-    return [f for f, spec in rubric.items() if not (isinstance(spec, dict) and spec.get("metric"))]
+    """Rubric factors the LLM judge scores: those without a ``metric`` and without an
+    ``evaluator`` other than ``llm_judge`` (a plugin evaluator such as ``pairwise``)."""
+    return [f for f, spec in rubric.items()
+            if not (isinstance(spec, dict) and (spec.get("metric") or spec.get("evaluator") not in (None, LLM_JUDGE)))]
 
 
 # --------------------------------------------------------------------------------------

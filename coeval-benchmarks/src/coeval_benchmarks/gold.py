@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from coeval.evaluators.base import ModelFreeEvaluator
+
 from coeval_benchmarks.extraction import extract_choice, extract_code, extract_number, parse_number
 
 if TYPE_CHECKING:
@@ -78,7 +80,7 @@ def score_number(reply: str | None, datapoint: Mapping[str, Any]) -> float:
     return 1.0 if abs(found - gold) <= Decimal("1e-6") * max(Decimal(1), abs(gold)) else 0.0
 
 
-class GoldEvaluator:
+class GoldEvaluator(ModelFreeEvaluator):
     """Registered as evaluator ``gold`` (kind ``gold``); see the module docstring."""
 
     name = "gold"
@@ -89,7 +91,7 @@ class GoldEvaluator:
         self._factories = metric_factories
         self._metrics: dict[str, Any] = {}
 
-    # -- the Evaluator protocol -------------------------------------------------------------
+    # -- the Evaluator contract (model-free: ``score`` per datapoint) -------------------------------------------------------------
     def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
         metric = gold_metric_of(datapoint)
         if metric is None:
@@ -98,7 +100,7 @@ class GoldEvaluator:
             return []
         return ["gold"]
 
-    def evaluate(
+    def score(
         self,
         task: TaskConfig,
         rubric: Mapping[str, Any],

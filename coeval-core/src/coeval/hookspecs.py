@@ -70,10 +70,13 @@ def register_phases(register: RegisterPhase) -> None:
 
 @hookspec
 def register_evaluators(register: RegisterEvaluator) -> None:
-    """Register phase-5 evaluators (LLM judge, label exact-match, metric scorers).
+    """Register phase-5 evaluators (LLM judge, label exact-match, metric scorers, yours).
 
     Call ``register(name, evaluator)`` where ``evaluator`` implements
-    :class:`coeval.evaluators.Evaluator`.
+    :class:`coeval.plugins.Evaluator`: ``factors``, ``scorers`` and an async
+    ``evaluate(request, submit)`` whose model calls go through ``submit`` (the scheduler).
+    A rubric factor routes to it with ``evaluator: NAME``. Changed in 0.2: evaluators with
+    the 0.1 synchronous ``evaluate(task, rubric, datapoint, responses)`` are adapted.
     """
 
 

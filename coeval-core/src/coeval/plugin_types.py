@@ -12,7 +12,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from coeval.evaluators.base import Evaluator
+from coeval.evaluators.base import (
+    EvaluationCall,
+    EvaluationFailed,
+    EvaluationRequest,
+    EvaluationResult,
+    Evaluator,
+    ModelFreeEvaluator,
+    Scorer,
+    Scoring,
+    SubmitCalls,
+)
 
 if TYPE_CHECKING:
     from coeval.batching.base import BatchRunner
@@ -24,10 +34,15 @@ if TYPE_CHECKING:
 __all__ = [
     "BatchRunnerFactory",
     "BenchmarkAdapter",
+    "EvaluationCall",
+    "EvaluationFailed",
+    "EvaluationRequest",
+    "EvaluationResult",
     "Evaluator",
     "InterfaceFactory",
     "Metric",
     "MetricFactory",
+    "ModelFreeEvaluator",
     "RegisterBatchRunner",
     "RegisterBenchmark",
     "RegisterEvaluator",
@@ -36,6 +51,9 @@ __all__ = [
     "RegisterPhase",
     "RegisterReport",
     "ReportWriter",
+    "Scorer",
+    "Scoring",
+    "SubmitCalls",
 ]
 
 #: ``factory(model, credentials)`` -> an :class:`coeval.interfaces.Interface` (usually the class itself).

@@ -72,6 +72,7 @@ _RULES_BY_PATH: list[tuple[str, str]] = [
     ("models.*.parameters.model", "V-27"),
     ("tasks.*.prompt_library.**", "V-28"),
     ("tasks.*.rubric.*.metric", "V-29"),
+    ("tasks.*.rubric.*.evaluator", "V-47"),
     ("tasks.*.label_attributes.**", "V-30"),
     ("experiment.budget_usd", "V-31"),
     ("experiment.seed", "V-32"),

@@ -35,6 +35,7 @@ V-36   ``--only-models`` names configured models
 V-37   model names differ from phase-5 evaluator names (``label``, ``metric``, ``gold``, ...)
 V-38   ``experiment.item_checks`` names registered item checks
 V-45   ``parameters`` keys the interface understands  V-46  timeouts in (0, 24 h]
+V-47   a rubric factor's ``evaluator:`` names a registered evaluator
 =====  =====================================================================================
 """
 
@@ -82,7 +83,7 @@ ENVIRONMENT_RULES = frozenset({"V-10", "V-11", "V-14", "V-35"})
 #: (coeval-analysis) is not installed; installed plugins may register more.
 KNOWN_METRICS = ("bleu", "bertscore", "exact_match")
 #: Evaluators whose records use their name as ``judge_model_id``; a model may not take one.
-KNOWN_EVALUATORS = ("label", "metric", "gold")
+KNOWN_EVALUATORS = ("label", "metric", "gold", "llm_judge")
 
 Path_ = tuple[str | int, ...]
 
@@ -108,8 +109,8 @@ def resolve_run_reference(storage_folder: str, reference: str) -> Path:
 def judged_factors(task: Mapping[str, Any] | Any) -> list[str] | None:
     """Rubric factors an LLM judge scores for a task (raw mapping or TaskConfig).
 
-    Metric factors (``{metric: ...}``) and factors named after a label attribute are scored
-    without a judge. None when the rubric is not static (``auto`` / ``extend``): its factors
+    Metric factors (``{metric: ...}``), factors named after a label attribute and factors
+    that name another evaluator (``{evaluator: pairwise}``) are scored without the judge. None when the rubric is not static (``auto`` / ``extend``): its factors
     are only known after phase 2.
     """
     rubric = task.get("rubric", "auto") if isinstance(task, Mapping) else task.rubric
@@ -120,7 +121,8 @@ def judged_factors(task: Mapping[str, Any] | Any) -> list[str] | None:
     return [
         str(name)
         for name, spec in rubric.items()
-        if not (isinstance(spec, Mapping) and spec.get("metric")) and name not in labels
+        if not (isinstance(spec, Mapping) and (spec.get("metric") or spec.get("evaluator") not in (None, "llm_judge")))
+        and name not in labels
     ]
 
 
@@ -209,6 +211,7 @@ class Validator:
             self._model_parameter,
             self._prompt_library,
             self._metrics,
+            self._factor_evaluators,
             self._role_parameters,
             self._item_checks,
             self._parameter_keys,
@@ -525,6 +528,17 @@ class Validator:
                     f"unknown metric '{metric}'" + (f" (did you mean '{guess}'?)" if guess else ""),
                     f"use one of: {', '.join(known)}",
                 )
+
+    def _factor_evaluators(self) -> None:
+        """V-47: ``{evaluator: NAME}`` in a rubric factor names an installed evaluator."""
+        known = sorted(set(self.evaluators))
+        for i, task in self.tasks:
+            rubric = task.get("rubric")
+            for factor, spec in rubric.items() if isinstance(rubric, dict) else ():
+                name = spec.get("evaluator") if isinstance(spec, dict) else None
+                if isinstance(name, str) and name not in known:
+                    self._add_unknown("V-47", ("tasks", i, "rubric", factor, "evaluator"),
+                                      f"unknown evaluator '{name}' (no installed plugin registers it)", name, known)
 
     def _parameter_keys(self) -> None:
         """V-45 unknown sampling keys (outside ``extra_body``), V-46 nonsense timeouts."""

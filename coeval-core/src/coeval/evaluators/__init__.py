@@ -1,16 +1,16 @@
-"""Phase-5 evaluators registered by the core: ``label`` (exact match) and ``metric``."""
+"""Phase-5 evaluators registered by the core: ``llm_judge``, ``label`` (exact match) and
+``metric``; the contract is :class:`coeval.evaluators.base.Evaluator`."""
 
 from __future__ import annotations
 
-from typing import Any
+from coeval.evaluators.base import Evaluator, ModelFreeEvaluator, as_evaluator
+from coeval.evaluators.judge import LLMJudge
+from coeval.evaluators.label import LabelEvaluator
+from coeval.evaluators.metric import MetricEvaluator
 
-from coeval.evaluators.base import Evaluator
-
-__all__ = ["Evaluator", "standard_evaluators"]
+__all__ = ["Evaluator", "ModelFreeEvaluator", "as_evaluator", "standard_evaluators"]
 
 
-def standard_evaluators() -> dict[str, Any]:
-    from coeval.evaluators.label import LabelEvaluator
-    from coeval.evaluators.metric import MetricEvaluator
-
-    return {"label": LabelEvaluator(), "metric": MetricEvaluator()}
+def standard_evaluators() -> dict[str, Evaluator]:
+    """label, metric and llm_judge (model-free ones first: they run first in phase 5)."""
+    return {"label": LabelEvaluator(), "metric": MetricEvaluator(), "llm_judge": LLMJudge()}

@@ -1,39 +1,282 @@
-"""Phase-5 scorers that make no model call (label exact-match, metrics, benchmark gold).
+"""The phase-5 evaluator contract: everything that scores a student's response.
 
-For every response in phase 5, the evaluation phase asks each registered evaluator whether
-it applies; one that does returns scores in [0, 1] per factor, written as a record of its own
-(``evaluator`` = its kind, ``judge_model_id`` = its name; see docs/data-format.md). The LLM
-judge is not one of these: it goes through the scheduler like any model call.
+Every scorer of phase 5 is an :class:`Evaluator` registered through ``register_evaluators``:
+the LLM judge (``llm_judge``), label exact match (``label``), reference metrics
+(``metric``), benchmark gold answers (``gold``) and any plugin's, such as a pairwise judge.
+Phase 5 treats them alike:
+
+1. ``factors(task, rubric, datapoint)``: which rubric factors (or extra score names) the
+   evaluator scores for a datapoint; empty when it does not apply.
+2. ``scorers(task, factors, judges)``: who writes the records for one response, each a
+   :class:`Scorer` (its name is the record's ``judge_model_id``). A model-free evaluator has
+   one scorer, itself; the LLM judge has one per judge model (and per factor in
+   ``per_factor`` mode).
+3. ``evaluate(request, submit)``: is handed every :class:`Scoring` (one record) still owed
+   under the run's mode, all at once, and either returns scores computed without a model,
+   or hands the scorings to ``submit`` with a builder of their model calls. ``submit`` is
+   the scheduler's: quotas, retries, batching, the budget and the call ledger all apply,
+   and each record is written (and so checkpointed) the moment its call finishes.
+
+Record ids are ``{response_id}__{scorer}`` (``__{factor}`` for per-factor scorers); see
+docs/data-format.md. Changed in 0.2: ``evaluate`` is async, receives ``submit`` and the
+owed scorings; an evaluator written against 0.1 (a synchronous
+``evaluate(task, rubric, datapoint, responses)``) is adapted by :func:`as_evaluator`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from coeval.config.model import TaskConfig
+import attrs
 
-__all__ = ["Evaluator"]
+from coeval.config.model import ModelConfig, TaskConfig
+from coeval.interfaces.base import GenerateRequest, GenerateResult
+from coeval.scheduler.work import WorkOutcome
+
+__all__ = [
+    "EvaluationCall",
+    "EvaluationFailed",
+    "EvaluationRequest",
+    "EvaluationResult",
+    "Evaluator",
+    "ModelFreeEvaluator",
+    "Scorer",
+    "Scores",
+    "Scoring",
+    "SubmitCalls",
+    "as_evaluator",
+]
+
+#: ``{factor: value in [0, 1]}``.
+Scores = dict[str, float]
+
+
+@attrs.frozen
+class Scorer:
+    """Who writes one record per response.
+
+    Attributes:
+        name: written as ``judge_model_id`` and in the record id (``label``, a judge model's
+            name, ``pairwise:judge-a``); it names the evaluation file too (``:`` as ``-``).
+        factors: the factors each record scores.
+        factor: set for one-factor records (record id ``{response}__{name}__{factor}``).
+        model: the model that makes the call, for evaluators that call one (``--only-models``
+            and mode ``New`` apply to it); None for model-free scorers.
+    """
+
+    name: str
+    factors: tuple[str, ...]
+    factor: str | None = None
+    model: ModelConfig | None = None
+
+    @property
+    def file_name(self) -> str:
+        return self.name.replace(":", "-")
+
+
+@attrs.frozen
+class Scoring:
+    """One record an evaluator owes: ``response`` scored on ``scorer.factors``."""
+
+    record_id: str
+    scorer: Scorer
+    task: TaskConfig
+    rubric: Mapping[str, Any]
+    datapoint: Mapping[str, Any]
+    response: Mapping[str, Any]
+
+
+@attrs.frozen
+class EvaluationRequest:
+    """What :meth:`Evaluator.evaluate` is handed: every record it still owes in this run, in
+    response order (a sequence that may be long: build calls lazily through ``submit``)."""
+
+    scorings: Sequence[Scoring]
+
+
+@attrs.frozen
+class EvaluationFailed:
+    """A model-free scoring that could not be computed: written as a ``failed`` record
+    (``error_kind: evaluator``) that ``--continue`` retries."""
+
+    error: str
+
+
+#: Per scoring, in order: scores (written as an ``ok`` record), a failure, or None when the
+#: scoring went to ``submit`` (its record is written when its call finishes).
+EvaluationResult = Scores | EvaluationFailed | None
+
+
+@attrs.frozen
+class EvaluationCall:
+    """The model call that produces one scoring's record; the model is ``scorer.model``.
+
+    Attributes:
+        request: what to send.
+        parse: reply -> scores (values in [0, 1], or score words such as the LLM judge's
+            ``High``/``Medium``/``Low``); raise :class:`coeval.scheduler.OutputParseError` to have the
+            call retried (up to ``generation_retries``, then a ``failed`` record).
+        fields: outcome -> the record's fields after ``evaluator`` (default
+            ``{"scores": ...}``); the LLM judge adds its mode, factor and rationale.
+        meta: context for progress and logs (task, judge, student).
+    """
+
+    request: GenerateRequest
+    parse: Callable[[GenerateResult], Mapping[str, Any]]
+    fields: Callable[[WorkOutcome], dict[str, Any]] | None = None
+    meta: dict[str, Any] = attrs.field(factory=dict)
+
+
+#: ``await submit(scorings, build)``: run ``build(scoring)``'s call for each scoring through
+#: the scheduler and write each record as its call finishes; returns when all are done
+#: (or skipped by quota, budget or cancellation, left for ``--continue``).
+SubmitCalls = Callable[[Sequence[Scoring], Callable[[Scoring], EvaluationCall]], Awaitable[None]]
 
 
 @runtime_checkable
 class Evaluator(Protocol):
-    #: Written as ``judge_model_id`` of its records, e.g. "label" or "metric:bleu" or "gold".
+    """A phase-5 scorer, registered with ``register_evaluators``.
+
+    .. versionchanged:: 0.2
+        ``evaluate`` is async, receives every owed :class:`Scoring` and ``submit`` (the
+        scheduler's); ``scorers`` is new. 0.1 evaluators are adapted by :func:`as_evaluator`.
+
+    Example (a model-free one; see :class:`ModelFreeEvaluator` for the shortcut)::
+
+        class Shouting:
+            name = kind = "shouting"
+
+            def factors(self, task, rubric, datapoint):
+                return ["calm"]
+
+            def scorers(self, task, factors, judges):
+                return [Scorer(self.name, tuple(factors))]
+
+            async def evaluate(self, request, submit):
+                return [{"calm": 0.0 if s.response["response"].isupper() else 1.0}
+                        for s in request.scorings]
+    """
+
+    #: Registry name; a rubric factor routes to it with ``evaluator: NAME``.
     name: str
-    #: Written as ``evaluator``: "label" | "metric" | "gold" | ...
+    #: Written as the record's ``evaluator``: "llm_judge" | "label" | "metric" | "gold" | ...
     kind: str
 
     def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
-        """Rubric factors (or extra score names) this evaluator scores for this datapoint;
-        empty when it does not apply."""
+        """Factors this evaluator scores for this datapoint; empty when it does not apply.
 
-    def evaluate(
+        :param task: the task of the response.
+        :param rubric: the task's rubric (factor -> criterion text or spec mapping).
+        :param datapoint: the phase-3 datapoint the response answers (``{}`` if missing).
+        """
+        ...
+
+    def scorers(self, task: TaskConfig, factors: Sequence[str], judges: Sequence[ModelConfig]) -> list[Scorer]:
+        """The records each response gets for ``factors`` (asked once per distinct factors).
+
+        :param factors: what :meth:`factors` returned (never empty).
+        :param judges: the run's judge models that make calls, in config order.
+        :returns: one :class:`Scorer` per record; a scorer with a ``model`` makes calls.
+        """
+        ...
+
+    async def evaluate(self, request: EvaluationRequest, submit: SubmitCalls) -> list[EvaluationResult]:
+        """Score every owed record.
+
+        :param request: ``request.scorings``: the records still owed under the run's mode
+            (``--continue`` leaves out those already ``ok``), in response order.
+        :param submit: ``await submit(scorings, build)`` runs ``build(scoring)``'s
+            :class:`EvaluationCall` for each through the scheduler and writes each record as
+            its call finishes.
+        :returns: one :data:`EvaluationResult` per scoring, in order: scores, an
+            :class:`EvaluationFailed`, or None for a scoring handed to ``submit``.
+        """
+        ...
+
+
+class ModelFreeEvaluator:
+    """Base of the evaluators that score without a model call (label, metric, gold).
+
+    A subclass sets ``name`` and ``kind`` and implements ``factors`` and ``score``; scoring
+    runs in a worker thread, one call per datapoint with all of its responses (so a metric
+    such as BERTScore batches them), and an exception fails that datapoint's records only.
+    """
+
+    name: str
+    kind: str
+
+    def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
+        raise NotImplementedError
+
+    def score(
         self,
         task: TaskConfig,
         rubric: Mapping[str, Any],
         datapoint: Mapping[str, Any],
         responses: list[Mapping[str, Any]],
     ) -> list[dict[str, float]]:
-        """Scores per response (same order), each ``{factor: value in [0, 1]}``.
-        Batched so metrics such as BERTScore can vectorise."""
+        """Scores per response (same order), each ``{factor: value in [0, 1]}``."""
+        raise NotImplementedError
+
+    def record_fields(self, scoring: Scoring, scores: Mapping[str, float]) -> dict[str, Any]:
+        """Extra fields for an ok record (the metric evaluator names its metrics)."""
+        return {}
+
+    def scorers(self, task: TaskConfig, factors: Sequence[str], judges: Sequence[ModelConfig]) -> list[Scorer]:
+        return [Scorer(self.name, tuple(factors))]
+
+    async def evaluate(self, request: EvaluationRequest, submit: SubmitCalls) -> list[EvaluationResult]:
+        by_datapoint: dict[str, list[int]] = {}
+        for i, scoring in enumerate(request.scorings):
+            by_datapoint.setdefault(str(scoring.response.get("datapoint_id")), []).append(i)
+        out: list[EvaluationResult] = [None] * len(request.scorings)
+        for indexes in by_datapoint.values():
+            first = request.scorings[indexes[0]]
+            responses = [request.scorings[i].response for i in indexes]
+            try:
+                scores: list[EvaluationResult] = list(
+                    await asyncio.to_thread(self.score, first.task, first.rubric, first.datapoint, responses)
+                )
+            except Exception as exc:
+                scores = [EvaluationFailed(f"{type(exc).__name__}: {exc}")] * len(indexes)
+            for i, result in zip(indexes, scores, strict=True):
+                out[i] = result
+        return out
+
+
+class _SyncEvaluator(ModelFreeEvaluator):
+    """A 0.1 evaluator (synchronous ``evaluate(task, rubric, datapoint, responses)``)."""
+
+    def __init__(self, legacy: Any) -> None:
+        self.legacy = legacy
+        self.name = str(legacy.name)
+        self.kind = str(legacy.kind)
+
+    def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
+        # 0.1 evaluators were never asked about a response whose datapoint is missing
+        return list(self.legacy.factors(task, rubric, datapoint)) if datapoint else []
+
+    def score(
+        self,
+        task: TaskConfig,
+        rubric: Mapping[str, Any],
+        datapoint: Mapping[str, Any],
+        responses: list[Mapping[str, Any]],
+    ) -> list[dict[str, float]]:
+        return list(self.legacy.evaluate(task, rubric, datapoint, responses))
+
+
+def as_evaluator(value: Any) -> Evaluator:
+    """The registered object as an :class:`Evaluator`: 0.2 evaluators as they are, 0.1 ones
+    (synchronous ``evaluate``, no ``scorers``) adapted to score without a model call."""
+    if inspect.iscoroutinefunction(getattr(value, "evaluate", None)) and callable(getattr(value, "scorers", None)):
+        return value  # type: ignore[no-any-return]
+    if callable(getattr(value, "evaluate", None)) and callable(getattr(value, "factors", None)):
+        return _SyncEvaluator(value)
+    raise TypeError(
+        f"evaluator {getattr(value, 'name', value)!r} has no evaluate/factors methods; "
+        "see coeval.evaluators.base.Evaluator"
+    )

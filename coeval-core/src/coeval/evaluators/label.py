@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from coeval.config.model import TaskConfig
+from coeval.evaluators.base import ModelFreeEvaluator
 from coeval.labels import normalise_label
 
 __all__ = ["LabelEvaluator", "gold_label", "normalize_label"]
@@ -38,14 +39,14 @@ def gold_label(datapoint: Mapping[str, Any], attribute: str) -> str | None:
     return None
 
 
-class LabelEvaluator:
+class LabelEvaluator(ModelFreeEvaluator):
     name = "label"
     kind = "label"
 
     def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
         return [a for a in task.label_attributes if gold_label(datapoint, a) is not None]
 
-    def evaluate(
+    def score(
         self,
         task: TaskConfig,
         rubric: Mapping[str, Any],

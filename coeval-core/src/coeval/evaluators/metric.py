@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from coeval.config.model import TaskConfig
+from coeval.evaluators.base import ModelFreeEvaluator, Scoring
 
 __all__ = ["MetricEvaluator", "MissingMetricError", "metric_factors"]
 
@@ -30,7 +31,7 @@ def metric_factors(rubric: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-class MetricEvaluator:
+class MetricEvaluator(ModelFreeEvaluator):
     name = "metric"
     kind = "metric"
 
@@ -67,7 +68,7 @@ class MetricEvaluator:
             return []
         return list(metric_factors(rubric))
 
-    def evaluate(
+    def score(
         self,
         task: TaskConfig,
         rubric: Mapping[str, Any],
@@ -85,3 +86,7 @@ class MetricEvaluator:
                     raise ValueError(f"metric {name!r} returned {value}, outside [0, 1]")
                 out[i][factor] = round(value, 6)
         return out
+
+    def record_fields(self, scoring: Scoring, scores: Mapping[str, float]) -> dict[str, Any]:
+        """``metrics``: factor -> the metric that scored it."""
+        return {"metrics": {f: m for f, m in metric_factors(scoring.rubric).items() if f in scores}}

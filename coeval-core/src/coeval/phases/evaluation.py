@@ -1,93 +1,63 @@
-"""Phase 5: judges score every usable response; evaluators score what needs no judge.
+"""Phase 5: every registered evaluator scores every usable response.
 
-For each response that is ``ok`` and non-empty (failed ones are never judged):
+For each response that is ``ok`` and non-empty (failed ones are never scored), each
+evaluator (:class:`coeval.evaluators.base.Evaluator`) says which factors it scores and
+which records it owes (its scorers): the LLM judge (``llm_judge``) one per judge model, in
+``single`` mode (record ``{response_id}__{judge}``) or ``per_factor`` mode (record
+``{response_id}__{judge}__{factor}``); model-free evaluators (``label``, ``metric``,
+``gold``) and plugin evaluators one each (``{response_id}__{evaluator}``). A rubric factor
+goes to the judge unless it names another evaluator (``evaluator:``), a metric or a label
+attribute (:mod:`coeval.evaluators.routing`).
 
-* every judge scores the rubric's *judge factors* (all factors except ``label_attributes``
-  and ``{metric: ...}`` factors): ``single`` mode in one call (record
-  ``{response_id}__{judge}``), ``per_factor`` mode in one call per factor (record
-  ``{response_id}__{judge}__{factor}``). Replies are parsed by :mod:`coeval.judging`; one
-  that cannot be read is retried and then written as ``failed``, never scored.
-* every registered evaluator that applies (``label`` exact match, ``metric``) writes one
-  record ``{response_id}__{evaluator}`` with scores in [0, 1], without a model call.
-
-A ``single`` record counts as done only if it scores every current judge factor, so a
-rubric extended after the fact gets its new factors scored.
+Each evaluator is then handed the records it still owes, all at once; model-free ones run
+first. Those that call a model do so through the scheduler, which writes each record as its
+call finishes. A ``single`` record counts as done only if it scores every current factor, so
+a rubric extended after the fact gets its new factors scored.
 
 Modes: New (nothing may exist yet), Keep (skip the phase when it has evaluations), Extend
-(score what has no ``ok`` record), Model (skip a (task, teacher, judge, student) group that
-already has records: a new student, or a new judge, is scored alone).
+(score what has no ``ok`` record), Model (skip a (task, teacher, scorer, student) group
+that already has records: a new student, or a new judge, is scored alone).
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-import attrs
-
 from coeval.config.model import ModelConfig, TaskConfig
+from coeval.evaluators.base import (
+    EvaluationCall,
+    EvaluationFailed,
+    EvaluationRequest,
+    Evaluator,
+    Scorer,
+    Scoring,
+    as_evaluator,
+)
 from coeval.evaluators.metric import metric_factors
-from coeval.interfaces.base import GenerateRequest
-from coeval.judging import parse_per_factor, parse_rationale, parse_single
+from coeval.evaluators.routing import judge_factors, routed_to
+from coeval.phases._evaluation_records import call_record, model_free_record
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
-from coeval.prompts import render_prompt
-from coeval.prompts.schemas import JUDGE_FACTOR_SCHEMA, judge_single_schema
 from coeval.records import (
     ID_HEAD,
     OK,
     OK_TAIL,
-    call_fields,
     evaluation_id,
     load_phase_records,
     match_every_line,
     record_status,
     scan_lines,
     usable_response,
-    utc_now,
 )
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.run_folder import loads_record
 
 __all__ = ["EvaluationPhase", "judge_factors"]
 
-
-def judge_factors(task: TaskConfig, rubric: Mapping[str, Any]) -> list[str]:
-    """Rubric factors an LLM judge scores (the rest are scored without a call)."""
-    metric = metric_factors(rubric)
-    labels = set(task.label_attributes)
-    return [str(f) for f in rubric if f not in metric and f not in labels]
-
-
-def _criterion(spec: Any) -> str:
-    if isinstance(spec, Mapping):
-        return str(spec.get("description") or spec.get("criterion") or "")
-    return str(spec)
-
-
-def _covers(rec: Mapping[str, Any] | None, factors: list[str]) -> bool:
-    """An ok record whose scores include every factor."""
-    if rec is None or record_status(rec) != OK:
-        return False
-    scores = rec.get("scores")
-    return isinstance(scores, Mapping) and all(f in scores for f in factors)
-
-
-@attrs.frozen
-class _Judgement:
-    task: TaskConfig
-    judge: ModelConfig
-    response: dict[str, Any]
-    datapoint: dict[str, Any]
-    factors: tuple[str, ...]
-    factor: str | None  # per_factor: the one factor; single: None
-    rubric: Mapping[str, Any]
-
-
-class _State:
+class EvaluationState:
     """The phase's inputs, loaded once per survey or run."""
 
     def __init__(self, view: RunView) -> None:
@@ -119,7 +89,7 @@ _OK_EVALUATION = (ID_HEAD, re.compile(rb'"scores": (\{[^}\n]*\})[^\n]*' + OK_TAI
 Brief = tuple[str, "frozenset[str] | None", "str | None"]
 
 
-class _SurveyState(_State):
+class SurveyState(EvaluationState):
     """What a survey needs, small enough for a run of a million evaluations: each response
     as its ids, each evaluation as a shared ``(status, scored factors, error kind)``.
 
@@ -201,8 +171,47 @@ class _SurveyState(_State):
         return True
 
 
-def _evaluators(view: RunView) -> list[Any]:
-    return [entry.value for entry in view.registries.evaluators]
+#: Kept for code (and tests) written against the earlier private name.
+_SurveyState = SurveyState
+
+
+def _covers(rec: Mapping[str, Any] | None, factors: Sequence[str]) -> bool:
+    """An ok record whose scores include every factor."""
+    if rec is None or record_status(rec) != OK:
+        return False
+    scores = rec.get("scores")
+    return isinstance(scores, Mapping) and all(f in scores for f in factors)
+
+
+def _evaluators(view: RunView) -> list[Evaluator]:
+    return [as_evaluator(entry.value) for entry in view.registries.evaluators]
+
+
+class _Plan:
+    """Each evaluator's factors and scorers, asked once per task where the evaluator says its
+    factors do not depend on the datapoint (``factors_per_task``), else once per datapoint."""
+
+    def __init__(self, view: RunView, evaluators: list[Evaluator]) -> None:
+        self.evaluators = evaluators
+        self.judges = view.callable_models("judge")
+        self._factors: dict[tuple[int, str], list[str]] = {}
+        self._scorers: dict[tuple[int, str, tuple[str, ...]], list[Scorer]] = {}
+
+    def scorers(self, index: int, task: TaskConfig, rubric: Mapping[str, Any], dp: Mapping[str, Any]) -> list[Scorer]:
+        ev = self.evaluators[index]
+        if getattr(ev, "factors_per_task", False):
+            factors = self._factors.get((index, task.name))
+            if factors is None:
+                factors = self._factors[(index, task.name)] = ev.factors(task, rubric, dp)
+        else:
+            factors = ev.factors(task, rubric, dp)
+        if not factors:
+            return []
+        key = (index, task.name, tuple(factors))
+        scorers = self._scorers.get(key)
+        if scorers is None:
+            scorers = self._scorers[key] = ev.scorers(task, factors, self.judges)
+        return scorers
 
 
 class EvaluationPhase:
@@ -211,105 +220,61 @@ class EvaluationPhase:
     modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
 
     # ---- what is expected ---------------------------------------------------------------
-    def _expected(self, view: RunView, state: _State) -> Iterator[tuple[Any, ...]]:
-        """Yields (group, record id, factors, response, datapoint, task, judge|evaluator, factor)."""
-        judges = view.callable_models("judge")
-        evaluators = _evaluators(view)
-        factors_of: dict[str, list[str]] = {}  # per task: the rubric does not change per response
+    @staticmethod
+    def _expected(plan: _Plan, state: EvaluationState) -> Iterator[tuple[int, Scoring]]:
+        """(evaluator index, scoring) of every record the config expects."""
         for resp in state.responses:
             task = state.tasks[resp["task_id"]]
             rubric = state.rubric(task)
             if rubric is None:
                 continue
             dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
-            factors = factors_of.get(task.name)
-            if factors is None:
-                factors = factors_of[task.name] = judge_factors(task, rubric)
-            if factors:
-                for judge in judges:
-                    if task.evaluation_mode == "per_factor":
-                        for f in factors:
-                            yield (judge.name, evaluation_id(resp["id"], judge.name, f), [f], resp, dp, task, judge, f)
-                    else:
-                        yield (judge.name, evaluation_id(resp["id"], judge.name), factors, resp, dp, task, judge, None)
-            for ev in evaluators:
-                ev_factors = ev.factors(task, rubric, dp) if dp else []
-                if ev_factors:
-                    yield (ev.name, evaluation_id(resp["id"], ev.name), ev_factors, resp, dp, task, ev, None)
+            for index in range(len(plan.evaluators)):
+                for scorer in plan.scorers(index, task, rubric, dp):
+                    rid = evaluation_id(resp["id"], scorer.name, scorer.factor)
+                    yield index, Scoring(rid, scorer, task, rubric, dp, resp)
 
     def survey(self, view: RunView) -> Survey:
         s = Survey(self.name)
-        state = _SurveyState(view)
+        state = SurveyState(view)
         for task in view.config.tasks:
             if state.rubric(task) is None:
                 s.notes.append(f"{task.name}: no rubric yet (phase 2 incomplete)")
-        # the loop of _expected(), flattened: a finished run of a million evaluations is
-        # surveyed on every --continue, so this runs a million times
-        briefs: Mapping[str, Brief] = state.evaluations  # type: ignore[assignment]
-        judges = [j.name for j in view.callable_models("judge")]
-        evaluators = _evaluators(view)
-        factors_of: dict[str, tuple[str, ...] | None] = {}
-
-        def tally(group: str, rid: str, factors: tuple[str, ...]) -> None:
-            counts = s.groups.get(group) or s.group(group)
-            counts.expected += 1
-            brief = briefs.get(rid)
-            if brief is None:
-                return
-            if brief[0] == OK:
-                if brief[1] is not None and brief[1].issuperset(factors):
-                    counts.ok += 1
-            else:
-                counts.failed += 1
-                s.failures[brief[2] or "error"] += 1
-
+        plan = _Plan(view, _evaluators(view))
         if state.ok_segments is not None:
-            self._tally_finished(s, state, judges, evaluators)
+            self._tally_finished(s, state, plan)
             return s
+        briefs: Mapping[str, Brief] = state.evaluations  # type: ignore[assignment]
         for resp in state.responses:
             task = state.tasks[resp["task_id"]]
-            if task.name not in factors_of:
-                rubric = state.rubric(task)
-                factors_of[task.name] = None if rubric is None else tuple(judge_factors(task, rubric))
-            factors = factors_of[task.name]
-            if factors is None:
+            rubric = state.rubric(task)
+            if rubric is None:
                 continue
+            dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
             rid = resp["id"]
-            if factors:
-                if task.evaluation_mode == "per_factor":
-                    for judge in judges:
-                        for f in factors:
-                            tally(judge, f"{rid}__{judge}__{f}", (f,))
-                else:
-                    for judge in judges:
-                        tally(judge, f"{rid}__{judge}", factors)
-            if evaluators:
-                dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
-                rubric = state.rubric(task) or {}
-                for ev in evaluators:
-                    ev_factors = ev.factors(task, rubric, dp) if dp else []
-                    if ev_factors:
-                        tally(ev.name, f"{rid}__{ev.name}", tuple(ev_factors))
+            for index in range(len(plan.evaluators)):
+                for scorer in plan.scorers(index, task, rubric, dp):
+                    counts = s.groups.get(scorer.name) or s.group(scorer.name)
+                    counts.expected += 1
+                    suffix = f"__{scorer.name}" if scorer.factor is None else f"__{scorer.name}__{scorer.factor}"
+                    brief = briefs.get(rid + suffix)
+                    if brief is None:
+                        continue
+                    if brief[0] == OK:
+                        if brief[1] is not None and brief[1].issuperset(scorer.factors):
+                            counts.ok += 1
+                    else:
+                        counts.failed += 1
+                        s.failures[brief[2] or "error"] += 1
         return s
 
     @staticmethod
-    def _tally_finished(s: Survey, state: _SurveyState, judges: list[str], evaluators: list[Any]) -> None:
+    def _tally_finished(s: Survey, state: SurveyState, plan: _Plan) -> None:
         """The survey of a run whose evaluations are all ok (the usual --continue of a
-        finished run): whole groups of ids at a time, looked up as bytes."""
+        finished run): ids grouped by scorer, looked up as bytes."""
         segments = state.ok_segments
         assert segments is not None
         covers: dict[tuple[bytes | None, tuple[str, ...]], bool] = {}
-
-        def add(group: str, found: list[bytes | None], factors: tuple[str, ...]) -> None:
-            counts = s.groups.get(group) or s.group(group)
-            counts.expected += len(found)
-            for seg, n in Counter(found).items():
-                key = (seg, factors)
-                if key not in covers:
-                    covers[key] = seg is not None and state.segment_factors[seg].issuperset(factors)
-                if covers[key]:
-                    counts.ok += n
-
         by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for resp in state.responses:
             by_task[resp["task_id"]].append(resp)
@@ -318,74 +283,86 @@ class EvaluationPhase:
             rubric = state.rubric(task)
             if rubric is None:
                 continue
-            factors = tuple(judge_factors(task, rubric))
-            ids = [resp["id"].encode() for resp in responses]
-            for judge in judges:
-                if not factors:
-                    break
-                if task.evaluation_mode == "per_factor":
-                    for f in factors:
-                        suffix = f"__{judge}__{f}".encode()
-                        add(judge, [segments.get(i + suffix) for i in ids], (f,))
-                else:
-                    suffix = f"__{judge}".encode()
-                    add(judge, [segments.get(i + suffix) for i in ids], factors)
-            for ev in evaluators:
-                suffix = f"__{ev.name}".encode()
-                for resp, i in zip(responses, ids, strict=True):
-                    dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
-                    ev_factors = ev.factors(task, rubric, dp) if dp else []
-                    if ev_factors:
-                        add(ev.name, [segments.get(i + suffix)], tuple(ev_factors))
+            # responses grouped by their evaluators' scorer lists (one list per task, usually)
+            ids_of: dict[int, tuple[list[Scorer], list[bytes]]] = {}
+            for resp in responses:
+                dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
+                rid = resp["id"].encode()
+                for index in range(len(plan.evaluators)):
+                    scorers = plan.scorers(index, task, rubric, dp)
+                    if scorers:
+                        ids_of.setdefault(id(scorers), (scorers, []))[1].append(rid)
+            pairs = [(scorer, ids) for scorers, ids in ids_of.values() for scorer in scorers]
+            for scorer, ids in pairs:
+                counts = s.groups.get(scorer.name) or s.group(scorer.name)
+                counts.expected += len(ids)
+                tail = f"__{scorer.name}" if scorer.factor is None else f"__{scorer.name}__{scorer.factor}"
+                suffix = tail.encode()
+                for seg, n in Counter([segments.get(i + suffix) for i in ids]).items():
+                    key = (seg, scorer.factors)
+                    if key not in covers:
+                        covers[key] = seg is not None and state.segment_factors[seg].issuperset(scorer.factors)
+                    if covers[key]:
+                        counts.ok += n
 
     # ---- running ------------------------------------------------------------------------
     async def run(self, ctx: PhaseContext) -> None:
-        state = _State(ctx)
-        judge_names = {m.name for m in ctx.config.models}
-        for ev in _evaluators(ctx):
-            if ev.name in judge_names:
-                raise PhaseError(
-                    f"model name {ev.name!r} is also the name of the {ev.kind!r} evaluator, so their records "
-                    "would share ids; rename the model"
-                )
+        state = EvaluationState(ctx)
+        evaluators = _evaluators(ctx)
+        self._check_names(ctx, evaluators)
         self._check_metrics(ctx, state)
+        self._check_routes(ctx, state, evaluators)
         existing = [e for e in state.evaluations.values() if e.get("task_id") in state.tasks]
         if ctx.mode == "Keep" and existing:
             ctx.log.info("phase kept: evaluations exist", phase=self.name)
             return
+        owed = self._owed(ctx, state, evaluators, existing)
+        calls = sum(1 for scorings in owed for s in scorings if s.scorer.model is not None)
+        ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, judge_calls=calls,
+                     evaluator_records=sum(len(scorings) for scorings in owed) - calls)
+        # model-free evaluators first: their records are written in seconds
+        order = sorted(range(len(evaluators)), key=lambda i: any(s.scorer.model is not None for s in owed[i]))
+        for index in order:
+            if owed[index]:
+                await self._evaluate(ctx, evaluators[index], owed[index])
+
+    def _owed(
+        self, ctx: PhaseContext, state: EvaluationState, evaluators: list[Evaluator], existing: list[dict[str, Any]]
+    ) -> list[list[Scoring]]:
+        """Per evaluator, the scorings this mode asks for (in scope, not yet covered)."""
         groups_with_records = {
             (e.get("task_id"), e.get("teacher_model_id"), e.get("judge_model_id"), e.get("student_model_id")
              or _student_of(e, state))
             for e in existing
         }
-        judgements: list[_Judgement] = []
-        by_evaluator: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
-        evaluators = _evaluators(ctx)
-        for group, rid, factors, resp, dp, task, who, factor in self._expected(ctx, state):
-            is_judge = isinstance(who, ModelConfig)
-            if is_judge and not ctx.in_scope(who.name):
+        owed: list[list[Scoring]] = [[] for _ in evaluators]
+        for index, scoring in self._expected(_Plan(ctx, evaluators), state):
+            scorer, resp = scoring.scorer, scoring.response
+            if scorer.model is not None and not ctx.in_scope(scorer.model.name):
                 continue
-            key = (task.name, resp.get("teacher_model_id"), group, resp.get("student_model_id"))
+            key = (scoring.task.name, resp.get("teacher_model_id"), scorer.name, resp.get("student_model_id"))
             if key in groups_with_records:
                 if ctx.mode == "Model":
                     continue
-                if ctx.mode == "New" and is_judge:
-                    raise PhaseRefusedError(mode_refusal(self.name, f"{task.name} x {key[1]} x {group}"))
-            if _covers(state.evaluations.get(rid), factors):
+                if ctx.mode == "New" and scorer.model is not None:
+                    raise PhaseRefusedError(mode_refusal(self.name, f"{key[0]} x {key[1]} x {key[2]}"))
+            if _covers(state.evaluations.get(scoring.record_id), scorer.factors):
                 continue
-            if is_judge:
-                judgements.append(
-                    _Judgement(task, who, resp, dp, tuple(factors), factor, state.rubric(task) or {})
-                )
-            else:
-                by_evaluator[(evaluators.index(who), str(resp.get("datapoint_id")))].append(resp)
-        ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, judge_calls=len(judgements),
-                     evaluator_records=sum(len(v) for v in by_evaluator.values()))
-        await self._run_evaluators(ctx, state, evaluators, by_evaluator)
-        await ctx.submit(self.name, LazyItems(judgements, lambda j: self._item(ctx, j)))  # type: ignore[arg-type]
+            owed[index].append(scoring)
+        return owed
 
     @staticmethod
-    def _check_metrics(ctx: PhaseContext, state: _State) -> None:
+    def _check_names(ctx: PhaseContext, evaluators: list[Evaluator]) -> None:
+        judge_names = {m.name for m in ctx.config.models}
+        for ev in evaluators:
+            if ev.name in judge_names:
+                raise PhaseError(
+                    f"model name {ev.name!r} is also the name of the {ev.kind!r} evaluator, so their records "
+                    "would share ids; rename the model"
+                )
+
+    @staticmethod
+    def _check_metrics(ctx: PhaseContext, state: EvaluationState) -> None:
         """Every metric a rubric names must be registered, before any judge is called."""
         missing: dict[str, list[str]] = {}
         for task in ctx.config.tasks:
@@ -397,120 +374,67 @@ class EvaluationPhase:
             raise PhaseError(f"rubric metrics not installed: {what}. pip install coeval-analysis provides bleu, "
                              "bertscore and exact_match; other metrics come from plugins (register_metrics)")
 
-    async def _run_evaluators(
-        self,
-        ctx: PhaseContext,
-        state: _State,
-        evaluators: list[Any],
-        work: Mapping[tuple[int, str], list[dict[str, Any]]],
-    ) -> None:
-        for (index, dp_id), responses in work.items():
-            ev = evaluators[index]
-            dp = state.datapoints.get(dp_id, {})
-            task = state.tasks[responses[0]["task_id"]]
-            rubric = state.rubric(task) or {}
-            try:
-                scores = await asyncio.to_thread(ev.evaluate, task, rubric, dp, responses)
-                error = None
-            except Exception as exc:
-                scores, error = [{} for _ in responses], f"{type(exc).__name__}: {exc}"
-                ctx.log.warning("evaluator failed", evaluator=ev.name, datapoint=dp_id, error=error)
-            for resp, sc in zip(responses, scores, strict=True):
-                record = self._record_base(resp, ev.name)
-                record.update({"evaluator": ev.kind, "scores": sc, "evaluated_at": utc_now(),
-                               "status": "ok" if error is None else "failed", "attempts": 0,
-                               "usage": {"input_tokens": 0, "output_tokens": 0}, "cost_usd": 0.0})
-                if ev.kind == "metric":
-                    record["metrics"] = {f: m for f, m in metric_factors(rubric).items() if f in sc}
-                if error is not None:
-                    record["error"] = f"evaluator: {error}"
-                    record["error_kind"] = "evaluator"
-                path = ctx.run.evaluations_path(task.name, str(resp.get("teacher_model_id")), ev.name.replace(":", "-"))
-                ctx.writers.write(path, record)
-                if ctx.result is not None:
-                    if error is None:
-                        ctx.result.written += 1
-                    else:
-                        ctx.result.failed += 1
+    @staticmethod
+    def _check_routes(ctx: PhaseContext, state: EvaluationState, evaluators: list[Evaluator]) -> None:
+        """Every evaluator a rubric factor names must be registered, before any call."""
+        names = {ev.name for ev in evaluators}
+        for task in ctx.config.tasks:
+            for factor, spec in (state.rubric(task) or {}).items():
+                wanted = routed_to(spec)
+                if wanted is not None and wanted not in names:
+                    raise PhaseError(f"task {task.name}: rubric factor {factor!r} names evaluator {wanted!r}, which "
+                                     f"no installed plugin registers (known: {', '.join(sorted(names))})")
+
+    async def _evaluate(self, ctx: PhaseContext, ev: Evaluator, scorings: list[Scoring]) -> None:
+        """Hand one evaluator the scorings it owes; write the records it returns."""
+
+        async def submit(batch: Sequence[Scoring], build: Callable[[Scoring], EvaluationCall]) -> None:
+            await ctx.submit(self.name, LazyItems(batch, lambda s: self._item(ctx, ev, s, build(s))))  # type: ignore[arg-type]
+
+        try:
+            results = await ev.evaluate(EvaluationRequest(scorings), submit)
+        except (PhaseError, OSError):  # a full disk is the runner's to report, as in every phase
+            raise
+        except Exception as exc:
+            raise PhaseError(f"evaluator {ev.name!r} failed: {type(exc).__name__}: {exc}") from exc
+        if len(results) != len(scorings):
+            raise PhaseError(f"evaluator {ev.name!r} returned {len(results)} results for {len(scorings)} scorings")
+        logged: set[tuple[str, str]] = set()
+        for scoring, result in zip(scorings, results, strict=True):
+            if result is None:
+                continue
+            dp_id = str(scoring.response.get("datapoint_id"))
+            if isinstance(result, EvaluationFailed) and (dp_id, result.error) not in logged:
+                logged.add((dp_id, result.error))
+                ctx.log.warning("evaluator failed", evaluator=ev.name, datapoint=dp_id, error=result.error)
+            ctx.writers.write(self._path(ctx, scoring), model_free_record(ev, scoring, result))
+            if ctx.result is not None:
+                if isinstance(result, EvaluationFailed):
+                    ctx.result.failed += 1
+                else:
+                    ctx.result.written += 1
 
     @staticmethod
-    def _record_base(resp: Mapping[str, Any], judge: str, factor: str | None = None) -> dict[str, Any]:
-        return {
-            "id": evaluation_id(resp["id"], judge, factor),
-            "response_id": resp["id"],
-            "datapoint_id": resp.get("datapoint_id"),
-            "task_id": resp.get("task_id"),
-            "teacher_model_id": resp.get("teacher_model_id"),
-            "student_model_id": resp.get("student_model_id"),
-            "judge_model_id": judge,
-        }
+    def _path(ctx: PhaseContext, scoring: Scoring) -> Any:
+        teacher = str(scoring.response.get("teacher_model_id"))
+        return ctx.run.evaluations_path(scoring.task.name, teacher, scoring.scorer.file_name)
 
-    def _item(self, ctx: PhaseContext, j: _Judgement) -> WorkItem:
-        task, dp, resp = j.task, j.datapoint, j.response
-        variables: dict[str, Any] = {
-            "task_name": task.name,
-            "task_description": task.description.strip(),
-            "output_description": task.output_description.strip(),
-            "input": resp.get("input") or dp.get("prompt", ""),
-            "response": resp.get("response", ""),
-            "reference": dp.get("reference_response", ""),
-            "target_attributes": dp.get("sampled_target_attributes") or {},
-        }
-        if j.factor is None:
-            variables["rubric"] = "\n".join(f"- {f}: {_criterion(j.rubric.get(f))}" for f in j.factors)
-            template, schema, schema_name = "evaluate_single", judge_single_schema(j.factors), "judge_single"
-            factors = list(j.factors)
-
-            def parse(result: Any) -> Any:
-                return parse_single(result.text, factors)
-        else:
-            variables["factor"] = j.factor
-            variables["criterion"] = _criterion(j.rubric.get(j.factor))
-            template, schema, schema_name = "evaluate_per_factor", JUDGE_FACTOR_SCHEMA, "judge_factor"
-            factor = j.factor
-
-            def parse(result: Any) -> Any:
-                return {factor: parse_per_factor(result.text, factor)}
-
-        prompt = render_prompt(template, variables, prompt_library=task.prompt_library, model_name=j.judge.name)
-        rid = evaluation_id(resp["id"], j.judge.name, j.factor)
-        return WorkItem(
-            key=rid,
-            phase=self.name,
-            model=j.judge,
-            request=GenerateRequest(
-                prompt=prompt,
-                params=j.judge.params_for("judge"),
-                role="judge",
-                json_schema=schema,
-                schema_name=schema_name,
-            ),
-            parse=parse,
-            on_done=self._on_done(ctx, j),
-            meta={"task": task.name, "judge": j.judge.name, "student": resp.get("student_model_id")},
-        )
-
-    def _on_done(self, ctx: PhaseContext, j: _Judgement) -> Callable[[WorkOutcome], None]:
-        path = ctx.run.evaluations_path(j.task.name, str(j.response.get("teacher_model_id")), j.judge.name)
+    def _item(self, ctx: PhaseContext, ev: Evaluator, scoring: Scoring, call: EvaluationCall) -> WorkItem:
+        model = scoring.scorer.model
+        if not isinstance(model, ModelConfig):
+            raise PhaseError(f"evaluator {ev.name!r} submitted scorer {scoring.scorer.name!r}, which names no model")
+        path = self._path(ctx, scoring)
 
         def done(outcome: WorkOutcome) -> None:
             if outcome.status != "skipped":
-                record = self._record_base(j.response, j.judge.name, j.factor)
-                record["evaluator"] = "llm_judge"
-                record["evaluation_mode"] = j.task.evaluation_mode
-                if j.factor is not None:
-                    record["factor"] = j.factor
-                record["scores"] = dict(outcome.value) if outcome.status == "ok" else {}
-                record["rationale"] = parse_rationale(outcome.raw, [j.factor] if j.factor else list(j.factors))
-                record["evaluated_at"] = utc_now()
-                record.update(call_fields(outcome))
-                ctx.writers.write(path, record)
+                ctx.writers.write(path, call_record(ev, scoring, call, outcome))
             ctx.outcome(outcome)
 
-        return done
+        return WorkItem(key=scoring.record_id, phase=self.name, model=model, request=call.request,
+                        parse=call.parse, on_done=done, meta=dict(call.meta))
 
 
-def _student_of(evaluation: Mapping[str, Any], state: _State) -> Any:
+def _student_of(evaluation: Mapping[str, Any], state: EvaluationState) -> Any:
     """Old records have no student_model_id: recover it from the response they score."""
     resp = state.all_responses.get(str(evaluation.get("response_id")))
     return resp.get("student_model_id") if resp else None
