@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from coeval.cli.errors import ERROR_PREFIX
+
 __all__ = ["analyze_command"]
 
 _STAGES = ("load", "scores", "robust ranking", "judge agreement", "teachers and diagnostics", "reports")
@@ -152,7 +154,7 @@ def _analyze(
                 written += list(writer(analysis, out) or [])
             progress.update(task, completed=len(_STAGES))
     except AnalysisInputError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"{ERROR_PREFIX} {exc}", err=True)
         sys.exit(exc.exit_code)
     warning = analysis.summary.get("run_warning")
     if warning:

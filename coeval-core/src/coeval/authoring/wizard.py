@@ -393,13 +393,12 @@ def _call_model(entry: dict[str, Any], prompt: str, keys_file: str | None = None
     from coeval.config.loader import structure_config
     from coeval.credentials import KeyStore
     from coeval.interfaces.base import GenerateRequest
-    from coeval.interfaces.known import providing_distribution
+    from coeval.plugin_status import missing_interface
     from coeval.plugins import registries
 
     regs = registries()
     if entry["interface"] not in regs.interfaces:
-        dist = providing_distribution(entry["interface"]) or "a plugin providing it"
-        raise WizardError(f"interface {entry['interface']} is not installed (pip install {dist})")
+        raise WizardError(missing_interface(entry["interface"]))
     skeleton = {
         "models": [entry],
         "tasks": [{"name": "draft", "description": "draft"}],

@@ -54,11 +54,10 @@ def _chosen_providers(providers: str | None, regs: Any, keystore: Any) -> list[s
         names = [p.strip() for p in providers.split(",") if p.strip()]
         unknown = [n for n in names if n not in regs.interfaces]
         if unknown:
-            from coeval.interfaces.known import providing_distribution
+            from coeval.plugin_status import missing_interface
 
-            dist = {pkg for n in unknown if (pkg := providing_distribution(n))}
-            hint = f"install {', '.join(sorted(dist))}" if dist else f"known: {', '.join(real)}"
-            raise UserError(f"--providers: unknown or not installed: {', '.join(unknown)}", hint=hint)
+            reasons = "; ".join(missing_interface(n) for n in unknown)
+            raise UserError(f"--providers: {reasons}", hint=f"available here: {', '.join(real) or 'none'}")
         return names
     names = [n for n in real if _configured(n, keystore)]
     if not names:
