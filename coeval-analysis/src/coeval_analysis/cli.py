@@ -222,8 +222,9 @@ def _progress(quiet: bool) -> Any:
 def _print_ranking(summary: dict[str, Any]) -> None:
     """The headline ranking with rank ranges (tied students share one), the plain mean
     beside it, then the warnings."""
-    from rich.console import Console
     from rich.table import Table
+
+    from coeval.console import output_console
 
     def f(x: float | None) -> str:
         return "—" if x is None else f"{x:.3f}"
@@ -245,17 +246,17 @@ def _print_ranking(summary: dict[str, Any]) -> None:
             f"{missing}/{s.get('n_answers', 0)}" if missing else "",
         )
     if any(s["robust_score"] is not None for s in students.values()):
-        Console().print(table)
+        output_console().print(table)
         click.echo(
             "robust: conflict-aware headline (a judge's scores of its own family left out); "
             "mean: every judgment counts equally; '4-5': not told apart at this level."
         )
     elif any(s["score"] is not None for s in students.values()):
-        Console().print(table)
+        output_console().print(table)
         click.echo("mean: every judgment counts equally; no conflict-aware score (see the warning below).")
     else:
         if students:
-            Console().print(table)
+            output_console().print(table)
         click.echo(
             "No usable score in this run: every record failed or could not be used (see data quality)."
         )

@@ -51,14 +51,15 @@ def _names(values: Iterable[str]) -> list[str]:
 
 
 def _print_list(adapters: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from coeval.console import output_console
 
     table = Table("name", "hub dataset", "split", "gold metric", "shipped by", title="Benchmarks")
     for name, adapter in sorted(adapters.items()):
         shipped = ", ".join(f"{p.distribution} ({split})" for split, p in adapter.packaged.items()) or "-"
         table.add_row(name, adapter.hub_id, adapter.default_split, adapter.gold_metric, shipped)
-    Console().print(table)
+    output_console().print(table)
 
 
 @click.command(

@@ -10,6 +10,7 @@ import click
 
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import info
+from coeval.console import output_console
 from coeval.storage.listing import storage_folder_hint
 
 if TYPE_CHECKING:
@@ -66,10 +67,9 @@ def open_run_folder(run_path: str) -> RunFolder:
 
 
 def _print(report: RepairReport) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(soft_wrap=True)
+    console = output_console(soft_wrap=True)
     verb = "would fix" if report.dry_run else "fixed"
     totals = report.totals()
     if not report.changed:

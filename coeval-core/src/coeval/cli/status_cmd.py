@@ -12,6 +12,7 @@ import click
 from coeval.cli.call_figures import call_figures, figures_table
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
+from coeval.console import output_console
 from coeval.quality import rejections
 
 __all__ = ["collect_status", "command"]
@@ -258,10 +259,9 @@ def _fetch(run: Any, keys: str | None) -> None:
 
 
 def _print(status: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(soft_wrap=True)
+    console = output_console(soft_wrap=True)
     console.print(f"[bold]{status['experiment_id'] or '?'}[/bold]  {status['run']}  status: {status['status']}"
                   + (f"  (forked from {status['forked_from']})" if status.get("forked_from") else ""))
     table = Table(title="phases")
