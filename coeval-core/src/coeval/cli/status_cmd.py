@@ -11,6 +11,7 @@ import click
 
 from coeval.cli.call_figures import call_figures, figures_table
 from coeval.cli.errors import UserError, user_errors
+from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.console import output_console
 from coeval.quality import rejections
@@ -147,6 +148,9 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
             if entry["files"]["bad_lines"] or entry["files"]["duplicate_ids"]:
                 notes.append(f"{phase.name}: unreadable lines or duplicate ids; `coeval repair` cleans them")
         phases.append(entry)
+    run_status, gap_note = survey_verdict(run_status, phases)
+    if gap_note:
+        notes.append(gap_note)
 
     calls = meta.get("calls") or {}
     spend = meta.get("spend_usd") or {}
