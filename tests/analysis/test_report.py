@@ -231,3 +231,19 @@ def test_teacher_and_bias_sections_explain_their_columns(report: Path) -> None:
     bias = page.split('id="bias"')[1].split("<section")[0].split("<table")[0]
     assert "—" in bias and "no unrelated" in bias  # why a bias can be missing
     assert "within" in bias.lower()  # the within-datapoint correlation is explained
+
+
+def test_the_kappa_matrix_scale_spans_the_pairs_not_the_diagonal() -> None:
+    from coeval_analysis.reports.html import _matrix_figure
+
+    pairs = [
+        {"a": "j1", "b": "j2", "kappa": 0.3},
+        {"a": "j1", "b": "j3", "kappa": -0.12},
+        {"a": "j2", "b": "j3", "kappa": None},
+    ]
+    trace = _matrix_figure(["j1", "j2", "j3"], pairs, "kappa", "κ")["data"][0]
+    assert trace["z"] == [[None, 0.3, -0.12], [0.3, None, None], [-0.12, None, None]]
+    assert trace["text"] == [["—", "0.30", "-0.12"], ["0.30", "—", ""], ["-0.12", "", "—"]]
+    assert (trace["zmin"], trace["zmax"]) == (-0.3, 0.3)
+    faint = _matrix_figure(["j1", "j2"], [{"a": "j1", "b": "j2", "kappa": 0.02}], "kappa", "κ")["data"][0]
+    assert (faint["zmin"], faint["zmax"]) == (-0.1, 0.1)

@@ -206,16 +206,25 @@ def _bar(
     }
 
 
+#: the colour scale of an agreement matrix spans at least -0.1..0.1, so near-zero values stay pale
+_MIN_MATRIX_SCALE = 0.1
+
+
 def _matrix_figure(judges: list[str], pairs: list[dict[str, Any]], key: str, title: str) -> dict[str, Any]:
+    """A judge-by-judge agreement matrix. The diagonal (a judge with itself, always 1) is
+    left blank and out of the colour scale: the scale spans the pairs' own values,
+    symmetric around 0, so their differences show instead of all looking pale beside 1."""
     idx = {j: i for i, j in enumerate(judges)}
-    z: list[list[float | None]] = [
-        [1.0 if i == k else None for k in range(len(judges))] for i in range(len(judges))
-    ]
+    z: list[list[float | None]] = [[None] * len(judges) for _ in judges]
     for p in pairs:
         v = p.get(key)
         a, b = idx[p["a"]], idx[p["b"]]
         z[a][b] = z[b][a] = None if v is None else round(float(v), 4)
-    text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
+    off_diagonal = [abs(v) for row in z for v in row if v is not None]
+    top = min(1.0, max([_MIN_MATRIX_SCALE, *off_diagonal]))
+    text = [
+        ["—" if i == k else "" if v is None else f"{v:.2f}" for k, v in enumerate(row)] for i, row in enumerate(z)
+    ]
     return {
         "data": [
             {
@@ -226,8 +235,8 @@ def _matrix_figure(judges: list[str], pairs: list[dict[str, Any]], key: str, tit
                 "text": text,
                 "texttemplate": "%{text}",
                 "colorscale": "RdBu",
-                "zmin": -1,
-                "zmax": 1,
+                "zmin": -top,
+                "zmax": top,
                 "reversescale": False,
             }
         ],
