@@ -25,6 +25,7 @@ from coeval_analysis.reports.blocks import Figure, KeyFigures, Section, Table, T
 from coeval_analysis.reports.blocks import cell as _cell
 from coeval_analysis.reports.blocks import fmt as _fmt
 from coeval_analysis.reports.item_quality import item_quality_section
+from coeval_analysis.reports.quality_labels import quality_rows
 from coeval_analysis.reports.summary import to_jsonable
 from coeval_analysis.reports.viewer_links import viewer_section
 
@@ -807,17 +808,7 @@ def _references_section(p: PageContext) -> Section | None:
 
 
 def _quality_section(p: PageContext) -> Section | None:
-    q = p.summary["data_quality"]
-    qrows = [{"what": k, "count": v} for k, v in q.items() if not isinstance(v, dict)]
-    for phase in ("datapoints", "responses"):
-        for k, v in q[phase].items():
-            qrows.append({"what": f"{phase}: {k}", "count": v})
-    for k, v in q.get("missing_factors", {}).items():
-        qrows.append({"what": f"missing factor: {k}", "count": v})
-    for k, v in q.get("unknown_factors", {}).items():
-        qrows.append({"what": f"unknown factor: {k}", "count": v})
-    for k, v in q.get("invalid_values", {}).items():
-        qrows.append({"what": f"invalid value: {k}", "count": v})
+    qrows = quality_rows(p.summary["data_quality"])
     return (
         Section(
             "quality",
