@@ -619,15 +619,35 @@ def _teachers_section(p: PageContext) -> Section | None:
     )
 
 
+_BIAS_CHECKS = {
+    "judge_is_student": "judge scores itself",
+    "same_family": "judge scores its family",
+    "teacher_is_student": "student on its own datapoints",
+}
+
+
+def _not_measured(unmeasured: dict[str, dict[str, int]]) -> Text | None:
+    """Models that play two roles but have nothing to be compared with (every judge of
+    their answers is of their family): named, rather than shown as rows of zeros."""
+    parts = [
+        f"{html.escape(_BIAS_CHECKS.get(check, check))}: "
+        + ", ".join(f"{html.escape(m)} ({n} without a reference)" for m, n in models.items())
+        for check, models in unmeasured.items()
+        if models
+    ]
+    if not parts:
+        return None
+    return Text(Markup(
+        "<p>Not measured, for want of a judge of another family to compare with (or, for "
+        f"teachers, of other students' leads): {'; '.join(parts)}.</p>"
+    ))
+
+
 def _bias_section(p: PageContext) -> Section | None:
     s, t, fig = p.summary, p.tables, p.fig
     sp = s["self_preference"]
     brows2 = []
-    for kind, label in (
-        ("judge_is_student", "judge scores itself"),
-        ("same_family", "judge scores its family"),
-        ("teacher_is_student", "student on its own datapoints"),
-    ):
+    for kind, label in _BIAS_CHECKS.items():
         for model_name, v in sp.get(kind, {}).items():
             brows2.append({"check": label, "model": model_name, **v})
     vb = s["verbosity"]
@@ -648,7 +668,8 @@ def _bias_section(p: PageContext) -> Section | None:
             brows2,
         )
         if brows2
-        else Text(Markup("<p>No model plays two roles.</p>")),
+        else Text(Markup("<p>No self-preference to measure.</p>")),
+        _not_measured(sp.get("not_measured") or {}),
         Table(
             [
                 ("judge", "judge"),
