@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -94,3 +97,37 @@ def test_a_run_error_uses_the_same_prefix(work: Path, capfd: pytest.CaptureFixtu
     assert "needs coeval-providers, which is installed but disabled (COEVAL_DISABLE_PLUGINS names 'providers')" in err
     assert "not installed" not in err
     assert [line for line in err.splitlines() if "rror" in line][0].startswith("error: model ")
+
+
+def coeval_subprocess(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A fresh process: plugin commands are registered once per process."""
+    return subprocess.run(
+        [sys.executable, "-m", "coeval", *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_disabled_plugins_command_says_disabled_and_names_the_variable(work: Path) -> None:
+    result = coeval_subprocess(["analyze", "--run", "runs/x"], {"COEVAL_DISABLE_PLUGINS": "analysis"})
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "error: command 'analyze' needs coeval-analysis, which is installed but disabled "
+        "(COEVAL_DISABLE_PLUGINS names 'analysis')"
+    )
+
+
+def test_a_missing_plugin_command_gives_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from coeval import plugin_status
+
+    monkeypatch.setattr(plugin_status, "_installed", lambda distribution: False)
+    monkeypatch.setenv("COEVAL_DISABLE_PLUGINS", "analysis")
+    assert plugin_status.unavailable_reason("coeval-analysis") == (
+        "which is not installed: pip install coeval-analysis"
+    )
+    assert plugin_status.missing_interface("openai") == (
+        "interface 'openai' needs coeval-providers, which is not installed: pip install coeval-providers"
+    )
+    monkeypatch.delenv("COEVAL_DISABLE_PLUGINS")
+    monkeypatch.setattr(plugin_status, "_installed", lambda distribution: True)
+    assert plugin_status.unavailable_reason("coeval-analysis") == (
+        "which is not installed: pip install coeval-analysis"  # installed, not disabled, yet absent: reinstall
+    )
