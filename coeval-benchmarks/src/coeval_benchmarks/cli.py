@@ -140,6 +140,7 @@ def ingest_command(
     if split and len(names) > 1:
         click.echo(f"note: --split {split} applies to every benchmark named", err=True)
 
+    from coeval.cli.verbosity import current_verbosity
     from coeval.storage import RunFolder
     from rich.console import Console
     from rich.progress import track
@@ -152,7 +153,7 @@ def ingest_command(
 
     def progress(items: Iterable[Any], total: int) -> Iterable[Any]:
         return track(items, total=total, description="writing datapoints", console=console,
-                     transient=True, disable=total < 500)
+                     transient=True, disable=total < 500 or current_verbosity() < 0)  # -q: no bar
 
     wrote_any = False
     for name in names:
