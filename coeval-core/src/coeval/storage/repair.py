@@ -265,7 +265,8 @@ def _rehearse(run: RunFolder, config: Any, registries: Any) -> list[str]:
     """The phases a real repair of ``run`` would reopen, found by repairing a scratch copy."""
     with tempfile.TemporaryDirectory(prefix="coeval-repair-") as scratch:
         copy = Path(scratch) / run.root.name
-        shutil.copytree(run.root, copy, ignore=shutil.ignore_patterns(".run.lock", "*.lock"))
+        # the records, meta.json and config.yaml; not the lock, the log or analysis output
+        shutil.copytree(run.root, copy, ignore=shutil.ignore_patterns("*.lock", "*.log", "analysis"))
         return repair_run(RunFolder(copy), config=config, registries=registries).phases_reopened
 
 
