@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from coeval.cli.errors import ERROR_PREFIX
+from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 
 __all__ = ["analyze_command"]
 
@@ -81,8 +82,7 @@ def _run_folder(run_path: Path | None, config_path: str | None) -> Path:
     help="Leave judges whose replies are mostly degenerate (one level for every factor without a "
     "reason, or the prompt's example copied) out of the ranking; see docs/item-quality.md.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="No progress display and no ranking printout.")
-@click.option("-v", "--verbose", is_flag=True, help="Show debug and info events on stderr.")
+@verbosity_options
 def analyze_command(quiet: bool, verbose: bool, **options: Any) -> None:
     """Analyse a run: student ranking with bootstrap intervals and a conflict-aware robust
     ranking (a judge's scores of its own family left out; judges and datapoints weighted),
@@ -94,8 +94,6 @@ def analyze_command(quiet: bool, verbose: bool, **options: Any) -> None:
 
     Example: coeval analyze --run eval_runs/demo-v1 --out reports/demo
     """
-    from coeval.cli.verbosity import command_logging, verbosity
-
     with command_logging(verbosity(quiet, verbose)):
         _analyze(quiet=quiet, **options)
 
