@@ -18,8 +18,6 @@ from typing import Any, TypeVar
 
 import click
 
-from coeval.logging import run_logging
-
 __all__ = [
     "QUIET",
     "VERBOSE",
@@ -76,6 +74,8 @@ def command_logging(level: int) -> Iterator[None]:
     if level == 0:
         yield
         return
+    from coeval.logging import run_logging  # here: structlog would slow down `coeval --help`
+
     with run_logging(None, level="DEBUG" if level > 0 else "ERROR"):
         yield
 
