@@ -113,3 +113,19 @@ def test_list_warns_about_a_file_other_users_can_read(work: Path) -> None:
     ]
     none = CliRunner().invoke(cli, ["keys", "list", "--keys", str(work / "other.yaml")])
     assert none.exit_code == 2 and "error: key file" in none.output
+
+
+def test_a_key_file_path_that_cannot_be_written_is_a_clean_error(work: Path) -> None:
+    folder = work / "a-folder"
+    folder.mkdir()
+    result = CliRunner().invoke(cli, ["keys", "set", "openai", "--keys", str(folder)], input=SECRET)
+    assert result.exit_code == 2
+    assert result.output.splitlines()[0] == f"error: {folder}: not a file; nothing written"
+    blocker = work / "a-file"
+    blocker.write_text("")
+    target = blocker / "keys.yaml"  # its folder is a file: no one can create it, root included
+    result = CliRunner().invoke(cli, ["keys", "set", "openai", "--keys", str(target)], input=SECRET)
+    assert result.exit_code == 2
+    assert result.output.splitlines()[0].startswith(f"error: {target}: cannot be written (")
+    assert result.output.splitlines()[0].endswith("); nothing written")
+    assert SECRET not in result.output and "Traceback" not in result.output

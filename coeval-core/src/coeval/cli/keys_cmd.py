@@ -72,8 +72,14 @@ def set_command(provider: str, keys_path: str | None, field: str) -> None:
     except UnknownProviderError as exc:
         raise UserError(str(exc), hint=f"providers: {', '.join(exc.known)}") from None
     path = default_keys_file(keys_path)
+    if path.exists() and not path.is_file():
+        raise UserError(f"{path}: not a file; nothing written", hint="pass --keys with a file path")
     was_loose = loose_permissions(path)
-    set_key(path, provider, _read_value(provider), field)
+    value = _read_value(provider)
+    try:
+        set_key(path, provider, value, field)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be written ({exc.strerror or type(exc).__name__}); nothing written") from None
     if was_loose:
         click.secho(f"warning: {path} was readable by other users; it is now mode 600", fg="yellow", err=True)
     info(f"saved the {provider} {'key' if field == 'api_key' else field} to {path} (mode 600)")
