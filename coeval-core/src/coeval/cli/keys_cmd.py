@@ -74,6 +74,9 @@ def set_command(provider: str, keys_path: str | None, field: str) -> None:
     path = default_keys_file(keys_path)
     if path.exists() and not path.is_file():
         raise UserError(f"{path}: not a file; nothing written", hint="pass --keys with a file path")
+    blocking = next((p for p in path.parents if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        raise UserError(f"{path}: {blocking} is a file, not a folder; nothing written")
     was_loose = loose_permissions(path)
     value = _read_value(provider)
     try:
