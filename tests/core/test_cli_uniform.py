@@ -70,7 +70,7 @@ def test_quiet_leaves_out_informational_lines(work: Path) -> None:
         (["run", "--no-such-option"], "error: No such option '--no-such-option'."),
         (["no-such-command"], "error: No such command 'no-such-command'."),
         (["status"], "error: no run given"),
-        (["run", "--keys", "missing.yaml", "coeval.yaml"], "error: key file missing.yaml: key file not found"),
+        (["run", "--keys", "missing.yaml", "coeval.yaml"], "error: key file missing.yaml: not found"),
     ],
 )
 def test_every_error_line_starts_with_one_prefix(work: Path, args: list[str], message: str) -> None:

@@ -75,7 +75,7 @@ def report_user_error(exc: BaseException) -> int | None:
         echo_issues(exc.issues)
         return EXIT_USAGE
     if isinstance(exc, KeyFileError):
-        click.secho(f"{ERROR_PREFIX} key file {redact(str(exc))}", fg="red", err=True)
+        click.secho(f"{ERROR_PREFIX} {redact(str(exc))}", fg="red", err=True)
         click.echo(
             "    fix: the key file holds `providers:` with one entry per provider (see docs/configuration.md)",
             err=True,
