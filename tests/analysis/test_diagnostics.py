@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
+from coeval.cli.main import cli
 from coeval_analysis import analyze, load_run
 from coeval_analysis.analysis import AnalysisOptions
 from coeval_analysis.stats.diagnostics import model_family
@@ -94,3 +96,40 @@ def test_coverage_reports_values_never_drawn(make_run, tmp_path) -> None:
 )
 def test_model_family(name: str, family: str) -> None:
     assert model_family(name) == family
+
+
+def test_a_judge_of_its_own_answers_without_a_reference_is_not_measured_not_zero(make_run) -> None:
+    # both judges are students of one family: nobody unrelated scored their answers
+    run = make_run(
+        students={"gpt-a": 0.7, "gpt-b": 0.5, "llama-1": 0.4},
+        judges={"gpt-a": 0.1, "gpt-b": 0.1},
+        random_judges=(),
+        teachers=("t-1",),
+        datapoints_per_teacher=10,
+        families={"gpt-a": "gpt", "gpt-b": "gpt"},
+        seed=1,
+    )
+    data = load_run(run)
+    r = data.records
+    own = {j: int(((r.judge == j) & (r.student == j) & ~r.failed).sum()) for j in ("gpt-a", "gpt-b")}
+    assert own["gpt-a"] > 0 and own["gpt-b"] > 0  # they did score their own answers
+    sp = analyze(data, AnalysisOptions(n_boot=0)).summary["self_preference"]
+    assert sp["judge_is_student"] == {} and sp["same_family"] == {}  # no row of zeros
+    kin = {j: int(((r.judge == j) & (r.student == other) & ~r.failed).sum())
+           for j, other in (("gpt-a", "gpt-b"), ("gpt-b", "gpt-a"))}
+    assert sp["not_measured"] == {
+        "judge_is_student": own,
+        "same_family": kin,
+        "teacher_is_student": {},
+    }
+    out = run.parent / "analysis"
+    result = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--out", str(out), "-q", "--bootstrap", "0"])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text(encoding="utf-8")
+    bias = page[page.index('id="bias"'):]
+    bias = bias[: bias.index("</section>")]
+    assert "No self-preference to measure." in bias
+    assert (
+        f"judge scores itself: gpt-a ({own['gpt-a']} without a reference), gpt-b ({own['gpt-b']} without a reference)"
+        in bias
+    )

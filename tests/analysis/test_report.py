@@ -231,3 +231,40 @@ def test_teacher_and_bias_sections_explain_their_columns(report: Path) -> None:
     bias = page.split('id="bias"')[1].split("<section")[0].split("<table")[0]
     assert "—" in bias and "no unrelated" in bias  # why a bias can be missing
     assert "within" in bias.lower()  # the within-datapoint correlation is explained
+
+
+def test_the_kappa_matrix_scale_spans_the_pairs_not_the_diagonal() -> None:
+    from coeval_analysis.reports.html import _matrix_figure
+
+    pairs = [
+        {"a": "j1", "b": "j2", "kappa": 0.3},
+        {"a": "j1", "b": "j3", "kappa": -0.12},
+        {"a": "j2", "b": "j3", "kappa": None},
+    ]
+    trace = _matrix_figure(["j1", "j2", "j3"], pairs, "kappa", "κ")["data"][0]
+    assert trace["z"] == [[None, 0.3, -0.12], [0.3, None, None], [-0.12, None, None]]
+    assert trace["text"] == [["—", "0.30", "-0.12"], ["0.30", "—", ""], ["-0.12", "", "—"]]
+    assert (trace["zmin"], trace["zmax"]) == (-0.3, 0.3)
+    faint = _matrix_figure(["j1", "j2"], [{"a": "j1", "b": "j2", "kappa": 0.02}], "kappa", "κ")["data"][0]
+    assert (faint["zmin"], faint["zmax"]) == (-0.1, 0.1)
+
+
+def test_the_data_quality_table_speaks_in_words(report: Path) -> None:
+    from coeval_analysis.data import DataQuality
+    from coeval_analysis.reports.quality_labels import DATA_QUALITY_LABELS, PHASE_LABELS, quality_rows
+
+    fields = DataQuality().as_dict()
+    plain = {k for k, v in fields.items() if not isinstance(v, dict)}
+    assert plain == set(DATA_QUALITY_LABELS)  # every count has a label
+    assert set(fields["datapoints"]) == set(fields["responses"]) == set(PHASE_LABELS)
+    rows = quality_rows({**fields, "n_superseded_failures": 3, "missing_factors": {"clarity": 2}})
+    assert rows[3] == {"what": "of those, failed attempts that a later record redid", "count": 3}
+    assert rows[-1] == {"what": "missing rubric factor: clarity", "count": 2}
+    assert {"what": "answers (phase 4): failed records", "count": 0} in rows
+    assert not [r for r in rows if r["what"].startswith("n_") or "_" in r["what"].split(":")[0]]
+
+    page = report.read_text(encoding="utf-8")
+    section = page[page.index('id="quality"'):]
+    section = section[: section.index("</section>")]
+    assert "failed judge records (judge failures, never scored as Low)" in section
+    assert "n_superseded_failures" not in section and "n_failed" not in section

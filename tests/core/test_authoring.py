@@ -63,6 +63,11 @@ def test_generate_freezes_teacher_output_and_the_result_needs_no_teacher(work: P
     assert explain["rubric"] == json.loads((scratch / "phase2_rubric" / "explain.rubric.json").read_text())
     assert isinstance(explain["nuanced_attributes"], dict) and explain["nuanced_attributes"]
     assert fixed["rubric"] == {"correct": "The capital is right."}  # untouched
+    # block style, as a person writes it: one rubric factor a line, no `{...}` mapping
+    assert "  rubric:\n    correct: The capital is right.\n" in text
+    assert not [line for line in text.splitlines() if ": {" in line or line.rstrip().endswith("}")]
+    factor = next(iter(explain["rubric"]))
+    assert text.split("  rubric:\n", 1)[1].startswith(f"    {factor}: {explain['rubric'][factor]}\n")
     assert raw["experiment"]["phases"] == {"attribute_mapping": "Keep", "rubric_mapping": "Keep"}
     assert not (scratch / "phase3_datapoints").exists(), "generate must stop after phase 2"
 

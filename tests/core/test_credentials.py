@@ -77,5 +77,5 @@ def test_malformed_key_files_name_the_file_and_the_problem(tmp_path, text, fragm
 
 
 def test_missing_explicit_key_file_is_an_error(tmp_path):
-    with pytest.raises(KeyFileError, match="key file not found"):
+    with pytest.raises(KeyFileError, match=r"^key file .*: not found$"):
         KeyStore.load(tmp_path / "nope.yaml")

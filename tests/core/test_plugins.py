@@ -162,7 +162,7 @@ def test_two_plugins_registering_one_name_is_a_one_line_error(clashing_plugin, a
     )
     assert out.returncode == 2, out.stderr
     assert out.stderr.strip().splitlines() == [
-        "plugin conflict: interface 'mock' registered twice: by plugin 'core' and by plugin 'clash' "
+        "error: plugin conflict: interface 'mock' registered twice: by plugin 'core' and by plugin 'clash' "
         "(uninstall one, or set COEVAL_DISABLE_PLUGINS=clash)"
     ]
     assert "Traceback" not in out.stderr

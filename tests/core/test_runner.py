@@ -157,7 +157,10 @@ def test_an_interface_whose_distribution_is_missing_fails_before_any_call(tmp_pa
         monkeypatch.delenv("COEVAL_DISABLE_PLUGINS")
         reset_plugins()
     assert result.exit_code == 2
-    assert "pip install coeval-providers" in result.message
+    assert result.message == (
+        "model 'gpt': interface 'openai' needs coeval-providers, "
+        "which is installed but disabled (COEVAL_DISABLE_PLUGINS names 'providers')"
+    )
     assert not folder(cfg).root.exists()  # nothing written, so a fixed config can start fresh
 
 

@@ -201,3 +201,21 @@ def test_a_running_phase_shows_in_progress_before_its_first_record(tmp_path):
     with RunLock(rf.root, shared=True):
         states = {p["phase"]: p["state"] for p in collect_status(rf.root)["phases"]}
     assert states["evaluation"] == "in progress"
+
+
+def test_a_run_recorded_completed_with_gaps_in_its_table_is_reported_incomplete(tmp_path):
+    _, rf = finished_run(tmp_path)
+    ev = sorted(rf.jsonl_files("evaluation"))[0]
+    ev.write_text("".join(ev.read_text().splitlines(keepends=True)[1:]))  # one judgment gone
+    assert meta(rf)["status"] == "completed"
+    status = collect_status(rf.root)
+    assert status["status"] == "incomplete"
+    assert [p["state"] for p in status["phases"]][-1] == "incomplete"
+    assert status["notes"][-1] == (
+        "recorded as completed, but these phases have gaps: evaluation (1 missing). "
+        "`coeval run --config <your config> --continue` fills them"
+    )
+    quiet = CliRunner().invoke(cli, ["status", "--run", str(rf.root), "-q"])
+    assert quiet.output == f"{rf.root}: incomplete\n"
+    text = CliRunner().invoke(cli, ["status", "--run", str(rf.root)])
+    assert "status: incomplete" in text.output and "status: completed" not in text.output

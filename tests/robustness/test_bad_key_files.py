@@ -1,4 +1,4 @@
-"""Broken key files: a clear ``key file error`` and exit 2, never a traceback or a key."""
+"""Broken key files: a clear ``error: key file ...`` and exit 2, never a traceback or a key."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from ._support import assert_clean_failure, base_config, invoke, no_traceback, w
 SECRET = "sk-robust-0123456789abcdef"
 
 KEY_FILES: list[tuple[str, bytes | None, tuple[str, ...]]] = [
-    ("not-yaml", b"providers: [openai: \n", ("key file error", "not valid YAML")),
-    ("not-utf8", b"providers:\n  openai: \xff\xfe\n", ("key file error", "UTF-8")),
-    ("a-list", b"- openai\n- anthropic\n", ("key file error", "mapping")),
-    ("providers-a-list", b"providers: [openai, anthropic]\n", ("key file error", "'providers' must be a mapping")),
-    ("providers-null", b"providers:\n", ("key file error", "'providers' must be a mapping")),
-    ("entry-a-number", b"providers:\n  openai: 12345\n", ("key file error", "providers.openai")),
-    ("entry-a-list", f"providers:\n  openai: [{SECRET}]\n".encode(), ("key file error", "providers.openai")),
-    ("deeply-nested", b"providers: " + b"[" * 5000 + b"]" * 5000 + b"\n", ("key file error",)),
-    ("a-scalar", f"{SECRET}\n".encode(), ("key file error", "mapping")),
+    ("not-yaml", b"providers: [openai: \n", ("error: key file", "not valid YAML")),
+    ("not-utf8", b"providers:\n  openai: \xff\xfe\n", ("error: key file", "UTF-8")),
+    ("a-list", b"- openai\n- anthropic\n", ("error: key file", "mapping")),
+    ("providers-a-list", b"providers: [openai, anthropic]\n", ("error: key file", "'providers' must be a mapping")),
+    ("providers-null", b"providers:\n", ("error: key file", "'providers' must be a mapping")),
+    ("entry-a-number", b"providers:\n  openai: 12345\n", ("error: key file", "providers.openai")),
+    ("entry-a-list", f"providers:\n  openai: [{SECRET}]\n".encode(), ("error: key file", "providers.openai")),
+    ("deeply-nested", b"providers: " + b"[" * 5000 + b"]" * 5000 + b"\n", ("error: key file",)),
+    ("a-scalar", f"{SECRET}\n".encode(), ("error: key file", "mapping")),
 ]
 
 

@@ -10,6 +10,9 @@ from typing import Any
 
 import click
 
+from coeval.cli.errors import ERROR_PREFIX
+from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
+
 __all__ = ["analyze_command"]
 
 _STAGES = ("load", "scores", "robust ranking", "judge agreement", "teachers and diagnostics", "reports")
@@ -79,8 +82,7 @@ def _run_folder(run_path: Path | None, config_path: str | None) -> Path:
     help="Leave judges whose replies are mostly degenerate (one level for every factor without a "
     "reason, or the prompt's example copied) out of the ranking; see docs/item-quality.md.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="No progress display and no ranking printout.")
-@click.option("-v", "--verbose", is_flag=True, help="Show debug and info events on stderr.")
+@verbosity_options
 def analyze_command(quiet: bool, verbose: bool, **options: Any) -> None:
     """Analyse a run: student ranking with bootstrap intervals and a conflict-aware robust
     ranking (a judge's scores of its own family left out; judges and datapoints weighted),
@@ -92,8 +94,6 @@ def analyze_command(quiet: bool, verbose: bool, **options: Any) -> None:
 
     Example: coeval analyze --run eval_runs/demo-v1 --out reports/demo
     """
-    from coeval.cli.verbosity import command_logging, verbosity
-
     with command_logging(verbosity(quiet, verbose)):
         _analyze(quiet=quiet, **options)
 
@@ -152,7 +152,7 @@ def _analyze(
                 written += list(writer(analysis, out) or [])
             progress.update(task, completed=len(_STAGES))
     except AnalysisInputError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"{ERROR_PREFIX} {exc}", err=True)
         sys.exit(exc.exit_code)
     warning = analysis.summary.get("run_warning")
     if warning:
@@ -220,8 +220,9 @@ def _progress(quiet: bool) -> Any:
 def _print_ranking(summary: dict[str, Any]) -> None:
     """The headline ranking with rank ranges (tied students share one), the plain mean
     beside it, then the warnings."""
-    from rich.console import Console
     from rich.table import Table
+
+    from coeval.console import output_console
 
     def f(x: float | None) -> str:
         return "—" if x is None else f"{x:.3f}"
@@ -243,17 +244,17 @@ def _print_ranking(summary: dict[str, Any]) -> None:
             f"{missing}/{s.get('n_answers', 0)}" if missing else "",
         )
     if any(s["robust_score"] is not None for s in students.values()):
-        Console().print(table)
+        output_console().print(table)
         click.echo(
             "robust: conflict-aware headline (a judge's scores of its own family left out); "
             "mean: every judgment counts equally; '4-5': not told apart at this level."
         )
     elif any(s["score"] is not None for s in students.values()):
-        Console().print(table)
+        output_console().print(table)
         click.echo("mean: every judgment counts equally; no conflict-aware score (see the warning below).")
     else:
         if students:
-            Console().print(table)
+            output_console().print(table)
         click.echo(
             "No usable score in this run: every record failed or could not be used (see data quality)."
         )

@@ -51,14 +51,15 @@ def _names(values: Iterable[str]) -> list[str]:
 
 
 def _print_list(adapters: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from coeval.console import output_console
 
     table = Table("name", "hub dataset", "split", "gold metric", "shipped by", title="Benchmarks")
     for name, adapter in sorted(adapters.items()):
         shipped = ", ".join(f"{p.distribution} ({split})" for split, p in adapter.packaged.items()) or "-"
         table.add_row(name, adapter.hub_id, adapter.default_split, adapter.gold_metric, shipped)
-    Console().print(table)
+    output_console().print(table)
 
 
 @click.command(
@@ -139,6 +140,7 @@ def ingest_command(
     if split and len(names) > 1:
         click.echo(f"note: --split {split} applies to every benchmark named", err=True)
 
+    from coeval.cli.verbosity import current_verbosity
     from coeval.storage import RunFolder
     from rich.console import Console
     from rich.progress import track
@@ -151,7 +153,7 @@ def ingest_command(
 
     def progress(items: Iterable[Any], total: int) -> Iterable[Any]:
         return track(items, total=total, description="writing datapoints", console=console,
-                     transient=True, disable=total < 500)
+                     transient=True, disable=total < 500 or current_verbosity() < 0)  # -q: no bar
 
     wrote_any = False
     for name in names:

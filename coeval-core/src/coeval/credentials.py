@@ -159,27 +159,27 @@ class KeyStore:
         if path is None:
             return cls()
         if not path.is_file():
-            raise KeyFileError(f"{path}: key file not found")
+            raise KeyFileError(f"key file {path}: not found")
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
-            raise KeyFileError(f"{path}: not UTF-8 text") from None
+            raise KeyFileError(f"key file {path}: not UTF-8 text") from None
         except OSError as exc:
-            raise KeyFileError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+            raise KeyFileError(f"key file {path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
         try:
             raw = yaml.safe_load(text) or {}
         except (yaml.YAMLError, RecursionError) as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" line {mark.line + 1}" if mark is not None else ""
-            raise KeyFileError(f"{path}:{where} not valid YAML") from None
+            raise KeyFileError(f"key file {path}:{where} not valid YAML") from None
         if not isinstance(raw, dict):
-            raise KeyFileError(f"{path}: expected a mapping with a 'providers' section")
+            raise KeyFileError(f"key file {path}: expected a mapping with a 'providers' section")
         entries = raw.get("providers", raw)
         if not isinstance(entries, dict):
-            raise KeyFileError(f"{path}: 'providers' must be a mapping of provider -> key")
+            raise KeyFileError(f"key file {path}: 'providers' must be a mapping of provider -> key")
         for name, value in entries.items():
             if not isinstance(value, str | dict) or value is None:
-                raise KeyFileError(f"{path}: providers.{name} must be a string or a mapping")
+                raise KeyFileError(f"key file {path}: providers.{name} must be a string or a mapping")
             _register_entry_secrets(value)
         _reject_misspelled_providers(path, entries)
         return cls(entries=dict(entries), path=path)
@@ -231,7 +231,7 @@ def _reject_misspelled_providers(path: Path, entries: Mapping[str, Any]) -> None
             continue
         close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.75)
         if close:
-            raise KeyFileError(f"{path}: providers.{name} is not a known provider; did you mean '{close[0]}'?")
+            raise KeyFileError(f"key file {path}: providers.{name} is not a known provider; did you mean '{close[0]}'?")
 
 
 def _first_env(names: Iterable[str]) -> str | None:

@@ -379,10 +379,11 @@ def _count(plan_phase: PhasePlan) -> str:
 def print_plan(plan: Plan, console: Any = None) -> None:
     """Print the plan as rich tables (to ``console``, or standard output)."""
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    from coeval.console import output_console
+
+    console = console or output_console()
     style: dict[str, Any] = {"title_justify": "left", "box": box.SIMPLE_HEAD}
     console.print(f"[bold]Experiment[/bold] {plan.experiment_id}  ->  {plan.run_folder}")
     if plan.only_models:

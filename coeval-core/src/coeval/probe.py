@@ -136,12 +136,10 @@ async def probe_with_retries(iface: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -
 
 
 async def _probe_one(model: ModelConfig, keys: KeyStore, registries: Any, timeout_s: float) -> ProbeResult:
-    from coeval.interfaces.known import providing_distribution
+    from coeval.plugin_status import missing_interface
 
     if model.interface not in registries.interfaces:
-        dist = providing_distribution(model.interface)
-        hint = f"; install it: pip install {dist}" if dist else ""
-        return ProbeResult(model.name, model.interface, False, error=f"interface {model.interface!r} is not installed{hint}")
+        return ProbeResult(model.name, model.interface, False, error=missing_interface(model.interface))
     iface = None
     start = time.perf_counter()
     try:

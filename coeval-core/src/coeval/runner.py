@@ -53,6 +53,7 @@ from coeval.drift import record_settings
 from coeval.interfaces.base import Interface
 from coeval.interfaces.known import providing_distribution
 from coeval.logging import run_logging
+from coeval.plugin_status import missing_interface
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
 from coeval.run_options import RunOptions
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkOutcome
@@ -381,8 +382,7 @@ class _Run:
             if m.interface not in self.registries.interfaces:
                 dist = providing_distribution(m.interface)
                 if dist is not None:
-                    raise RunError(f"model {m.name!r} uses interface {m.interface!r}, which the {dist} distribution "
-                                   f"provides, and it is not installed: pip install {dist}")
+                    raise RunError(f"model {m.name!r}: {missing_interface(m.interface)}")
                 raise RunError(f"model {m.name!r}: unknown interface {m.interface!r}")
             factory = self.registries.interfaces.get(m.interface)
             try:
@@ -817,7 +817,7 @@ async def arun_experiment(
         return await run.execute()
     except RunError as exc:
         message = redact(str(exc))
-        sys.stderr.write(f"coeval: error: {message}\n")
+        sys.stderr.write(f"error: {message}\n")
         return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message)
     except OSError as exc:
         # The run folder cannot be written (read-only, disk full, removed under us). Every
@@ -826,7 +826,7 @@ async def arun_experiment(
         message = redact(_storage_error(exc, started=run.run.exists()))
         with contextlib.suppress(Exception):
             run._finish_meta("error", EXIT_USAGE)
-        sys.stderr.write(f"coeval: error: {message}\n")
+        sys.stderr.write(f"error: {message}\n")
         return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message)
     finally:
         with contextlib.suppress(Exception):

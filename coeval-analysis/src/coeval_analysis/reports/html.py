@@ -25,6 +25,7 @@ from coeval_analysis.reports.blocks import Figure, KeyFigures, Section, Table, T
 from coeval_analysis.reports.blocks import cell as _cell
 from coeval_analysis.reports.blocks import fmt as _fmt
 from coeval_analysis.reports.item_quality import item_quality_section
+from coeval_analysis.reports.quality_labels import quality_rows
 from coeval_analysis.reports.summary import to_jsonable
 from coeval_analysis.reports.viewer_links import viewer_section
 
@@ -206,16 +207,25 @@ def _bar(
     }
 
 
+#: the colour scale of an agreement matrix spans at least -0.1..0.1, so near-zero values stay pale
+_MIN_MATRIX_SCALE = 0.1
+
+
 def _matrix_figure(judges: list[str], pairs: list[dict[str, Any]], key: str, title: str) -> dict[str, Any]:
+    """A judge-by-judge agreement matrix. The diagonal (a judge with itself, always 1) is
+    left blank and out of the colour scale: the scale spans the pairs' own values,
+    symmetric around 0, so their differences show instead of all looking pale beside 1."""
     idx = {j: i for i, j in enumerate(judges)}
-    z: list[list[float | None]] = [
-        [1.0 if i == k else None for k in range(len(judges))] for i in range(len(judges))
-    ]
+    z: list[list[float | None]] = [[None] * len(judges) for _ in judges]
     for p in pairs:
         v = p.get(key)
         a, b = idx[p["a"]], idx[p["b"]]
         z[a][b] = z[b][a] = None if v is None else round(float(v), 4)
-    text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
+    off_diagonal = [abs(v) for row in z for v in row if v is not None]
+    top = min(1.0, max([_MIN_MATRIX_SCALE, *off_diagonal]))
+    text = [
+        ["—" if i == k else "" if v is None else f"{v:.2f}" for k, v in enumerate(row)] for i, row in enumerate(z)
+    ]
     return {
         "data": [
             {
@@ -226,8 +236,8 @@ def _matrix_figure(judges: list[str], pairs: list[dict[str, Any]], key: str, tit
                 "text": text,
                 "texttemplate": "%{text}",
                 "colorscale": "RdBu",
-                "zmin": -1,
-                "zmax": 1,
+                "zmin": -top,
+                "zmax": top,
                 "reversescale": False,
             }
         ],
@@ -609,15 +619,35 @@ def _teachers_section(p: PageContext) -> Section | None:
     )
 
 
+_BIAS_CHECKS = {
+    "judge_is_student": "judge scores itself",
+    "same_family": "judge scores its family",
+    "teacher_is_student": "student on its own datapoints",
+}
+
+
+def _not_measured(unmeasured: dict[str, dict[str, int]]) -> Text | None:
+    """Models that play two roles but have nothing to be compared with (every judge of
+    their answers is of their family): named, rather than shown as rows of zeros."""
+    parts = [
+        f"{html.escape(_BIAS_CHECKS.get(check, check))}: "
+        + ", ".join(f"{html.escape(m)} ({n} without a reference)" for m, n in models.items())
+        for check, models in unmeasured.items()
+        if models
+    ]
+    if not parts:
+        return None
+    return Text(Markup(
+        "<p>Not measured, for want of a judge of another family to compare with (or, for "
+        f"teachers, of other students' leads): {'; '.join(parts)}.</p>"
+    ))
+
+
 def _bias_section(p: PageContext) -> Section | None:
     s, t, fig = p.summary, p.tables, p.fig
     sp = s["self_preference"]
     brows2 = []
-    for kind, label in (
-        ("judge_is_student", "judge scores itself"),
-        ("same_family", "judge scores its family"),
-        ("teacher_is_student", "student on its own datapoints"),
-    ):
+    for kind, label in _BIAS_CHECKS.items():
         for model_name, v in sp.get(kind, {}).items():
             brows2.append({"check": label, "model": model_name, **v})
     vb = s["verbosity"]
@@ -638,7 +668,8 @@ def _bias_section(p: PageContext) -> Section | None:
             brows2,
         )
         if brows2
-        else Text(Markup("<p>No model plays two roles.</p>")),
+        else Text(Markup("<p>No self-preference to measure.</p>")),
+        _not_measured(sp.get("not_measured") or {}),
         Table(
             [
                 ("judge", "judge"),
@@ -798,17 +829,7 @@ def _references_section(p: PageContext) -> Section | None:
 
 
 def _quality_section(p: PageContext) -> Section | None:
-    q = p.summary["data_quality"]
-    qrows = [{"what": k, "count": v} for k, v in q.items() if not isinstance(v, dict)]
-    for phase in ("datapoints", "responses"):
-        for k, v in q[phase].items():
-            qrows.append({"what": f"{phase}: {k}", "count": v})
-    for k, v in q.get("missing_factors", {}).items():
-        qrows.append({"what": f"missing factor: {k}", "count": v})
-    for k, v in q.get("unknown_factors", {}).items():
-        qrows.append({"what": f"unknown factor: {k}", "count": v})
-    for k, v in q.get("invalid_values", {}).items():
-        qrows.append({"what": f"invalid value: {k}", "count": v})
+    qrows = quality_rows(p.summary["data_quality"])
     return (
         Section(
             "quality",

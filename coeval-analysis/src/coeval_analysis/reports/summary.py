@@ -12,11 +12,23 @@ import numpy as np
 if TYPE_CHECKING:
     from coeval_analysis.analysis import Analysis
 
-__all__ = ["to_jsonable", "write_summary"]
+__all__ = ["SIGNIFICANT_DIGITS", "rounded", "to_jsonable", "write_summary"]
+
+#: Scores are float32 (about 7 significant digits) and the bootstrap sums them in float32,
+#: so digits past the 6th are representation noise (0.5500000149011612 for 0.55).
+SIGNIFICANT_DIGITS = 6
+
+
+def rounded(value: float) -> float | None:
+    """``value`` to :data:`SIGNIFICANT_DIGITS` significant digits; None when not finite."""
+    if not math.isfinite(value):
+        return None
+    return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
 
 
 def to_jsonable(obj: Any) -> Any:
-    """Plain JSON values: numpy scalars to Python, NaN and infinities to null."""
+    """Plain JSON values: numpy scalars to Python, floats rounded to the digits they
+    carry (:data:`SIGNIFICANT_DIGITS`), NaN and infinities to null."""
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
@@ -28,8 +40,7 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, int | np.integer):
         return int(obj)
     if isinstance(obj, float | np.floating):
-        f = float(obj)
-        return f if math.isfinite(f) else None
+        return rounded(float(obj))
     return obj
 
 

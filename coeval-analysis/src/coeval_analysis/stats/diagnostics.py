@@ -115,7 +115,9 @@ def self_preference(
     ``teacher_is_student``: for a student that is also a teacher, its lead over the other
     students on its own datapoints minus its lead elsewhere (judge-weighted scores).
     Positive = self-preference; ``se`` is a standard error ignoring clustering. Without
-    unrelated judges there is no reference and no entry. ``families``: model -> family
+    unrelated judges there is no reference and no entry: ``not_measured`` then gives, per
+    check, each such model with the number of its scores (or datapoints) left without a
+    reference, so a judge of its own answers never shows as "0 own". ``families``: model -> family
     (the analysis passes config's ``models[].family`` or its inference); missing names fall
     back to :func:`model_family`.
     """
@@ -126,6 +128,7 @@ def self_preference(
 
     pr, pj, pm = model.per_judge_response()
     out: dict[str, Any] = {"judge_is_student": {}, "same_family": {}, "teacher_is_student": {}}
+    unmeasured: dict[str, dict[str, int]] = {"judge_is_student": {}, "same_family": {}, "teacher_is_student": {}}
     if len(model.judges) >= 2 and len(pr):
         student = model.resp_student[pr]
         fam_student = np.array([family(s) for s in model.students] + [""], dtype=object)[student]
@@ -143,13 +146,10 @@ def self_preference(
             baseline = excess[mine & unrelated]
             own = mine & (student_names == judge)
             if own.any():
-                out["judge_is_student"][judge] = _diff_in_means(excess[own], baseline)
+                _compare(out, unmeasured, "judge_is_student", judge, excess[own], baseline)
             kin = mine & ~unrelated & (student_names != judge) & (student >= 0)
             if kin.any():
-                out["same_family"][judge] = {
-                    "family": family(judge),
-                    **_diff_in_means(excess[kin], baseline),
-                }
+                _compare(out, unmeasured, "same_family", judge, excess[kin], baseline, family=family(judge))
     c = robust.consensus
     if model.n_students >= 2 and len(c):
         n_s = (~np.isnan(c)).sum(1)
@@ -163,9 +163,28 @@ def self_preference(
                 has, c[:, s] - (row_sum - np.nan_to_num(c[:, s])) / np.maximum(n_s - 1, 1), np.nan
             )
             own = model.item_teacher == t_code
-            if (own & has).any():
-                out["teacher_is_student"][student] = _diff_in_means(lead[own & has], lead[~own & has])
+            if own.any():
+                _compare(out, unmeasured, "teacher_is_student", student, lead[own & has], lead[~own & has])
+    out["not_measured"] = unmeasured
     return out
+
+
+def _compare(
+    out: dict[str, Any],
+    unmeasured: dict[str, dict[str, int]],
+    check: str,
+    name: str,
+    own: np.ndarray,
+    others: np.ndarray,
+    **extra: Any,
+) -> None:
+    """One self-preference entry, or, when either side has no value with a reference, the
+    count of ``own`` under ``not_measured`` instead (nothing to compare is no entry)."""
+    result = _diff_in_means(own, others)
+    if result["bias"] is None:
+        unmeasured[check][name] = len(own)
+        return
+    out[check][name] = {**extra, **result}
 
 
 def verbosity(model: ScoreModel, robust: RobustRanking) -> dict[str, Any]:

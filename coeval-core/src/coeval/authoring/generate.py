@@ -20,6 +20,7 @@ import yaml
 from coeval.authoring.describe import readable
 from coeval.config import ConfigError, load_config, resolve_run_reference
 from coeval.config.model import Config
+from coeval.config.yaml_out import dump_config_yaml
 from coeval.run_options import RunOptions
 from coeval.storage.run_folder import RunFolder, atomic_write_text, utc_now
 
@@ -124,9 +125,7 @@ def generate_static_config(
         *[f"#   - {c}" for c in changes or ["none: the config had no auto, complete or extend"]],
         "",
     ]
-    text = "\n".join(header) + yaml.safe_dump(
-        raw, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
-    )
+    text = "\n".join(header) + dump_config_yaml(raw)
     atomic_write_text(target, text)
     readable(target)
     try:

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from coeval.authoring.describe import readable
 from coeval.config import ConfigError, load_config
 from coeval.config.model import PHASE_IDS, PHASE_MODES, ROLES
+from coeval.config.yaml_out import dump_config_yaml
 from coeval.interfaces.known import AUTO_INTERFACE, KNOWN_INTERFACES, MODEL_OPTIONAL_INTERFACES
 from coeval.storage.run_folder import atomic_write_text, utc_now
 
@@ -393,13 +393,12 @@ def _call_model(entry: dict[str, Any], prompt: str, keys_file: str | None = None
     from coeval.config.loader import structure_config
     from coeval.credentials import KeyStore
     from coeval.interfaces.base import GenerateRequest
-    from coeval.interfaces.known import providing_distribution
+    from coeval.plugin_status import missing_interface
     from coeval.plugins import registries
 
     regs = registries()
     if entry["interface"] not in regs.interfaces:
-        dist = providing_distribution(entry["interface"]) or "a plugin providing it"
-        raise WizardError(f"interface {entry['interface']} is not installed (pip install {dist})")
+        raise WizardError(missing_interface(entry["interface"]))
     skeleton = {
         "models": [entry],
         "tasks": [{"name": "draft", "description": "draft"}],
@@ -454,7 +453,7 @@ def write_config(raw: dict[str, Any], out: str | Path, *, source: str, keys_file
         f"# Written by `coeval wizard` ({source}) on {utc_now()}.\n"
         "# Check it with:  coeval run --config THIS_FILE --dry-run\n"
     )
-    body = yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None)
+    body = dump_config_yaml(raw)
     target = Path(out)
     atomic_write_text(target, header + body)
     readable(target)

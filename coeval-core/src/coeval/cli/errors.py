@@ -23,9 +23,19 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["EXIT_USAGE", "UserError", "echo_issues", "report_user_error", "user_errors"]
+__all__ = [
+    "ERROR_PREFIX",
+    "EXIT_USAGE",
+    "UserError",
+    "echo_issues",
+    "report_user_error",
+    "show_click_error",
+    "user_errors",
+]
 
 EXIT_USAGE = 2
+#: the one prefix of every error line, ours and click's (bad option, missing argument)
+ERROR_PREFIX = "error:"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -65,21 +75,38 @@ def report_user_error(exc: BaseException) -> int | None:
         echo_issues(exc.issues)
         return EXIT_USAGE
     if isinstance(exc, KeyFileError):
-        click.secho(f"key file error: {redact(str(exc))}", fg="red", err=True)
+        click.secho(f"{ERROR_PREFIX} {redact(str(exc))}", fg="red", err=True)
         click.echo(
             "    fix: the key file holds `providers:` with one entry per provider (see docs/configuration.md)",
             err=True,
         )
         return EXIT_USAGE
     if isinstance(exc, DuplicateRegistrationError):
-        click.secho(f"plugin conflict: {exc}", fg="red", err=True)
+        click.secho(f"{ERROR_PREFIX} plugin conflict: {exc}", fg="red", err=True)
         return EXIT_USAGE
     if isinstance(exc, UserError):
-        click.secho(f"error: {redact(str(exc))}", fg="red", err=True)
+        click.secho(f"{ERROR_PREFIX} {redact(str(exc))}", fg="red", err=True)
         if exc.hint:
             click.echo(f"    fix: {redact(exc.hint)}", err=True)
         return EXIT_USAGE
     return None
+
+
+def show_click_error(exc: click.ClickException) -> Callable[..., None]:
+    """A ``show`` for a click exception that prints as click does (usage, help hint) but
+    with :data:`ERROR_PREFIX` in place of click's ``Error:``."""
+
+    def show(file: Any = None) -> None:
+        ctx = getattr(exc, "ctx", None)
+        if isinstance(exc, click.UsageError) and ctx is not None:
+            click.echo(ctx.get_usage(), err=file is None, file=file, color=ctx.color)
+            help_names = ctx.command.get_help_option_names(ctx)
+            if help_names:
+                click.echo(f"Try '{ctx.command_path} {max(help_names, key=len)}' for help.\n",
+                           err=file is None, file=file, color=ctx.color)
+        click.echo(f"{ERROR_PREFIX} {exc.format_message()}", err=file is None, file=file)
+
+    return show
 
 
 def user_errors(func: F) -> F:

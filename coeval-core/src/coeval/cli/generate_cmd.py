@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from coeval.cli.errors import UserError, user_errors
+from coeval.cli.verbosity import QUIET, current_verbosity, info
 
 
 @click.command("generate")
@@ -39,12 +40,12 @@ def command(config_path: str, out: str, keys: str | None, work_dir: str | None, 
         KeyStore.load(keys)
     try:
         result = generate_static_config(
-            config_path, out, keys_file=keys, work_dir=work_dir, progress=True
+            config_path, out, keys_file=keys, work_dir=work_dir, progress=current_verbosity() > QUIET
         )
     except GenerateError as exc:
         raise UserError(
             str(exc), "see which teacher failed above, fix it (key, quota, model) and retry"
         ) from None
     for change in result.changes:
-        click.echo(f"  {change}")
+        info(f"  {change}")
     click.echo(f"wrote {result.path}")

@@ -8,6 +8,7 @@ import click
 
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.init_templates import TEMPLATE_SUMMARIES, TEMPLATES, render
+from coeval.cli.verbosity import info
 
 DEFAULT_FILE = "coeval.yaml"
 
@@ -40,4 +41,4 @@ def command(path: Path, template: str, force: bool, list_templates: bool) -> Non
         raise UserError(f"{path}: folder {path.parent} does not exist; nothing written")
     path.write_text(render(template, str(path)), encoding="utf-8")
     click.echo(f"wrote {path} ({template} template)")
-    click.echo(f"next: coeval run --config {path} --dry-run")
+    info(f"next: coeval run --config {path} --dry-run")

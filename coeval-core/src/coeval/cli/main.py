@@ -13,6 +13,9 @@ import sys
 
 import click
 
+from coeval.cli.errors import show_click_error
+from coeval.cli.verbosity import with_verbosity
+
 #: subcommand -> (module, one-line help shown by `coeval --help` without importing it)
 CORE_COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("coeval.cli.run_cmd", "Run an experiment (or --dry-run to validate and print the plan)."),
@@ -27,6 +30,7 @@ CORE_COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("coeval.cli.schema_cmd", "Print the JSON Schema of the config file (for editors)."),
     "plugins": ("coeval.cli.plugins_cmd", "List installed plugins and what each registered."),
     "init": ("coeval.cli.init_cmd", "Write a commented starter config (mock, openai, local, benchmark)."),
+    "keys": ("coeval.cli.keys_cmd", "Set and list provider keys in the key file (values never shown)."),
 }
 
 
@@ -53,13 +57,44 @@ class CoevalGroup(click.Group):
         return sorted(set(core) | set(self.commands))
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        """The command, with ``-q/--quiet`` and ``-v/--verbose`` whoever wrote it."""
         if name in CORE_COMMANDS and name not in self.commands:
             module, _ = CORE_COMMANDS[name]
             if _available(module):
                 command: click.Command = importlib.import_module(module).command
-                return command
+                return with_verbosity(command)
         self._load_plugin_commands()
-        return self.commands.get(name)
+        found = self.commands.get(name)
+        return with_verbosity(found) if found is not None else None
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """A shipped plugin's command that is missing says why and how to get it."""
+        from coeval.plugin_status import PLUGIN_COMMANDS, unavailable_reason
+
+        name = click.utils.make_str(args[0]) if args else ""
+        if name in PLUGIN_COMMANDS and self.get_command(ctx, name) is None and not ctx.resilient_parsing:
+            dist = PLUGIN_COMMANDS[name]
+            raise click.UsageError(f"command '{name}' needs {dist}, {unavailable_reason(dist)}", ctx)
+        return super().resolve_command(ctx, args)
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: object
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            setattr(exc, "show", show_click_error(exc))  # noqa: B010 - replaces click's "Error:" prefix
+            raise
+
+    def invoke(self, ctx: click.Context) -> object:
+        """Click's own errors (bad option, missing argument) use the one ``error:`` prefix."""
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            setattr(exc, "show", show_click_error(exc))  # noqa: B010 - replaces click's "Error:" prefix
+            raise
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = []

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from coeval.cli.errors import UserError, user_errors
+from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 
 #: Providers that need no key, only a reachable server (listed when their URL is configured).
 _KEYLESS = {"ollama": "OLLAMA_HOST", "vllm": "VLLM_BASE_URL"}
@@ -54,11 +55,10 @@ def _chosen_providers(providers: str | None, regs: Any, keystore: Any) -> list[s
         names = [p.strip() for p in providers.split(",") if p.strip()]
         unknown = [n for n in names if n not in regs.interfaces]
         if unknown:
-            from coeval.interfaces.known import providing_distribution
+            from coeval.plugin_status import missing_interface
 
-            dist = {pkg for n in unknown if (pkg := providing_distribution(n))}
-            hint = f"install {', '.join(sorted(dist))}" if dist else f"known: {', '.join(real)}"
-            raise UserError(f"--providers: unknown or not installed: {', '.join(unknown)}", hint=hint)
+            reasons = "; ".join(missing_interface(n) for n in unknown)
+            raise UserError(f"--providers: {reasons}", hint=f"available here: {', '.join(real) or 'none'}")
         return names
     names = [n for n in real if _configured(n, keystore)]
     if not names:
@@ -69,18 +69,25 @@ def _chosen_providers(providers: str | None, regs: Any, keystore: Any) -> list[s
 
 @click.command("models")
 @click.option("--providers", metavar="A,B", help="Only these interfaces (default: every provider you have credentials for).")
-@click.option("--verbose", "-v", is_flag=True, help="Show details (context window, owner, display name) where the provider reports them.")
 @click.option("--keys", metavar="PATH", help="Provider key file (default: $COEVAL_KEYS_FILE, ./keys.yaml, ~/.coeval/keys.yaml).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@verbosity_options
 @user_errors
-def command(providers: str | None, verbose: bool, keys: str | None, as_json: bool) -> None:
+def command(providers: str | None, keys: str | None, as_json: bool, quiet: bool, verbose: bool) -> None:
     """List the model ids each provider offers, to find the right `parameters.model`.
 
     Asks each provider's model-list endpoint, using the credentials of the key file and the
     environment. Exit code 2 for bad input (no provider with credentials, an unknown
     provider, a bad key file; with --json also printed as {"error": ..., "fix": ...}),
-    1 when no provider could be listed.
+    1 when no provider could be listed. -v adds the details a provider reports (context
+    window, owner, display name); -q prints the ids alone.
     """
+    with command_logging(verbosity(quiet, verbose)):
+        _list_models(providers, keys, as_json, quiet=quiet, verbose=verbose)
+
+
+def _list_models(providers: str | None, keys: str | None, as_json: bool, *, quiet: bool, verbose: bool) -> None:
+    """The body of ``coeval models``, run inside the chosen console log level."""
     from coeval.credentials import KeyFileError, KeyStore
     from coeval.plugins import registries
 
@@ -106,10 +113,11 @@ def command(providers: str | None, verbose: bool, keys: str | None, as_json: boo
             if error is not None:
                 click.secho(f"{name}: error: {error}", fg="red")
                 continue
-            click.secho(f"{name} ({len(details or [])} models)", bold=True)
+            if not quiet:
+                click.secho(f"{name} ({len(details or [])} models)", bold=True)
             for d in details or []:
                 extra = {k: v for k, v in d.items() if k != "id" and v not in (None, "")}
                 info = ("  " + ", ".join(f"{k}={v}" for k, v in extra.items())) if verbose and extra else ""
-                click.echo(f"  {d['id']}{info}")
+                click.echo(f"{'' if quiet else '  '}{d['id']}{info}")
     if all(error is not None for _, _, error in results):
         raise SystemExit(1)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -11,6 +10,7 @@ import click
 from coeval.cli.lanes_preview import format_lanes
 
 from coeval.cli.errors import user_errors
+from coeval.console import output_console
 from coeval.cli.run_cmd import load_for_cli, parse_model_list
 
 
@@ -74,9 +74,7 @@ def command(
     if as_json:
         click.echo(json.dumps(estimate.to_dict(), indent=2))
     else:
-        from rich.console import Console
-
-        console = Console(width=None if sys.stdout.isatty() else 120)
+        console = output_console()
         if not continue_run:
             print_plan(estimate.plan, console)
         console.print(format_lanes(config), end="", markup=False, highlight=False)

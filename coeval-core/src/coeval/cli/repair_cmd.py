@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 import click
 
 from coeval.cli.errors import UserError, user_errors
+from coeval.cli.verbosity import info
+from coeval.console import output_console
 from coeval.storage.listing import storage_folder_hint
 
 if TYPE_CHECKING:
@@ -65,10 +67,9 @@ def open_run_folder(run_path: str) -> RunFolder:
 
 
 def _print(report: RepairReport) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(soft_wrap=True)
+    console = output_console(soft_wrap=True)
     verb = "would fix" if report.dry_run else "fixed"
     totals = report.totals()
     if not report.changed:
@@ -94,6 +95,6 @@ def _print(report: RepairReport) -> None:
     if report.phases_reopened:
         console.print(f"{verb}: reopened phases {', '.join(report.phases_reopened)}")
     if report.dry_run:
-        console.print("Dry run: nothing changed. Run without --dry-run to apply.")
+        info("Dry run: nothing changed. Run without --dry-run to apply.")
     else:
-        console.print("Next: coeval run --config <your config> --continue")
+        info("Next: coeval run --config <your config> --continue")

@@ -11,7 +11,9 @@ import click
 
 from coeval.cli.call_figures import call_figures, figures_table
 from coeval.cli.errors import UserError, user_errors
+from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
+from coeval.console import output_console
 from coeval.quality import rejections
 
 __all__ = ["collect_status", "command"]
@@ -146,6 +148,9 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
             if entry["files"]["bad_lines"] or entry["files"]["duplicate_ids"]:
                 notes.append(f"{phase.name}: unreadable lines or duplicate ids; `coeval repair` cleans them")
         phases.append(entry)
+    run_status, gap_note = survey_verdict(run_status, phases)
+    if gap_note:
+        notes.append(gap_note)
 
     calls = meta.get("calls") or {}
     spend = meta.get("spend_usd") or {}
@@ -258,10 +263,9 @@ def _fetch(run: Any, keys: str | None) -> None:
 
 
 def _print(status: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(soft_wrap=True)
+    console = output_console(soft_wrap=True)
     console.print(f"[bold]{status['experiment_id'] or '?'}[/bold]  {status['run']}  status: {status['status']}"
                   + (f"  (forked from {status['forked_from']})" if status.get("forked_from") else ""))
     table = Table(title="phases")

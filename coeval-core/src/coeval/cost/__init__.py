@@ -57,9 +57,9 @@ def estimate_and_report(
     )
     print_estimate(estimate, console)
     if write_file:
-        from rich.console import Console
+        from coeval.console import output_console
 
         folder = Path(config.experiment.storage_folder) / config.experiment.id
         path = write_estimate(estimate, folder / ESTIMATE_FILE)
-        (console or Console()).print(f"estimate written to {path}", highlight=False)
+        (console or output_console()).print(f"estimate written to {path}", highlight=False)
     return estimate

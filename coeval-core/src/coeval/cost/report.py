@@ -39,10 +39,11 @@ def _usd(value: float, complete: bool = True) -> str:
 
 def print_estimate(estimate: CostEstimate, console: Any = None) -> None:
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    from coeval.console import output_console
+
+    console = console or output_console()
     style: dict[str, Any] = {"title_justify": "left", "box": box.SIMPLE_HEAD}
     what = "remaining work" if estimate.remaining_only else "full run"
     basis = (

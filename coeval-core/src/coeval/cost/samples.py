@@ -24,6 +24,7 @@ from coeval.cost.requests import RequestBuilder, TaskTexts, expected_output_toke
 from coeval.cost.tokens import estimate_tokens, filler_text
 from coeval.credentials import KeyStore, redact
 from coeval.interfaces.base import GenerateRequest, Interface
+from coeval.plugin_status import missing_interface
 
 __all__ = ["SampleResults", "run_samples"]
 
@@ -73,7 +74,7 @@ def _build_interfaces(
     for m in models:
         if m.interface not in registries.interfaces:
             notes.append(
-                f"{m.name}: interface {m.interface} is not installed; no sample calls (heuristics used)"
+                f"{m.name}: {missing_interface(m.interface)}; no sample calls (heuristics used)"
             )
             continue
         creds = keys.for_provider(m.interface, m.access_key)

@@ -14,12 +14,15 @@ What it fixes, phase by phase (3, then 4, then 5, since each depends on the one 
   it, leave ``phases_completed``.
 
 Every file is rewritten atomically (temp file + rename), only when something changes, under
-the run folder's exclusive lock. ``dry_run`` reports the same findings and changes nothing.
+the run folder's exclusive lock. ``dry_run`` reports the same findings and changes nothing
+(it rehearses the repair on a scratch copy to name the phases it would reopen).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -219,35 +222,7 @@ def _repair_meta(run: RunFolder, report: RepairReport, dry_run: bool, config: An
             "ingest_log": [],
         }
     completed = list(meta.get("phases_completed") or [])
-    reopen: list[str] = []
-    if config is not None and not dry_run:
-        from coeval.phases import standard_phases
-        from coeval.phases.base import RunView
-
-        if registries is None:
-            from coeval.plugins import registries as _registries
-
-            registries = _registries()
-        view = RunView(config, run, registries)
-        gap = False
-        for phase in standard_phases():
-            gap = gap or not phase.survey(view).complete
-            if gap and phase.name in completed:
-                reopen.append(phase.name)
-    elif config is None:
-        # without a config, reopen the phases whose records changed, and every later one
-        changed = {f.phase for f in report.files if f.changed}
-        order = list(PHASE_DIRS)
-        first = min((order.index(p) for p in changed), default=None)
-        if first is not None:
-            reopen = [p for p in completed if p in order and order.index(p) >= first]
-    else:  # dry run with a config: predict from what would change
-        changed = {f.phase for f in report.files if f.changed}
-        order = list(PHASE_DIRS)
-        first = min((order.index(p) for p in changed), default=None)
-        if first is not None:
-            reopen = [p for p in completed if p in order and order.index(p) >= first]
-    report.phases_reopened = reopen
+    report.phases_reopened = reopen = _phases_to_reopen(run, report, completed, config, registries)
     if dry_run or (not reopen and not report.meta_rebuilt and not report.changed):
         return
     meta["phases_completed"] = [p for p in completed if p not in reopen]
@@ -255,6 +230,44 @@ def _repair_meta(run: RunFolder, report: RepairReport, dry_run: bool, config: An
         meta["status"] = "incomplete"
     meta.setdefault("repair_log", []).append({"repaired_at": _now(), **report.totals(), "phases_reopened": reopen})
     atomic_write_json(run.meta_path, meta)
+
+
+def _phases_to_reopen(
+    run: RunFolder, report: RepairReport, completed: list[str], config: Any, registries: Any
+) -> list[str]:
+    """Completed phases from the first one with a gap on. With a config, the gaps are what
+    the phase surveys find once the records are fixed; a dry run rehearses the repair on a
+    copy to find them, so it names the same phases the repair then reopens."""
+    order = list(PHASE_DIRS)
+    if config is None:  # reopen the phases whose records changed, and every later one
+        first = min((order.index(f.phase) for f in report.files if f.changed), default=None)
+        return [] if first is None else [p for p in completed if p in order and order.index(p) >= first]
+    if report.dry_run:
+        return _rehearse(run, config, registries)
+    from coeval.phases import standard_phases
+    from coeval.phases.base import RunView
+
+    if registries is None:
+        from coeval.plugins import registries as _registries
+
+        registries = _registries()
+    view = RunView(config, run, registries)
+    reopen: list[str] = []
+    gap = False
+    for phase in standard_phases():
+        gap = gap or not phase.survey(view).complete
+        if gap and phase.name in completed:
+            reopen.append(phase.name)
+    return reopen
+
+
+def _rehearse(run: RunFolder, config: Any, registries: Any) -> list[str]:
+    """The phases a real repair of ``run`` would reopen, found by repairing a scratch copy."""
+    with tempfile.TemporaryDirectory(prefix="coeval-repair-") as scratch:
+        copy = Path(scratch) / run.root.name
+        # the records, meta.json and config.yaml; not the lock, the log or analysis output
+        shutil.copytree(run.root, copy, ignore=shutil.ignore_patterns("*.lock", "*.log", "analysis"))
+        return repair_run(RunFolder(copy), config=config, registries=registries).phases_reopened
 
 
 def _now() -> str:
