@@ -40,9 +40,6 @@ def verbosity(quiet: bool, verbose: bool) -> int:
 @contextlib.contextmanager
 def command_logging(level: int) -> Iterator[None]:
     """For commands other than ``run``: the console shows errors only when quiet, debug
-    events when verbose, and Python's default (warnings) otherwise."""
-    if level == 0:
-        yield
-        return
-    with run_logging(None, level="DEBUG" if level > 0 else "ERROR"):
+    events when verbose, and warnings otherwise, each as one plain sentence."""
+    with run_logging(None, level="DEBUG" if level > 0 else "ERROR" if level < 0 else "WARNING"):
         yield
