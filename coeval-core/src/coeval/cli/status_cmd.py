@@ -12,6 +12,7 @@ import click
 from coeval.cli.call_figures import call_figures, figures_table
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
+from coeval.limits import LIMIT_KEY, full_config, limit_note
 from coeval.quality import rejections
 
 __all__ = ["collect_status", "command"]
@@ -101,7 +102,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
     else:
         from coeval.runner import merge_ingested
 
-        config = merge_ingested(config, meta)
+        config = merge_ingested(full_config(config, meta), meta)  # a --limit slice: the full totals
     if registries is None:
         from coeval.plugins import registries as _registries
 
@@ -114,6 +115,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
         run_status = "stopped (no process is running it; it crashed or was killed)"
         notes.append("resume it with `coeval run --config <your config> --continue`")
     completed = set(meta.get("phases_completed") or [])
+    limited = bool(meta.get(LIMIT_KEY))  # a --limit slice completed those phases, not the experiment
     in_progress = set(meta.get("phases_in_progress") or [])
     phases = []
     failures: Counter[str] = Counter()
@@ -125,7 +127,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
             entry.update(survey.to_dict())
             failures.update(survey.failures)
             total = survey.total
-            if survey.complete and phase.name not in completed and first_gap is not None:
+            if survey.complete and (phase.name not in completed or limited) and first_gap is not None:
                 # it expects nothing more only because an earlier phase has not produced it yet
                 state = f"waiting for {first_gap}"
             elif survey.complete:
@@ -147,6 +149,10 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
                 notes.append(f"{phase.name}: unreadable lines or duplicate ids; `coeval repair` cleans them")
         phases.append(entry)
 
+    if run_status == "completed" and limit_note(meta.get(LIMIT_KEY)) and any(
+            not p["state"].startswith("complete") for p in phases):
+        run_status = f"partial ({limit_note(meta.get(LIMIT_KEY))})"
+        notes.append("the rest: `coeval run --config <your config> --continue` (without --limit)")
     calls = meta.get("calls") or {}
     spend = meta.get("spend_usd") or {}
     models = []
