@@ -436,6 +436,7 @@ class _Run:
             keys_file=self.options.keys_file,
             enabled=lambda model, phase: batch_enabled(self.config, model, phase),
             log=log,
+            watch=getattr(self.progress, "batch_watch", None),
         )
 
     # -- meta.json ------------------------------------------------------------------------
