@@ -36,6 +36,16 @@ def snapshot(root: Path) -> dict[str, bytes]:
             and p.name != ".meta.lock"}
 
 
+@pytest.fixture(autouse=True)
+def no_real_hub(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No benchmark test reaches the real Hugging Face hub: offline, with an empty cache of its
+    own (the hub tests point HF_ENDPOINT at a local stand-in and go online)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf_home")))
+    for name in ("HF_HUB_CACHE", "HF_ENDPOINT", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def finished_run(tmp_path: Path) -> Path:
     root = tmp_path / "runs" / "finished"
