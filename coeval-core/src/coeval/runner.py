@@ -763,7 +763,7 @@ class _Run:
             fields["left_by_cause"] = dict(result.skip_causes)
         for cause in _LIMIT_CAUSES & set(result.skip_causes):  # the summary line says it on the console
             log.info(f"{cause} reached: items left for --continue", phase=result.phase,
-                        items=result.skip_causes[cause])
+                     items=result.skip_causes[cause])
         # the console's summary line already says how the phase ended: run.log keeps the details
         log.info("phase finished", **fields)
 

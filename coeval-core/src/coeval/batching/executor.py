@@ -14,7 +14,9 @@ The scheduler hands it every item it :meth:`~BatchExecutor.wants` (protocol in
 3. **Polls** each job with backoff (the runner's interval, x1.5 per poll, at most 10 min)
    until it ends or the overall deadline passes (26 h: past every provider's 24 h window).
    A job still running at the deadline stays pending; its items are left for
-   ``--continue`` or ``coeval status --fetch-batches``.
+   ``--continue`` or ``coeval status --fetch-batches``. Meanwhile the console's
+   :class:`~coeval.batching.watch.BatchWatch` (``watch=``) knows of the job: one line when it
+   is first polled, and ``waiting for batch`` on the phase's progress bar.
 4. **Collects** the job: every item gets exactly one outcome, parsed with ``item.parse``
    as in real time, so batch records are the same records. Requests the provider failed,
    expired or left out become ``failed`` outcomes (``--continue`` retries them; set the
