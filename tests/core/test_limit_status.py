@@ -38,6 +38,7 @@ def test_plan_and_status_after_a_limited_run_count_the_full_config(work: Path) -
     assert _coeval("status", "--config", "coeval.yaml", "-q").output == f"runs/starter-mock: {PARTIAL}\n"
     status = json.loads(_coeval("status", "--config", "coeval.yaml", "--json").output)
     assert status["status"] == PARTIAL
+    assert status["limit"] == {"datapoints_per_task_teacher": 2, "full_totals": {"short_answer": 5}}
     states = {p["phase"]: (p["state"], p["total"]["expected"], p["total"]["ok"]) for p in status["phases"]}
     assert states == {
         "attribute_mapping": ("complete", 2, 2),

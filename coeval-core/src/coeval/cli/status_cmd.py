@@ -174,6 +174,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
         "run": str(run.root),
         "experiment_id": meta.get("experiment_id"),
         "status": run_status,
+        "limit": meta.get(LIMIT_KEY),  # a --limit slice: datapoints per (task, teacher) and full totals
         "active": active,
         "created_at": meta.get("created_at"),
         "updated_at": meta.get("updated_at"),
