@@ -4,6 +4,7 @@ finishes (retries, a batch wait) instead of freezing; a batch wait is named as s
 from __future__ import annotations
 
 import io
+import re
 
 from rich.console import Console
 
@@ -108,3 +109,19 @@ def test_the_bar_says_waiting_for_batch_in_place_of_an_eta() -> None:
     reporter.close()
     assert "waiting for batch" in out.getvalue()
     assert tracker.eta_text().startswith("took 0:00:0")
+
+
+def test_a_job_found_pending_and_a_job_done_at_its_first_poll_each_get_one_line() -> None:
+    clock = Clock()
+    said: list[str] = []
+    watch = BatchWatch(say=said.append, clock=clock)
+    watch.following("evaluation", WaitingJob("batch_8", "anthropic", "claude", 12, submitted_at=clock.t - 3600,
+                                             resumed=True))
+    watch.polled("evaluation", "batch_8", BatchJobStatus("batch_8", "running", total=12, succeeded=5), 60.0)
+    assert watch.describe("evaluation") == "waiting for batch 1:00:00, anthropic 5/12 done"
+    watch.following("evaluation", WaitingJob("batch_9", "openai", "gpt", 3, submitted_at=clock.t))
+    watch.polled("evaluation", "batch_9", BatchJobStatus("batch_9", "completed", total=3, succeeded=3), None)
+    assert watch.describe("evaluation") == "waiting for 2 batch jobs 1:00:00, anthropic/openai 8/15 done"
+    assert re.fullmatch(r"evaluation: collecting batch job batch_8 \(anthropic, claude\): 12 requests, submitted at "
+                        r"\d\d:\d\d:\d\d by an earlier run; next poll at \d\d:\d\d:\d\d \(in 60 s\)", said[0]), said[0]
+    assert said[1] == "evaluation: batch job batch_9 submitted to openai (gpt): 3 requests; finished; collecting the results"
