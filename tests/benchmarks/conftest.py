@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -12,7 +13,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 ALL_PHASES = ["attribute_mapping", "rubric_mapping", "data_generation", "response_collection", "evaluation"]
 
-CONFIG = {
+CONFIG: dict[str, Any] = {
     "models": [
         {"name": "mock-a", "interface": "mock", "roles": ["teacher", "student", "judge"]},
     ],
