@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -12,7 +13,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 ALL_PHASES = ["attribute_mapping", "rubric_mapping", "data_generation", "response_collection", "evaluation"]
 
-CONFIG = {
+CONFIG: dict[str, Any] = {
     "models": [
         {"name": "mock-a", "interface": "mock", "roles": ["teacher", "student", "judge"]},
     ],
@@ -34,6 +35,16 @@ def snapshot(root: Path) -> dict[str, bytes]:
     """Every file of a run folder and its bytes (the lock file aside)."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
             and p.name != ".meta.lock"}
+
+
+@pytest.fixture(autouse=True)
+def no_real_hub(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No benchmark test reaches the real Hugging Face hub: offline, with an empty cache of its
+    own (the hub tests point HF_ENDPOINT at a local stand-in and go online)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf_home")))
+    for name in ("HF_HUB_CACHE", "HF_ENDPOINT", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

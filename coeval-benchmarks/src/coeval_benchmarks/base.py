@@ -97,6 +97,8 @@ class BenchmarkAdapter(abc.ABC):
     #: Human name and where the public release lives (for messages and docs).
     title: ClassVar[str]
     hub_id: ClassVar[str]
+    #: The hub configuration (folder) to download when the dataset has several (gsm8k: main).
+    hub_config: ClassVar[str | None] = None
     default_split: ClassVar[str]
     #: The metric the gold evaluator uses for this dataset (per item it may differ).
     gold_metric: ClassVar[str]

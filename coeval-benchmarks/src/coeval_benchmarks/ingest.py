@@ -86,10 +86,12 @@ def datapoint_id(task: str, teacher: str, native_id: str) -> str:
 # ---- reading ---------------------------------------------------------------------------------
 
 
-def load_items(adapter: BenchmarkAdapter, split: str, data_dir: Path | None) -> tuple[list[BenchmarkItem], str]:
+def load_items(
+    adapter: BenchmarkAdapter, split: str, data_dir: Path | None, *, offline: bool = False
+) -> tuple[list[BenchmarkItem], str]:
     """Every item of the split in file order, and a description of where it came from."""
     try:
-        source = find_source(adapter, split, data_dir)
+        source = find_source(adapter, split, data_dir, offline=offline)
         items: list[BenchmarkItem] = []
         first_row: dict[str, tuple[Path, int]] = {}
         index = 0
@@ -227,8 +229,10 @@ def ingest(
     task_name: str | None = None,
     teacher_name: str | None = None,
     progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
+    offline: bool = False,
 ) -> IngestResult:
-    """Ingest one benchmark into ``run``. See the module docstring for what is written."""
+    """Ingest one benchmark into ``run``. See the module docstring for what is written.
+    ``offline``: a split missing from ``data_dir`` is not downloaded from the hub."""
     if not run.exists():
         raise IngestError(f"{run.root}: not a run folder (no meta.json); start the run with `coeval run` first")
     if limit is not None and limit < 1:
@@ -248,7 +252,7 @@ def ingest(
             f"{clash.get('interface')!r}; ingest needs that name for the benchmark teacher"
         )
 
-    items, source = load_items(adapter, split, data_dir)
+    items, source = load_items(adapter, split, data_dir, offline=offline)
     selected = select_items(items, limit)
     warnings.extend(_metric_warnings(adapter, selected))
 

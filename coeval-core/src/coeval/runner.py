@@ -436,6 +436,7 @@ class _Run:
             keys_file=self.options.keys_file,
             enabled=lambda model, phase: batch_enabled(self.config, model, phase),
             log=log,
+            watch=getattr(self.progress, "batch_watch", None),
         )
 
     # -- meta.json ------------------------------------------------------------------------
@@ -760,9 +761,9 @@ class _Run:
             fields.update(expected=total.expected, present_ok=total.ok)
         if result.skip_causes:
             fields["left_by_cause"] = dict(result.skip_causes)
-        for cause in _LIMIT_CAUSES & set(result.skip_causes):
-            log.warning(f"{cause} reached: items left for --continue", phase=result.phase,
-                        items=result.skip_causes[cause])
+        for cause in _LIMIT_CAUSES & set(result.skip_causes):  # the summary line says it on the console
+            log.info(f"{cause} reached: items left for --continue", phase=result.phase,
+                     items=result.skip_causes[cause])
         # the console's summary line already says how the phase ended: run.log keeps the details
         log.info("phase finished", **fields)
 

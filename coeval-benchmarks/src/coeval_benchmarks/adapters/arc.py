@@ -19,6 +19,7 @@ class ARCChallenge(MultipleChoiceAdapter):
     name = "arc_challenge"
     title = "ARC-Challenge"
     hub_id = "allenai/ai2_arc"
+    hub_config = "ARC-Challenge"
     default_split = "test"
     description = "Answer a multiple-choice grade-school science question that needs reasoning, not just lookup."
     output_description = "The letter of the correct option."

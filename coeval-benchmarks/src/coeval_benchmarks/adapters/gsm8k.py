@@ -32,6 +32,7 @@ class GSM8K(BenchmarkAdapter):
     name = "gsm8k"
     title = "GSM8K"
     hub_id = "openai/gsm8k"
+    hub_config = "main"
     default_split = "test"
     gold_metric = "number"
     description = "Solve a grade-school maths word problem that takes a few steps of arithmetic."

@@ -41,6 +41,7 @@ class MMLU(MultipleChoiceAdapter):
     name = "mmlu"
     title = "MMLU"
     hub_id = "cais/mmlu"
+    hub_config = "all"
     default_split = "test"
     description = "Answer a multiple-choice knowledge question from one of 57 academic and professional subjects."
     output_description = "The letter of the correct option: A, B, C or D."

@@ -24,6 +24,7 @@ class RACE(MultipleChoiceAdapter):
     name = "race"
     title = "RACE"
     hub_id = "ehovy/race"
+    hub_config = "all"
     default_split = "test"
     description = "Read a passage from an English exam and answer a multiple-choice question about it."
     output_description = "The letter of the correct option: A, B, C or D."

@@ -43,6 +43,7 @@ class TruthfulQA(BenchmarkAdapter):
     name = "truthfulqa"
     title = "TruthfulQA"
     hub_id = "truthfulqa/truthful_qa"
+    hub_config = "generation"
     default_split = "validation"
     gold_metric = "bleu"
     description = (

@@ -14,7 +14,9 @@ The scheduler hands it every item it :meth:`~BatchExecutor.wants` (protocol in
 3. **Polls** each job with backoff (the runner's interval, x1.5 per poll, at most 10 min)
    until it ends or the overall deadline passes (26 h: past every provider's 24 h window).
    A job still running at the deadline stays pending; its items are left for
-   ``--continue`` or ``coeval status --fetch-batches``.
+   ``--continue`` or ``coeval status --fetch-batches``. Meanwhile the console's
+   :class:`~coeval.batching.watch.BatchWatch` (``watch=``) knows of the job: one line when it
+   is first polled, and ``waiting for batch`` on the phase's progress bar.
 4. **Collects** the job: every item gets exactly one outcome, parsed with ``item.parse``
    as in real time, so batch records are the same records. Requests the provider failed,
    expired or left out become ``failed`` outcomes (``--continue`` retries them; set the
@@ -42,6 +44,7 @@ import attrs
 
 from coeval.batching.base import BatchJobStatus, BatchRunner
 from coeval.batching.pending import PendingJob, PendingStore
+from coeval.batching.watch import BatchWatch, WaitingJob, epoch_of
 from coeval.credentials import KeyStore, redact
 from coeval.interfaces.base import GenerateResult, ModelError, TransientModelError
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
@@ -120,6 +123,7 @@ class BatchExecutor:
         submit: bool = True,
         wait: bool = True,
         generation_retries: int | None = None,
+        watch: BatchWatch | None = None,
     ) -> None:
         if registries is None:
             from coeval.plugins import registries as _registries
@@ -143,6 +147,8 @@ class BatchExecutor:
         self.wait = wait
         self.generation_retries = config.experiment.generation_retries if generation_retries is None else generation_retries
         self.store = PendingStore(run)
+        #: the console's view of the jobs being waited for (:mod:`coeval.batching.watch`)
+        self.watch = watch or BatchWatch()
         self._wants: dict[tuple[str, str], bool] = {}
         self._runners: dict[str, BatchRunner] = {}
         self._pending_keys: dict[str, set[str]] | None = None
@@ -294,6 +300,18 @@ class BatchExecutor:
     # ---- following a job ---------------------------------------------------------------------
     async def _follow(self, job: PendingJob, items: Mapping[str, WorkItem], on_outcome: Callable[[WorkOutcome], None],
                       runner: BatchRunner | None = None) -> None:
+        """Poll ``job`` until it ends, then collect it; the console's watch knows of it meanwhile."""
+        resumed = job.job_id not in self.submitted
+        self.watch.following(job.phase, WaitingJob(
+            job.job_id, job.interface, job.model, len(job.items),
+            submitted_at=epoch_of(job.submitted_at, time.time()) if resumed else time.time(), resumed=resumed))
+        try:
+            await self._poll_and_collect(job, items, on_outcome, runner)
+        finally:
+            self.watch.ended(job.phase, job.job_id)
+
+    async def _poll_and_collect(self, job: PendingJob, items: Mapping[str, WorkItem],
+                                on_outcome: Callable[[WorkOutcome], None], runner: BatchRunner | None) -> None:
         model = next(iter(items.values())).model
         if runner is None:
             try:
@@ -328,18 +346,23 @@ class BatchExecutor:
                 failures += 1
                 self.log("warning", "batch poll failed; will poll again", job=job.job_id, error=redact(str(exc)))
             if status is not None and status.terminal:
+                self.watch.polled(job.phase, job.job_id, status, None)
                 break
             if status is not None:
                 with contextlib.suppress(OSError, ValueError):
                     self.store.update(job.job_id, state=status.state, polled_at=utc_now(), message=status.message)
             if not self.wait or time.monotonic() + interval > deadline:
                 why = "not finished yet" if not self.wait else "still running at the deadline"
-                self.log("warning", f"batch job {why}; collect it later with `coeval run --continue` or "
+                # collect-only (status --fetch-batches): its own summary says what stays pending
+                self.log("warning" if self.may_submit else "info",
+                         f"batch job {why}; collect it later with `coeval run --continue` or "
                          "`coeval status --fetch-batches`", job=job.job_id, model=model.name,
                          state=status.state if status else "unknown")
                 self.left_pending.append(job.job_id)
                 return
-            await self._nap(interval if failures == 0 else min(interval, 30.0))
+            nap = interval if failures == 0 else min(interval, 30.0)
+            self.watch.polled(job.phase, job.job_id, status, nap)
+            await self._nap(nap)
             interval = min(interval * self.poll_policy.backoff, self.poll_policy.max_interval_s)
         await self._collect(job, items, status, runner, on_outcome)
 

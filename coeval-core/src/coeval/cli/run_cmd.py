@@ -15,7 +15,7 @@ from coeval.cli.request_preview import format_request_bodies
 from coeval.cli.run_summary import run_summary_json
 from coeval.cli.spend_check import DEFAULT_CONFIRM_ABOVE_USD, check_spend
 from coeval.cli.verbosity import verbosity, verbosity_options
-from coeval.limits import limit_datapoints
+from coeval.limits import limit_datapoints, limit_note, record_limit
 from coeval.selection import select
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -207,6 +207,7 @@ def command(
     config = load_for_cli(
         config_path, keys=keys, continue_run=continue_run, resume=resume, only_models=models, dry_run=dry_run
     )
+    whole = config
     if limit is not None:
         config = limit_datapoints(config, limit)
     if task_names or model_names:
@@ -255,6 +256,10 @@ def command(
         )
     result = run_experiment(config, options)
     warn_empty_benchmark_teachers(config)
+    if result.status not in ("estimated", "error"):
+        note = limit_note(record_limit(result.run_folder, whole, limit, result.status))
+        if note and not quiet:
+            click.echo(f"note: {note}; `coeval run {config_path} --continue` does the rest", err=True)
     if result.status != "estimated" and result.exit_code in (0, 1, 3) and not quiet:
         click.echo(f"next: coeval analyze --run {result.run_folder}", err=True)
     if as_json:

@@ -13,7 +13,11 @@ from coeval.cli.call_figures import call_figures, figures_table
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
+<<<<<<< HEAD
 from coeval.console import output_console
+=======
+from coeval.limits import LIMIT_KEY, full_config, limit_note
+>>>>>>> issue-18a
 from coeval.quality import rejections
 
 __all__ = ["collect_status", "command"]
@@ -103,7 +107,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
     else:
         from coeval.runner import merge_ingested
 
-        config = merge_ingested(config, meta)
+        config = merge_ingested(full_config(config, meta), meta)  # a --limit slice: the full totals
     if registries is None:
         from coeval.plugins import registries as _registries
 
@@ -116,6 +120,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
         run_status = "stopped (no process is running it; it crashed or was killed)"
         notes.append("resume it with `coeval run --config <your config> --continue`")
     completed = set(meta.get("phases_completed") or [])
+    limited = bool(meta.get(LIMIT_KEY))  # a --limit slice completed those phases, not the experiment
     in_progress = set(meta.get("phases_in_progress") or [])
     phases = []
     failures: Counter[str] = Counter()
@@ -127,7 +132,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
             entry.update(survey.to_dict())
             failures.update(survey.failures)
             total = survey.total
-            if survey.complete and phase.name not in completed and first_gap is not None:
+            if survey.complete and (phase.name not in completed or limited) and first_gap is not None:
                 # it expects nothing more only because an earlier phase has not produced it yet
                 state = f"waiting for {first_gap}"
             elif survey.complete:
@@ -152,6 +157,10 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
     if gap_note:
         notes.append(gap_note)
 
+    if run_status == "completed" and limit_note(meta.get(LIMIT_KEY)) and any(
+            not p["state"].startswith("complete") for p in phases):
+        run_status = f"partial ({limit_note(meta.get(LIMIT_KEY))})"
+        notes.append("the rest: `coeval run --config <your config> --continue` (without --limit)")
     calls = meta.get("calls") or {}
     spend = meta.get("spend_usd") or {}
     models = []
@@ -173,6 +182,7 @@ def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, An
         "run": str(run.root),
         "experiment_id": meta.get("experiment_id"),
         "status": run_status,
+        "limit": meta.get(LIMIT_KEY),  # a --limit slice: datapoints per (task, teacher) and full totals
         "active": active,
         "created_at": meta.get("created_at"),
         "updated_at": meta.get("updated_at"),

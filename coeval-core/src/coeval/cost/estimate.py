@@ -32,6 +32,7 @@ from coeval.cost.pricing import LOCAL_INTERFACES, Price, price_for
 from coeval.cost.requests import RequestBuilder, TaskTexts, expected_output_tokens
 from coeval.cost.samples import SampleResults, run_samples
 from coeval.cost.tokens import estimate_tokens
+from coeval.limits import completed_phases
 from coeval.planning import Plan, batch_phases, plan_experiment
 from coeval.storage.run_folder import RunFolder, utc_now
 
@@ -257,7 +258,7 @@ def estimate_cost(
 def _remaining(
     cells: dict[tuple[str, str, str], int], run: RunFolder, config: Config
 ) -> dict[tuple[str, str, str], int]:
-    completed = set(run.read_meta().get("phases_completed") or [])
+    completed = completed_phases(run.read_meta())  # none after a --limit slice: count records
     done = done_calls(run, config, skip_phases=completed)
     return {key: 0 if key[1] in completed else max(0, n - done.get(key, 0)) for key, n in cells.items()}
 

@@ -504,9 +504,12 @@ class Scheduler:
         return True
 
     def _say(self, line: str) -> None:
-        """One console line for the user (and the log)."""
-        log.warning("%s", redact(line))
-        if self.progress is not None and self.progress.summary:
+        """One console line for the user (and the log: a warning only when not printed, so the
+        console does not show it twice)."""
+        printed = self.progress is not None and self.progress.summary
+        (log.info if printed else log.warning)("%s", redact(line))
+        if printed:
+            assert self.progress is not None
             self.progress.console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
 
     def _classify(self, iface: Interface, exc: Exception) -> ModelError:
