@@ -13,11 +13,8 @@ from coeval.cli.call_figures import call_figures, figures_table
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
-<<<<<<< HEAD
 from coeval.console import output_console
-=======
 from coeval.limits import LIMIT_KEY, full_config, limit_note
->>>>>>> issue-18a
 from coeval.quality import rejections
 
 __all__ = ["collect_status", "command"]

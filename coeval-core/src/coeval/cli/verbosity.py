@@ -70,18 +70,10 @@ def info(message: str, *, err: bool = False) -> None:
 @contextlib.contextmanager
 def command_logging(level: int) -> Iterator[None]:
     """For commands other than ``run``: the console shows errors only when quiet, debug
-<<<<<<< HEAD
-    events when verbose, and Python's default (warnings) otherwise."""
-    if level == 0:
-        yield
-        return
+    events when verbose, and warnings otherwise, each as one plain sentence."""
     from coeval.logging import run_logging  # here: structlog would slow down `coeval --help`
 
-    with run_logging(None, level="DEBUG" if level > 0 else "ERROR"):
-=======
-    events when verbose, and warnings otherwise, each as one plain sentence."""
     with run_logging(None, level="DEBUG" if level > 0 else "ERROR" if level < 0 else "WARNING"):
->>>>>>> issue-18a
         yield
 
 
