@@ -41,26 +41,30 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from filelock import FileLock
 
-from coeval.config.model import PHASE_IDS, Config, ModelConfig, TaskConfig
-from coeval.phase_order import ordered_phases
+from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.credentials import KeyFileError, KeyStore, redact
 from coeval.drift import record_settings
 from coeval.interfaces.base import Interface
 from coeval.interfaces.known import providing_distribution
 from coeval.logging import run_logging
+from coeval.phase_info import configured_mode
+from coeval.phase_order import ordered_phases
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
 from coeval.run_options import RunOptions
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkOutcome
 from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
 from coeval.storage.fork import fork_run
 from coeval.storage.lock import RunFolderBusyError, RunLock
-from coeval.storage.run_folder import RunFolder, cut_partial_last_line, iter_jsonl, utc_now
+from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line, iter_jsonl, utc_now
 from coeval.storage.snapshot import write_config_snapshot
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = [
     "EXIT_FAILED",
@@ -293,7 +297,7 @@ class _Run:
         config: Config,
         options: RunOptions,
         *,
-        registries: Any,
+        registries: Registries,
         progress: Any,
         interrupts: _Interrupts | None,
     ) -> None:
@@ -302,6 +306,8 @@ class _Run:
         self.user_config = config
         self.options = options
         self.registries = registries
+        #: the registered phases in run order (phase ids and modes come from them)
+        self.phases = ordered_phases(registries)
         self.progress = progress
         self.interrupts = interrupts
         exp = config.experiment
@@ -356,12 +362,10 @@ class _Run:
             raise RunError("resume_from names this run itself; use --continue to resume it in place")
         return RunFolder(folder)
 
-    def _mode(self, name: str) -> str:
+    def _mode(self, phase: Any) -> str:
         if self.options.continue_run:
-            return "Keep" if name in ("attribute_mapping", "rubric_mapping") else "Extend"
-        if name in PHASE_IDS:
-            return self.config.experiment.phases.mode(name)
-        return "Extend"
+            return "Keep" if phase.name in ("attribute_mapping", "rubric_mapping") else "Extend"
+        return configured_mode(self.config, phase)
 
     def _build_interfaces(self, phases_that_may_run: list[str]) -> None:
         view = RunView(self.config, self.run, self.registries)
@@ -421,7 +425,7 @@ class _Run:
             sys.stderr.write(f"coeval: warning: model {r.model} failed its probe ({r.error}); running anyway\n")
 
     def _batch_executor(self, log: Any) -> Any:
-        wanted = any(batch_enabled(self.config, m, p) for m in self.config.models for p in PHASE_IDS)
+        wanted = any(batch_enabled(self.config, m, p.name) for m in self.config.models for p in self.phases)
         if not wanted:
             return None
         try:
@@ -436,6 +440,7 @@ class _Run:
             keys_file=self.options.keys_file,
             enabled=lambda model, phase: batch_enabled(self.config, model, phase),
             log=log,
+            registries=self.registries,
         )
 
     # -- meta.json ------------------------------------------------------------------------
@@ -472,7 +477,7 @@ class _Run:
         view = RunView(self.config, self.run, self.registries)
         for entry in self.registries.phases:
             phase = entry.value
-            if not isinstance(phase, _TeacherMappingPhase) or self._mode(phase.name) == "New":
+            if not isinstance(phase, _TeacherMappingPhase) or self._mode(phase) == "New":
                 continue
             for task in self.config.tasks:
                 for kind, path in phase.artifacts(view, task):
@@ -530,7 +535,8 @@ class _Run:
             done = meta.setdefault("phases_completed", [])
             if result.status == "completed" and name not in done:
                 done.append(name)
-                done.sort(key=lambda p: PHASE_IDS.index(p) if p in PHASE_IDS else len(PHASE_IDS))
+                order = [p.name for p in self.phases]
+                done.sort(key=lambda p: order.index(p) if p in order else len(order))
             elif result.status in ("partial", "failed") and name in done:
                 done.remove(name)
             if result.status == "completed" and name in ip:
@@ -558,7 +564,7 @@ class _Run:
         if self.options.continue_run:
             self.user_config = self.config
             self.config = merge_ingested(self.config, meta)
-        phases = ordered_phases(self.registries)
+        phases = self.phases
         completed = set(meta.get("phases_completed") or [])
         view = RunView(self.config, self.run, self.registries)
         may_run = []
@@ -606,7 +612,7 @@ class _Run:
     async def _locked(self, phases: list[Any], completed: set[str], source: RunFolder | None, log: Any) -> RunResult:
         fork = None
         if source is not None and not self.run.exists():
-            copy = [p for p in PHASE_IDS if self.config.experiment.phases.mode(p) != "New"]
+            copy = [p.name for p in phases if p.name in PHASE_DIRS and configured_mode(self.config, p) != "New"]
             fork = fork_run(source, self.run, copy)
             copied_calls, copied_spend = written_calls(self.run)
             fork["calls_copied"] = dict(copied_calls)
@@ -616,7 +622,7 @@ class _Run:
         killed_before = _a_process_stopped_unfinished(self.run.read_meta())
         meta = self._init_meta(fork)
         if not self.only:  # alone in the folder: heal files whose last line a crash cut
-            for phase in PHASE_IDS:
+            for phase in (p.name for p in phases if p.name in PHASE_DIRS):
                 for path in self.run.jsonl_files(phase):
                     cut = cut_partial_last_line(path)
                     if cut:
@@ -690,7 +696,7 @@ class _Run:
 
         for phase in phases:
             name = phase.name
-            mode = self._mode(name)
+            mode = self._mode(phase)
             view = RunView(self.config, self.run, self.registries)
             if self.stop_requested:
                 break
@@ -794,16 +800,18 @@ async def arun_experiment(
     config: Config,
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen attrs instance
     *,
-    registries: Any = None,
+    registries: Registries | None = None,
     progress: Any = None,
     _interrupts: _Interrupts | None = None,
 ) -> RunResult:
     """Run the experiment in the running event loop (for embedding). Cancelling the task
-    stops the run; what was written is kept and ``meta.json`` says ``interrupted``."""
+    stops the run; what was written is kept and ``meta.json`` says ``interrupted``.
+    ``registries``: the plugins' phases, interfaces and evaluators (the installed ones when
+    None: this is an entry point of the Python API)."""
     if registries is None:
-        from coeval.plugins import registries as _registries
+        from coeval.plugins import registries as installed
 
-        registries = _registries()
+        registries = installed()
     if progress is None:
         from coeval.progress import ProgressReporter
 
@@ -842,15 +850,25 @@ def _storage_error(exc: OSError, *, started: bool) -> str:
             "(free disk space, permissions) and run again with --continue")
 
 
-def run_experiment(config: Config, options: RunOptions = RunOptions()) -> RunResult:  # noqa: B008
+def run_experiment(
+    config: Config,
+    options: RunOptions = RunOptions(),  # noqa: B008 - frozen attrs instance
+    *,
+    registries: Registries | None = None,
+) -> RunResult:
     """Run the experiment to the end (blocking). Ctrl-C stops it cleanly (exit code 130).
 
     With ``options.estimate_only`` or ``experiment.estimate_cost: true`` the cost estimate is
     printed and written to ``cost_estimate.json`` first; ``estimate_only`` then returns
-    without running any phase (status ``estimated``).
+    without running any phase (status ``estimated``). ``registries``: the plugins' phases,
+    interfaces and evaluators (the installed ones when None).
     """
+    if registries is None:
+        from coeval.plugins import registries as installed
+
+        registries = installed()
     if options.estimate_only or config.experiment.estimate_cost:
-        estimated = _estimate_first(config, options)
+        estimated = _estimate_first(config, options, registries)
         if options.estimate_only:
             return estimated
     interrupts = _Interrupts(None)
@@ -866,7 +884,7 @@ def run_experiment(config: Config, options: RunOptions = RunOptions()) -> RunRes
             except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
                 pass
         try:
-            return await arun_experiment(config, options, _interrupts=interrupts)
+            return await arun_experiment(config, options, registries=registries, _interrupts=interrupts)
         except asyncio.CancelledError:
             return interrupts.result or _interrupted(config)
         finally:
@@ -880,7 +898,7 @@ def run_experiment(config: Config, options: RunOptions = RunOptions()) -> RunRes
         return interrupts.result or _interrupted(config)
 
 
-def _estimate_first(config: Config, options: RunOptions) -> RunResult:
+def _estimate_first(config: Config, options: RunOptions, registries: Registries) -> RunResult:
     """Print and store the cost estimate; warn when it exceeds ``budget_usd``."""
     from coeval.cost import estimate_and_report
 
@@ -891,6 +909,7 @@ def _estimate_first(config: Config, options: RunOptions) -> RunResult:
         continue_run=options.continue_run,
         samples=options.estimate_samples,
         write_file=True,
+        registries=registries,
     )
     budget = config.experiment.budget_usd
     message = ""

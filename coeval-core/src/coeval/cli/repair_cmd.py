@@ -31,6 +31,7 @@ def command(run_path: str, dry_run: bool, as_json: bool) -> None:
     rewritten atomically, under the run folder's lock.
     """
     from coeval.storage.lock import RunFolderBusyError, RunLock
+    from coeval.plugins import registries
     from coeval.storage.repair import repair_run
 
     run = open_run_folder(run_path)
@@ -41,7 +42,7 @@ def command(run_path: str, dry_run: bool, as_json: bool) -> None:
         except RunFolderBusyError as exc:
             raise UserError(str(exc), "wait for the run to finish, then repair") from None
     try:
-        report = repair_run(run, dry_run=dry_run)
+        report = repair_run(run, registries=registries(), dry_run=dry_run)
     finally:
         lock.release()
     if as_json:

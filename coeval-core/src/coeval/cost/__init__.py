@@ -49,11 +49,13 @@ def estimate_and_report(
     samples: int | None = None,
     write_file: bool = True,
     console: Any = None,
+    registries: Any = None,
 ) -> CostEstimate:
     """Estimate, print the tables and write ``cost_estimate.json`` into the run folder
     (what ``coeval run --estimate-only`` and ``estimate_cost: true`` do)."""
     estimate = estimate_cost(
-        config, samples=samples, continue_run=continue_run, keys_file=keys_file, only_models=only_models
+        config, samples=samples, continue_run=continue_run, keys_file=keys_file, only_models=only_models,
+        registries=registries,
     )
     print_estimate(estimate, console)
     if write_file:

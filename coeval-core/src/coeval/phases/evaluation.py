@@ -34,6 +34,7 @@ from coeval.interfaces.base import GenerateRequest
 from coeval.judging import parse_per_factor, parse_rationale, parse_single
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
+from coeval.phases.plans import PlannedCalls, plan_evaluation
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import JUDGE_FACTOR_SCHEMA, judge_single_schema
 from coeval.records import (
@@ -209,6 +210,11 @@ class EvaluationPhase:
     name = "evaluation"
     after: tuple[str, ...] = ("response_collection",)
     modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
+    title = "5 evaluation"
+    short = "5 evaluations"
+
+    def plan(self, view: RunView) -> PlannedCalls:
+        return plan_evaluation(view, self.name)
 
     # ---- what is expected ---------------------------------------------------------------
     def _expected(self, view: RunView, state: _State) -> Iterator[tuple[Any, ...]]:

@@ -23,12 +23,15 @@ import json
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from coeval.records import FAILED, record_status, usable_datapoint, usable_response
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = ["FileRepair", "RepairReport", "repair_run"]
 
@@ -139,7 +142,9 @@ def _write(path: Path, records: list[dict[str, Any]]) -> None:
     atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
 
-def repair_run(run: RunFolder, *, dry_run: bool = False, config: Any = None, registries: Any = None) -> RepairReport:
+def repair_run(
+    run: RunFolder, *, registries: Registries, dry_run: bool = False, config: Any = None
+) -> RepairReport:
     """Repair ``run`` (or, with ``dry_run``, only report). ``config`` (default: the run's
     ``config.yaml``) decides which phases still have gaps afterwards."""
     report = RepairReport(run=str(run.root), dry_run=dry_run)
@@ -189,7 +194,9 @@ def repair_run(run: RunFolder, *, dry_run: bool = False, config: Any = None, reg
     return report
 
 
-def _repair_meta(run: RunFolder, report: RepairReport, dry_run: bool, config: Any, registries: Any) -> None:
+def _repair_meta(
+    run: RunFolder, report: RepairReport, dry_run: bool, config: Any, registries: Registries
+) -> None:
     meta: dict[str, Any] | None
     try:
         meta = json.loads(run.meta_path.read_text(encoding="utf-8"))
@@ -221,16 +228,12 @@ def _repair_meta(run: RunFolder, report: RepairReport, dry_run: bool, config: An
     completed = list(meta.get("phases_completed") or [])
     reopen: list[str] = []
     if config is not None and not dry_run:
-        from coeval.phases import standard_phases
+        from coeval.phase_order import ordered_phases
         from coeval.phases.base import RunView
 
-        if registries is None:
-            from coeval.plugins import registries as _registries
-
-            registries = _registries()
         view = RunView(config, run, registries)
         gap = False
-        for phase in standard_phases():
+        for phase in ordered_phases(registries):
             gap = gap or not phase.survey(view).complete
             if gap and phase.name in completed:
                 reopen.append(phase.name)
