@@ -18,6 +18,7 @@ import click
 import pluggy
 
 from coeval import hookspecs
+from coeval.phases.base import PlannedCalls
 from coeval.plugin_types import (
     BatchRunnerFactory,
     BenchmarkAdapter,
@@ -43,6 +44,7 @@ __all__ = [
     "InterfaceFactory",
     "Metric",
     "MetricFactory",
+    "PlannedCalls",
     "RegisterBatchRunner",
     "RegisterBenchmark",
     "RegisterEvaluator",

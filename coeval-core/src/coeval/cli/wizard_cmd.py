@@ -118,7 +118,7 @@ def _probe(path: Path, keys: str | None) -> None:
 
 def _registered_phase_modes() -> dict[str, tuple[str, ...]]:
     """Phase id -> modes of every registered phase, in run order."""
-    from coeval.phase_info import registered_modes
+    from coeval.phase_modes import registered_modes
     from coeval.phase_order import ordered_phases
     from coeval.plugins import registries
 

@@ -21,7 +21,7 @@ from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
 from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
 from coeval.interfaces.known import AUTO_INTERFACE, KNOWN_INTERFACES
-from coeval.phase_info import default_mode, registered_modes
+from coeval.phase_modes import default_mode, registered_modes
 from coeval.phase_order import ordered_phases
 
 if TYPE_CHECKING:
