@@ -132,7 +132,7 @@ async def probe_with_retries(iface: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -
         await asyncio.sleep(delay)
 
 
-async def _probe_one(model: ModelConfig, keys: KeyStore, registries: Any, timeout_s: float) -> ProbeResult:
+async def _probe_one(model: ModelConfig, keys: KeyStore, registries: Registries, timeout_s: float) -> ProbeResult:
     from coeval.interfaces.known import providing_distribution
 
     if model.interface not in registries.interfaces:
