@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from coeval.authoring.describe import describe_html
 from coeval.cli.main import cli
 from coeval.cli.status_cmd import collect_status
 from coeval.config import ConfigError, load_config
@@ -202,3 +203,10 @@ def test_the_run_and_status_include_the_plugin_phase(tmp_path: Path, plugin: Len
     again = run(config, continue_run=True)
     assert again.exit_code == 0, again.message
     assert plugin.lengths.modes_seen == ["New", "Extend"]
+
+
+def test_describe_names_the_plugin_phase_by_its_title(tmp_path: Path, regs: Registries) -> None:
+    config = make_config(tmp_path, _models(), [task(total=3)])
+    page = describe_html(config, registries=regs)
+    assert "6 answer lengths" in page
+    assert "answer_lengths: New" in page  # the settings list every phase's mode
