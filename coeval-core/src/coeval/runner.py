@@ -34,12 +34,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import signal
 import sys
-import time
 import uuid
-from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,11 +54,15 @@ from coeval.phase_info import configured_mode
 from coeval.phase_order import ordered_phases
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
 from coeval.run_options import RunOptions
-from coeval.scheduler import Scheduler, SchedulerLimits, WorkOutcome
+from coeval.running.ledger import Ledger, recount_lost_calls, written_calls
+from coeval.running.meta import RunMeta, a_process_stopped_unfinished
+from coeval.running.ordering import batch_enabled, models_needed, phases_that_may_run, run_mode
+from coeval.running.signals import Interrupts, handle_signals, stop_gracefully
+from coeval.scheduler import Scheduler, SchedulerLimits
 from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
 from coeval.storage.fork import fork_run
 from coeval.storage.lock import RunFolderBusyError, RunLock
-from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line, iter_jsonl, utc_now
+from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line, utc_now
 from coeval.storage.snapshot import write_config_snapshot
 
 if TYPE_CHECKING:
@@ -87,16 +89,10 @@ EXIT_USAGE = 2
 EXIT_GAPS = 3
 EXIT_INTERRUPTED = 130
 
-_TEACHER_PHASES = ("attribute_mapping", "rubric_mapping", "data_generation")
-_ROLE_OF_PHASE = {
-    "attribute_mapping": "teacher",
-    "rubric_mapping": "teacher",
-    "data_generation": "teacher",
-    "response_collection": "student",
-    "evaluation": "judge",
-}
 #: Skip causes that are a graceful stop, not a failure.
 _LIMIT_CAUSES = frozenset({"quota", "budget"})
+#: the name this check had before it moved to :mod:`coeval.running.meta`
+_a_process_stopped_unfinished = a_process_stopped_unfinished
 
 
 class RunError(Exception):
@@ -126,127 +122,6 @@ class RunResult:
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def batch_enabled(config: Config, model: ModelConfig, phase: str) -> bool:
-    """Whether ``model``'s calls of ``phase`` go through its provider's batch API:
-    ``models[].batch_enabled`` when set (true: every record-writing phase), else
-    ``experiment.batch[interface][phase]``."""
-    if model.batch_enabled is not None:
-        return bool(model.batch_enabled) and phase in ("data_generation", "response_collection", "evaluation")
-    return bool(config.experiment.batch.get(model.interface, {}).get(phase, False))
-
-
-#: The record field naming the model whose calls a record of each phase accounts for.
-_CALLER_FIELD = {"data_generation": "teacher_model_id", "response_collection": "student_model_id",
-                 "evaluation": "judge_model_id"}
-
-
-def written_calls(run: RunFolder) -> tuple[Counter[str], defaultdict[str, float]]:
-    """Calls and spend per model that the records of phases 3-5 account for (superseded
-    lines included: each was paid for). A lower bound of what the folder's runs spent."""
-    calls: Counter[str] = Counter()
-    spend: defaultdict[str, float] = defaultdict(float)
-    for phase, field in _CALLER_FIELD.items():
-        for path in run.jsonl_files(phase):
-            for rec in iter_jsonl(path):
-                model = rec.get(field)
-                if not isinstance(model, str):
-                    continue
-                with contextlib.suppress(TypeError, ValueError):
-                    calls[model] += max(0, int(rec.get("attempts") or 0))
-                with contextlib.suppress(TypeError, ValueError):
-                    spend[model] += max(0.0, float(rec.get("cost_usd") or 0.0))
-    return calls, spend
-
-
-def _a_process_stopped_unfinished(meta: Mapping[str, Any]) -> bool:
-    """Whether an earlier process of this folder ended without finishing (killed): the run
-    was left ``in_progress``, or a process's entry in ``runs`` was never closed. Only such a
-    process can have made calls that ``meta.json`` does not count yet."""
-    if meta.get("status") == "in_progress":
-        return True
-    return any(isinstance(r, dict) and "finished_at" not in r for r in meta.get("runs") or [])
-
-
-class _Ledger:
-    """Calls and spend per model, flushed into ``meta.json`` as increments so that shards
-    sharing a folder add up instead of overwriting each other."""
-
-    def __init__(self, run: RunFolder, scheduler: Scheduler | None = None, *,
-                 calls_before: Mapping[str, int] | None = None, spend_before_usd: float = 0.0,
-                 interval_s: float = 2.0) -> None:
-        self.run = run
-        self._calls: Counter[str] = Counter()
-        self._spend: defaultdict[str, float] = defaultdict(float)
-        self._last_flush = time.monotonic()
-        self.interval_s = interval_s
-        #: With a scheduler (shards), each flush also hands it what other processes have
-        #: added to ``meta.json`` since, so quotas and the budget hold across shards.
-        self.scheduler = scheduler
-        self._known_calls: Counter[str] = Counter(calls_before or {})
-        self._known_spend = float(spend_before_usd)
-
-    def add(self, outcome: WorkOutcome) -> None:
-        name = outcome.item.model.name
-        self._calls[name] += int(outcome.attempts)
-        if outcome.cost_usd:
-            self._spend[name] += float(outcome.cost_usd)
-        if time.monotonic() - self._last_flush > self.interval_s:
-            self.flush()
-
-    def flush(self) -> None:
-        self._last_flush = time.monotonic()
-        if not self._calls and not self._spend:
-            return
-        calls, spend = Counter(self._calls), dict(self._spend)
-        self._calls.clear()
-        self._spend.clear()
-
-        def change(meta: dict[str, Any]) -> None:
-            c = meta.setdefault("calls", {})
-            for k, v in calls.items():
-                c[k] = int(c.get(k, 0)) + v
-            paid = meta.setdefault("spend_usd", {})
-            for k, usd in spend.items():
-                paid[k] = round(float(paid.get(k, 0.0)) + usd, 10)
-
-        meta = self.run.update_meta(change)
-        if self.scheduler is not None:
-            self._learn_others(meta, calls, sum(spend.values()))
-
-    def _learn_others(self, meta: Mapping[str, Any], own_calls: Counter[str], own_spend: float) -> None:
-        sched = self.scheduler
-        assert sched is not None
-        self._known_calls.update(own_calls)
-        self._known_spend += own_spend
-        for k, total in (meta.get("calls") or {}).items():
-            extra = int(total) - self._known_calls.get(k, 0)
-            if extra > 0:
-                sched.calls[k] += extra
-                self._known_calls[k] += extra
-        extra_usd = float(sum((meta.get("spend_usd") or {}).values())) - self._known_spend
-        if extra_usd > 1e-9:
-            sched.spend_usd += extra_usd
-            self._known_spend += extra_usd
-
-
-class _Interrupts:
-    """First Ctrl-C: stop gracefully. Second: stop now."""
-
-    def __init__(self, task: asyncio.Task[Any] | None) -> None:
-        self.task = task
-        self.count = 0
-        self.on_first: Callable[[], None] | None = None
-        self.result: RunResult | None = None
-
-    def __call__(self) -> None:
-        self.count += 1
-        if self.count == 1 and self.on_first is not None:
-            sys.stderr.write("\ncoeval: stopping after the calls in flight (Ctrl-C again to stop now)\n")
-            self.on_first()
-        elif self.task is not None:
-            self.task.cancel()
 
 
 def merge_ingested(config: Config, meta: Mapping[str, Any], log: Any = None) -> Config:
@@ -299,7 +174,7 @@ class _Run:
         *,
         registries: Registries,
         progress: Any,
-        interrupts: _Interrupts | None,
+        interrupts: Interrupts | None,
     ) -> None:
         self.config = config
         #: the config as given (``self.config`` may add ingested tasks): what config.yaml keeps
@@ -308,6 +183,7 @@ class _Run:
         self.registries = registries
         #: the registered phases in run order (phase ids and modes come from them)
         self.phases = ordered_phases(registries)
+        self.phase_ids = [p.name for p in self.phases]
         self.progress = progress
         self.interrupts = interrupts
         exp = config.experiment
@@ -316,6 +192,7 @@ class _Run:
         #: Names this process's entry in ``meta["runs"]``: shards append theirs concurrently,
         #: so "the last entry" may be another process's.
         self.run_id = uuid.uuid4().hex[:12]
+        self.meta = RunMeta(self.run, self.run_id, self.only)
         self.results: dict[str, PhaseResult] = {}
         self.scheduler: Scheduler | None = None
         self.stop_requested = False
@@ -363,20 +240,11 @@ class _Run:
         return RunFolder(folder)
 
     def _mode(self, phase: Any) -> str:
-        if self.options.continue_run:
-            return "Keep" if phase.name in ("attribute_mapping", "rubric_mapping") else "Extend"
-        return configured_mode(self.config, phase)
+        return run_mode(self.config, phase, continue_run=self.options.continue_run)
 
     def _build_interfaces(self, phases_that_may_run: list[str]) -> None:
         view = RunView(self.config, self.run, self.registries)
-        needed: dict[str, ModelConfig] = {}
-        for name in phases_that_may_run:
-            role = _ROLE_OF_PHASE.get(name)
-            if role is None:
-                continue
-            for m in view.callable_models(role):
-                if name in ("attribute_mapping", "rubric_mapping") or not self.only or m.name in self.only:
-                    needed[m.name] = m
+        needed = models_needed(view, phases_that_may_run, self.only)
         try:
             keys = KeyStore.load(self.options.keys_file)
         except KeyFileError as exc:
@@ -443,32 +311,6 @@ class _Run:
             registries=self.registries,
         )
 
-    # -- meta.json ------------------------------------------------------------------------
-    def _init_meta(self, fork: dict[str, Any] | None) -> dict[str, Any]:
-        exp = self.config.experiment
-        now = utc_now()
-
-        def change(meta: dict[str, Any]) -> None:
-            meta.setdefault("experiment_id", exp.id)
-            meta.setdefault("created_at", now)
-            meta["status"] = "in_progress"
-            for key in ("phases_completed", "phases_in_progress", "phase_log", "ingest_log", "runs"):
-                meta.setdefault(key, [])
-            meta.setdefault("calls", {})
-            meta.setdefault("spend_usd", {})
-            meta.setdefault("resume_from", self.options.resume_from or exp.resume_from)
-            if fork is not None:
-                meta["forked_from"] = fork
-            meta["runs"].append({
-                "run_id": self.run_id,
-                "started_at": now,
-                "continue": self.options.continue_run,
-                "only_models": sorted(self.only),
-            })
-            meta["runs"] = meta["runs"][-50:]
-
-        return self.run.update_meta(change)
-
     def _warn_stale_static_artifacts(self, log: Any) -> None:
         """Phases 1-2 keep an existing artifact (Keep, and ``--continue``): a static map or
         rubric edited in the config since is not used. Say so rather than go on in silence."""
@@ -491,73 +333,6 @@ class _Run:
                                         "(start a new experiment id to use the new one)",
                                         phase=phase.name, task=task.name, artifact=str(path))
 
-    def _recount_lost_calls(self, meta: dict[str, Any], log: Any) -> dict[str, Any]:
-        """A killed process loses the calls it had not yet added to ``meta.json``; its
-        records still say what they cost. Raise the counts to what the records account for
-        (less what a fork copied), so quotas and budgets hold across a crash. Only while the
-        folder is held alone: a shard's unsaved counts would be counted twice."""
-        fork = meta.get("forked_from")
-        if fork and "calls_copied" not in fork:
-            return meta  # forked by an older version: copied calls unknown, keep the counts
-        calls, spend = written_calls(self.run)
-        for k, v in ((fork or {}).get("calls_copied") or {}).items():
-            calls[k] -= int(v)
-        for k, usd in ((fork or {}).get("spend_copied_usd") or {}).items():
-            spend[k] -= float(usd)
-        low_calls = {k: v for k, v in calls.items() if v > int((meta.get("calls") or {}).get(k, 0))}
-        low_spend = {k: round(v, 10) for k, v in spend.items()
-                     if v > float((meta.get("spend_usd") or {}).get(k, 0.0)) + 1e-9}
-        if not low_calls and not low_spend:
-            return meta
-
-        def change(m: dict[str, Any]) -> None:
-            m.setdefault("calls", {}).update(low_calls)
-            m.setdefault("spend_usd", {}).update(low_spend)
-
-        log.warning("calls recorded by a stopped process were missing from meta.json; counted them",
-                    calls=low_calls, spend_usd=low_spend or None)
-        return self.run.update_meta(change)
-
-    def _phase_started(self, name: str) -> None:
-        def change(meta: dict[str, Any]) -> None:
-            if name not in meta.setdefault("phases_in_progress", []):
-                meta["phases_in_progress"].append(name)
-
-        self.run.update_meta(change)
-
-    def _phase_finished(self, result: PhaseResult, started: str) -> None:
-        name = result.phase
-
-        def change(meta: dict[str, Any]) -> None:
-            ip = meta.setdefault("phases_in_progress", [])
-            if name in ip and not self.only:
-                ip.remove(name)
-            done = meta.setdefault("phases_completed", [])
-            if result.status == "completed" and name not in done:
-                done.append(name)
-                order = [p.name for p in self.phases]
-                done.sort(key=lambda p: order.index(p) if p in order else len(order))
-            elif result.status in ("partial", "failed") and name in done:
-                done.remove(name)
-            if result.status == "completed" and name in ip:
-                ip.remove(name)
-            entry = {**result.to_log(), "started_at": started, "finished_at": utc_now()}
-            if self.only:
-                entry["only_models"] = sorted(self.only)
-            meta.setdefault("phase_log", []).append(entry)
-            meta["phase_log"] = meta["phase_log"][-500:]
-
-        self.run.update_meta(change)
-
-    def _finish_meta(self, status: str, exit_code: int) -> None:
-        def change(meta: dict[str, Any]) -> None:
-            meta["status"] = status
-            mine = [r for r in meta.get("runs") or [] if r.get("run_id") == self.run_id]
-            if mine:
-                mine[-1].update({"finished_at": utc_now(), "exit_code": exit_code, "status": status})
-
-        self.run.update_meta(change)
-
     # -- main -----------------------------------------------------------------------------
     async def execute(self) -> RunResult:
         meta, source = self._preflight()
@@ -567,14 +342,8 @@ class _Run:
         phases = self.phases
         completed = set(meta.get("phases_completed") or [])
         view = RunView(self.config, self.run, self.registries)
-        may_run = []
-        for i, phase in enumerate(phases):
-            if self.options.continue_run and phase.name in completed:
-                survey = self._surveys[phase.name] = phase.survey(view)
-                if survey.complete:
-                    continue
-            may_run = [p.name for p in phases[i:]]
-            break
+        may_run = phases_that_may_run(phases, view, completed, continue_run=self.options.continue_run,
+                                      surveys=self._surveys)
         lock = RunLock(self.run.root, shared=bool(self.only))
         # an existing folder is locked before probing, so a busy one is refused at once and
         # with no call; a new one only after (a failed probe must leave nothing behind)
@@ -619,8 +388,10 @@ class _Run:
             fork["spend_copied_usd"] = {k: round(v, 10) for k, v in copied_spend.items()}
             log.info("forked from an earlier run", source=fork["path"], phases=fork["phases_copied"],
                      files=fork["files_copied"])
-        killed_before = _a_process_stopped_unfinished(self.run.read_meta())
-        meta = self._init_meta(fork)
+        killed_before = a_process_stopped_unfinished(self.run.read_meta())
+        exp = self.config.experiment
+        meta = self.meta.init(exp.id, continue_run=self.options.continue_run,
+                              resume_from=self.options.resume_from or exp.resume_from, fork=fork)
         if not self.only:  # alone in the folder: heal files whose last line a crash cut
             for phase in (p.name for p in phases if p.name in PHASE_DIRS):
                 for path in self.run.jsonl_files(phase):
@@ -629,13 +400,12 @@ class _Run:
                         log.warning("cut a partial last line (a crash interrupted its write)", file=str(path),
                                     bytes=cut)
             if killed_before:  # only a process that never finished can have unsaved counts
-                meta = self._recount_lost_calls(meta, log)
+                meta = recount_lost_calls(self.run, meta, log)
         write_config_snapshot(self.run, self.user_config)
         record_settings(self.run, self.user_config)
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
         self._warn_stale_static_artifacts(log)
-        exp = self.config.experiment
         limits = SchedulerLimits(
             generation_retries=exp.generation_retries,
             # the bound on calls per item leaves room for every retry the config asks for
@@ -650,42 +420,38 @@ class _Run:
         if self.interrupts is not None:
             self.interrupts.on_first = self._graceful_stop
         if self.only:  # shards: flush often, and learn what the other shards spent
-            ledger = _Ledger(self.run, self.scheduler, calls_before=limits.calls_before,
+            ledger = Ledger(self.run, self.scheduler, calls_before=limits.calls_before,
                              spend_before_usd=limits.spend_before_usd, interval_s=0.5)
         else:
-            ledger = _Ledger(self.run)
+            ledger = Ledger(self.run)
         try:
             status, code, message = await self._phases(phases, completed, source, ledger, log)
         except RunError:
             ledger.flush()
-            self._finish_meta("failed", EXIT_USAGE)
+            self.meta.finish("failed", EXIT_USAGE)
             raise
         except asyncio.CancelledError:
             ledger.flush()
-            self._finish_meta("interrupted", EXIT_INTERRUPTED)
+            self.meta.finish("interrupted", EXIT_INTERRUPTED)
             log.warning("run interrupted; everything written so far is kept", folder=str(self.run.root))
             if self.interrupts is not None:
                 self.interrupts.result = self._result(EXIT_INTERRUPTED, "interrupted", "interrupted")
             raise
         ledger.flush()
-        self._finish_meta(status, code)
+        self.meta.finish(status, code)
         log.info("run finished", status=status, exit_code=code)
         return self._result(code, status, message)
 
     def _graceful_stop(self) -> None:
         self.stop_requested = True
-        if self.scheduler is not None:
-            self.scheduler.cancel()
-            stop_waiting = getattr(self.scheduler.batch_executor, "stop_waiting", None)
-            if callable(stop_waiting):  # a batch wait can last hours: end it now
-                stop_waiting()
+        stop_gracefully(self.scheduler)
 
     def _result(self, code: int, status: str, message: str) -> RunResult:
         return RunResult(exit_code=code, run_folder=self.run.root, status=status, phases=dict(self.results),
                          message=message)
 
     async def _phases(
-        self, phases: list[Any], completed: set[str], source: RunFolder | None, ledger: _Ledger, log: Any
+        self, phases: list[Any], completed: set[str], source: RunFolder | None, ledger: Ledger, log: Any
     ) -> tuple[str, int, str]:
         assert self.scheduler is not None
         scheduler = self.scheduler
@@ -716,7 +482,7 @@ class _Run:
             result = ctx.result = PhaseResult(name, mode)
             self.results[name] = result
             started = utc_now()
-            self._phase_started(name)
+            self.meta.phase_started(name)
             log.info("phase started", phase=name, mode=mode)
             # shards share phases 1-2: one asks the teachers, the others then find the artifacts
             shared_lock = FileLock(str(self.run.root / ".teacher_phases.lock"), thread_local=False) \
@@ -731,17 +497,17 @@ class _Run:
                         shared_lock.release()
             except PhaseRefusedError as exc:
                 result.status, result.message = "failed", str(exc)
-                self._phase_finished(result, started)
+                self.meta.phase_finished(result, started, self.phase_ids)
                 log.error("phase refused", phase=name, reason=str(exc))
                 return "failed", EXIT_USAGE, str(exc)
             except PhaseError as exc:
                 result.status, result.message = "failed", str(exc)
-                self._phase_finished(result, started)
+                self.meta.phase_finished(result, started, self.phase_ids)
                 log.error("phase failed", phase=name, reason=str(exc))
                 return "failed", EXIT_FAILED, str(exc)
             except asyncio.CancelledError:
                 result.status = "interrupted"
-                self._phase_finished(result, started)
+                self.meta.phase_finished(result, started, self.phase_ids)
                 raise
             finally:
                 ctx.writers.close()
@@ -753,7 +519,7 @@ class _Run:
             result.status = "completed" if result.survey.complete and upstream_complete else "partial"
             if self.stop_requested and result.status != "completed":
                 result.status = "interrupted"
-            self._phase_finished(result, started)
+            self.meta.phase_finished(result, started, self.phase_ids)
             self._log_phase(result, log)
             upstream_wrote = upstream_wrote or result.written > 0
         return self._verdict(phases)
@@ -802,7 +568,7 @@ async def arun_experiment(
     *,
     registries: Registries | None = None,
     progress: Any = None,
-    _interrupts: _Interrupts | None = None,
+    _interrupts: Interrupts | None = None,
 ) -> RunResult:
     """Run the experiment in the running event loop (for embedding). Cancelling the task
     stops the run; what was written is kept and ``meta.json`` says ``interrupted``.
@@ -833,7 +599,7 @@ async def arun_experiment(
         # open), so the user frees space or fixes permissions and runs --continue.
         message = redact(_storage_error(exc, started=run.run.exists()))
         with contextlib.suppress(Exception):
-            run._finish_meta("error", EXIT_USAGE)
+            run.meta.finish("error", EXIT_USAGE)
         sys.stderr.write(f"coeval: error: {message}\n")
         return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message)
     finally:
@@ -871,25 +637,15 @@ def run_experiment(
         estimated = _estimate_first(config, options, registries)
         if options.estimate_only:
             return estimated
-    interrupts = _Interrupts(None)
+    interrupts = Interrupts(None)
 
     async def main() -> RunResult:
-        loop = asyncio.get_running_loop()
         interrupts.task = asyncio.current_task()
-        installed = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        with handle_signals(asyncio.get_running_loop(), interrupts):
             try:
-                loop.add_signal_handler(sig, interrupts)
-                installed.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
-                pass
-        try:
-            return await arun_experiment(config, options, registries=registries, _interrupts=interrupts)
-        except asyncio.CancelledError:
-            return interrupts.result or _interrupted(config)
-        finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
+                return await arun_experiment(config, options, registries=registries, _interrupts=interrupts)
+            except asyncio.CancelledError:
+                return interrupts.result or _interrupted(config)
 
     try:
         with asyncio.Runner() as runner:
