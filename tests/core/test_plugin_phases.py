@@ -210,3 +210,14 @@ def test_describe_names_the_plugin_phase_by_its_title(tmp_path: Path, regs: Regi
     page = describe_html(config, registries=regs)
     assert "6 answer lengths" in page
     assert "answer_lengths: New" in page  # the settings list every phase's mode
+
+
+def test_planned_calls_given_as_totals_are_split_into_cells_that_keep_both() -> None:
+    planned = PlannedCalls("p", calls_by_model={"a": 3, "b": 1}, calls_by_task={"t1": 2, "t2": 2})
+    assert planned.total == 4
+    assert planned.cell_map() == {("t1", "a"): 2, ("t2", "a"): 1, ("t2", "b"): 1}
+    assert PlannedCalls("p", {"a": 3, "b": 2}, {"t1": 5}).cell_map() == {("t1", "a"): 3, ("t1", "b"): 2}
+    assert PlannedCalls("p", {"a": 3}, {"t1": 2}).cell_map() == {}  # totals disagree: no split
+    assert PlannedCalls.from_cells("p", {("t1", "a"): 2}, basis="upper_bound").calls_by_task == {"t1": 2}
+    with pytest.raises(ValueError, match="basis"):
+        PlannedCalls("p", basis="maybe")

@@ -145,19 +145,27 @@ class PlannedCalls:
         return _total(self.calls_by_task) if self.calls_by_task else _total(self.calls_by_model)
 
     def cell_map(self) -> dict[tuple[str, str], int]:
-        """``(task, model) -> calls``: the cells given, or derived when only one task or one
-        model has calls (otherwise empty: the split is unknown)."""
+        """``(task, model) -> calls``: the cells given, or, when the two totals agree, a split
+        that keeps both (exact when one task or one model has all the calls; otherwise
+        tasks are filled with models in order). Empty when the totals disagree."""
         if self.cells:
             return dict(self.cells)
-        tasks = {t: n for t, n in self.calls_by_task.items() if n}
-        models = {m: n for m, n in self.calls_by_model.items() if n}
-        if len(tasks) == 1:
-            (task,) = tasks
-            return {(task, m): n for m, n in models.items()}
-        if len(models) == 1:
-            (model,) = models
-            return {(t, model): n for t, n in tasks.items()}
-        return {}
+        task_names = [t for t, n in self.calls_by_task.items() if n > 0]
+        model_names = [m for m, n in self.calls_by_model.items() if n > 0]
+        left_t = [int(self.calls_by_task[t]) for t in task_names]
+        left_m = [int(self.calls_by_model[m]) for m in model_names]
+        if sum(left_t) != sum(left_m):
+            return {}
+        cells: dict[tuple[str, str], int] = {}
+        i = j = 0
+        while i < len(left_t) and j < len(left_m):
+            n = min(left_t[i], left_m[j])
+            cells[(task_names[i], model_names[j])] = n
+            left_t[i] -= n
+            left_m[j] -= n
+            i += left_t[i] == 0
+            j += left_m[j] == 0
+        return cells
 
 
 @attrs.define
