@@ -32,6 +32,7 @@ def command(config_path: str, out: str, keys: str | None, work_dir: str | None, 
     """
     from coeval.authoring.generate import GenerateError, generate_static_config
     from coeval.credentials import KeyStore
+    from coeval.plugins import registries
 
     if Path(out).exists() and not force:
         raise UserError(f"{out} already exists", "choose another --out, or pass --force to overwrite it")
@@ -39,7 +40,7 @@ def command(config_path: str, out: str, keys: str | None, work_dir: str | None, 
         KeyStore.load(keys)
     try:
         result = generate_static_config(
-            config_path, out, keys_file=keys, work_dir=work_dir, progress=True
+            config_path, out, keys_file=keys, work_dir=work_dir, progress=True, registries=registries()
         )
     except GenerateError as exc:
         raise UserError(
