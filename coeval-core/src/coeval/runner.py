@@ -579,9 +579,7 @@ async def arun_experiment(
 
         registries = installed()
     if progress is None:
-        from coeval.progress import ProgressReporter
-
-        from coeval.progress import NullProgress
+        from coeval.progress import NullProgress, ProgressReporter
 
         # progress=False: an embedding program gets no console output at all
         progress = (ProgressReporter(enabled=None if options.verbosity >= 0 else False, summary=options.verbosity >= 0)

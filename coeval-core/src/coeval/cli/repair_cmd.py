@@ -30,8 +30,8 @@ def command(run_path: str, dry_run: bool, as_json: bool) -> None:
     phase 1-2 proposals; reopens every phase from the first one with a gap. Files are
     rewritten atomically, under the run folder's lock.
     """
-    from coeval.storage.lock import RunFolderBusyError, RunLock
     from coeval.plugins import registries
+    from coeval.storage.lock import RunFolderBusyError, RunLock
     from coeval.storage.repair import repair_run
 
     run = open_run_folder(run_path)
