@@ -16,9 +16,11 @@ from coeval.cli.main import cli
 from coeval.cli.status_cmd import collect_status
 from coeval.config import ConfigError, load_config
 from coeval.hookspecs import hookimpl
+from coeval.interfaces.base import GenerateRequest
 from coeval.phases.base import PhaseContext, RunView, Survey
 from coeval.planning import format_plan, plan_experiment
 from coeval.plugins import PlannedCalls, Registries, get_plugin_manager, registries, reset_plugins
+from coeval.scheduler.work import WorkItem, WorkOutcome
 
 from .pipeline_support import folder, make_config, meta, mock_model, run, task
 
@@ -221,3 +223,59 @@ def test_planned_calls_given_as_totals_are_split_into_cells_that_keep_both() -> 
     assert PlannedCalls.from_cells("p", {("t1", "a"): 2}, basis="upper_bound").calls_by_task == {"t1": 2}
     with pytest.raises(ValueError, match="basis"):
         PlannedCalls("p", basis="maybe")
+
+
+class SecondOpinion:
+    """Asks every judge one question after phase 5; declares the role whose models it calls."""
+
+    name = "second_opinion"
+    after = ("evaluation",)
+    modes = ("New", "Extend")
+    roles = ("judge",)
+
+    def __init__(self) -> None:
+        self.answers: dict[str, str] = {}
+
+    def plan(self, view: RunView) -> PlannedCalls:
+        return PlannedCalls(self.name, calls_by_model={j.name: 1 for j in view.config.judges})
+
+    def survey(self, view: RunView) -> Survey:
+        s = Survey(self.name)
+        for judge in view.callable_models("judge"):
+            counts = s.group(judge.name)
+            counts.expected, counts.ok = 1, int(judge.name in self.answers)
+        return s
+
+    async def run(self, ctx: PhaseContext) -> None:
+        def done(outcome: WorkOutcome) -> None:
+            if outcome.status == "ok":
+                self.answers[outcome.item.model.name] = str(outcome.value)
+            ctx.outcome(outcome)
+
+        items = [WorkItem(key=f"second__{j.name}", phase=self.name, model=j, on_done=done,
+                          request=GenerateRequest(prompt="Is this rubric fair?", role="judge"),
+                          parse=lambda result: result.text)
+                 for j in ctx.callable_models("judge") if ctx.in_scope(j.name)]
+        await ctx.submit(self.name, items)
+
+
+def test_a_plugin_phase_left_alone_gets_the_interfaces_of_its_roles(tmp_path: Path) -> None:
+    reset_plugins()
+    config = make_config(tmp_path, _models(), [task(total=1)])
+    assert run(config).exit_code == 0  # the five standard phases, complete
+    second = SecondOpinion()
+
+    class Plugin:
+        @hookimpl
+        def register_phases(self, register: Any) -> None:
+            register(second)
+
+    reset_plugins()  # the first run collected the registries: collect them again with the plugin
+    get_plugin_manager().register(Plugin(), name="second")
+    try:
+        again = run(config, continue_run=True)  # only the plugin phase is left to run
+    finally:
+        reset_plugins()
+    assert again.exit_code == 0, again.message
+    assert again.phases["second_opinion"].written == 2
+    assert sorted(second.answers) == ["a", "b"]

@@ -244,7 +244,7 @@ class _Run:
 
     def _build_interfaces(self, phases_that_may_run: list[str]) -> None:
         view = RunView(self.config, self.run, self.registries)
-        needed = models_needed(view, phases_that_may_run, self.only)
+        needed = models_needed(view, (p for p in self.phases if p.name in phases_that_may_run), self.only)
         try:
             keys = KeyStore.load(self.options.keys_file)
         except KeyFileError as exc:

@@ -332,7 +332,9 @@ class Phase(Protocol):
     * ``title`` and ``short``: how tables and pages name it (e.g. ``"5 evaluation"`` and
       ``"5 evaluations"``); the id when missing;
     * ``plan(view) -> PlannedCalls``: the calls it expects to make, from the config alone
-      (no record read, no call). A phase without it is counted as 0 calls, with a note.
+      (no record read, no call). A phase without it is counted as 0 calls, with a note;
+    * ``roles``: the roles (``"judge"``, ...) whose models it calls through ``ctx.submit``,
+      so the run opens their interfaces even when only this phase is left to run.
     """
 
     #: Phase id, the key of ``experiment.phases`` (e.g. ``"evaluation"``).

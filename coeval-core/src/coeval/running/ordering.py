@@ -14,7 +14,7 @@ from coeval.config.model import Config, ModelConfig
 from coeval.phase_info import configured_mode
 from coeval.phases.base import RunView, Survey
 
-__all__ = ["ROLE_OF_PHASE", "batch_enabled", "models_needed", "phases_that_may_run", "run_mode"]
+__all__ = ["ROLE_OF_PHASE", "batch_enabled", "models_needed", "phase_roles", "phases_that_may_run", "run_mode"]
 
 #: The role whose models each standard phase calls.
 ROLE_OF_PHASE = {
@@ -56,17 +56,22 @@ def phases_that_may_run(
     return []
 
 
-def models_needed(view: RunView, phase_ids: Iterable[str], only: Collection[str]) -> dict[str, ModelConfig]:
+def phase_roles(phase: Any) -> tuple[str, ...]:
+    """The roles whose models a phase calls: a standard phase's own, or what a plugin phase
+    declares in ``roles`` (none when it does not: it makes no call)."""
+    role = ROLE_OF_PHASE.get(phase.name)
+    return (role,) if role is not None else tuple(getattr(phase, "roles", ()) or ())
+
+
+def models_needed(view: RunView, phases: Iterable[Any], only: Collection[str]) -> dict[str, ModelConfig]:
     """The models whose interfaces the given phases call (``--only-models`` narrows phases
-    3-5; phases 1-2 ask every teacher)."""
+    3-5 and plugin phases; phases 1-2 ask every teacher)."""
     needed: dict[str, ModelConfig] = {}
-    for name in phase_ids:
-        role = ROLE_OF_PHASE.get(name)
-        if role is None:
-            continue
-        for m in view.callable_models(role):
-            if name in _MAPPING_PHASES or not only or m.name in only:
-                needed[m.name] = m
+    for phase in phases:
+        for role in phase_roles(phase):
+            for m in view.callable_models(role):
+                if phase.name in _MAPPING_PHASES or not only or m.name in only:
+                    needed[m.name] = m
     return needed
 
 
