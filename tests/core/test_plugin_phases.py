@@ -20,6 +20,7 @@ from coeval.interfaces.base import GenerateRequest
 from coeval.phases.base import PhaseContext, RunView, Survey
 from coeval.planning import format_plan, plan_experiment
 from coeval.plugins import PlannedCalls, Registries, get_plugin_manager, registries, reset_plugins
+from coeval.running.ordering import run_mode
 from coeval.scheduler.work import WorkItem, WorkOutcome
 
 from .pipeline_support import folder, make_config, meta, mock_model, run, task
@@ -279,3 +280,12 @@ def test_a_plugin_phase_left_alone_gets_the_interfaces_of_its_roles(tmp_path: Pa
     assert again.exit_code == 0, again.message
     assert again.phases["second_opinion"].written == 2
     assert sorted(second.answers) == ["a", "b"]
+
+
+def test_continue_runs_a_plugin_phase_in_extend_only_when_it_has_extend(tmp_path: Path, regs: Registries) -> None:
+    config = make_config(tmp_path, _models())
+    by_name = {e.name: e.value for e in regs.phases}
+    modes = {name: run_mode(config, by_name[name], continue_run=True)
+             for name in ("rubric_mapping", "evaluation", "answer_lengths", "tally")}
+    assert modes == {"rubric_mapping": "Keep", "evaluation": "Extend", "answer_lengths": "Extend", "tally": "New"}
+    assert run_mode(config, by_name["answer_lengths"], continue_run=False) == "New"

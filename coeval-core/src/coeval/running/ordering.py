@@ -12,6 +12,7 @@ from typing import Any
 
 from coeval.config.model import Config, ModelConfig
 from coeval.phase_info import configured_mode
+from coeval.phase_modes import phase_modes
 from coeval.phases.base import RunView, Survey
 
 __all__ = ["ROLE_OF_PHASE", "batch_enabled", "models_needed", "phase_roles", "phases_that_may_run", "run_mode"]
@@ -30,9 +31,12 @@ _RECORD_PHASES = ("data_generation", "response_collection", "evaluation")
 
 def run_mode(config: Config, phase: Any, *, continue_run: bool) -> str:
     """The mode ``phase`` runs in: the config's, or on ``--continue`` Keep for phases 1-2
-    and Extend for the others."""
+    and Extend for the others (a plugin phase that has no Extend keeps its configured mode)."""
     if continue_run:
-        return "Keep" if phase.name in _MAPPING_PHASES else "Extend"
+        if phase.name in _MAPPING_PHASES:
+            return "Keep"
+        if phase.name in ROLE_OF_PHASE or "Extend" in phase_modes(phase):
+            return "Extend"
     return configured_mode(config, phase)
 
 
