@@ -49,7 +49,8 @@ def items_for(config: Config, n: int, outcomes: list[WorkOutcome], parse: Any = 
 
 
 def executor(config: Config, keys: KeyStore, run: RunFolder, **kw: Any) -> BatchExecutor:
-    return BatchExecutor(run=run, config=config, keys=keys, enabled=lambda m, p: True, poll=FAST, **kw)
+    return BatchExecutor(run=run, config=config, keys=keys, enabled=lambda m, p: True, poll=FAST,
+                         registries=registries(), **kw)
 
 
 def run_items(ex: BatchExecutor, items: list[WorkItem], outcomes: list[WorkOutcome]) -> None:
@@ -192,7 +193,7 @@ def test_bedrock_job_of_enough_items_goes_through_s3(fake: Any, tmp_path: Path) 
 def test_only_enabled_models_with_a_runner_are_wanted(fake: Any, tmp_path: Path) -> None:
     config, keys, run = setup("openai", fake, tmp_path, n_models=2)
     mock = ModelConfig(name="m", interface="mock", roles=("student",))
-    ex = BatchExecutor(run=run, config=config, keys=keys, poll=FAST,
+    ex = BatchExecutor(run=run, config=config, keys=keys, poll=FAST, registries=registries(),
                        enabled=lambda m, p: m.name != "openai-1" and p == "response_collection")
     outcomes: list[WorkOutcome] = []
     a, b = items_for(config, 1, outcomes)

@@ -37,6 +37,12 @@ def _adapters() -> dict[str, Any]:
     return {entry.name: entry.value for entry in registries().benchmarks}
 
 
+def _registered_metrics() -> list[str]:
+    from coeval.plugins import registries
+
+    return registries().metrics.names()
+
+
 def _fail(message: str) -> NoReturn:
     click.secho(f"error: {message}", fg="red", err=True)  # the prefix every core command uses
     raise SystemExit(2)
@@ -164,7 +170,8 @@ def ingest_command(
     for name in names:
         try:
             result = ingest(run, adapters[name], split=split, data_dir=data, limit=limit,
-                            task_name=task_name, teacher_name=teacher_name, progress=progress, offline=offline)
+                            task_name=task_name, teacher_name=teacher_name, progress=progress, offline=offline,
+                            metrics=_registered_metrics())
         except IngestError as exc:
             _fail(str(exc))
             return

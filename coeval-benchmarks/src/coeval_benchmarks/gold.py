@@ -18,7 +18,7 @@ those datapoints and says so once in the log, rather than writing a made-up scor
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from coeval_benchmarks.extraction import extract_choice, extract_code, extract_n
 
 if TYPE_CHECKING:
     from coeval.config.model import TaskConfig
+    from coeval.plugins import Registries
 
 __all__ = ["GoldEvaluator", "gold_metric_of", "metric_available", "score_choice", "score_number"]
 
@@ -36,10 +37,9 @@ log = logging.getLogger(__name__)
 SIMILARITY_METRICS = ("bleu", "bertscore")
 
 
-def metric_available(name: str) -> bool:
-    from coeval.plugins import registries
-
-    return name in registries().metrics
+def metric_available(name: str, metrics: Collection[str]) -> bool:
+    """Whether a gold metric is among the registered ``metrics`` (names)."""
+    return name in metrics
 
 
 def gold_metric_of(datapoint: Mapping[str, Any]) -> str | None:
@@ -87,11 +87,16 @@ class GoldEvaluator(ModelFreeEvaluator):
     kind = "gold"
 
     def __init__(self, metric_factories: Mapping[str, Any] | None = None) -> None:
-        #: name -> factory; None means the plugin registries' metrics (looked up on first use).
+        #: name -> factory; None until the plugin registries are bound (no metric known then).
         self._factories = metric_factories
         self._metrics: dict[str, Any] = {}
 
-    # -- the Evaluator contract (model-free: ``score`` per datapoint) -------------------------------------------------------------
+    def bind_registries(self, registries: Registries) -> None:
+        """Take the registered metrics (called once the plugins' registries are filled)."""
+        if self._factories is None:
+            self._factories = {entry.name: entry.value for entry in registries.metrics}
+
+    # -- the Evaluator contract (model-free: ``score`` per datapoint) ------------------------
     def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
         metric = gold_metric_of(datapoint)
         if metric is None:
@@ -122,12 +127,7 @@ class GoldEvaluator(ModelFreeEvaluator):
         if name in self._metrics:
             return self._metrics[name]
         scorer = None
-        if self._factories is not None:
-            metrics: Any = self._factories
-        else:
-            from coeval.plugins import registries
-
-            metrics = {entry.name: entry.value for entry in registries().metrics}
+        metrics = self._factories or {}
         if name not in metrics:
             log.warning(
                 "gold scoring needs the %r metric, which no installed plugin registers "

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -204,7 +204,7 @@ def _datapoint(
     }
 
 
-def _metric_warnings(adapter: BenchmarkAdapter, items: Iterable[BenchmarkItem]) -> list[str]:
+def _metric_warnings(adapter: BenchmarkAdapter, items: Iterable[BenchmarkItem], metrics: Collection[str]) -> list[str]:
     from coeval_benchmarks.gold import metric_available
 
     needed = sorted({i.gold_metric for i in items if i.gold_metric in ("bleu", "bertscore")})
@@ -212,7 +212,7 @@ def _metric_warnings(adapter: BenchmarkAdapter, items: Iterable[BenchmarkItem]) 
         f"{adapter.name}: gold scores need the {m!r} metric, which no installed plugin registers "
         "(install coeval-analysis); judges still score these items, gold scores will be missing"
         for m in needed
-        if not metric_available(m)
+        if not metric_available(m, metrics)
     ]
 
 
@@ -230,9 +230,13 @@ def ingest(
     teacher_name: str | None = None,
     progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
     offline: bool = False,
+    metrics: Collection[str] | None = None,
 ) -> IngestResult:
     """Ingest one benchmark into ``run``. See the module docstring for what is written.
-    ``offline``: a split missing from ``data_dir`` is not downloaded from the hub."""
+
+    ``offline``: a split missing from ``data_dir`` is not downloaded from the hub.
+    ``metrics``: names of the registered metrics, to warn when gold scores need one that is
+    missing (no such warning when None)."""
     if not run.exists():
         raise IngestError(f"{run.root}: not a run folder (no meta.json); start the run with `coeval run` first")
     if limit is not None and limit < 1:
@@ -254,7 +258,8 @@ def ingest(
 
     items, source = load_items(adapter, split, data_dir, offline=offline)
     selected = select_items(items, limit)
-    warnings.extend(_metric_warnings(adapter, selected))
+    if metrics is not None:
+        warnings.extend(_metric_warnings(adapter, selected, metrics))
 
     meta = run.read_meta()
     ingest_log = [e for e in meta.get("ingest_log", []) if isinstance(e, dict)]

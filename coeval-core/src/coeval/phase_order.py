@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import PHASE_IDS
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = ["ordered_phases"]
 
 
-def ordered_phases(registries: Any) -> list[Any]:
+def ordered_phases(registries: Registries) -> list[Any]:
     """Registered phases in run order: the standard five first, others after what they
     name in ``after`` (registration order otherwise)."""
     entries = [e.value for e in registries.phases]

@@ -1,34 +1,34 @@
 """How many model calls an experiment makes, before it makes any.
 
-The count follows the seed formula, phase by phase and task by task:
-
-* phase 1: one call per LLM teacher for each attribute kind a task leaves to the teachers
-  (``target_attributes: auto | complete`` and ``nuanced_attributes: auto``);
-* phase 2: one call per LLM teacher for each task whose rubric is ``auto`` or ``extend``;
-* phase 3: ``sampling.total`` calls per (task, LLM teacher); benchmark teachers replay
-  ingested items and make none, but their items are answered and judged like any other;
-* phase 4: every student answers every phase-3 item;
-* phase 5: every judge scores every phase-4 response: one call per response in ``single``
-  mode, one per judged factor in ``per_factor`` mode. Label attributes and metric factors
-  are scored without a judge; a task whose factors are all such makes no judge call.
-
-A phase in mode Keep that forks an earlier run (``resume_from``) reuses that run's
-artifacts and makes no call. Extend and Model phases only fill what is missing, so for
-them the count is an upper bound (``coeval plan --continue`` counts what is really left).
-The plan never reads the disk and never calls a model.
+Every registered phase counts its own calls (:meth:`coeval.phases.base.Phase.plan`; the
+five standard phases follow the seed formula, see :mod:`coeval.phases.plans`), in run
+order; this module adds them up per phase, task and model, applies ``--only-models``
+and notes quotas the plan exceeds. A phase in mode Keep that forks an earlier run
+(``resume_from``) reuses that run's artifacts and makes no call. Extend and Model phases
+only fill what is missing, so for them the count is an upper bound (``coeval plan
+--continue`` counts what is really left). The plan never reads a record and never calls a
+model.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coeval.config.model import PHASE_IDS, Config, ModelConfig, TaskConfig
+from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.config.validate import judged_factors, run_folder_path
 from coeval.interfaces.known import BATCHABLE_INTERFACES
+from coeval.phase_info import configured_mode, phase_short, phase_title, planned_calls
+from coeval.phase_order import ordered_phases
+from coeval.phases.base import PlannedCalls, RunView
+from coeval.phases.plans import phase3_items
+from coeval.storage.run_folder import RunFolder
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = [
     "PHASE_SHORT",
@@ -43,6 +43,8 @@ __all__ = [
     "print_plan",
 ]
 
+#: Titles and short labels of the five standard phases (each phase carries its own; a
+#: :class:`Plan` knows those of every phase it counts).
 PHASE_TITLES = {
     "attribute_mapping": "1 attribute mapping",
     "rubric_mapping": "2 rubric mapping",
@@ -57,12 +59,7 @@ PHASE_SHORT = {
     "response_collection": "4 responses",
     "evaluation": "5 evaluations",
 }
-VIRTUAL_TEACHER_INTERFACES = frozenset({"benchmark"})
 _BATCH_PHASES = ("data_generation", "response_collection", "evaluation")
-
-
-def _zero() -> dict[str, int]:
-    return dict.fromkeys(PHASE_IDS, 0)
 
 
 @attrs.frozen
@@ -111,6 +108,17 @@ class PhasePlan:
     #: "reused": Keep on a forked run, nothing to do; "upper_bound": Extend/Model, existing
     #: records are skipped; "full": every item is called.
     basis: str = "full"
+    #: how tables name the phase ("5 evaluation", "5 evaluations"); the id when empty
+    title: str = ""
+    short: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.title or PHASE_TITLES.get(self.phase, self.phase)
+
+    @property
+    def short_label(self) -> str:
+        return self.short or PHASE_SHORT.get(self.phase, self.label)
 
 
 @attrs.frozen
@@ -134,6 +142,13 @@ class Plan:
             if p.phase == phase:
                 return p.calls
         raise KeyError(phase)
+
+    def title(self, phase: str) -> str:
+        """The phase's title ("5 evaluation"); its id for a phase the plan does not count."""
+        return next((p.label for p in self.phases if p.phase == phase), PHASE_TITLES.get(phase, phase))
+
+    def short(self, phase: str) -> str:
+        return next((p.short_label for p in self.phases if p.phase == phase), PHASE_SHORT.get(phase, phase))
 
     @property
     def calls_by_phase(self) -> dict[str, int]:
@@ -185,20 +200,6 @@ def batch_phases(config: Config, model: ModelConfig) -> tuple[str, ...]:
     return tuple(p for p in _BATCH_PHASES if settings.get(p))
 
 
-def _is_virtual(model: ModelConfig) -> bool:
-    """Teachers that replay stored items instead of calling a model (``benchmark``, or an
-    interface registered with ``virtual=True``)."""
-    if model.interface in VIRTUAL_TEACHER_INTERFACES:
-        return True
-    from coeval.plugins import registries
-
-    interfaces = registries().interfaces
-    if model.interface in interfaces:
-        options = interfaces.entry(model.interface).options
-        return bool(options.get("virtual") or options.get("virtual_teacher"))
-    return False
-
-
 def _range_label(value: Any) -> str:
     if value == "all":
         return "all"
@@ -206,29 +207,9 @@ def _range_label(value: Any) -> str:
     return str(low) if low == high else f"{low}-{high}"
 
 
-def _attribute_calls(task: TaskConfig) -> int:
-    """Phase-1 calls per teacher: one per attribute kind the teachers must propose."""
-    target = isinstance(task.target_attributes, str)  # auto | complete
-    nuanced = task.nuanced_attributes == "auto"
-    return int(target) + int(nuanced)
-
-
-def _phase_bases(config: Config, forked: bool) -> dict[str, str]:
-    """How each phase's count is meant: reused from ``resume_from``, an upper bound
-    (Extend/Model skip existing records) or the full count."""
-    basis: dict[str, str] = {}
-    for phase in PHASE_IDS:
-        mode = config.experiment.phases.mode(phase)
-        if mode == "Keep" and forked:
-            basis[phase] = "reused"
-        elif mode in ("Extend", "Model"):
-            basis[phase] = "upper_bound"
-        else:
-            basis[phase] = "full"
-    return basis
-
-
-def _model_plans(config: Config, model_calls: dict[str, dict[str, int]], notes: list[str]) -> list[ModelPlan]:
+def _model_plans(
+    config: Config, model_calls: Mapping[str, Mapping[str, int]], notes: list[str]
+) -> list[ModelPlan]:
     """One plan per model, noting the models whose quota caps the planned calls."""
     model_plans: list[ModelPlan] = []
     for m in config.models:
@@ -252,105 +233,87 @@ def _model_plans(config: Config, model_calls: dict[str, dict[str, int]], notes: 
     return model_plans
 
 
-def plan_experiment(config: Config, *, only_models: Sequence[str] = ()) -> Plan:
-    """Count the calls of every phase, task and model. Makes no call, reads no file.
+def _task_plan(view: RunView, task: TaskConfig, calls: Mapping[str, int]) -> TaskPlan:
+    """What a task is (sampling, judged factors, phase-3 items) beside its calls per phase."""
+    factors = judged_factors(task)
+    free = tuple(
+        name for name in (task.static_rubric or {}) if factors is not None and name not in factors
+    ) + tuple(task.label_attributes)
+    return TaskPlan(
+        name=task.name,
+        target=_range_label(task.sampling.target),
+        nuance=_range_label(task.sampling.nuance),
+        total=task.sampling.total,
+        evaluation_mode=task.evaluation_mode,
+        factors=tuple(factors) if factors is not None else None,
+        judge_free_factors=tuple(dict.fromkeys(free)),
+        items=phase3_items(view, task),
+        calls=calls,
+    )
+
+
+def _restricted(planned: PlannedCalls, selected: set[str]) -> PlannedCalls:
+    """Only the calls of ``--only-models`` models (all when none is named)."""
+    if not selected:
+        return planned
+    cells = {k: n for k, n in planned.cells.items() if k[1] in selected}
+    if planned.cells:
+        return PlannedCalls.from_cells(planned.phase, cells, basis=planned.basis, notes=planned.notes)
+    by_model = {m: n for m, n in planned.calls_by_model.items() if m in selected}
+    return attrs.evolve(planned, calls_by_model=by_model)
+
+
+def _resolve(registries: Registries | None) -> Registries:
+    if registries is not None:
+        return registries
+    from coeval.plugins import registries as installed
+
+    return installed()
+
+
+def plan_experiment(
+    config: Config, *, only_models: Sequence[str] = (), registries: Registries | None = None
+) -> Plan:
+    """Count the calls of every registered phase, task and model. Makes no call, reads no
+    record.
 
     ``only_models`` restricts the count to what a ``--only-models`` process does: the listed
-    teachers in phases 1-3, students in phase 4, judges in phase 5.
+    teachers in phases 1-3, students in phase 4, judges in phase 5. ``registries`` name the
+    phases and interfaces (those of the installed plugins when None).
     """
     exp = config.experiment
+    regs = _resolve(registries)
+    view = RunView(config, RunFolder.for_experiment(exp.storage_folder, exp.id), regs)
+    phases = ordered_phases(regs)
     selected = set(only_models)
-
-    def active(model: ModelConfig) -> bool:
-        return not selected or model.name in selected
-
-    teachers = config.teachers
-    llm_teachers = [m for m in teachers if not _is_virtual(m)]
-    virtual_teachers = [m for m in teachers if _is_virtual(m)]
-    students = config.students
-    judges = config.judges
-    forked = bool(exp.resume_from)
-
-    basis = _phase_bases(config, forked)
-
-    model_calls: dict[str, dict[str, int]] = {m.name: _zero() for m in config.models}
+    planned = [_restricted(planned_calls(p, view), selected) for p in phases]
+    ids = [p.phase for p in planned]
+    model_calls = {m.name: dict.fromkeys(ids, 0) for m in config.models}
+    task_calls = {t.name: dict.fromkeys(ids, 0) for t in config.tasks}
     cells: dict[tuple[str, str, str], int] = {}
-    task_plans: list[TaskPlan] = []
     notes: list[str] = []
-
-    def charge(phase: str, models: Iterable[ModelConfig], per_model: int, calls: dict[str, int]) -> None:
-        if basis[phase] == "reused" or per_model <= 0:
-            return
-        for m in models:
-            if active(m):
-                model_calls[m.name][phase] += per_model
-                calls[phase] += per_model
-                key = (task.name, phase, m.name)
-                cells[key] = cells.get(key, 0) + per_model
-
-    for task in config.tasks:
-        calls = _zero()
-        charge("attribute_mapping", llm_teachers, _attribute_calls(task), calls)
-        if isinstance(task.rubric, str):  # auto | extend
-            charge("rubric_mapping", llm_teachers, 1, calls)
-        total = task.sampling.total
-        if task.target_attributes == "complete":
-            notes.append(
-                f"task {task.name}: target_attributes complete covers the full cross-product of the values "
-                "phase 1 finds; phase 3 makes at least sampling.total calls per teacher, more if that is larger"
-            )
-        charge("data_generation", llm_teachers, total, calls)
-        items = total * (len(llm_teachers) + len(virtual_teachers))
-        charge("response_collection", students, items, calls)
-
-        factors = judged_factors(task)
-        per_response = 1
-        if factors is None:
-            if task.evaluation_mode == "per_factor":
-                notes.append(
-                    f"task {task.name}: rubric {task.rubric} is written in phase 2, so its number of factors is "
-                    "unknown; phase 5 is counted as one judge call per response (multiply by the factor count)"
-                )
-        elif not factors:
-            per_response = 0
-        elif task.evaluation_mode == "per_factor":
-            per_response = len(factors)
-        # judges score every student's responses, whichever process wrote them
-        responses = items * len(students)
-        charge("evaluation", judges, responses * per_response, calls)
-
-        free = tuple(
-            name for name in (task.static_rubric or {}) if factors is not None and name not in factors
-        ) + tuple(task.label_attributes)
-        task_plans.append(
-            TaskPlan(
-                name=task.name,
-                target=_range_label(task.sampling.target),
-                nuance=_range_label(task.sampling.nuance),
-                total=total,
-                evaluation_mode=task.evaluation_mode,
-                factors=tuple(factors) if factors is not None else None,
-                judge_free_factors=tuple(dict.fromkeys(free)),
-                items=items,
-                calls=calls,
-            )
-        )
-
-    if virtual_teachers:
-        names = ", ".join(m.name for m in virtual_teachers)
-        notes.append(
-            f"benchmark teacher {names} replays ingested items and makes no call; its items are counted at "
-            "sampling.total per task (an upper bound: it only supplies the tasks it ingested)"
-        )
+    for pc in planned:
+        for model, n in pc.calls_by_model.items():
+            if model in model_calls:
+                model_calls[model][pc.phase] += n
+        for task, n in pc.calls_by_task.items():
+            if task in task_calls:
+                task_calls[task][pc.phase] += n
+        for (task, model), n in pc.cell_map().items():
+            cells[(task, pc.phase, model)] = cells.get((task, pc.phase, model), 0) + n
+        notes.extend(pc.notes)
+    task_plans = [_task_plan(view, t, task_calls[t.name]) for t in config.tasks]
     model_plans = _model_plans(config, model_calls, notes)
     phase_plans = tuple(
         PhasePlan(
-            phase=p,
-            mode=exp.phases.mode(p),
-            calls=sum(t.calls[p] for t in task_plans),
-            basis=basis[p],
+            phase=pc.phase,
+            mode=configured_mode(config, phase),
+            calls=pc.total,
+            basis=pc.basis,
+            title=phase_title(phase),
+            short=phase_short(phase),
         )
-        for p in PHASE_IDS
+        for phase, pc in zip(phases, planned, strict=True)
     )
     if any(p.basis == "upper_bound" for p in phase_plans):
         notes.append("Extend and Model phases skip records that already exist: their counts are upper bounds")
@@ -393,7 +356,7 @@ def print_plan(plan: Plan, console: Any = None) -> None:
     for col in ("model", "interface", "roles", "batch phases", "quota", "calls"):
         models.add_column(col, justify="right" if col in ("quota", "calls") else "left")
     for m in plan.models:
-        batch = ", ".join(PHASE_TITLES[p].split()[0] for p in m.batch) or "-"
+        batch = ", ".join(plan.title(p).split()[0] for p in m.batch) or "-"
         quota = f"{m.max_calls:,}" if m.max_calls is not None else "-"
         models.add_row(m.name, m.interface_label, ", ".join(m.roles), batch, quota, f"{m.total:,}")
     console.print(models)
@@ -414,7 +377,7 @@ def print_plan(plan: Plan, console: Any = None) -> None:
     phases = Table(title="Calls per phase", **style)
     phases.add_column("task")
     for p in plan.phases:
-        phases.add_column(f"{PHASE_SHORT[p.phase]}\n{p.mode}", justify="right")
+        phases.add_column(f"{p.short_label}\n{p.mode}", justify="right")
     phases.add_column("total", justify="right")
     for t in plan.tasks:
         phases.add_row(t.name, *[f"{t.calls[p.phase]:,}" for p in plan.phases], f"{t.total_calls:,}")

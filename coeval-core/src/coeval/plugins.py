@@ -18,6 +18,7 @@ import click
 import pluggy
 
 from coeval import hookspecs
+from coeval.phases.base import PlannedCalls
 from coeval.plugin_types import (
     BatchRunnerFactory,
     BenchmarkAdapter,
@@ -56,6 +57,7 @@ __all__ = [
     "Metric",
     "MetricFactory",
     "ModelFreeEvaluator",
+    "PlannedCalls",
     "RegisterBatchRunner",
     "RegisterBenchmark",
     "RegisterEvaluator",

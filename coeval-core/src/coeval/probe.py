@@ -29,6 +29,7 @@ log = logging.getLogger("coeval.probe")
 
 if TYPE_CHECKING:
     from coeval.config.model import Config, ModelConfig
+    from coeval.plugins import Registries
 
 __all__ = ["PROBE_MODES", "ProbeFailed", "ProbeResult", "aprobe_models", "check_probe", "models_to_probe", "probe_models", "probe_with_retries"]
 
@@ -61,7 +62,7 @@ class ProbeFailed(RuntimeError):
         super().__init__(f"{len(failed)} model(s) failed the probe: " + "; ".join(lines))
 
 
-def _is_virtual(model: ModelConfig, registries: Any) -> bool:
+def _is_virtual(model: ModelConfig, registries: Registries) -> bool:
     if model.interface == "benchmark":
         return True
     if model.interface in registries.interfaces:
@@ -70,7 +71,7 @@ def _is_virtual(model: ModelConfig, registries: Any) -> bool:
     return False
 
 
-def models_to_probe(config: Config, mode: str, registries: Any = None) -> list[ModelConfig]:
+def models_to_probe(config: Config, mode: str, registries: Registries) -> list[ModelConfig]:
     """The models ``mode`` probes: all, or (``resume``) those with missing or failed records."""
     if mode == "disable":
         return []
@@ -83,10 +84,6 @@ def models_to_probe(config: Config, mode: str, registries: Any = None) -> list[M
     run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
     if not run.exists():
         return models
-    if registries is None:
-        from coeval.plugins import registries as _registries
-
-        registries = _registries()
     view = RunView(config, run, registries)
     needed: set[str] = set()
     teacher_phases = {"attribute_mapping", "rubric_mapping"}
@@ -135,7 +132,7 @@ async def probe_with_retries(iface: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -
         await asyncio.sleep(delay)
 
 
-async def _probe_one(model: ModelConfig, keys: KeyStore, registries: Any, timeout_s: float) -> ProbeResult:
+async def _probe_one(model: ModelConfig, keys: KeyStore, registries: Registries, timeout_s: float) -> ProbeResult:
     from coeval.plugin_status import missing_interface
 
     if model.interface not in registries.interfaces:
@@ -160,15 +157,11 @@ async def _probe_one(model: ModelConfig, keys: KeyStore, registries: Any, timeou
 
 
 async def aprobe_models(
-    config: Config, keystore: KeyStore | None = None, mode: str = "full", *, registries: Any = None,
+    config: Config, keystore: KeyStore | None = None, mode: str = "full", *, registries: Registries,
     timeout_s: float = DEFAULT_TIMEOUT_S, models: Iterable[ModelConfig] | None = None,
 ) -> list[ProbeResult]:
     if mode not in PROBE_MODES:
         raise ValueError(f"probe mode must be one of {', '.join(PROBE_MODES)}, not {mode!r}")
-    if registries is None:
-        from coeval.plugins import registries as _registries
-
-        registries = _registries()
     keys = keystore if keystore is not None else KeyStore()
     chosen = {m.name for m in (models if models is not None else models_to_probe(config, mode, registries))}
     tasks, results = [], []
@@ -183,10 +176,15 @@ async def aprobe_models(
 
 
 def probe_models(
-    config: Config, keystore: KeyStore | None = None, mode: str = "full", *, registries: Any = None,
+    config: Config, keystore: KeyStore | None = None, mode: str = "full", *, registries: Registries | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> list[ProbeResult]:
-    """Probe the models ``mode`` selects, concurrently; one result per model of the config."""
+    """Probe the models ``mode`` selects, concurrently; one result per model of the config.
+    ``registries``: the installed plugins' when None (an entry point of the Python API)."""
+    if registries is None:
+        from coeval.plugins import registries as installed
+
+        registries = installed()
     return asyncio.run(aprobe_models(config, keystore, mode, registries=registries, timeout_s=timeout_s))
 
 

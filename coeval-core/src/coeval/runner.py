@@ -34,34 +34,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import signal
 import sys
-import time
 import uuid
-from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from filelock import FileLock
 
-from coeval.config.model import PHASE_IDS, Config, ModelConfig, TaskConfig
-from coeval.phase_order import ordered_phases
+from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.credentials import KeyFileError, KeyStore, redact
 from coeval.drift import record_settings
 from coeval.interfaces.base import Interface
 from coeval.interfaces.known import providing_distribution
 from coeval.logging import run_logging
 from coeval.plugin_status import missing_interface
+from coeval.phase_info import configured_mode
+from coeval.phase_order import ordered_phases
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
 from coeval.run_options import RunOptions
-from coeval.scheduler import Scheduler, SchedulerLimits, WorkOutcome
+from coeval.running.ledger import Ledger, recount_lost_calls, written_calls
+from coeval.running.meta import RunMeta, a_process_stopped_unfinished
+from coeval.running.ordering import batch_enabled, models_needed, phases_that_may_run, run_mode
+from coeval.running.signals import Interrupts, handle_signals, stop_gracefully
+from coeval.scheduler import Scheduler, SchedulerLimits
 from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
 from coeval.storage.fork import fork_run
 from coeval.storage.lock import RunFolderBusyError, RunLock
-from coeval.storage.run_folder import RunFolder, cut_partial_last_line, iter_jsonl, utc_now
+from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line, utc_now
 from coeval.storage.snapshot import write_config_snapshot
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = [
     "EXIT_FAILED",
@@ -84,16 +90,10 @@ EXIT_USAGE = 2
 EXIT_GAPS = 3
 EXIT_INTERRUPTED = 130
 
-_TEACHER_PHASES = ("attribute_mapping", "rubric_mapping", "data_generation")
-_ROLE_OF_PHASE = {
-    "attribute_mapping": "teacher",
-    "rubric_mapping": "teacher",
-    "data_generation": "teacher",
-    "response_collection": "student",
-    "evaluation": "judge",
-}
 #: Skip causes that are a graceful stop, not a failure.
 _LIMIT_CAUSES = frozenset({"quota", "budget"})
+#: the name this check had before it moved to :mod:`coeval.running.meta`
+_a_process_stopped_unfinished = a_process_stopped_unfinished
 
 
 class RunError(Exception):
@@ -123,127 +123,6 @@ class RunResult:
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def batch_enabled(config: Config, model: ModelConfig, phase: str) -> bool:
-    """Whether ``model``'s calls of ``phase`` go through its provider's batch API:
-    ``models[].batch_enabled`` when set (true: every record-writing phase), else
-    ``experiment.batch[interface][phase]``."""
-    if model.batch_enabled is not None:
-        return bool(model.batch_enabled) and phase in ("data_generation", "response_collection", "evaluation")
-    return bool(config.experiment.batch.get(model.interface, {}).get(phase, False))
-
-
-#: The record field naming the model whose calls a record of each phase accounts for.
-_CALLER_FIELD = {"data_generation": "teacher_model_id", "response_collection": "student_model_id",
-                 "evaluation": "judge_model_id"}
-
-
-def written_calls(run: RunFolder) -> tuple[Counter[str], defaultdict[str, float]]:
-    """Calls and spend per model that the records of phases 3-5 account for (superseded
-    lines included: each was paid for). A lower bound of what the folder's runs spent."""
-    calls: Counter[str] = Counter()
-    spend: defaultdict[str, float] = defaultdict(float)
-    for phase, field in _CALLER_FIELD.items():
-        for path in run.jsonl_files(phase):
-            for rec in iter_jsonl(path):
-                model = rec.get(field)
-                if not isinstance(model, str):
-                    continue
-                with contextlib.suppress(TypeError, ValueError):
-                    calls[model] += max(0, int(rec.get("attempts") or 0))
-                with contextlib.suppress(TypeError, ValueError):
-                    spend[model] += max(0.0, float(rec.get("cost_usd") or 0.0))
-    return calls, spend
-
-
-def _a_process_stopped_unfinished(meta: Mapping[str, Any]) -> bool:
-    """Whether an earlier process of this folder ended without finishing (killed): the run
-    was left ``in_progress``, or a process's entry in ``runs`` was never closed. Only such a
-    process can have made calls that ``meta.json`` does not count yet."""
-    if meta.get("status") == "in_progress":
-        return True
-    return any(isinstance(r, dict) and "finished_at" not in r for r in meta.get("runs") or [])
-
-
-class _Ledger:
-    """Calls and spend per model, flushed into ``meta.json`` as increments so that shards
-    sharing a folder add up instead of overwriting each other."""
-
-    def __init__(self, run: RunFolder, scheduler: Scheduler | None = None, *,
-                 calls_before: Mapping[str, int] | None = None, spend_before_usd: float = 0.0,
-                 interval_s: float = 2.0) -> None:
-        self.run = run
-        self._calls: Counter[str] = Counter()
-        self._spend: defaultdict[str, float] = defaultdict(float)
-        self._last_flush = time.monotonic()
-        self.interval_s = interval_s
-        #: With a scheduler (shards), each flush also hands it what other processes have
-        #: added to ``meta.json`` since, so quotas and the budget hold across shards.
-        self.scheduler = scheduler
-        self._known_calls: Counter[str] = Counter(calls_before or {})
-        self._known_spend = float(spend_before_usd)
-
-    def add(self, outcome: WorkOutcome) -> None:
-        name = outcome.item.model.name
-        self._calls[name] += int(outcome.attempts)
-        if outcome.cost_usd:
-            self._spend[name] += float(outcome.cost_usd)
-        if time.monotonic() - self._last_flush > self.interval_s:
-            self.flush()
-
-    def flush(self) -> None:
-        self._last_flush = time.monotonic()
-        if not self._calls and not self._spend:
-            return
-        calls, spend = Counter(self._calls), dict(self._spend)
-        self._calls.clear()
-        self._spend.clear()
-
-        def change(meta: dict[str, Any]) -> None:
-            c = meta.setdefault("calls", {})
-            for k, v in calls.items():
-                c[k] = int(c.get(k, 0)) + v
-            paid = meta.setdefault("spend_usd", {})
-            for k, usd in spend.items():
-                paid[k] = round(float(paid.get(k, 0.0)) + usd, 10)
-
-        meta = self.run.update_meta(change)
-        if self.scheduler is not None:
-            self._learn_others(meta, calls, sum(spend.values()))
-
-    def _learn_others(self, meta: Mapping[str, Any], own_calls: Counter[str], own_spend: float) -> None:
-        sched = self.scheduler
-        assert sched is not None
-        self._known_calls.update(own_calls)
-        self._known_spend += own_spend
-        for k, total in (meta.get("calls") or {}).items():
-            extra = int(total) - self._known_calls.get(k, 0)
-            if extra > 0:
-                sched.calls[k] += extra
-                self._known_calls[k] += extra
-        extra_usd = float(sum((meta.get("spend_usd") or {}).values())) - self._known_spend
-        if extra_usd > 1e-9:
-            sched.spend_usd += extra_usd
-            self._known_spend += extra_usd
-
-
-class _Interrupts:
-    """First Ctrl-C: stop gracefully. Second: stop now."""
-
-    def __init__(self, task: asyncio.Task[Any] | None) -> None:
-        self.task = task
-        self.count = 0
-        self.on_first: Callable[[], None] | None = None
-        self.result: RunResult | None = None
-
-    def __call__(self) -> None:
-        self.count += 1
-        if self.count == 1 and self.on_first is not None:
-            sys.stderr.write("\ncoeval: stopping after the calls in flight (Ctrl-C again to stop now)\n")
-            self.on_first()
-        elif self.task is not None:
-            self.task.cancel()
 
 
 def merge_ingested(config: Config, meta: Mapping[str, Any], log: Any = None) -> Config:
@@ -294,15 +173,18 @@ class _Run:
         config: Config,
         options: RunOptions,
         *,
-        registries: Any,
+        registries: Registries,
         progress: Any,
-        interrupts: _Interrupts | None,
+        interrupts: Interrupts | None,
     ) -> None:
         self.config = config
         #: the config as given (``self.config`` may add ingested tasks): what config.yaml keeps
         self.user_config = config
         self.options = options
         self.registries = registries
+        #: the registered phases in run order (phase ids and modes come from them)
+        self.phases = ordered_phases(registries)
+        self.phase_ids = [p.name for p in self.phases]
         self.progress = progress
         self.interrupts = interrupts
         exp = config.experiment
@@ -311,6 +193,7 @@ class _Run:
         #: Names this process's entry in ``meta["runs"]``: shards append theirs concurrently,
         #: so "the last entry" may be another process's.
         self.run_id = uuid.uuid4().hex[:12]
+        self.meta = RunMeta(self.run, self.run_id, self.only)
         self.results: dict[str, PhaseResult] = {}
         self.scheduler: Scheduler | None = None
         self.stop_requested = False
@@ -357,23 +240,12 @@ class _Run:
             raise RunError("resume_from names this run itself; use --continue to resume it in place")
         return RunFolder(folder)
 
-    def _mode(self, name: str) -> str:
-        if self.options.continue_run:
-            return "Keep" if name in ("attribute_mapping", "rubric_mapping") else "Extend"
-        if name in PHASE_IDS:
-            return self.config.experiment.phases.mode(name)
-        return "Extend"
+    def _mode(self, phase: Any) -> str:
+        return run_mode(self.config, phase, continue_run=self.options.continue_run)
 
     def _build_interfaces(self, phases_that_may_run: list[str]) -> None:
         view = RunView(self.config, self.run, self.registries)
-        needed: dict[str, ModelConfig] = {}
-        for name in phases_that_may_run:
-            role = _ROLE_OF_PHASE.get(name)
-            if role is None:
-                continue
-            for m in view.callable_models(role):
-                if name in ("attribute_mapping", "rubric_mapping") or not self.only or m.name in self.only:
-                    needed[m.name] = m
+        needed = models_needed(view, (p for p in self.phases if p.name in phases_that_may_run), self.only)
         try:
             keys = KeyStore.load(self.options.keys_file)
         except KeyFileError as exc:
@@ -421,7 +293,7 @@ class _Run:
             sys.stderr.write(f"coeval: warning: model {r.model} failed its probe ({r.error}); running anyway\n")
 
     def _batch_executor(self, log: Any) -> Any:
-        wanted = any(batch_enabled(self.config, m, p) for m in self.config.models for p in PHASE_IDS)
+        wanted = any(batch_enabled(self.config, m, p.name) for m in self.config.models for p in self.phases)
         if not wanted:
             return None
         try:
@@ -437,33 +309,8 @@ class _Run:
             enabled=lambda model, phase: batch_enabled(self.config, model, phase),
             log=log,
             watch=getattr(self.progress, "batch_watch", None),
+            registries=self.registries,
         )
-
-    # -- meta.json ------------------------------------------------------------------------
-    def _init_meta(self, fork: dict[str, Any] | None) -> dict[str, Any]:
-        exp = self.config.experiment
-        now = utc_now()
-
-        def change(meta: dict[str, Any]) -> None:
-            meta.setdefault("experiment_id", exp.id)
-            meta.setdefault("created_at", now)
-            meta["status"] = "in_progress"
-            for key in ("phases_completed", "phases_in_progress", "phase_log", "ingest_log", "runs"):
-                meta.setdefault(key, [])
-            meta.setdefault("calls", {})
-            meta.setdefault("spend_usd", {})
-            meta.setdefault("resume_from", self.options.resume_from or exp.resume_from)
-            if fork is not None:
-                meta["forked_from"] = fork
-            meta["runs"].append({
-                "run_id": self.run_id,
-                "started_at": now,
-                "continue": self.options.continue_run,
-                "only_models": sorted(self.only),
-            })
-            meta["runs"] = meta["runs"][-50:]
-
-        return self.run.update_meta(change)
 
     def _warn_stale_static_artifacts(self, log: Any) -> None:
         """Phases 1-2 keep an existing artifact (Keep, and ``--continue``): a static map or
@@ -473,7 +320,7 @@ class _Run:
         view = RunView(self.config, self.run, self.registries)
         for entry in self.registries.phases:
             phase = entry.value
-            if not isinstance(phase, _TeacherMappingPhase) or self._mode(phase.name) == "New":
+            if not isinstance(phase, _TeacherMappingPhase) or self._mode(phase) == "New":
                 continue
             for task in self.config.tasks:
                 for kind, path in phase.artifacts(view, task):
@@ -487,89 +334,17 @@ class _Run:
                                         "(start a new experiment id to use the new one)",
                                         phase=phase.name, task=task.name, artifact=str(path))
 
-    def _recount_lost_calls(self, meta: dict[str, Any], log: Any) -> dict[str, Any]:
-        """A killed process loses the calls it had not yet added to ``meta.json``; its
-        records still say what they cost. Raise the counts to what the records account for
-        (less what a fork copied), so quotas and budgets hold across a crash. Only while the
-        folder is held alone: a shard's unsaved counts would be counted twice."""
-        fork = meta.get("forked_from")
-        if fork and "calls_copied" not in fork:
-            return meta  # forked by an older version: copied calls unknown, keep the counts
-        calls, spend = written_calls(self.run)
-        for k, v in ((fork or {}).get("calls_copied") or {}).items():
-            calls[k] -= int(v)
-        for k, usd in ((fork or {}).get("spend_copied_usd") or {}).items():
-            spend[k] -= float(usd)
-        low_calls = {k: v for k, v in calls.items() if v > int((meta.get("calls") or {}).get(k, 0))}
-        low_spend = {k: round(v, 10) for k, v in spend.items()
-                     if v > float((meta.get("spend_usd") or {}).get(k, 0.0)) + 1e-9}
-        if not low_calls and not low_spend:
-            return meta
-
-        def change(m: dict[str, Any]) -> None:
-            m.setdefault("calls", {}).update(low_calls)
-            m.setdefault("spend_usd", {}).update(low_spend)
-
-        log.warning("calls recorded by a stopped process were missing from meta.json; counted them",
-                    calls=low_calls, spend_usd=low_spend or None)
-        return self.run.update_meta(change)
-
-    def _phase_started(self, name: str) -> None:
-        def change(meta: dict[str, Any]) -> None:
-            if name not in meta.setdefault("phases_in_progress", []):
-                meta["phases_in_progress"].append(name)
-
-        self.run.update_meta(change)
-
-    def _phase_finished(self, result: PhaseResult, started: str) -> None:
-        name = result.phase
-
-        def change(meta: dict[str, Any]) -> None:
-            ip = meta.setdefault("phases_in_progress", [])
-            if name in ip and not self.only:
-                ip.remove(name)
-            done = meta.setdefault("phases_completed", [])
-            if result.status == "completed" and name not in done:
-                done.append(name)
-                done.sort(key=lambda p: PHASE_IDS.index(p) if p in PHASE_IDS else len(PHASE_IDS))
-            elif result.status in ("partial", "failed") and name in done:
-                done.remove(name)
-            if result.status == "completed" and name in ip:
-                ip.remove(name)
-            entry = {**result.to_log(), "started_at": started, "finished_at": utc_now()}
-            if self.only:
-                entry["only_models"] = sorted(self.only)
-            meta.setdefault("phase_log", []).append(entry)
-            meta["phase_log"] = meta["phase_log"][-500:]
-
-        self.run.update_meta(change)
-
-    def _finish_meta(self, status: str, exit_code: int) -> None:
-        def change(meta: dict[str, Any]) -> None:
-            meta["status"] = status
-            mine = [r for r in meta.get("runs") or [] if r.get("run_id") == self.run_id]
-            if mine:
-                mine[-1].update({"finished_at": utc_now(), "exit_code": exit_code, "status": status})
-
-        self.run.update_meta(change)
-
     # -- main -----------------------------------------------------------------------------
     async def execute(self) -> RunResult:
         meta, source = self._preflight()
         if self.options.continue_run:
             self.user_config = self.config
             self.config = merge_ingested(self.config, meta)
-        phases = ordered_phases(self.registries)
+        phases = self.phases
         completed = set(meta.get("phases_completed") or [])
         view = RunView(self.config, self.run, self.registries)
-        may_run = []
-        for i, phase in enumerate(phases):
-            if self.options.continue_run and phase.name in completed:
-                survey = self._surveys[phase.name] = phase.survey(view)
-                if survey.complete:
-                    continue
-            may_run = [p.name for p in phases[i:]]
-            break
+        may_run = phases_that_may_run(phases, view, completed, continue_run=self.options.continue_run,
+                                      surveys=self._surveys)
         lock = RunLock(self.run.root, shared=bool(self.only))
         # an existing folder is locked before probing, so a busy one is refused at once and
         # with no call; a new one only after (a failed probe must leave nothing behind)
@@ -607,30 +382,31 @@ class _Run:
     async def _locked(self, phases: list[Any], completed: set[str], source: RunFolder | None, log: Any) -> RunResult:
         fork = None
         if source is not None and not self.run.exists():
-            copy = [p for p in PHASE_IDS if self.config.experiment.phases.mode(p) != "New"]
+            copy = [p.name for p in phases if p.name in PHASE_DIRS and configured_mode(self.config, p) != "New"]
             fork = fork_run(source, self.run, copy)
             copied_calls, copied_spend = written_calls(self.run)
             fork["calls_copied"] = dict(copied_calls)
             fork["spend_copied_usd"] = {k: round(v, 10) for k, v in copied_spend.items()}
             log.info("forked from an earlier run", source=fork["path"], phases=fork["phases_copied"],
                      files=fork["files_copied"])
-        killed_before = _a_process_stopped_unfinished(self.run.read_meta())
-        meta = self._init_meta(fork)
+        killed_before = a_process_stopped_unfinished(self.run.read_meta())
+        exp = self.config.experiment
+        meta = self.meta.init(exp.id, continue_run=self.options.continue_run,
+                              resume_from=self.options.resume_from or exp.resume_from, fork=fork)
         if not self.only:  # alone in the folder: heal files whose last line a crash cut
-            for phase in PHASE_IDS:
+            for phase in (p.name for p in phases if p.name in PHASE_DIRS):
                 for path in self.run.jsonl_files(phase):
                     cut = cut_partial_last_line(path)
                     if cut:
                         log.warning("cut a partial last line (a crash interrupted its write)", file=str(path),
                                     bytes=cut)
             if killed_before:  # only a process that never finished can have unsaved counts
-                meta = self._recount_lost_calls(meta, log)
+                meta = recount_lost_calls(self.run, meta, log)
         write_config_snapshot(self.run, self.user_config)
         record_settings(self.run, self.user_config)
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
         self._warn_stale_static_artifacts(log)
-        exp = self.config.experiment
         limits = SchedulerLimits(
             generation_retries=exp.generation_retries,
             # the bound on calls per item leaves room for every retry the config asks for
@@ -645,42 +421,38 @@ class _Run:
         if self.interrupts is not None:
             self.interrupts.on_first = self._graceful_stop
         if self.only:  # shards: flush often, and learn what the other shards spent
-            ledger = _Ledger(self.run, self.scheduler, calls_before=limits.calls_before,
+            ledger = Ledger(self.run, self.scheduler, calls_before=limits.calls_before,
                              spend_before_usd=limits.spend_before_usd, interval_s=0.5)
         else:
-            ledger = _Ledger(self.run)
+            ledger = Ledger(self.run)
         try:
             status, code, message = await self._phases(phases, completed, source, ledger, log)
         except RunError:
             ledger.flush()
-            self._finish_meta("failed", EXIT_USAGE)
+            self.meta.finish("failed", EXIT_USAGE)
             raise
         except asyncio.CancelledError:
             ledger.flush()
-            self._finish_meta("interrupted", EXIT_INTERRUPTED)
+            self.meta.finish("interrupted", EXIT_INTERRUPTED)
             log.warning("run interrupted; everything written so far is kept", folder=str(self.run.root))
             if self.interrupts is not None:
                 self.interrupts.result = self._result(EXIT_INTERRUPTED, "interrupted", "interrupted")
             raise
         ledger.flush()
-        self._finish_meta(status, code)
+        self.meta.finish(status, code)
         log.info("run finished", status=status, exit_code=code)
         return self._result(code, status, message)
 
     def _graceful_stop(self) -> None:
         self.stop_requested = True
-        if self.scheduler is not None:
-            self.scheduler.cancel()
-            stop_waiting = getattr(self.scheduler.batch_executor, "stop_waiting", None)
-            if callable(stop_waiting):  # a batch wait can last hours: end it now
-                stop_waiting()
+        stop_gracefully(self.scheduler)
 
     def _result(self, code: int, status: str, message: str) -> RunResult:
         return RunResult(exit_code=code, run_folder=self.run.root, status=status, phases=dict(self.results),
                          message=message)
 
     async def _phases(
-        self, phases: list[Any], completed: set[str], source: RunFolder | None, ledger: _Ledger, log: Any
+        self, phases: list[Any], completed: set[str], source: RunFolder | None, ledger: Ledger, log: Any
     ) -> tuple[str, int, str]:
         assert self.scheduler is not None
         scheduler = self.scheduler
@@ -691,7 +463,7 @@ class _Run:
 
         for phase in phases:
             name = phase.name
-            mode = self._mode(name)
+            mode = self._mode(phase)
             view = RunView(self.config, self.run, self.registries)
             if self.stop_requested:
                 break
@@ -711,7 +483,7 @@ class _Run:
             result = ctx.result = PhaseResult(name, mode)
             self.results[name] = result
             started = utc_now()
-            self._phase_started(name)
+            self.meta.phase_started(name)
             log.info("phase started", phase=name, mode=mode)
             # shards share phases 1-2: one asks the teachers, the others then find the artifacts
             shared_lock = FileLock(str(self.run.root / ".teacher_phases.lock"), thread_local=False) \
@@ -726,17 +498,17 @@ class _Run:
                         shared_lock.release()
             except PhaseRefusedError as exc:
                 result.status, result.message = "failed", str(exc)
-                self._phase_finished(result, started)
+                self.meta.phase_finished(result, started, self.phase_ids)
                 log.error("phase refused", phase=name, reason=str(exc))
                 return "failed", EXIT_USAGE, str(exc)
             except PhaseError as exc:
                 result.status, result.message = "failed", str(exc)
-                self._phase_finished(result, started)
+                self.meta.phase_finished(result, started, self.phase_ids)
                 log.error("phase failed", phase=name, reason=str(exc))
                 return "failed", EXIT_FAILED, str(exc)
             except asyncio.CancelledError:
                 result.status = "interrupted"
-                self._phase_finished(result, started)
+                self.meta.phase_finished(result, started, self.phase_ids)
                 raise
             finally:
                 ctx.writers.close()
@@ -748,7 +520,7 @@ class _Run:
             result.status = "completed" if result.survey.complete and upstream_complete else "partial"
             if self.stop_requested and result.status != "completed":
                 result.status = "interrupted"
-            self._phase_finished(result, started)
+            self.meta.phase_finished(result, started, self.phase_ids)
             self._log_phase(result, log)
             upstream_wrote = upstream_wrote or result.written > 0
         return self._verdict(phases)
@@ -795,20 +567,20 @@ async def arun_experiment(
     config: Config,
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen attrs instance
     *,
-    registries: Any = None,
+    registries: Registries | None = None,
     progress: Any = None,
-    _interrupts: _Interrupts | None = None,
+    _interrupts: Interrupts | None = None,
 ) -> RunResult:
     """Run the experiment in the running event loop (for embedding). Cancelling the task
-    stops the run; what was written is kept and ``meta.json`` says ``interrupted``."""
+    stops the run; what was written is kept and ``meta.json`` says ``interrupted``.
+    ``registries``: the plugins' phases, interfaces and evaluators (the installed ones when
+    None: this is an entry point of the Python API)."""
     if registries is None:
-        from coeval.plugins import registries as _registries
+        from coeval.plugins import registries as installed
 
-        registries = _registries()
+        registries = installed()
     if progress is None:
-        from coeval.progress import ProgressReporter
-
-        from coeval.progress import NullProgress
+        from coeval.progress import NullProgress, ProgressReporter
 
         # progress=False: an embedding program gets no console output at all
         progress = (ProgressReporter(enabled=None if options.verbosity >= 0 else False, summary=options.verbosity >= 0)
@@ -826,7 +598,7 @@ async def arun_experiment(
         # open), so the user frees space or fixes permissions and runs --continue.
         message = redact(_storage_error(exc, started=run.run.exists()))
         with contextlib.suppress(Exception):
-            run._finish_meta("error", EXIT_USAGE)
+            run.meta.finish("error", EXIT_USAGE)
         sys.stderr.write(f"error: {message}\n")
         return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message)
     finally:
@@ -843,36 +615,36 @@ def _storage_error(exc: OSError, *, started: bool) -> str:
             "(free disk space, permissions) and run again with --continue")
 
 
-def run_experiment(config: Config, options: RunOptions = RunOptions()) -> RunResult:  # noqa: B008
+def run_experiment(
+    config: Config,
+    options: RunOptions = RunOptions(),  # noqa: B008 - frozen attrs instance
+    *,
+    registries: Registries | None = None,
+) -> RunResult:
     """Run the experiment to the end (blocking). Ctrl-C stops it cleanly (exit code 130).
 
     With ``options.estimate_only`` or ``experiment.estimate_cost: true`` the cost estimate is
     printed and written to ``cost_estimate.json`` first; ``estimate_only`` then returns
-    without running any phase (status ``estimated``).
+    without running any phase (status ``estimated``). ``registries``: the plugins' phases,
+    interfaces and evaluators (the installed ones when None).
     """
+    if registries is None:
+        from coeval.plugins import registries as installed
+
+        registries = installed()
     if options.estimate_only or config.experiment.estimate_cost:
-        estimated = _estimate_first(config, options)
+        estimated = _estimate_first(config, options, registries)
         if options.estimate_only:
             return estimated
-    interrupts = _Interrupts(None)
+    interrupts = Interrupts(None)
 
     async def main() -> RunResult:
-        loop = asyncio.get_running_loop()
         interrupts.task = asyncio.current_task()
-        installed = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        with handle_signals(asyncio.get_running_loop(), interrupts):
             try:
-                loop.add_signal_handler(sig, interrupts)
-                installed.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
-                pass
-        try:
-            return await arun_experiment(config, options, _interrupts=interrupts)
-        except asyncio.CancelledError:
-            return interrupts.result or _interrupted(config)
-        finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
+                return await arun_experiment(config, options, registries=registries, _interrupts=interrupts)
+            except asyncio.CancelledError:
+                return interrupts.result or _interrupted(config)
 
     try:
         with asyncio.Runner() as runner:
@@ -881,7 +653,7 @@ def run_experiment(config: Config, options: RunOptions = RunOptions()) -> RunRes
         return interrupts.result or _interrupted(config)
 
 
-def _estimate_first(config: Config, options: RunOptions) -> RunResult:
+def _estimate_first(config: Config, options: RunOptions, registries: Registries) -> RunResult:
     """Print and store the cost estimate; warn when it exceeds ``budget_usd``."""
     from coeval.cost import estimate_and_report
 
@@ -892,6 +664,7 @@ def _estimate_first(config: Config, options: RunOptions) -> RunResult:
         continue_run=options.continue_run,
         samples=options.estimate_samples,
         write_file=True,
+        registries=registries,
     )
     budget = config.experiment.budget_usd
     message = ""

@@ -13,12 +13,15 @@ import html
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from coeval.config.model import PHASE_IDS, Config
+from coeval.config.model import Config
 from coeval.cost import CostEstimate, estimate_cost, format_duration
-from coeval.planning import PHASE_TITLES, Plan
+from coeval.planning import Plan
 from coeval.storage.run_folder import atomic_write_text, utc_now
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = ["describe_html", "write_description"]
 
@@ -103,11 +106,11 @@ def _rubric(value: Any, labels: Sequence[str]) -> str:
     return _table(["factor", "criterion", "scored by"], rows)
 
 
-def _prompts(config: Config, plan: Plan) -> dict[str, list[tuple[str, str]]]:
+def _prompts(config: Config, plan: Plan, registries: Registries) -> dict[str, list[tuple[str, str]]]:
     """Per task: (phase, rendered prompt) previews with stand-in texts."""
     from coeval.cost.requests import RequestBuilder
 
-    builder = RequestBuilder(config)
+    builder = RequestBuilder(config, registries=registries)
     out: dict[str, list[tuple[str, str]]] = {}
     roles = {
         "attribute_mapping": config.teachers,
@@ -120,7 +123,7 @@ def _prompts(config: Config, plan: Plan) -> dict[str, list[tuple[str, str]]]:
     for task in config.tasks:
         texts = builder.default_texts(task)
         previews = []
-        for phase in PHASE_IDS:
+        for phase in (p.phase for p in plan.phases if p.phase in roles):
             models = [m for m in roles[phase] if m.interface != "benchmark"]
             if not models or not calls[task.name].get(phase):
                 continue
@@ -135,16 +138,21 @@ def _prompts(config: Config, plan: Plan) -> dict[str, list[tuple[str, str]]]:
 
 
 def describe_html(
-    config: Config, *, probe: Sequence[Any] | None = None, estimate: CostEstimate | None = None
+    config: Config,
+    *,
+    registries: Registries,
+    probe: Sequence[Any] | None = None,
+    estimate: CostEstimate | None = None,
 ) -> str:
-    """The page as a string. ``probe``: :class:`coeval.probe.ProbeResult` list (optional)."""
-    estimate = estimate or estimate_cost(config, samples=0)
+    """The page as a string. ``probe``: :class:`coeval.probe.ProbeResult` list (optional);
+    ``registries``: the plugins' phases and interfaces the plan counts."""
+    estimate = estimate or estimate_cost(config, samples=0, registries=registries)
     exp = config.experiment
     parts = [
         *_overview_section(config, estimate),
         *_models_section(config, estimate, probe),
         *_phase_plan_section(estimate),
-        *_tasks_section(config, estimate.plan),
+        *_tasks_section(config, estimate.plan, registries),
         *_settings_section(config),
     ]
     body = "\n".join(p for p in parts if p)
@@ -200,7 +208,7 @@ def _models_section(config: Config, estimate: CostEstimate, probe: Sequence[Any]
             _e(m.interface_label),
             _e(cfg.parameters.get("model", "")),
             _chips(m.roles),
-            _e(", ".join(PHASE_TITLES[p] for p in m.batch) or "-"),
+            _e(", ".join(plan.title(p) for p in m.batch) or "-"),
             _e(f"{m.max_calls:,}" if m.max_calls is not None else "-"),
             f"{m.total:,}",
             _e(f"${by_model[m.name]['cost_usd']:,.4f}" if by_model[m.name]["price_per_1m"] else "unknown"),
@@ -237,7 +245,7 @@ def _phase_plan_section(estimate: CostEstimate) -> list[str]:
         totals = by_phase[p.phase]
         phase_rows.append(
             [
-                _e(PHASE_TITLES[p.phase]),
+                _e(p.label),
                 _e(p.mode),
                 f"{p.calls:,}",
                 f"{totals['input_tokens']:,} / {totals['output_tokens']:,}",
@@ -260,10 +268,10 @@ def _phase_plan_section(estimate: CostEstimate) -> list[str]:
     return parts
 
 
-def _tasks_section(config: Config, plan: Plan) -> list[str]:
+def _tasks_section(config: Config, plan: Plan, registries: Registries) -> list[str]:
     """Per task: description, attributes, sampling, calls, rubric and prompt previews."""
     parts: list[str] = []
-    previews = _prompts(config, plan)
+    previews = _prompts(config, plan, registries)
     parts.append("<h2>Tasks</h2>")
     for t, tp in zip(config.tasks, plan.tasks, strict=True):
         sampling = f"target {tp.target} · nuance {tp.nuance} · {tp.total} datapoints per teacher"
@@ -284,7 +292,7 @@ def _tasks_section(config: Config, plan: Plan) -> list[str]:
                     [
                         "calls",
                         _e(
-                            ", ".join(f"{PHASE_TITLES[p]}: {n:,}" for p, n in tp.calls.items() if n) or "none"
+                            ", ".join(f"{plan.title(p)}: {n:,}" for p, n in tp.calls.items() if n) or "none"
                         ),
                     ],
                 ],
@@ -296,7 +304,7 @@ def _tasks_section(config: Config, plan: Plan) -> list[str]:
             block.append("<h3>Prompt previews</h3>")
             for phase, prompt in previews[t.name]:
                 block.append(
-                    f"<details><summary>{_e(PHASE_TITLES[phase])}</summary><pre>{_e(prompt)}</pre></details>"
+                    f"<details><summary>{_e(plan.title(phase))}</summary><pre>{_e(prompt)}</pre></details>"
                 )
         block.append("</section>")
         parts.append("".join(block))
@@ -322,9 +330,11 @@ def _settings_section(config: Config) -> list[str]:
     return parts
 
 
-def write_description(config: Config, out: str | Path, *, probe: Sequence[Any] | None = None) -> Path:
+def write_description(
+    config: Config, out: str | Path, *, registries: Registries, probe: Sequence[Any] | None = None
+) -> Path:
     target = Path(out)
-    atomic_write_text(target, describe_html(config, probe=probe))
+    atomic_write_text(target, describe_html(config, registries=registries, probe=probe))
     readable(target)
     return target
 

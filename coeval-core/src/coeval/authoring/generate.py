@@ -12,7 +12,7 @@ import json
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import yaml
@@ -23,6 +23,9 @@ from coeval.config.model import Config
 from coeval.config.yaml_out import dump_config_yaml
 from coeval.run_options import RunOptions
 from coeval.storage.run_folder import RunFolder, atomic_write_text, utc_now
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = ["GenerateError", "GeneratedConfig", "generate_static_config"]
 
@@ -40,7 +43,7 @@ class GeneratedConfig:
     run_status: str
 
 
-def _only_mapping_phases(registries: Any) -> Any:
+def _only_mapping_phases(registries: Registries) -> Registries:
     from coeval.plugins import Registry
 
     phases: Registry[Any] = Registry("phase")
@@ -65,13 +68,14 @@ def generate_static_config(
     keys_file: str | None = None,
     work_dir: str | Path | None = None,
     progress: bool = True,
+    registries: Registries,
 ) -> GeneratedConfig:
-    """Run phases 1-2 of ``config_path`` and write the materialised config to ``out``."""
-    from coeval.plugins import registries
+    """Run phases 1-2 of ``config_path`` and write the materialised config to ``out``
+    (``registries``: the plugins' phases and interfaces)."""
     from coeval.runner import arun_experiment
 
     source = Path(config_path)
-    config = load_config(source, check_filesystem=False, keys_file=keys_file)
+    config = load_config(source, check_filesystem=False, keys_file=keys_file, registries=registries)
     raw = yaml.safe_load(source.read_text(encoding="utf-8"))
     needs_teachers = [
         t.name
@@ -103,7 +107,7 @@ def generate_static_config(
                 arun_experiment(
                     scratch_config,
                     RunOptions(keys_file=keys_file, progress=progress, probe_mode="disable"),
-                    registries=_only_mapping_phases(registries()),
+                    registries=_only_mapping_phases(registries),
                 )
             )
             status = result.status

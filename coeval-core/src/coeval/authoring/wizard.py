@@ -210,8 +210,19 @@ def _task_interactively(taken: Sequence[str]) -> dict[str, Any]:
     return task
 
 
-def build_interactively() -> dict[str, Any]:
-    """Ask for everything a config needs; returns the raw mapping (not yet validated)."""
+def _standard_phase_modes() -> dict[str, tuple[str, ...]]:
+    """The five standard phases' modes (Model is for phases 3-5 only)."""
+    return {
+        phase: tuple(m for m in PHASE_MODES if not (m == "Model" and phase in PHASE_IDS[:2])) for phase in PHASE_IDS
+    }
+
+
+def build_interactively(phases: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+    """Ask for everything a config needs; returns the raw mapping (not yet validated).
+
+    ``phases``: the registered phases (id -> accepted modes) whose modes may be set; the
+    five standard ones when None.
+    """
     click.echo("CoEval config wizard. Press Enter to accept a [default].")
     experiment_id = _name_prompt("Experiment id", default="my-experiment-v1")
     storage = click.prompt("Storage folder for runs", default="./eval_runs")
@@ -231,11 +242,11 @@ def build_interactively() -> dict[str, Any]:
             break
     experiment: dict[str, Any] = {"id": experiment_id, "storage_folder": storage}
     if click.confirm("\nChange phase modes (default: New for every phase)?", default=False):
-        phases = {}
-        for phase in PHASE_IDS:
-            modes = [m for m in PHASE_MODES if not (m == "Model" and phase in PHASE_IDS[:2])]
-            phases[phase] = click.prompt(f"  {phase}", type=click.Choice(modes), default="New")
-        experiment["phases"] = phases
+        chosen = {}
+        for phase, modes in (phases or _standard_phase_modes()).items():
+            default = "New" if "New" in modes else modes[0]
+            chosen[phase] = click.prompt(f"  {phase}", type=click.Choice(list(modes)), default=default)
+        experiment["phases"] = chosen
     budget = click.prompt("Budget in US dollars (blank for none)", default="", show_default=False).strip()
     if budget:
         try:

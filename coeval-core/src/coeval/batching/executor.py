@@ -53,6 +53,7 @@ from coeval.storage.run_folder import RunFolder, utc_now
 if TYPE_CHECKING:
     from coeval.config.model import Config, ModelConfig
     from coeval.interfaces.base import Interface
+    from coeval.plugins import Registries
 
 __all__ = ["BatchExecutor", "PollPolicy", "make_batch_executor"]
 
@@ -117,7 +118,7 @@ class BatchExecutor:
         enabled: Callable[[ModelConfig, str], bool],
         keys: KeyStore | None = None,
         interfaces: Mapping[str, Interface] | None = None,
-        registries: Any = None,
+        registries: Registries,
         log: Any = None,
         poll: PollPolicy | None = None,
         submit: bool = True,
@@ -125,10 +126,6 @@ class BatchExecutor:
         generation_retries: int | None = None,
         watch: BatchWatch | None = None,
     ) -> None:
-        if registries is None:
-            from coeval.plugins import registries as _registries
-
-            registries = _registries()
         self.run_folder = run
         self.config = config
         self.enabled = enabled
@@ -459,6 +456,7 @@ def make_batch_executor(
     config: Config,
     run: RunFolder,
     enabled: Callable[[ModelConfig, str], bool],
+    registries: Registries,
     interfaces: Mapping[str, Interface] | None = None,
     keys_file: str | None = None,
     log: Any = None,
@@ -466,4 +464,4 @@ def make_batch_executor(
 ) -> BatchExecutor:
     """The executor ``coeval run`` gives its scheduler when a config enables batch anywhere."""
     return BatchExecutor(run=run, config=config, enabled=enabled, keys=KeyStore.load(keys_file),
-                         interfaces=interfaces, log=log, **options)
+                         interfaces=interfaces, registries=registries, log=log, **options)

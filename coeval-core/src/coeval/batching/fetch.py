@@ -18,7 +18,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -26,6 +26,9 @@ from coeval.batching.executor import BatchExecutor
 from coeval.batching.pending import PendingStore
 from coeval.credentials import KeyStore
 from coeval.storage.run_folder import RunFolder
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = ["FetchError", "FetchReport", "afetch_pending_batches", "fetch_pending_batches"]
 
@@ -51,26 +54,27 @@ class FetchReport:
 
 
 def fetch_pending_batches(
-    run_folder: str | Path | RunFolder, config: Any, keystore: KeyStore | None = None, *, registries: Any = None,
-    log: Any = None,
+    run_folder: str | Path | RunFolder, config: Any, keystore: KeyStore | None = None, *,
+    registries: Registries | None = None, log: Any = None,
 ) -> FetchReport:
-    """Poll every pending batch job of the run once; write the records of the finished ones."""
+    """Poll every pending batch job of the run once; write the records of the finished ones.
+    ``registries``: the installed plugins' when None (an entry point of the Python API)."""
+    if registries is None:
+        from coeval.plugins import registries as installed
+
+        registries = installed()
     return asyncio.run(afetch_pending_batches(run_folder, config, keystore, registries=registries, log=log))
 
 
 async def afetch_pending_batches(
-    run_folder: str | Path | RunFolder, config: Any, keystore: KeyStore | None = None, *, registries: Any = None,
-    log: Any = None,
+    run_folder: str | Path | RunFolder, config: Any, keystore: KeyStore | None = None, *,
+    registries: Registries, log: Any = None,
 ) -> FetchReport:
     from coeval.phases.base import PhaseContext, PhaseError, PhaseResult
     from coeval.phase_order import ordered_phases
     from coeval.storage.lock import RunFolderBusyError, RunLock
 
     run = run_folder if isinstance(run_folder, RunFolder) else RunFolder(run_folder)
-    if registries is None:
-        from coeval.plugins import registries as _registries
-
-        registries = _registries()
     if log is None:
         from coeval.logging import get_logger
 

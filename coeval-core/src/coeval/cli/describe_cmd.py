@@ -29,6 +29,7 @@ def command(config_path: str, out: str | None, probe: bool, open_page: bool, key
     """
     from coeval.authoring.describe import write_description
     from coeval.cli.run_cmd import load_for_cli
+    from coeval.plugins import registries
 
     config = load_for_cli(config_path, keys=keys, dry_run=True, check_filesystem=False)
     results = None
@@ -39,7 +40,7 @@ def command(config_path: str, out: str | None, probe: bool, open_page: bool, key
         results = probe_models(config, KeyStore.load(keys), "full")
     source = Path(config_path)
     target = Path(out) if out else source.with_name(f"{source.stem}_description.html")
-    write_description(config, target, probe=results)
+    write_description(config, target, registries=registries(), probe=results)
     click.echo(f"wrote {target}")
     if open_page:
         webbrowser.open(target.resolve().as_uri())

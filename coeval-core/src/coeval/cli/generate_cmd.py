@@ -33,6 +33,7 @@ def command(config_path: str, out: str, keys: str | None, work_dir: str | None, 
     """
     from coeval.authoring.generate import GenerateError, generate_static_config
     from coeval.credentials import KeyStore
+    from coeval.plugins import registries
 
     if Path(out).exists() and not force:
         raise UserError(f"{out} already exists", "choose another --out, or pass --force to overwrite it")
@@ -40,7 +41,8 @@ def command(config_path: str, out: str, keys: str | None, work_dir: str | None, 
         KeyStore.load(keys)
     try:
         result = generate_static_config(
-            config_path, out, keys_file=keys, work_dir=work_dir, progress=current_verbosity() > QUIET
+            config_path, out, keys_file=keys, work_dir=work_dir, progress=current_verbosity() > QUIET,
+            registries=registries(),
         )
     except GenerateError as exc:
         raise UserError(

@@ -32,6 +32,7 @@ def command(run_path: str, dry_run: bool, as_json: bool) -> None:
     phase 1-2 proposals; reopens every phase from the first one with a gap. Files are
     rewritten atomically, under the run folder's lock.
     """
+    from coeval.plugins import registries
     from coeval.storage.lock import RunFolderBusyError, RunLock
     from coeval.storage.repair import repair_run
 
@@ -43,7 +44,7 @@ def command(run_path: str, dry_run: bool, as_json: bool) -> None:
         except RunFolderBusyError as exc:
             raise UserError(str(exc), "wait for the run to finish, then repair") from None
     try:
-        report = repair_run(run, dry_run=dry_run)
+        report = repair_run(run, registries=registries(), dry_run=dry_run)
     finally:
         lock.release()
     if as_json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,9 @@ from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.console import output_console
 from coeval.limits import LIMIT_KEY, full_config, limit_note
 from coeval.quality import rejections
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = ["collect_status", "command"]
 
@@ -84,7 +87,7 @@ def _pending_batches(run: Any, notes: list[str]) -> list[dict[str, Any]]:
     return jobs
 
 
-def collect_status(run_path: str | Path, registries: Any = None) -> dict[str, Any]:
+def collect_status(run_path: str | Path, registries: Registries | None = None) -> dict[str, Any]:
     """Everything ``coeval status`` shows, as plain data (``--json`` prints it)."""
     from coeval.phases.base import RunView
     from coeval.runner import ordered_phases

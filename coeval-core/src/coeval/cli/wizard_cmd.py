@@ -88,7 +88,7 @@ def command(
             )
             source = "drafted from an objective"
         else:
-            raw = build_interactively()
+            raw = build_interactively(_registered_phase_modes())
             source = "interactive"
         path = write_config(raw, out, source=source, keys_file=keys)
     except WizardError as exc:
@@ -114,3 +114,12 @@ def _probe(path: Path, keys: str | None) -> None:
             click.echo(f"  {r.model}: ok ({r.latency_s or 0:.2f} s)")
         else:
             click.secho(f"  {r.model}: failed: {r.error}", fg="red")
+
+
+def _registered_phase_modes() -> dict[str, tuple[str, ...]]:
+    """Phase id -> modes of every registered phase, in run order."""
+    from coeval.phase_modes import registered_modes
+    from coeval.phase_order import ordered_phases
+    from coeval.plugins import registries
+
+    return registered_modes(ordered_phases(registries()))

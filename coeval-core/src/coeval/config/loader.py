@@ -12,7 +12,7 @@ import copy
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cattrs
 
@@ -21,6 +21,11 @@ from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
 from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
 from coeval.interfaces.known import AUTO_INTERFACE, KNOWN_INTERFACES
+from coeval.phase_modes import default_mode, registered_modes
+from coeval.phase_order import ordered_phases
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = ["RESUME_DEFAULT_MODES", "load_config", "read_config_file", "structure_config", "validate_config"]
 
@@ -73,20 +78,14 @@ def _file_issue(source: str, message: str, fix: str) -> ValidationIssue:
     return ValidationIssue("V-00", "(file)", message, fix, source=source)
 
 
-def _registered() -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
-    """Interfaces (name -> registration options), metrics and evaluators that installed
-    plugins provide."""
-    from coeval.plugins import registries
+def _resolve(registries: Registries | None) -> Registries:
+    """The registries handed in, or (for callers of the public API that pass none) those of
+    the installed plugins."""
+    if registries is not None:
+        return registries
+    from coeval.plugins import registries as installed
 
-    regs = registries()
-    interfaces = {entry.name: dict(entry.options) for entry in regs.interfaces}
-    return interfaces, regs.metrics.names(), regs.evaluators.names()
-
-
-def _registered_item_checks() -> list[str]:
-    from coeval.plugins import registries
-
-    return registries().item_checks.names()
+    return installed()
 
 
 def validate_config(
@@ -98,6 +97,7 @@ def validate_config(
     resume_from: str | None = None,
     allow_existing_run: bool = False,
     environment_as_warnings: bool = False,
+    registries: Registries | None = None,
 ) -> list[ValidationIssue]:
     """Every problem of a config (errors and warnings), without raising.
 
@@ -112,6 +112,7 @@ def validate_config(
             resume_from=resume_from,
             allow_existing_run=allow_existing_run,
             environment_as_warnings=environment_as_warnings,
+            registries=registries,
         )
     except ConfigError as exc:
         return list(exc.issues)
@@ -127,6 +128,7 @@ def load_config(
     resume_from: str | None = None,
     allow_existing_run: bool = False,
     environment_as_warnings: bool = False,
+    registries: Registries | None = None,
 ) -> Config:
     """Load, validate and structure an experiment config.
 
@@ -137,7 +139,8 @@ def load_config(
     ``experiment.resume_from`` (``coeval run --resume``). ``allow_existing_run`` lets a new
     run join an existing folder (``--only-models`` shards). ``environment_as_warnings``
     reports rules that depend on the disk, credentials and plugins as warnings rather than
-    errors (``--dry-run``).
+    errors (``--dry-run``). ``registries`` are the plugins' contributions the config may
+    name (interfaces, metrics, phases...); those of the installed plugins when None.
 
     Raises :class:`ConfigError` listing every problem; warnings end up in ``config.warnings``.
     """
@@ -155,7 +158,9 @@ def load_config(
         if isinstance(experiment, dict):
             experiment["resume_from"] = resume_from
 
-    interfaces, metrics, evaluators = _registered()
+    regs = _resolve(registries)
+    interfaces = {entry.name: dict(entry.options) for entry in regs.interfaces}
+    phases = registered_modes(ordered_phases(regs))
     validator = Validator(
         raw,
         lines=lines,
@@ -165,9 +170,10 @@ def load_config(
         allow_existing_run=allow_existing_run,
         environment_as_warnings=environment_as_warnings,
         interfaces=interfaces,
-        metrics=[*metrics, *KNOWN_METRICS],
-        evaluators={*evaluators, *KNOWN_EVALUATORS},
-        item_checks=_registered_item_checks(),
+        metrics=[*regs.metrics.names(), *KNOWN_METRICS],
+        evaluators={*regs.evaluators.names(), *KNOWN_EVALUATORS},
+        item_checks=regs.item_checks.names(),
+        phases=phases,
     )
     issues += validator.run()
     if not any(i.is_error for i in issues):
@@ -176,7 +182,7 @@ def load_config(
         issues += validator.issues[already:]
     if any(i.is_error for i in issues):
         raise ConfigError(issues, source=source)
-    config = structure_config(raw, source=source)
+    config = structure_config(raw, source=source, phases=phases)
     warnings = tuple(i for i in issues if not i.is_error)
     return _with_warnings(config, warnings)
 
@@ -273,11 +279,24 @@ def _normalise_task(task: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _normalise(raw: Mapping[str, Any]) -> dict[str, Any]:
+def _phase_modes(experiment: Mapping[str, Any], registered: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
+    """Every phase's mode: as written, else its default (New; with ``resume_from`` the
+    resume defaults). Plugin phases go under ``others``."""
+    written = dict(experiment.get("phases") or {})
+    resumed = bool(experiment.get("resume_from"))
+    defaults = RESUME_DEFAULT_MODES if resumed else dict.fromkeys(PHASE_IDS, "New")
+    modes: dict[str, Any] = {p: written.get(p, defaults[p]) for p in PHASE_IDS}
+    others = {str(p): str(m) for p, m in written.items() if p not in PHASE_IDS}
+    for phase, accepted in registered.items():
+        if phase not in PHASE_IDS and phase not in others:
+            others[phase] = default_mode(accepted, resumed=resumed)
+    modes["others"] = others
+    return modes
+
+
+def _normalise(raw: Mapping[str, Any], phases: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
     experiment = dict(raw["experiment"])
-    phases = dict(experiment.get("phases") or {})
-    defaults = RESUME_DEFAULT_MODES if experiment.get("resume_from") else dict.fromkeys(PHASE_IDS, "New")
-    experiment["phases"] = {p: phases.get(p, defaults[p]) for p in PHASE_IDS}
+    experiment["phases"] = _phase_modes(experiment, phases)
     for key in ("storage_folder", "budget_usd", "resume_from"):
         if experiment.get(key) is None:
             experiment.pop(key, None)
@@ -319,12 +338,18 @@ def attrs_fields(cls: type) -> dict[str, Any]:
 _converter: cattrs.Converter | None = None
 
 
-def structure_config(raw: Mapping[str, Any], *, source: str | None = None) -> Config:
-    """Turn a *valid* raw mapping into :class:`Config`, filling in defaults."""
+def structure_config(
+    raw: Mapping[str, Any], *, source: str | None = None, phases: Mapping[str, tuple[str, ...]] | None = None
+) -> Config:
+    """Turn a *valid* raw mapping into :class:`Config`, filling in defaults.
+
+    ``phases`` (registered phase id -> modes) gives plugin phases the config leaves out
+    their default mode; without it only the modes written are kept for them.
+    """
     global _converter
     if _converter is None:
         _converter = _make_converter()
-    config = _converter.structure(_normalise(raw), Config)
+    config = _converter.structure(_normalise(raw, phases or {}), Config)
     if source is not None:
         import attrs
 

@@ -102,17 +102,27 @@ class QuotaConfig:
 
 @attrs.frozen
 class PhaseModes:
+    """Mode per phase id: the five built-in phases, and in ``others`` the phases plugins
+    registered (filled in by the loader, which knows them)."""
+
     attribute_mapping: PhaseMode = "New"
     rubric_mapping: PhaseMode = "New"
     data_generation: PhaseMode = "New"
     response_collection: PhaseMode = "New"
     evaluation: PhaseMode = "New"
+    others: Mapping[str, str] = attrs.field(factory=dict)
 
-    def mode(self, phase_id: str) -> str:
-        return str(getattr(self, phase_id))
+    def mode(self, phase_id: str, default: str = "New") -> str:
+        """The phase's mode; ``default`` for a plugin phase the config was loaded without."""
+        if phase_id in PHASE_IDS:
+            return str(getattr(self, phase_id))
+        return str(self.others.get(phase_id, default))
+
+    def has(self, phase_id: str) -> bool:
+        return phase_id in PHASE_IDS or phase_id in self.others
 
     def as_dict(self) -> dict[str, str]:
-        return {p: self.mode(p) for p in PHASE_IDS}
+        return {**{p: self.mode(p) for p in PHASE_IDS}, **self.others}
 
 
 @attrs.frozen

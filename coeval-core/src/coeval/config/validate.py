@@ -52,7 +52,7 @@ import attrs
 from coeval.config._schema_check import did_you_mean, schema_issues
 from coeval.config._yaml import LineMap
 from coeval.config.errors import Severity, ValidationIssue, format_path
-from coeval.config.model import ROLES
+from coeval.config.model import PHASE_IDS, ROLES
 from coeval.config.parameter_keys import TIMEOUT_KEYS, bad_timeout, known_keys
 from coeval.interfaces.known import (
     AUTO_INTERFACE,
@@ -152,6 +152,8 @@ class Validator:
     metrics: Iterable[str] = ()
     evaluators: Iterable[str] = KNOWN_EVALUATORS
     item_checks: Iterable[str] | None = None  # registered item-check rule ids (None: not checked)
+    #: registered phase id -> the modes it accepts (None: the five standard phases only)
+    phases: Mapping[str, Sequence[str]] | None = None
     issues: list[ValidationIssue] = attrs.field(factory=list)
 
     # ---- collecting ------------------------------------------------------------------------
@@ -310,6 +312,7 @@ class Validator:
         phases = self.experiment.get("phases")
         if not isinstance(phases, dict):
             return
+        self._phase_ids_and_modes(phases)
         for phase in ("attribute_mapping", "rubric_mapping"):
             if phases.get(phase) == "Model":
                 self.add(
@@ -317,6 +320,22 @@ class Validator:
                     ("experiment", "phases", phase),
                     f"mode Model is only valid for phases 3-5, not {phase}",
                     "use New, Keep or Extend for phases 1-2",
+                )
+
+    def _phase_ids_and_modes(self, phases: Mapping[str, Any]) -> None:
+        """Plugin phases: the id is a registered phase, the mode one that phase accepts (the
+        standard phases' modes are checked by the schema and V-08)."""
+        registered = dict(self.phases or {})
+        known = list(dict.fromkeys([*PHASE_IDS, *registered]))
+        for phase, mode in phases.items():
+            path = ("experiment", "phases", phase)
+            if phase not in known:
+                self._add_unknown("V-21", path, f"unknown phase '{phase}'", str(phase), known)
+            elif phase not in PHASE_IDS and isinstance(mode, str) and mode not in registered[phase]:
+                accepted = list(registered[phase])
+                self._add_unknown(
+                    "V-21", path, f"phase {phase} does not accept mode '{mode}' (it accepts "
+                    f"{', '.join(accepted)})", mode, accepted,
                 )
 
     def _rubric_extend(self) -> None:

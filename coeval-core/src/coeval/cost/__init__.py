@@ -11,7 +11,7 @@ See :mod:`coeval.cost.estimate` for where each number comes from.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coeval.cost.estimate import CellEstimate, CostEstimate, estimate_cost
 from coeval.cost.pricing import Price, price_for
@@ -23,6 +23,9 @@ from coeval.cost.report import (
     read_estimate,
     write_estimate,
 )
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = [
     "ESTIMATE_FILE",
@@ -49,11 +52,13 @@ def estimate_and_report(
     samples: int | None = None,
     write_file: bool = True,
     console: Any = None,
+    registries: Registries | None = None,
 ) -> CostEstimate:
     """Estimate, print the tables and write ``cost_estimate.json`` into the run folder
     (what ``coeval run --estimate-only`` and ``estimate_cost: true`` do)."""
     estimate = estimate_cost(
-        config, samples=samples, continue_run=continue_run, keys_file=keys_file, only_models=only_models
+        config, samples=samples, continue_run=continue_run, keys_file=keys_file, only_models=only_models,
+        registries=registries,
     )
     print_estimate(estimate, console)
     if write_file:

@@ -21,20 +21,23 @@ import asyncio
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coeval.config.model import PHASE_IDS, Config, ModelConfig
+from coeval.config.model import Config, ModelConfig
 from coeval.cost.history import done_calls, measured_history
 from coeval.cost.measure import Measured
 from coeval.cost.pricing import LOCAL_INTERFACES, Price, price_for
-from coeval.cost.requests import RequestBuilder, TaskTexts, expected_output_tokens
+from coeval.cost.requests import KNOWN_PHASES, RequestBuilder, TaskTexts, expected_output_tokens
 from coeval.cost.samples import SampleResults, run_samples
 from coeval.cost.tokens import estimate_tokens
 from coeval.limits import completed_phases
 from coeval.planning import Plan, batch_phases, plan_experiment
 from coeval.storage.run_folder import RunFolder, utc_now
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = ["CellEstimate", "CostEstimate", "estimate_cost"]
 
@@ -107,7 +110,7 @@ class CostEstimate:
 
     def by_phase(self) -> dict[str, dict[str, Any]]:
         out = {}
-        for phase in PHASE_IDS:
+        for phase in (p.phase for p in self.plan.phases):
             totals = self._sum([c for c in self.cells if c.phase == phase])
             totals["seconds"] = round(self.phase_seconds.get(phase, 0.0), 1)
             out[phase] = totals
@@ -178,7 +181,7 @@ def _heuristic_latency(model: ModelConfig, output_tokens: float) -> float:
     return overhead + output_tokens / _TOKENS_PER_S.get(model.interface, 60)
 
 
-def _concurrency(model: ModelConfig, samples: SampleResults, registries: Any) -> int:
+def _concurrency(model: ModelConfig, samples: SampleResults, registries: Registries) -> int:
     iface = samples.interfaces.get(model.name)
     if iface is not None:
         return max(1, int(getattr(iface, "default_concurrency", 8)))
@@ -197,20 +200,21 @@ def estimate_cost(
     continue_run: bool = False,
     keys_file: str | None = None,
     only_models: Sequence[str] = (),
-    registries: Any = None,
+    registries: Registries | None = None,
 ) -> CostEstimate:
     """Estimate calls, tokens, dollars and time of a config (``coeval plan``).
 
     ``samples`` live calls per model and phase (default ``experiment.estimate_samples``;
     0 = heuristics only, no call). ``continue_run`` estimates only the work the run folder
-    does not hold yet.
+    does not hold yet. ``registries`` are the plugins' phases and interfaces (those of the
+    installed plugins when None: this is an entry point of the Python API).
     """
     if registries is None:
-        from coeval.plugins import registries as _registries
+        from coeval.plugins import registries as installed
 
-        registries = _registries()
+        registries = installed()
     n_samples = config.experiment.estimate_samples if samples is None else samples
-    plan = plan_experiment(config, only_models=only_models)
+    plan = plan_experiment(config, only_models=only_models, registries=registries)
     run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
     notes: list[str] = []
     cells = dict(plan.cells)
@@ -219,7 +223,7 @@ def estimate_cost(
         cells = _remaining(cells, run, config)
         history = measured_history(run, config, phases={phase for (_, phase, _), n in cells.items() if n})
         notes.append("remaining work only: calls whose records already exist are not counted")
-    builder = RequestBuilder(config, run, registries)
+    builder = RequestBuilder(config, run, registries=registries)
     sampled = (
         asyncio.run(
             run_samples(config, cells, builder, samples=n_samples, keys_file=keys_file, registries=registries)
@@ -237,12 +241,17 @@ def estimate_cost(
                 "its cost is left out of the total"
             )
     estimates = _cells(config, cells, builder, texts, sampled, history, prices)
-    phase_seconds = _phase_seconds(config, estimates, sampled, registries)
+    phase_seconds = _phase_seconds(config, plan, estimates, sampled, registries)
     if any(c.batch and c.calls for c in estimates):
         notes.append(
             "batch phases are not in the time estimate: providers return batches within hours (up to 24 h)"
         )
     notes.extend(plan.notes)
+    notes.extend(
+        f"phase {p.phase}: its requests are unknown before it runs, so its tokens and cost are a rough guess"
+        for p in plan.phases
+        if p.phase not in KNOWN_PHASES and p.calls
+    )
     return CostEstimate(
         plan=plan,
         cells=tuple(estimates),
@@ -317,12 +326,12 @@ def _cells(
 
 
 def _phase_seconds(
-    config: Config, cells: Sequence[CellEstimate], sampled: SampleResults, registries: Any
+    config: Config, plan: Plan, cells: Sequence[CellEstimate], sampled: SampleResults, registries: Registries
 ) -> dict[str, float]:
     """Per phase: models on one interface share its concurrency; interfaces run in parallel."""
     models = {m.name: m for m in config.models}
     out: dict[str, float] = {}
-    for phase in PHASE_IDS:
+    for phase in (p.phase for p in plan.phases):
         busy: dict[str, float] = defaultdict(float)  # interface -> call-seconds / concurrency
         for c in cells:
             if c.phase == phase and c.calls and not c.batch:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from coeval.cost.estimate import CostEstimate
-from coeval.planning import PHASE_SHORT
 from coeval.storage.run_folder import atomic_write_json
 
 __all__ = [
@@ -59,7 +58,7 @@ def print_estimate(estimate: CostEstimate, console: Any = None) -> None:
             else format_duration(row["seconds"])
         )
         phases.add_row(
-            PHASE_SHORT[phase],
+            estimate.plan.short(phase),
             f"{row['calls']:,}",
             f"{row['input_tokens']:,}",
             f"{row['output_tokens']:,}",

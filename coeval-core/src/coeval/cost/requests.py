@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -23,7 +23,10 @@ from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, JUDGE_FACTOR_SCHEMA, judge_single_schema
 from coeval.storage.run_folder import RunFolder
 
-__all__ = ["RequestBuilder", "TaskTexts", "expected_output_tokens", "max_output_tokens"]
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
+
+__all__ = ["KNOWN_PHASES", "RequestBuilder", "TaskTexts", "expected_output_tokens", "max_output_tokens"]
 
 #: Typical reply sizes (tokens) when nothing better is known; capped by max_tokens.
 _TYPICAL_OUTPUT = {
@@ -39,6 +42,8 @@ _ROLE = {
     "response_collection": "student",
     "evaluation": "judge",
 }
+#: Phases whose requests this module can build (a plugin phase's are unknown before it runs).
+KNOWN_PHASES = tuple(_ROLE)
 #: Stand-in rubric while phase 2 has not written one.
 _PLACEHOLDER_RUBRIC = {
     "accuracy": "The response is correct and consistent with the reference.",
@@ -65,8 +70,9 @@ def expected_output_tokens(phase: str, task: TaskConfig, model: ModelConfig) -> 
         n = len(factors) if factors else len(_PLACEHOLDER_RUBRIC)
         typical = 8 if task.evaluation_mode == "per_factor" else 6 + 8 * n
     else:
-        typical = _TYPICAL_OUTPUT[phase]
-    cap = max_output_tokens(model, _ROLE[phase])
+        typical = _TYPICAL_OUTPUT.get(phase, _TYPICAL_OUTPUT["response_collection"])
+    role = _ROLE.get(phase)
+    cap = max_output_tokens(model, role) if role is not None else None
     return float(min(typical, cap) if cap else typical)
 
 
@@ -95,7 +101,7 @@ class _AnticipatedView(RunView):
     """The run as it will look: artifacts on disk or in the config first, then what sample
     calls of phases 1-2 proposed (merged across teachers as the phases merge them)."""
 
-    def __init__(self, config: Config, run: RunFolder, registries: Any) -> None:
+    def __init__(self, config: Config, run: RunFolder, registries: Registries) -> None:
         super().__init__(config, run, registries)
         self.anticipated: dict[str, dict[str, Any]] = {"target": {}, "nuanced": {}, "rubric": {}}
 
@@ -112,7 +118,7 @@ class _AnticipatedView(RunView):
 class RequestBuilder:
     """Builds, per (phase, task, model), the requests that phase will send."""
 
-    def __init__(self, config: Config, run: RunFolder | None = None, registries: Any = None) -> None:
+    def __init__(self, config: Config, run: RunFolder | None = None, *, registries: Registries) -> None:
         self.config = config
         run = run or RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
         #: phase 1 sees only what exists before it runs; later phases also what samples anticipated

@@ -13,11 +13,11 @@ import asyncio
 import contextlib
 import time
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coeval.config.model import PHASE_IDS, Config, ModelConfig
+from coeval.config.model import Config, ModelConfig
 from coeval.cost.measure import Measured
 from coeval.cost.pricing import LOCAL_INTERFACES
 from coeval.cost.requests import RequestBuilder, TaskTexts, expected_output_tokens
@@ -25,6 +25,9 @@ from coeval.cost.tokens import estimate_tokens, filler_text
 from coeval.credentials import KeyStore, redact
 from coeval.interfaces.base import GenerateRequest, Interface
 from coeval.plugin_status import missing_interface
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = ["SampleResults", "run_samples"]
 
@@ -68,7 +71,7 @@ class SampleResults:
 
 
 def _build_interfaces(
-    config: Config, models: list[ModelConfig], keys: KeyStore, registries: Any, notes: list[str]
+    config: Config, models: list[ModelConfig], keys: KeyStore, registries: Registries, notes: list[str]
 ) -> dict[str, Interface]:
     out: dict[str, Interface] = {}
     for m in models:
@@ -104,17 +107,13 @@ async def run_samples(
     *,
     samples: int,
     keys_file: str | None = None,
-    registries: Any = None,
+    registries: Registries,
     timeout_s: float = 90.0,
 ) -> SampleResults:
-    """Make ``samples`` calls per (model, phase with planned calls)."""
+    """Make ``samples`` calls per (model, phase with planned calls), in phase order."""
     from coeval.phases.responses import parse_answer
     from coeval.prompts.schemas import parse_datapoint
 
-    if registries is None:
-        from coeval.plugins import registries as _registries
-
-        registries = _registries()
     results = SampleResults()
     if samples <= 0:
         return results
@@ -127,7 +126,7 @@ async def run_samples(
     models_by_name = {m.name: m for m in config.models}
     failed_models: set[str] = set()
     try:
-        for phase in PHASE_IDS:
+        for phase in dict.fromkeys(p for (_, p, _) in cells):
             jobs: list[tuple[str, str, GenerateRequest]] = []
             for m in models:
                 if m.name not in results.interfaces or m.name in failed_models:

@@ -10,6 +10,8 @@ from coeval.phases.base import (
     PhaseError,
     PhaseRefusedError,
     PhaseResult,
+    PlannedCalls,
+    PlanningPhase,
     RunView,
     Survey,
 )
@@ -21,6 +23,8 @@ __all__ = [
     "PhaseError",
     "PhaseRefusedError",
     "PhaseResult",
+    "PlannedCalls",
+    "PlanningPhase",
     "RunView",
     "Survey",
     "standard_phases",

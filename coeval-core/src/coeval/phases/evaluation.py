@@ -41,6 +41,7 @@ from coeval.evaluators.routing import judge_factors, routed_to
 from coeval.phases._evaluation_records import call_record, model_free_record
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
+from coeval.phases.plans import PlannedCalls, plan_evaluation
 from coeval.records import (
     ID_HEAD,
     OK,
@@ -218,6 +219,11 @@ class EvaluationPhase:
     name = "evaluation"
     after: tuple[str, ...] = ("response_collection",)
     modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
+    title = "5 evaluation"
+    short = "5 evaluations"
+
+    def plan(self, view: RunView) -> PlannedCalls:
+        return plan_evaluation(view, self.name)
 
     # ---- what is expected ---------------------------------------------------------------
     @staticmethod

@@ -23,6 +23,7 @@ from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
+from coeval.phases.plans import PlannedCalls, plan_data_generation
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, parse_datapoint
 from coeval.quality import ItemGate, gate_for
@@ -67,6 +68,11 @@ class DataGenerationPhase:
     name = "data_generation"
     after: tuple[str, ...] = ("rubric_mapping",)
     modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
+    title = "3 data generation"
+    short = "3 datapoints"
+
+    def plan(self, view: RunView) -> PlannedCalls:
+        return plan_data_generation(view, self.name)
 
     def survey(self, view: RunView) -> Survey:
         s = Survey(self.name)

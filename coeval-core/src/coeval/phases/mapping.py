@@ -21,6 +21,7 @@ from typing import Any
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
+from coeval.phases.plans import PlannedCalls, plan_attribute_mapping, plan_rubric_mapping
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import ATTRIBUTES_SCHEMA, RUBRIC_SCHEMA, parse_attribute_map, parse_rubric
 from coeval.quality import gate_for
@@ -239,6 +240,11 @@ class AttributeMappingPhase(_TeacherMappingPhase):
     """Phase 1: ``{task}.target_attrs.json`` and ``{task}.nuanced_attrs.json``."""
 
     name = "attribute_mapping"
+    title = "1 attribute mapping"
+    short = "1 attributes"
+
+    def plan(self, view: RunView) -> PlannedCalls:
+        return plan_attribute_mapping(view, self.name)
 
     def artifacts(self, view: RunView, task: TaskConfig) -> list[tuple[str, Path]]:
         return [("target", view.run.target_attrs_path(task.name)), ("nuanced", view.run.nuanced_attrs_path(task.name))]
@@ -289,6 +295,11 @@ class RubricMappingPhase(_TeacherMappingPhase):
 
     name = "rubric_mapping"
     after: tuple[str, ...] = ("attribute_mapping",)
+    title = "2 rubric mapping"
+    short = "2 rubric"
+
+    def plan(self, view: RunView) -> PlannedCalls:
+        return plan_rubric_mapping(view, self.name)
 
     def artifacts(self, view: RunView, task: TaskConfig) -> list[tuple[str, Path]]:
         return [("rubric", view.run.rubric_path(task.name))]

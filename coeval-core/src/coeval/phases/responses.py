@@ -21,6 +21,7 @@ from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
+from coeval.phases.plans import PlannedCalls, plan_response_collection
 from coeval.prompts import render_prompt
 from coeval.records import (
     call_fields,
@@ -64,6 +65,11 @@ class ResponseCollectionPhase:
     name = "response_collection"
     after: tuple[str, ...] = ("data_generation",)
     modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
+    title = "4 response collection"
+    short = "4 responses"
+
+    def plan(self, view: RunView) -> PlannedCalls:
+        return plan_response_collection(view, self.name)
 
     def survey(self, view: RunView) -> Survey:
         s = Survey(self.name)

@@ -26,12 +26,15 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from coeval.records import FAILED, record_status, usable_datapoint, usable_response
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text
+
+if TYPE_CHECKING:
+    from coeval.plugins import Registries
 
 __all__ = ["FileRepair", "RepairReport", "repair_run"]
 
@@ -142,7 +145,9 @@ def _write(path: Path, records: list[dict[str, Any]]) -> None:
     atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
 
-def repair_run(run: RunFolder, *, dry_run: bool = False, config: Any = None, registries: Any = None) -> RepairReport:
+def repair_run(
+    run: RunFolder, *, registries: Registries, dry_run: bool = False, config: Any = None
+) -> RepairReport:
     """Repair ``run`` (or, with ``dry_run``, only report). ``config`` (default: the run's
     ``config.yaml``) decides which phases still have gaps afterwards."""
     report = RepairReport(run=str(run.root), dry_run=dry_run)
@@ -192,7 +197,9 @@ def repair_run(run: RunFolder, *, dry_run: bool = False, config: Any = None, reg
     return report
 
 
-def _repair_meta(run: RunFolder, report: RepairReport, dry_run: bool, config: Any, registries: Any) -> None:
+def _repair_meta(
+    run: RunFolder, report: RepairReport, dry_run: bool, config: Any, registries: Registries
+) -> None:
     meta: dict[str, Any] | None
     try:
         meta = json.loads(run.meta_path.read_text(encoding="utf-8"))
@@ -233,7 +240,7 @@ def _repair_meta(run: RunFolder, report: RepairReport, dry_run: bool, config: An
 
 
 def _phases_to_reopen(
-    run: RunFolder, report: RepairReport, completed: list[str], config: Any, registries: Any
+    run: RunFolder, report: RepairReport, completed: list[str], config: Any, registries: Registries
 ) -> list[str]:
     """Completed phases from the first one with a gap on. With a config, the gaps are what
     the phase surveys find once the records are fixed; a dry run rehearses the repair on a
@@ -244,24 +251,20 @@ def _phases_to_reopen(
         return [] if first is None else [p for p in completed if p in order and order.index(p) >= first]
     if report.dry_run:
         return _rehearse(run, config, registries)
-    from coeval.phases import standard_phases
+    from coeval.phase_order import ordered_phases
     from coeval.phases.base import RunView
 
-    if registries is None:
-        from coeval.plugins import registries as _registries
-
-        registries = _registries()
     view = RunView(config, run, registries)
     reopen: list[str] = []
     gap = False
-    for phase in standard_phases():
+    for phase in ordered_phases(registries):
         gap = gap or not phase.survey(view).complete
         if gap and phase.name in completed:
             reopen.append(phase.name)
     return reopen
 
 
-def _rehearse(run: RunFolder, config: Any, registries: Any) -> list[str]:
+def _rehearse(run: RunFolder, config: Any, registries: Registries) -> list[str]:
     """The phases a real repair of ``run`` would reopen, found by repairing a scratch copy."""
     with tempfile.TemporaryDirectory(prefix="coeval-repair-") as scratch:
         copy = Path(scratch) / run.root.name

@@ -54,6 +54,8 @@ def config_to_mapping(config: Config) -> dict[str, Any]:
         if not t.get("label_attributes"):
             t.pop("label_attributes", None)
     experiment = _plain(attrs.asdict(config.experiment, recurse=True))
+    # plugin phases' modes sit beside the built-in ones, as the config file writes them
+    experiment["phases"] = config.experiment.phases.as_dict()
     return {"models": models, "tasks": tasks, "experiment": experiment}
 
 

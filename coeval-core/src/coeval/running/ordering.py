@@ -1,0 +1,88 @@
+"""Which registered phases a run goes through, in which mode, and whose models they call.
+
+The phases themselves come in run order from :func:`coeval.phase_order.ordered_phases`;
+this module selects among them for one run (``--continue`` skips the complete ones) and
+decides which models need an interface, and which calls go through a batch API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, MutableMapping, Sequence
+from typing import Any
+
+from coeval.config.model import Config, ModelConfig
+from coeval.phase_info import configured_mode
+from coeval.phase_modes import phase_modes
+from coeval.phases.base import RunView, Survey
+
+__all__ = ["ROLE_OF_PHASE", "batch_enabled", "models_needed", "phase_roles", "phases_that_may_run", "run_mode"]
+
+#: The role whose models each standard phase calls.
+ROLE_OF_PHASE = {
+    "attribute_mapping": "teacher",
+    "rubric_mapping": "teacher",
+    "data_generation": "teacher",
+    "response_collection": "student",
+    "evaluation": "judge",
+}
+_MAPPING_PHASES = ("attribute_mapping", "rubric_mapping")
+_RECORD_PHASES = ("data_generation", "response_collection", "evaluation")
+
+
+def run_mode(config: Config, phase: Any, *, continue_run: bool) -> str:
+    """The mode ``phase`` runs in: the config's, or on ``--continue`` Keep for phases 1-2
+    and Extend for the others (a plugin phase that has no Extend keeps its configured mode)."""
+    if continue_run:
+        if phase.name in _MAPPING_PHASES:
+            return "Keep"
+        if phase.name in ROLE_OF_PHASE or "Extend" in phase_modes(phase):
+            return "Extend"
+    return configured_mode(config, phase)
+
+
+def phases_that_may_run(
+    phases: Sequence[Any],
+    view: RunView,
+    completed: Collection[str],
+    *,
+    continue_run: bool,
+    surveys: MutableMapping[str, Survey],
+) -> list[str]:
+    """Ids of the phases this run may execute: all of them, or on ``--continue`` those from
+    the first one that is not complete. The surveys made on the way are kept in ``surveys``
+    (on a finished run of a million records a survey is the whole cost of --continue)."""
+    for i, phase in enumerate(phases):
+        if continue_run and phase.name in completed:
+            survey = surveys[phase.name] = phase.survey(view)
+            if survey.complete:
+                continue
+        return [p.name for p in phases[i:]]
+    return []
+
+
+def phase_roles(phase: Any) -> tuple[str, ...]:
+    """The roles whose models a phase calls: a standard phase's own, or what a plugin phase
+    declares in ``roles`` (none when it does not: it makes no call)."""
+    role = ROLE_OF_PHASE.get(phase.name)
+    return (role,) if role is not None else tuple(getattr(phase, "roles", ()) or ())
+
+
+def models_needed(view: RunView, phases: Iterable[Any], only: Collection[str]) -> dict[str, ModelConfig]:
+    """The models whose interfaces the given phases call (``--only-models`` narrows phases
+    3-5 and plugin phases; phases 1-2 ask every teacher)."""
+    needed: dict[str, ModelConfig] = {}
+    for phase in phases:
+        for role in phase_roles(phase):
+            for m in view.callable_models(role):
+                if phase.name in _MAPPING_PHASES or not only or m.name in only:
+                    needed[m.name] = m
+    return needed
+
+
+def batch_enabled(config: Config, model: ModelConfig, phase: str) -> bool:
+    """Whether ``model``'s calls of ``phase`` go through its provider's batch API:
+    ``models[].batch_enabled`` when set (true: every record-writing phase), else
+    ``experiment.batch[interface][phase]``."""
+    if model.batch_enabled is not None:
+        return bool(model.batch_enabled) and phase in _RECORD_PHASES
+    return bool(config.experiment.batch.get(model.interface, {}).get(phase, False))
