@@ -41,8 +41,13 @@ GSM8K = {
 
 @pytest.fixture
 def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[HubStandIn]:
+    import huggingface_hub.constants
+
     with HubStandIn({"openai/gsm8k": GSM8K}) as server:
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        # the library reads the variable once, at import: another test may have imported it
+        # while the suite's offline fixture had it set
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
         monkeypatch.setenv("HF_ENDPOINT", server.url)
         monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
         yield server

@@ -370,7 +370,7 @@ def print_plan(plan: Plan, console: Any = None) -> None:
         else:
             factors = str(len(t.factors))
             if t.judge_free_factors:
-                factors += f" (+{len(t.judge_free_factors)} judge-free)"
+                factors += f" (+{len(t.judge_free_factors)} by other evaluators)"
         tasks.add_row(t.name, t.target, t.nuance, str(t.total), t.evaluation_mode, factors, f"{t.items:,}")
     console.print(tasks)
 

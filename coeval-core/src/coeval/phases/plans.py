@@ -20,10 +20,13 @@ Nothing here reads a record or calls a model.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.config.validate import judged_factors
+from coeval.evaluators.calls import calls_per_response
+from coeval.evaluators.routing import JUDGE_EVALUATOR
 from coeval.phases.base import PlannedCalls, RunView
 
 __all__ = [
@@ -153,12 +156,25 @@ def _judge_calls_per_response(task: TaskConfig, notes: list[str]) -> int:
     return len(factors) if task.evaluation_mode == "per_factor" else 1
 
 
+def _routed_calls_per_response(view: RunView, task: TaskConfig) -> Counter[str]:
+    """Model -> calls per response made by evaluators other than the LLM judge (a plugin's
+    pairwise judge, say) for the factors the config's rubric routes to them."""
+    rubric = task.static_rubric
+    if rubric is None:  # written in phase 2: factors cannot name an evaluator
+        return Counter()
+    others = [entry.value for entry in view.registries.evaluators if entry.name != JUDGE_EVALUATOR]
+    return calls_per_response(others, task, rubric, view.config.judges)
+
+
 def plan_evaluation(view: RunView, phase: str = "evaluation") -> PlannedCalls:
     out = _start(view, phase)
     students, judges = view.config.students, view.config.judges
+    by_name = {m.name: m for m in view.config.models}
     for task in view.config.tasks:
         per_response = _judge_calls_per_response(task, out.notes)
         # judges score every student's responses, whichever process wrote them
         responses = phase3_items(view, task) * len(students)
         out.charge(task, judges, responses * per_response)
+        for model, calls in _routed_calls_per_response(view, task).items():
+            out.charge(task, [by_name[model]], responses * calls)
     return out.planned()

@@ -14,26 +14,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import attrs
-from coeval.phases.base import PhaseContext, RunView, Survey
+from coeval.phases.base import PhaseContext, PlannedCalls, RunView, Survey
 from coeval.records import load_phase_records, usable_response
 from coeval.storage.run_folder import RunFolder
 
-try:
-    from coeval.phases.base import PlannedCalls  # type: ignore[attr-defined]
-except ImportError:  # a core without phase plans: the same shape, defined here
-
-    @attrs.frozen
-    class PlannedCalls:  # type: ignore[no-redef]
-        """The calls a phase expects to make, per model and per task."""
-
-        phase: str
-        calls_by_model: Any
-        calls_by_task: Any
-        basis: str = "full"
-
-
-__all__ = ["SUMMARY_FILE", "AnswerLengthsPhase", "PlannedCalls", "answer_lengths"]
+__all__ = ["SUMMARY_FILE", "AnswerLengthsPhase", "answer_lengths"]
 
 SUMMARY_FILE = "answer_lengths.json"
 
