@@ -59,3 +59,13 @@ def test_limit_below_one_is_a_usage_error(work: Path) -> None:
     assert result.exit_code == 2
     assert "--limit" in result.output
     assert not RUN.exists()
+
+
+def test_run_json_reports_the_limit_until_a_whole_run_completes(work: Path) -> None:
+    assert CliRunner().invoke(cli, ["init"]).exit_code == 0  # mock template: total 5 per teacher
+    sliced = CliRunner().invoke(cli, ["run", "coeval.yaml", "--limit", "2", "--json", "-q"])
+    assert sliced.exit_code == 0, sliced.output
+    assert json.loads(sliced.stdout)["limit"] == {"datapoints_per_task_teacher": 2, "full_totals": {"short_answer": 5}}
+    whole = CliRunner().invoke(cli, ["run", "coeval.yaml", "--continue", "--json", "-q"])
+    assert whole.exit_code == 0, whole.output
+    assert json.loads(whole.stdout)["limit"] is None

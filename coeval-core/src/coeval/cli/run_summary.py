@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from coeval.limits import LIMIT_KEY
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["run_summary", "run_summary_json"]
@@ -28,6 +29,8 @@ def run_summary(result: Any) -> dict[str, Any]:
         "phases_completed": list(meta.get("phases_completed") or []),
         "calls": dict(meta.get("calls") or {}),
         "spend_usd": round(float(sum(spend.values())), 6),
+        #: ``{"datapoints_per_task_teacher": N, "full_totals": {...}}`` after a ``--limit`` slice
+        "limit": meta.get(LIMIT_KEY),
         "next": f"coeval analyze --run {result.run_folder}",
     }
 
