@@ -65,6 +65,13 @@ def register_phases(register: RegisterPhase) -> None:
     Call ``register(phase)`` with an object implementing :class:`coeval.phases.Phase`.
     The five standard phases are registered by the core this way; a third party can add
     a phase, which runs after the phases it declares in ``after``.
+
+    A phase declares its id (``name``), the ``modes`` a config may give it in
+    ``experiment.phases``, and the calls it will make (``plan(view)`` returning
+    :class:`coeval.plugins.PlannedCalls`), from which ``coeval plan``, the cost estimate
+    and ``coeval status`` are derived. Optional: ``title`` and ``short`` (its labels in
+    tables) and ``roles`` (the model roles whose interfaces it needs). Changed in 0.2:
+    ``plan``; a phase without it is counted as making no calls, with a note.
     """
 
 
