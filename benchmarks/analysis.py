@@ -2,7 +2,8 @@
 
 The run folder is written by :func:`coeval_analysis.synthetic.write_synthetic_run` (five
 students, four judges plus one answering at random, three teachers, two tasks; failures
-and duplicate lines included) and cached between calls under the system temp folder.
+and duplicate lines included; each judge record carries its prompt, raw reply and rationale,
+about 2 KB as ``coeval run`` writes them) and cached between calls under the system temp folder.
 ``coeval analyze`` then runs in a child process that reports its own peak resident memory,
 so the figure is the analysis alone, not the generator. ``seconds`` is a warm-cache figure
 (the records were just counted, so the files sit in the page cache); ``cold_seconds`` is the
@@ -28,7 +29,7 @@ from benchmarks._common import evict_page_cache, run_coeval
 
 TARGET_SECONDS = 15.0
 TARGET_PEAK_MB = 2048.0
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2  # 2: judge records carry transcripts (prompt, raw reply, rationale)
 
 def build_run(n_records: int, root: Path | None = None) -> tuple[Path, float]:
     """A synthetic run folder of about ``n_records`` judge records (cached), and the
@@ -43,7 +44,7 @@ def build_run(n_records: int, root: Path | None = None) -> tuple[Path, float]:
     if path.exists():
         shutil.rmtree(path)
     started = time.perf_counter()
-    spec = SyntheticSpec.for_records(n_records, failure_rate=0.01, duplicate_rate=0.005, seed=1)
+    spec = SyntheticSpec.for_records(n_records, failure_rate=0.01, duplicate_rate=0.005, seed=1, transcripts=True)
     write_synthetic_run(path, spec)
     done.write_text("ok\n", encoding="utf-8")
     return path, time.perf_counter() - started

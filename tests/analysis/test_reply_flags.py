@@ -84,3 +84,14 @@ def test_the_loader_works_out_the_same_frame_as_a_separate_read(judged_run: Path
     }
     assert flagged == {i: want for i, (_, want) in enumerate(CASES) if any(want)}
     assert set(data.replies["judge"]) == {"j"}  # the failed record of j2 counts for nothing
+
+
+def test_a_synthetic_run_with_transcripts_has_every_ok_judge_reply_explained(tmp_path: Path) -> None:
+    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+
+    spec = SyntheticSpec(datapoints_per_teacher=2, transcripts=True, failure_rate=0.1, seed=3)
+    data = load_run(write_synthetic_run(tmp_path / "run", spec))
+    ok_judged = data.records[~data.records["failed"] & (data.records["evaluator"] == "llm_judge")]
+    assert data.replies is not None
+    assert len(data.replies) == len(ok_judged) and bool(data.replies["explained"].all())
+    assert not data.replies["copied"].any()

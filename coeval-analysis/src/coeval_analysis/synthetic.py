@@ -63,6 +63,10 @@ class SyntheticSpec:
     failure_rate: float = 0.0
     duplicate_rate: float = 0.0
     old_format: bool = False
+    #: judge records carry what a real run keeps of each call: the rendered prompt
+    #: (``request``), the ``raw`` reply, a ``rationale`` per factor, ``usage``,
+    #: ``latency_ms`` and ``cost_usd`` (about 2 KB a record, as written by ``coeval run``)
+    transcripts: bool = False
     seed: int = 0
 
     @property
@@ -205,6 +209,31 @@ def _write_config(root: Path, spec: SyntheticSpec) -> None:
     (root / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
 
 
+_PROMPT = (
+    "You are grading one answer to a task. Be strict and consistent. Task: {task}. "
+    "A good answer is correct, clear and complete. Input given to the model: <input>{dp}: "
+    + "explain the idea in the input and give one example; " * 8
+    + "</input> Reference answer: <reference>"
+    + "a worked reference answer that covers the main point and one example; " * 4
+    + "</reference> Answer to grade: <answer>"
+    + "the student's answer as it was given, a few sentences long; " * 4
+    + "</answer> Score each factor as High, Medium or Low and give one sentence on why."
+)
+
+
+def _transcript(factors: Sequence[str], levels: Sequence[str], rid: str, latency_ms: int) -> str:
+    """The fields a real judge record carries besides its scores (see ``transcripts``)."""
+    reasons = {f: f"The answer's {f} is {w.lower()} compared with the reference for this item." for f, w in
+               zip(factors, levels, strict=True)}
+    reply = {"scores": dict(zip(factors, levels, strict=True)), "rationale": reasons}
+    prompt = _PROMPT.format(task=rid.split("__")[0], dp=rid)
+    return (
+        f', "rationale": {_dump(reasons)}, "request": {{"prompt": {_dump(prompt)}, "max_tokens": 512}}, '
+        f'"raw": {_dump(_dump(reply))}, "finish_reason": "stop", "latency_ms": {latency_ms}, '
+        f'"usage": {{"input_tokens": {len(prompt) // 4}, "output_tokens": 60}}, "cost_usd": 0.000123'
+    )
+
+
 def _write_judge_records(
     root: Path,
     spec: SyntheticSpec,
@@ -255,6 +284,8 @@ def _write_judge_records(
                         f'"{f}": "{w}"' for f, w in zip(factors, words[i, si], strict=True)
                     )
                     tail = f'"scores": {{{sc}}}'
+                    if spec.transcripts and not spec.old_format:
+                        tail += _transcript(factors, words[i, si], rid, int(rng.integers(300, 3000)))
                     if not spec.old_format:
                         tail += ', "status": "ok", "attempts": 1'
                 line = head + tail + ', "evaluated_at": "2026-01-01T00:00:00Z"}\n'
