@@ -15,7 +15,7 @@ def test_status_and_analyze_take_the_config(work: Path) -> None:
     assert CliRunner().invoke(cli, ["run", "coeval.yaml", "--limit", "2"]).exit_code == 0
     status = CliRunner().invoke(cli, ["status", "--config", "coeval.yaml", "--json"])
     assert status.exit_code == 0, status.output
-    assert json.loads(status.output)["status"] == "completed"
+    assert json.loads(status.output)["status"] == "partial (limited to 2 datapoints per (task, teacher))"
     analyzed = CliRunner().invoke(cli, ["analyze", "--config", "coeval.yaml", "-q", "--bootstrap", "0"])
     assert analyzed.exit_code == 0, analyzed.output
     assert (work / "runs" / "starter-mock" / "analysis" / "summary.json").is_file()
