@@ -58,6 +58,9 @@ __all__ = [
     "VLLMInterface",
 ]
 
+#: Calls in flight a self-hosted server's lane (each replica's) starts with, unless
+#: ``concurrency`` says otherwise: slow start doubles it every round trip.
+QUEUE_AWARE_START = 4
 #: Model families that take ``max_completion_tokens`` and only the default temperature.
 _REASONING = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 #: Extra OpenAI chat parameters passed through when a config sets them.
@@ -145,6 +148,9 @@ class OpenAICompatInterface(ProviderInterface):
         #: The replica this view's calls go to (see :meth:`replica_views`); None: any.
         self._pinned_url: str | None = None
         self.queue_aware = is_self_hosted(self.model.parameters.get("self_hosted"), self.self_hosted_by_default, urls)
+        if self.queue_aware and not self.model.parameters.get("concurrency"):
+            # a queueing server gives no 429 to back off from: start low, slow start finds its capacity
+            self.default_concurrency = min(self.default_concurrency, QUEUE_AWARE_START)
 
     # ---- client --------------------------------------------------------------------------------
     def _client_kwargs(self) -> dict[str, Any]:
