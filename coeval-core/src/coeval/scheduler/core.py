@@ -537,7 +537,7 @@ class Scheduler:
         if not lane.queue.replicated:
             return
         lane.timeouts_in_a_row += 1
-        if lane.timeouts_in_a_row >= TIMEOUTS_TO_EJECT and lane.siblings_up():
+        if (lane.timeouts_in_a_row >= TIMEOUTS_TO_EJECT or lane.down) and lane.siblings_up():  # or a failed probe
             lane.timeouts_in_a_row = 0
             now = self.clock.now()
             if not lane.down:
