@@ -68,3 +68,23 @@ def test_an_openai_model_on_a_local_server_gets_the_latency_limiter() -> None:
     assert iface("https://llm.example.com/v1").queue_aware is False
     assert iface("https://llm.example.com/v1", self_hosted=True).queue_aware is True
     assert iface("http://127.0.0.1:8000/v1", self_hosted=False).queue_aware is False
+
+
+def test_dry_run_says_the_bound_holds_on_each_replica(tmp_path: Any) -> None:
+    import yaml
+    from click.testing import CliRunner
+    from coeval.cli.main import cli
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({
+        "models": [{"name": "q", "interface": "openai", "roles": ["teacher", "student", "judge"],
+                    "parameters": {"model": "q", "max_concurrency": 8,
+                                   "base_url": ["http://10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"]}}],
+        "tasks": [{"name": "t", "description": "d", "target_attributes": {"a": ["x"]}, "rubric": {"r": "c"},
+                   "sampling": {"total": 1}}],
+        "experiment": {"id": "replicas", "storage_folder": str(tmp_path / "runs")},
+    }))
+    result = CliRunner(env={"OPENAI_API_KEY": "sk-test-not-used"}).invoke(cli, ["run", "--config", str(config), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    [line] = [line.strip() for line in result.output.splitlines() if line.startswith("  openai@")]
+    assert line.endswith(": q (at most 8 in flight on each of 2 replicas, latency-aware)")
