@@ -40,7 +40,7 @@ import asyncio
 import logging
 import random
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
