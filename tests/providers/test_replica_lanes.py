@@ -88,3 +88,11 @@ def test_dry_run_says_the_bound_holds_on_each_replica(tmp_path: Any) -> None:
     assert result.exit_code == 0, result.output
     [line] = [line.strip() for line in result.output.splitlines() if line.startswith("  openai@")]
     assert line.endswith(": q (at most 8 in flight on each of 2 replicas, latency-aware)")
+
+
+def test_replica_urls_shown_in_lanes_carry_no_credentials() -> None:
+    model = ModelConfig(name="m", interface="vllm", roles=("student",),
+                        parameters={"model": "m", "base_url": ["http://user:s3cret@10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"]})
+    iface = registries().interfaces.get("vllm")(model, None)
+    assert [url for url, _ in iface.replica_views()] == ["http://10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"]
+    assert "s3cret" not in iface.connection_key()

@@ -35,6 +35,7 @@ from coeval_providers.interfaces._self_hosted import is_self_hosted
 from coeval_providers.interfaces._server_names import rename_for_server
 from coeval_providers.interfaces._base import (
     ProviderInterface,
+    _without_userinfo,
     max_tokens_of,
     stop_of,
     system_of,
@@ -194,19 +195,20 @@ class OpenAICompatInterface(ProviderInterface):
 
     def replica_views(self) -> list[tuple[str, Any]]:
         """One view per replica, sharing this interface's clients, whose calls go to that
-        replica alone: the scheduler routes between replicas, each with its own lane."""
+        replica alone: the scheduler routes between replicas, each with its own lane. The
+        URL given with each is for display: credentials in it are left out."""
         if self.replicas is None:
             return []
         views = []
         for url in self._replica_clients:
             view = copy.copy(self)
             view._pinned_url = url
-            views.append((url, view))
+            views.append((view.server_label, view))
         return views
 
     @property
     def server_label(self) -> str:
-        return self._pinned_url if self._pinned_url is not None else super().server_label
+        return _without_userinfo(self._pinned_url) if self._pinned_url is not None else super().server_label
 
     # ---- requests ------------------------------------------------------------------------------
     def _uses_completion_tokens(self) -> bool:
