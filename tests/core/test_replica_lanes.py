@@ -9,7 +9,8 @@ from collections import Counter
 from typing import Any
 
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
-from coeval.scheduler import ManualClock, Scheduler, SchedulerLimits
+from coeval.scheduler import AdaptiveLimit, ManualClock, Scheduler, SchedulerLimits
+from coeval.scheduler.lanes import LATENCY_SAMPLES, Lane, percentile
 
 from .scheduler_helpers import Recorder, ScriptedInterface, make_items
 
@@ -81,3 +82,13 @@ def test_every_replica_down_fails_after_connect_wait_naming_them_all() -> None:
     assert errors == {"cannot connect to http://a, http://b for 20 s (connect_wait_s)"}
     assert all(o.attempts == 0 for o in rec.outcomes.values())
     assert sum(clock.sleeps) >= 20.0
+
+
+def test_a_lane_keeps_a_bounded_uniform_sample_of_latencies() -> None:
+    lane = Lane("k", AdaptiveLimit(1, 1))
+    for ms in range(3 * LATENCY_SAMPLES):
+        lane.note_latency(float(ms))
+    assert len(lane.latencies_ms) == LATENCY_SAMPLES
+    p50 = percentile(lane.latencies_ms, 0.5)
+    assert p50 is not None and abs(p50 - 1.5 * LATENCY_SAMPLES) < 0.05 * LATENCY_SAMPLES
+    assert percentile([10.0, 20.0, 30.0, 40.0], 0.5) == 20.0 and percentile([], 0.95) is None

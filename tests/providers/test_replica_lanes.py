@@ -8,6 +8,9 @@ import asyncio
 import time
 from typing import Any
 
+import yaml
+from click.testing import CliRunner
+from coeval.cli.main import cli
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateRequest
 from coeval.plugins import registries
@@ -71,10 +74,6 @@ def test_an_openai_model_on_a_local_server_gets_the_latency_limiter() -> None:
 
 
 def test_dry_run_says_the_bound_holds_on_each_replica(tmp_path: Any) -> None:
-    import yaml
-    from click.testing import CliRunner
-    from coeval.cli.main import cli
-
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump({
         "models": [{"name": "q", "interface": "openai", "roles": ["teacher", "student", "judge"],

@@ -521,7 +521,7 @@ class Scheduler:
         is back (a replica then takes its share again)."""
         lane.calls += 1
         lane.timeouts_in_a_row = 0
-        lane.latencies_ms.append(latency_ms)
+        lane.note_latency(latency_ms)
         if lane.server_wait.answered():
             lane.paused_until = 0.0
             self._say(f"{lane.url}: the server answers again")

@@ -15,6 +15,7 @@ room under its limit.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,9 @@ __all__ = ["TIMEOUTS_TO_EJECT", "Lane", "LaneQueue", "lane_for_new_worker", "per
 
 #: A replica that times out this many calls in a row is ejected like one that refuses.
 TIMEOUTS_TO_EJECT = 3
+#: Latencies kept per lane and phase for its p50/p95: past this many, a uniform sample
+#: (reservoir sampling), so a phase of a million calls costs no more memory than 10,000.
+LATENCY_SAMPLES = 10_000
 
 
 class LaneQueue:
@@ -53,8 +57,8 @@ class Lane:
     only); other lanes call the item's own interface.
     """
 
-    __slots__ = ("calls", "ejections", "in_flight", "key", "latencies_ms", "limit", "models", "paused_until", "pauses",
-                 "peak", "pinned", "queue", "server_wait", "timeouts_in_a_row", "url", "workers")
+    __slots__ = ("_answered", "_rng", "calls", "ejections", "in_flight", "key", "latencies_ms", "limit", "models",
+                 "paused_until", "pauses", "peak", "pinned", "queue", "server_wait", "timeouts_in_a_row", "url", "workers")
 
     def __init__(self, key: str, limit: AdaptiveLimit, iface: Interface | None = None, *,
                  queue: LaneQueue | None = None, url: str | None = None) -> None:
@@ -74,7 +78,20 @@ class Lane:
         self.calls = 0  # calls the server saw (answered, failed or timed out)
         self.ejections = 0  # times the lane went from answering to down
         self.timeouts_in_a_row = 0
-        self.latencies_ms: list[float] = []  # answered calls, for the lane's p50/p95
+        self.latencies_ms: list[float] = []  # answered calls (a sample of them), for the lane's p50/p95
+        self._answered = 0
+        self._rng = random.Random(0)
+
+    def note_latency(self, latency_ms: float) -> None:
+        """Keep an answered call's latency (every one up to :data:`LATENCY_SAMPLES`, then a
+        uniform sample of them)."""
+        self._answered += 1
+        if len(self.latencies_ms) < LATENCY_SAMPLES:
+            self.latencies_ms.append(latency_ms)
+            return
+        slot = self._rng.randrange(self._answered)
+        if slot < LATENCY_SAMPLES:
+            self.latencies_ms[slot] = latency_ms
 
     @property
     def down(self) -> bool:
