@@ -71,6 +71,10 @@ def test_an_openai_model_on_a_local_server_gets_the_latency_limiter() -> None:
     assert iface("https://llm.example.com/v1").queue_aware is False
     assert iface("https://llm.example.com/v1", self_hosted=True).queue_aware is True
     assert iface("http://127.0.0.1:8000/v1", self_hosted=False).queue_aware is False
+    # a self-hosted lane starts low unless concurrency says otherwise; a hosted one keeps its start
+    assert iface("http://127.0.0.1:8000/v1").default_concurrency == 4
+    assert iface("http://127.0.0.1:8000/v1", concurrency=32).default_concurrency == 32
+    assert iface(None).default_concurrency == 32
 
 
 def test_dry_run_says_the_bound_holds_on_each_replica(tmp_path: Any) -> None:
