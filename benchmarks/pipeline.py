@@ -99,8 +99,9 @@ def throughput(latency_ms: float = 200.0, concurrency: int = 64, total: int | No
             if not url.startswith("http"):
                 raise RuntimeError(f"the fake server did not start: {server.stderr.read() if server.stderr else ''}")
             keys = write_yaml(work / "keys.yaml", {"providers": {"openai": "sk-bench-shared-key"}})
+            # the fake server stands in for a hosted API (429s, no queue), though it runs on 127.0.0.1
             params = {"base_url": f"{url}/v1", "concurrency": concurrency, "max_concurrency": concurrency,
-                      "timeout": 60}
+                      "timeout": 60, "self_hosted": False}
             config = write_yaml(work / "exp.yaml", medium_shape("openai", params, storage=work / "runs",
                                                                  experiment_id="bench-throughput", total=total))
             server_cpu0 = _proc_cpu_seconds(server.pid)

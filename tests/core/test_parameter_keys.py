@@ -37,3 +37,10 @@ def test_timeouts_must_be_positive_and_at_most_a_day() -> None:
     assert sorted(p for _, p, _ in _issues("vllm", timeout=0, connect_timeout=-1, connect_wait_s=90_000)) == [
         "models[0].parameters.connect_timeout", "models[0].parameters.connect_wait_s", "models[0].parameters.timeout"]
     assert _issues("vllm", timeout=3600, connect_timeout=5, connect_wait_s=600) == []
+
+
+def test_self_hosted_is_a_setting_of_every_openai_compatible_interface_and_must_be_a_boolean() -> None:
+    assert _issues("openai", self_hosted=True) == []
+    issues = validate_config(_config("openai", self_hosted="yes"), check_filesystem=False)
+    assert [(i.rule, i.path) for i in issues] == [("V-20", "models[0].parameters.self_hosted")]
+    assert "self_hosted must be true or false; got 'yes'" in issues[0].message

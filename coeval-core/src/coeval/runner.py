@@ -49,6 +49,7 @@ from coeval.credentials import KeyFileError, KeyStore, redact
 from coeval.drift import record_settings
 from coeval.interfaces.base import Interface
 from coeval.interfaces.known import providing_distribution
+from coeval.lane_figures import record_lanes
 from coeval.logging import run_logging
 from coeval.plugin_status import missing_interface
 from coeval.phase_info import configured_mode
@@ -459,7 +460,9 @@ class _Run:
         upstream_wrote = False
 
         async def submit(phase_id: str, items: Any) -> Any:
-            return await scheduler.run(phase_id, items)
+            stats = await scheduler.run(phase_id, items)
+            record_lanes(self.run, phase_id, stats)  # per-lane figures for `coeval status`
+            return stats
 
         for phase in phases:
             name = phase.name

@@ -10,7 +10,7 @@ __all__ = ["format_lanes", "lanes_of"]
 
 
 def lanes_of(config: Any, keys: Any = None) -> dict[str, dict[str, Any]]:
-    """lane key -> {models, max_concurrency, queue_aware}; models whose interface cannot be
+    """lane key -> {models, max_concurrency, queue_aware, replicas}; models whose interface cannot be
     built here (not installed, missing settings) are left out."""
     from coeval.plugins import registries
 
@@ -26,7 +26,8 @@ def lanes_of(config: Any, keys: Any = None) -> dict[str, dict[str, Any]]:
         except Exception:  # a preview never stops the command; the run reports it properly
             continue
         lane = lanes.setdefault(key, {"models": [], "max_concurrency": iface.max_concurrency,
-                                      "queue_aware": bool(getattr(iface, "queue_aware", False))})
+                                      "queue_aware": bool(getattr(iface, "queue_aware", False)),
+                                      "replicas": len(iface.replica_views())})
         lane["models"].append(model.name)
         lane["max_concurrency"] = min(lane["max_concurrency"], iface.max_concurrency)
     return lanes
@@ -39,5 +40,6 @@ def format_lanes(config: Any, keys: Any = None) -> str:
     lines = ["concurrency lanes (interface@endpoint:credential hash):"]
     for key, lane in lanes.items():
         mode = ", latency-aware" if lane["queue_aware"] else ""
-        lines.append(f"  {key}: {', '.join(lane['models'])} (at most {lane['max_concurrency']} in flight{mode})")
+        where = f" on each of {lane['replicas']} replicas" if lane.get("replicas", 0) > 1 else ""
+        lines.append(f"  {key}: {', '.join(lane['models'])} (at most {lane['max_concurrency']} in flight{where}{mode})")
     return "\n".join(lines) + "\n"

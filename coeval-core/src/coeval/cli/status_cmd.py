@@ -11,9 +11,11 @@ import click
 
 from coeval.cli.call_figures import call_figures, figures_table
 from coeval.cli.errors import UserError, user_errors
+from coeval.cli.lane_table import lanes_table
 from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.console import output_console
+from coeval.lane_figures import read_lanes
 from coeval.limits import LIMIT_KEY, full_config, limit_note
 from coeval.quality import rejections
 
@@ -191,6 +193,7 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
         "rejected_items": rejections(meta),
         "models": models,
         "call_figures": call_figures(run),
+        "lanes": read_lanes(run.root)["phases"],
         "spend_usd": total_spend,
         "budget_usd": budget,
         "budget_reached": budget is not None and total_spend >= budget,
@@ -317,6 +320,8 @@ def _print(status: dict[str, Any]) -> None:
     console.print(models)
     if status.get("call_figures"):
         console.print(figures_table(status["call_figures"]))
+    if (lanes := lanes_table({"phases": status.get("lanes") or {}})) is not None:
+        console.print(lanes)
     if estimate:
         scope = "remaining work" if estimate["remaining_only"] else "whole run"
         console.print(f"estimate ({scope}, {estimate['generated_at']}): {estimate['total_calls']} calls, "

@@ -19,7 +19,7 @@ COEVAL_SETTINGS = frozenset(
         "model", "base_url", "endpoint", "timeout", "connect_timeout", "connect_wait_s", "call_timeout",
         "api_version", "deployment", "concurrency", "max_concurrency", "region", "project", "location",
         "system_prompt", "system", "structured_output", "extra_body", "headers", "batch_bucket", "batch_s3_uri",
-        "batch_gcs_uri", "batch_role_arn", "batch_model", "batch_deployment", "price_as", "server",
+        "batch_gcs_uri", "batch_role_arn", "batch_model", "batch_deployment", "price_as", "server", "self_hosted",
     }
 )  # fmt: skip
 

@@ -570,6 +570,10 @@ class Validator:
                 if why:
                     self.add("V-46", ("models", i, "parameters", key), f"{key} {why}; got {params[key]!r}",
                              f"set {key} to a number of seconds, e.g. 300")
+            if "self_hosted" in params and not isinstance(params["self_hosted"], bool):
+                self.add("V-20", ("models", i, "parameters", "self_hosted"),
+                         f"self_hosted must be true or false; got {params['self_hosted']!r}",
+                         "true: limit calls by latency (a server that queues); false: by 429s only")
             allowed = known_keys(str(model.get("interface")))
             if allowed is None:
                 continue

@@ -163,6 +163,11 @@ class Interface(abc.ABC):
         secret = self.credentials.fingerprint() if self.credentials is not None else ""
         return f"{self.name}:{hashlib.sha256(secret.encode()).hexdigest()[:8]}"
 
+    def replica_views(self) -> list[tuple[str, Interface]]:
+        """(URL, an interface whose calls go to that replica only) per replica of a model
+        served by several; empty otherwise. The scheduler gives each replica its own lane."""
+        return []
+
     def classify_error(self, exc: BaseException) -> ModelError:
         """Map a foreign exception to a :class:`ModelError`. Subclasses refine this."""
         if isinstance(exc, ModelError):

@@ -15,7 +15,9 @@ How it runs (see DESIGN.md section 3):
 * **Lanes.** Items are grouped by their interface's ``connection_key()`` (provider +
   credential): each group is a *lane* with a queue and an :class:`AdaptiveLimit`. A lane
   runs as many worker tasks as its current limit; each worker pulls the next item from
-  the queue, so a phase of 10,000 items costs a few dozen tasks, not 10,000.
+  the queue, so a phase of 10,000 items costs a few dozen tasks, not 10,000. A model
+  served by several replicas gets one lane per replica sharing one queue
+  (:mod:`coeval.scheduler.lanes`), so each replica's limit follows its own capacity.
 * **Retries** follow :class:`RetryPolicy`. An item waiting for its backoff leaves the
   queue (its worker moves on to the next item) and rejoins it when the wait is over. A
   ``Retry-After`` also pauses the whole lane: the provider said the key is over its limit.
@@ -38,7 +40,7 @@ import asyncio
 import logging
 import random
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -49,10 +51,11 @@ from coeval.interfaces.base import FatalModelError, Interface, ModelError, RateL
 from coeval.scheduler.adaptive import AdaptiveLimit, LimitCounters
 from coeval.scheduler.batch import BatchExecutor
 from coeval.scheduler.clock import Clock, SystemClock
+from coeval.scheduler.lanes import TIMEOUTS_TO_EJECT, Lane, LaneQueue, lane_for_new_worker, percentile
 from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.correction import with_correction
 from coeval.scheduler.resample import resampled
-from coeval.scheduler.server_wait import DEFAULT_CONNECT_WAIT_S, ServerWait, is_connection_failure, is_timeout
+from coeval.scheduler.server_wait import is_connection_failure, is_timeout
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
 
 if TYPE_CHECKING:
@@ -94,12 +97,21 @@ class SchedulerLimits:
 
 @attrs.define
 class LaneStats:
-    """One connection's concurrency, as the adaptive limiter left it."""
+    """One lane's concurrency as the adaptive limiter left it, and its calls in the phase."""
 
     limit: int
     peak_in_flight: int
     pauses: int
     counters: LimitCounters
+    #: Where its calls went (a replica's URL for a replicated model), and which models sent them.
+    url: str = ""
+    models: tuple[str, ...] = ()
+    #: Calls the server saw this phase, times it went down, latency of answered calls.
+    calls: int = 0
+    ejections: int = 0
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    queue_aware: bool = False
 
 
 @attrs.define
@@ -157,27 +169,6 @@ def _note_error(job: _Job) -> None:
     job.errors.append(f"{job.last_kind}: {job.last_error}")
 
 
-class _Lane:
-    """One connection's queue, workers and limit, for the duration of one phase."""
-
-    __slots__ = ("delayed", "in_flight", "key", "limit", "paused_until", "pauses", "peak", "ready", "server_wait",
-                 "url", "wake", "workers")
-
-    def __init__(self, key: str, limit: AdaptiveLimit, iface: Interface | None = None) -> None:
-        self.key = key
-        self.limit = limit
-        self.server_wait = ServerWait(float(getattr(iface, "connect_wait_s", DEFAULT_CONNECT_WAIT_S)))
-        self.url = str(getattr(iface, "server_label", "") or key)
-        self.ready: deque[_Job] = deque()
-        self.delayed = 0  # jobs waiting for their backoff
-        self.workers = 0
-        self.in_flight = 0
-        self.peak = 0
-        self.paused_until = 0.0
-        self.pauses = 0
-        self.wake = asyncio.Event()
-
-
 class _PhaseRun:
     """Book-keeping of one ``Scheduler.run`` call."""
 
@@ -191,7 +182,9 @@ class _PhaseRun:
         self.stop_reason = "cancelled"
         self.finished = asyncio.Event()
         self.tasks: set[asyncio.Task[Any]] = set()
-        self.lanes: dict[str, _Lane] = {}
+        self.lanes: dict[str, Lane] = {}
+        #: connection key -> the lane its items are queued on (a replicated lane's first replica)
+        self.entries: dict[str, Lane] = {}
         self.batch_running = False
         self.on_done_error: BaseException | None = None
 
@@ -291,6 +284,13 @@ class Scheduler:
                     peak_in_flight=lane.peak,
                     pauses=lane.pauses,
                     counters=attrs.evolve(lane.limit.counters),
+                    url=lane.url,
+                    models=tuple(lane.models),
+                    calls=lane.calls,
+                    ejections=lane.ejections,
+                    latency_p50_ms=percentile(lane.latencies_ms, 0.50),
+                    latency_p95_ms=percentile(lane.latencies_ms, 0.95),
+                    queue_aware=lane.limit.gradient is not None,
                 )
             if tracker is not None:
                 tracker.finish()
@@ -304,7 +304,7 @@ class Scheduler:
         """Put each item in its lane's queue, or aside for the batch executor."""
         executor = self.batch_executor
         batch: list[_Job] = []
-        lanes = run.lanes
+        entries = run.entries
         lane_keys = self._lane_keys
         interfaces = self.interfaces
         unroutable: list[_Job] = []
@@ -323,10 +323,12 @@ class Scheduler:
             key = lane_keys.get(name)
             if key is None:
                 key = lane_keys[name] = iface.connection_key()
-            lane = lanes.get(key)
+            lane = entries.get(key)
             if lane is None:
-                lane = lanes[key] = _Lane(key, self._limiter_for(key, iface), iface)
-            lane.ready.append(job)
+                lane = entries[key] = self._open_lanes(run, key, iface)
+            if name not in lane.models:
+                self._add_model(lane, name, iface)
+            lane.queue.ready.append(job)
         run.remaining = len(run.jobs)
         for job in unroutable:
             job.last_kind, job.last_error = "fatal", f"no interface is loaded for model {job.item.model.name!r}"
@@ -341,6 +343,28 @@ class Scheduler:
                 key = self._lane_keys[name] = iface.connection_key()
                 self._limiter_for(key, iface)
 
+    def _open_lanes(self, run: _PhaseRun, key: str, iface: Interface) -> Lane:
+        """The lane of connection ``key`` for this phase: one lane, or one per replica
+        sharing one queue (``parameters.base_url`` as a list). Returns the first."""
+        replicas = iface.replica_views()
+        if not replicas:
+            lane = run.lanes[key] = Lane(key, self._limiter_for(key, iface), iface)
+            return lane
+        queue = LaneQueue()
+        for url, view in replicas:
+            sub = f"{key} [{url}]"
+            run.lanes[sub] = Lane(sub, self._limiter_for(sub, view), view, queue=queue, url=url)
+        return queue.lanes[0]
+
+    def _add_model(self, lane: Lane, name: str, iface: Interface) -> None:
+        """Note that model ``name`` calls through ``lane`` (and, replicated, bind it to each replica)."""
+        views = dict(iface.replica_views()) if lane.queue.replicated else {}
+        for member in lane.queue.lanes:
+            member.models.append(name)
+            if member.url in views:
+                member.pinned[name] = views[member.url]
+                member.limit.cap(iface.max_concurrency)
+
     def _limiter_for(self, key: str, iface: Interface) -> AdaptiveLimit:
         limiter = self._limiters.get(key)
         if limiter is None:
@@ -350,26 +374,39 @@ class Scheduler:
         limiter.cap(iface.max_concurrency)
         return limiter
 
-    def _spawn_workers(self, run: _PhaseRun, lane: _Lane) -> None:
-        """Start workers until the lane runs at its limit or every queued job has one."""
+    def _spawn_workers(self, run: _PhaseRun, lane: Lane) -> None:
+        """Start workers until the lane runs at its limit or every queued job has one; for
+        replicas, each new worker goes to the admitted replica with the fewest outstanding."""
         if run.stopping:
             return
-        while lane.workers < lane.limit.current and lane.workers - lane.in_flight < len(lane.ready):
-            lane.workers += 1
-            task = asyncio.ensure_future(self._worker(run, lane))
-            run.tasks.add(task)
-            task.add_done_callback(run.tasks.discard)
+        queue = lane.queue
+        if not queue.replicated:
+            while lane.workers < lane.limit.current and lane.workers - lane.in_flight < len(queue.ready):
+                self._start_worker(run, lane)
+            return
+        now = self.clock.now()
+        while (target := lane_for_new_worker(queue, now)) is not None:
+            self._start_worker(run, target)
+
+    def _start_worker(self, run: _PhaseRun, lane: Lane) -> None:
+        lane.workers += 1
+        task = asyncio.ensure_future(self._worker(run, lane))
+        run.tasks.add(task)
+        task.add_done_callback(run.tasks.discard)
 
     # ------------------------------------------------------------------ the work
 
-    async def _worker(self, run: _PhaseRun, lane: _Lane) -> None:
+    async def _worker(self, run: _PhaseRun, lane: Lane) -> None:
         clock = self.clock
-        ready = lane.ready
+        queue = lane.queue
+        ready = queue.ready
         handled = 0
         try:
             while not run.stopping:
                 if lane.workers > lane.limit.current:
                     return  # the limit shrank: this worker's slot is gone
+                if lane.down and lane.workers > 1 and lane.siblings_up():
+                    return  # a replica that is down keeps one worker, to probe it
                 if lane.paused_until:
                     wait = lane.paused_until - clock.now()
                     if wait > 0:
@@ -377,10 +414,10 @@ class Scheduler:
                         continue
                     lane.paused_until = 0.0
                 if not ready:
-                    if lane.delayed == 0:
+                    if queue.delayed == 0:
                         return
-                    lane.wake.clear()
-                    await lane.wake.wait()
+                    queue.wake.clear()
+                    await queue.wake.wait()
                     continue
                 await self._attempt(run, lane, ready.popleft())
                 handled += 1
@@ -389,7 +426,7 @@ class Scheduler:
         finally:
             lane.workers -= 1
 
-    async def _attempt(self, run: _PhaseRun, lane: _Lane, job: _Job) -> None:
+    async def _attempt(self, run: _PhaseRun, lane: Lane, job: _Job) -> None:
         """One call for ``job`` (or its skip): finish it, or queue its retry."""
         item = job.item
         name = item.model.name
@@ -401,7 +438,7 @@ class Scheduler:
         if limits.budget_usd is not None and self._over_budget():
             self._skip(run, job, "budget")
             return
-        iface = job.iface
+        iface = lane.pinned.get(name) or job.iface if lane.pinned else job.iface
         assert iface is not None
         self.calls[name] += 1  # reserved before the call: exact under any concurrency
         run.stats.phase_calls += 1
@@ -431,18 +468,18 @@ class Scheduler:
             if is_connection_failure(exc) and self._server_down(run, lane, job):
                 return
             job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
+            lane.calls += 1
             err = self._classify(iface, exc)
-            if lane.limit.gradient is not None and is_timeout(exc):
-                lane.limit.rate_limited(seq)  # a queueing server is over capacity
+            if is_timeout(exc):
+                self._timed_out(lane, seq)
             self._failed_call(run, lane, job, err, seq)
             run.settle()
             return
         lane.in_flight -= 1
         finished = self.clock.now()
         lane.limit.succeeded(finished - started, finished)
-        if lane.server_wait.answered():
-            self._say(f"{lane.url}: the server answers again")
         job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
+        self._answered(run, lane, job.latency_ms)
         job.raw, job.finish_reason = result.text, result.finish_reason
         usage = result.usage
         job.in_tokens += usage.input_tokens
@@ -451,7 +488,7 @@ class Scheduler:
             job.cost = (job.cost or 0.0) + result.cost_usd
         if result.cost_usd:
             self._add_spend(run, result.cost_usd)
-        if lane.workers < lane.limit.current and lane.ready:
+        if lane.workers < lane.limit.current and lane.queue.ready:
             self._spawn_workers(run, lane)
         parse = item.parse
         if parse is None:
@@ -470,7 +507,7 @@ class Scheduler:
                 self._skip(run, job, run.stop_reason)
             else:
                 self._count_retry(run, "unparseable")
-                lane.ready.append(job)
+                lane.queue.ready.append(job)
             return
         except Exception as exc:
             log.exception("parser of %s raised", item.key)
@@ -479,27 +516,71 @@ class Scheduler:
             return
         self._finish(run, job, "ok", value=value, result=result)
 
-    def _server_down(self, run: _PhaseRun, lane: _Lane, job: _Job) -> bool:
-        """The server refused or dropped the call: give the attempt back and pause the lane.
-        Once the lane has waited ``connect_wait_s`` the item fails, naming the server."""
+    def _answered(self, run: _PhaseRun, lane: Lane, latency_ms: float) -> None:
+        """The lane's server answered a call: note its latency; if it had been down, say it
+        is back (a replica then takes its share again)."""
+        lane.calls += 1
+        lane.timeouts_in_a_row = 0
+        lane.note_latency(latency_ms)
+        if lane.server_wait.answered():
+            lane.paused_until = 0.0
+            self._say(f"{lane.url}: the server answers again")
+            if lane.queue.replicated:
+                self._spawn_workers(run, lane)
+
+    def _timed_out(self, lane: Lane, seq: int) -> None:
+        """A call ran out of time on a server that was there. A queueing server is over
+        capacity: shrink its limit. A replica that does so repeatedly is ejected (its calls
+        go to the others while it is probed), like one that refuses connections."""
+        if lane.limit.gradient is not None:
+            lane.limit.rate_limited(seq)
+        if not lane.queue.replicated:
+            return
+        lane.timeouts_in_a_row += 1
+        if (lane.timeouts_in_a_row >= TIMEOUTS_TO_EJECT or lane.down) and lane.siblings_up():  # or a failed probe
+            lane.timeouts_in_a_row = 0
+            now = self.clock.now()
+            if not lane.down:
+                lane.ejections += 1
+                self._say(f"{lane.url}: {TIMEOUTS_TO_EJECT} calls in a row timed out; its calls go to the other "
+                          "replicas while it is probed")
+            pause = lane.server_wait.refused(now) or lane.server_wait.max_delay_s
+            lane.paused_until = max(lane.paused_until, now + pause)
+
+    def _server_down(self, run: _PhaseRun, lane: Lane, job: _Job) -> bool:
+        """The server refused or dropped the call: give the attempt back and pause the lane;
+        a replica is ejected and its calls go to the other replicas while it is probed. Once
+        the lane (every replica of it) has waited ``connect_wait_s`` the item fails, naming
+        the server."""
         now = self.clock.now()
-        first = lane.server_wait.down_since is None
+        first = not lane.down
         pause = lane.server_wait.refused(now)
         self.calls[job.item.model.name] -= 1  # the server never saw this call
         run.stats.phase_calls -= 1
         job.attempts -= 1
+        members = lane.queue.lanes
+        if pause is None and any(not m.server_wait.exhausted(now) for m in members if m is not lane):
+            pause = lane.server_wait.max_delay_s  # another replica is up or still waited for: keep probing
         if pause is None:
+            urls = ", ".join(m.url for m in members)
             job.last_kind = "transient"
-            job.last_error = f"cannot connect to {lane.url} for {lane.server_wait.wait_s:.0f} s (connect_wait_s)"
+            job.last_error = f"cannot connect to {urls} for {lane.server_wait.wait_s:.0f} s (connect_wait_s)"
             self._finish(run, job, "failed")
             return True
         if first:
-            self._say(f"{lane.url}: cannot connect; waiting up to {lane.server_wait.wait_s:.0f} s for the server (connect_wait_s)")
+            lane.ejections += 1
+            if lane.siblings_up():
+                self._say(f"{lane.url}: cannot connect; its calls go to the other replicas while it is probed")
+            else:
+                self._say(f"{lane.url}: cannot connect; waiting up to {lane.server_wait.wait_s:.0f} s for the server "
+                          "(connect_wait_s)")
         lane.paused_until = max(lane.paused_until, now + pause)
         if run.stopping:
             self._skip(run, job, run.stop_reason)
         else:
-            lane.ready.appendleft(job)
+            lane.queue.ready.appendleft(job)
+            if lane.queue.replicated:
+                self._spawn_workers(run, lane)
         run.settle()
         return True
 
@@ -522,7 +603,7 @@ class Scheduler:
         except Exception as inner:
             return FatalModelError(f"{type(exc).__name__}: {exc} (and classify_error raised {inner!r})")
 
-    def _failed_call(self, run: _PhaseRun, lane: _Lane, job: _Job, err: ModelError, seq: int) -> None:
+    def _failed_call(self, run: _PhaseRun, lane: Lane, job: _Job, err: ModelError, seq: int) -> None:
         job.last_kind = err.kind
         job.last_error = redact(str(err))
         _note_error(job)
@@ -551,21 +632,21 @@ class Scheduler:
             self._skip(run, job, run.stop_reason)
             return
         self._count_retry(run, err.kind)
-        lane.delayed += 1
+        lane.queue.delayed += 1
         task = asyncio.ensure_future(self._requeue_after(run, lane, job, delay))
         run.tasks.add(task)
         task.add_done_callback(run.tasks.discard)
 
-    async def _requeue_after(self, run: _PhaseRun, lane: _Lane, job: _Job, delay: float) -> None:
+    async def _requeue_after(self, run: _PhaseRun, lane: Lane, job: _Job, delay: float) -> None:
         try:
             await self.clock.sleep(delay)
         finally:
-            lane.delayed -= 1
+            lane.queue.delayed -= 1
         if run.stopping:
             self._skip(run, job, run.stop_reason)
             return
-        lane.ready.append(job)
-        lane.wake.set()
+        lane.queue.ready.append(job)
+        lane.queue.wake.set()
         self._spawn_workers(run, lane)
 
     # ------------------------------------------------------------------ bookkeeping
@@ -645,9 +726,9 @@ class Scheduler:
         run.stopping = True
         run.stop_reason = reason
         for lane in run.lanes.values():
-            while lane.ready:
-                self._skip(run, lane.ready.popleft(), reason)
-            lane.wake.set()
+            while lane.queue.ready:
+                self._skip(run, lane.queue.ready.popleft(), reason)
+            lane.queue.wake.set()
         run.settle()
 
     def _sweep(self, run: _PhaseRun) -> None:

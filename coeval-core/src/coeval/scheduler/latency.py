@@ -13,8 +13,10 @@ limiter watches latency:
   many of them wait in the server's queue rather than being served (Little's law).
 * At most once per ``srtt`` the limit is adjusted: when ``queue > beta`` it is set to
   ``limit * min_rtt / srtt + alpha`` (the server's estimated capacity plus a small queue,
-  so the server never idles); when ``queue < alpha`` it may grow as usual (slow start,
-  then additive increase); in between it holds.
+  so the server never idles); when ``queue < alpha``, and the call's own latency also
+  shows a queue under ``alpha``, it may grow as usual (slow start, then additive
+  increase); otherwise it holds. (The smoothed latency lags a round trip behind: without
+  the second test, slow start overshoots a small server by several calls.)
 * ``alpha = max(2, 0.05 * limit)`` and ``beta = 2 * alpha`` calls: a short queue keeps
   every server slot busy while adding little latency.
 
@@ -57,11 +59,13 @@ class LatencyGradient:
         self.min_rtt = min(self._window_min, self._previous_min)
         self.srtt = latency_s if self.srtt is None else self.srtt + self.smoothing * (latency_s - self.srtt)
 
-    def queue(self, limit: float) -> float:
-        """Estimated calls waiting in the server's queue with ``limit`` in flight."""
-        if self.min_rtt is None or self.srtt is None or self.srtt - self.min_rtt < self.noise_floor_s:
+    def queue(self, limit: float, latency_s: float | None = None) -> float:
+        """Estimated calls waiting in the server's queue with ``limit`` in flight, from the
+        smoothed latency (or from one call's ``latency_s``)."""
+        rtt = self.srtt if latency_s is None else latency_s
+        if self.min_rtt is None or rtt is None or rtt - self.min_rtt < self.noise_floor_s:
             return 0.0
-        return max(0.0, limit * (1.0 - self.min_rtt / self.srtt))
+        return max(0.0, limit * (1.0 - self.min_rtt / rtt))
 
     def alpha(self, limit: float) -> float:
         return max(self.min_alpha, self.alpha_share * limit)
@@ -72,7 +76,7 @@ class LatencyGradient:
         self._update(latency_s)
         alpha = self.alpha(limit)
         queue = self.queue(limit)
-        if queue < alpha:
+        if queue < alpha and self.queue(limit, latency_s) < alpha:
             return GROW
         if queue <= 2.0 * alpha:
             return HOLD

@@ -73,6 +73,10 @@ class ServerWait:
         self.resume_at = now + delay
         return delay
 
+    def exhausted(self, now: float) -> bool:
+        """Down for ``wait_s`` or longer (up, or down for less, is not)."""
+        return self.down_since is not None and now - self.down_since >= self.wait_s
+
     def answered(self) -> bool:
         """The server answered. Returns whether it had been down (to say it is back)."""
         was_down = self.down_since is not None

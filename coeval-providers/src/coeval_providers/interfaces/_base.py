@@ -27,7 +27,7 @@ NON_GENERATION_KEYS = frozenset(
         "max_tokens", "max_new_tokens", "max_output_tokens", "max_completion_tokens", "temperature", "top_p",
         "seed", "stop", "extra_body", "headers", "batch_bucket", "batch_s3_uri", "batch_gcs_uri", "batch_role_arn",
         "batch_model", "batch_deployment", "device", "price_as", "anthropic_version", "connect_timeout",
-        "connect_wait_s", "call_timeout", "server",
+        "connect_wait_s", "call_timeout", "server", "self_hosted",
     }
 )  # fmt: skip
 

@@ -1,6 +1,10 @@
 """Several replicas of one model server behind one model name (``base_url`` as a list).
 
-Each call goes to the admitted replica with the fewest calls outstanding. A replica that
+This routes the calls made outside the scheduler (the probe before a run, ``coeval
+probe``). The scheduler routes a phase's calls itself, one lane and one adaptive limit per
+replica (:mod:`coeval.scheduler.lanes`), through the interface's ``replica_views()``.
+
+Here each call goes to the admitted replica with the fewest calls outstanding. A replica that
 refuses or drops a connection is ejected at once; one that times out
 :attr:`ReplicaSet.timeouts_to_eject` times in a row is ejected too. An ejected replica is
 probed with backoff (1 s doubling to 30 s): once its ejection expires, one call may go to

@@ -11,6 +11,7 @@ conversion (a large share of the SDK's CPU per call) is skipped.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -30,9 +31,11 @@ from coeval.interfaces.base import (
 from coeval_providers import _errors
 from coeval_providers._loop_local import LoopLocal
 from coeval_providers.interfaces._replicas import ReplicaSet
+from coeval_providers.interfaces._self_hosted import is_self_hosted
 from coeval_providers.interfaces._server_names import rename_for_server
 from coeval_providers.interfaces._base import (
     ProviderInterface,
+    _without_userinfo,
     max_tokens_of,
     stop_of,
     system_of,
@@ -56,6 +59,9 @@ __all__ = [
     "VLLMInterface",
 ]
 
+#: Calls in flight a self-hosted server's lane (each replica's) starts with, unless
+#: ``concurrency`` says otherwise: slow start doubles it every round trip.
+QUEUE_AWARE_START = 4
 #: Model families that take ``max_completion_tokens`` and only the default temperature.
 _REASONING = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 #: Extra OpenAI chat parameters passed through when a config sets them.
@@ -128,6 +134,9 @@ class OpenAICompatInterface(ProviderInterface):
     max_concurrency = 256
     #: Headers every request carries (OpenRouter's attribution headers, ...).
     extra_headers: ClassVar[dict[str, str]] = {}
+    #: Only ever a self-hosted server (``vllm``, ``ollama``); others are when their base URL
+    #: is local (see :mod:`._self_hosted`).
+    self_hosted_by_default: ClassVar[bool] = False
 
     def __init__(self, model: Any, credentials: Any = None) -> None:
         super().__init__(model, credentials)
@@ -137,6 +146,12 @@ class OpenAICompatInterface(ProviderInterface):
         self._replica_clients: dict[str, LoopLocal[Any]] = {
             u: LoopLocal(functools.partial(self._make_client, u), lambda c: c.close()) for u in urls
         } if self.replicas is not None else {}
+        #: The replica this view's calls go to (see :meth:`replica_views`); None: any.
+        self._pinned_url: str | None = None
+        self.queue_aware = is_self_hosted(self.model.parameters.get("self_hosted"), self.self_hosted_by_default, urls)
+        if self.queue_aware and not self.model.parameters.get("concurrency"):
+            # a queueing server gives no 429 to back off from: start low, slow start finds its capacity
+            self.default_concurrency = min(self.default_concurrency, QUEUE_AWARE_START)
 
     # ---- client --------------------------------------------------------------------------------
     def _client_kwargs(self) -> dict[str, Any]:
@@ -177,6 +192,23 @@ class OpenAICompatInterface(ProviderInterface):
 
     def client(self) -> Any:
         return self._client.get()
+
+    def replica_views(self) -> list[tuple[str, Any]]:
+        """One view per replica, sharing this interface's clients, whose calls go to that
+        replica alone: the scheduler routes between replicas, each with its own lane. The
+        URL given with each is for display: credentials in it are left out."""
+        if self.replicas is None:
+            return []
+        views = []
+        for url in self._replica_clients:
+            view = copy.copy(self)
+            view._pinned_url = url
+            views.append((view.server_label, view))
+        return views
+
+    @property
+    def server_label(self) -> str:
+        return _without_userinfo(self._pinned_url) if self._pinned_url is not None else super().server_label
 
     # ---- requests ------------------------------------------------------------------------------
     def _uses_completion_tokens(self) -> bool:
@@ -226,7 +258,9 @@ class OpenAICompatInterface(ProviderInterface):
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         body = self.build_body(request)
         try:
-            if self.replicas is not None:
+            if self._pinned_url is not None:
+                raw = await self._replica_clients[self._pinned_url].get().post(self.chat_path, body=body, cast_to=bytes)
+            elif self.replicas is not None:
                 clients = self._replica_clients
                 raw = await self.replicas.call(lambda url: clients[url].get().post(self.chat_path, body=body, cast_to=bytes))
             else:
@@ -263,6 +297,8 @@ class OpenAICompatInterface(ProviderInterface):
         return sorted(out, key=lambda d: str(d["id"]))
 
     async def aclose(self) -> None:
+        if self._pinned_url is not None:
+            return  # a replica view: its clients belong to the interface it was made from
         await self._client.aclose()
         for client in self._replica_clients.values():
             await client.aclose()
@@ -391,7 +427,7 @@ class OllamaInterface(OpenAICompatInterface):
     base_url_env = ("OLLAMA_HOST",)
     default_concurrency = 4
     max_concurrency = 32
-    queue_aware = True
+    self_hosted_by_default = True
 
     def normalize_base_url(self, url: str) -> str:
         url = url.rstrip("/")
@@ -404,4 +440,4 @@ class VLLMInterface(OpenAICompatInterface):
     """Any OpenAI-compatible server (vLLM, TGI, llama.cpp server, LM Studio...) at ``base_url``."""
 
     name = "vllm"
-    queue_aware = True
+    self_hosted_by_default = True
