@@ -10,7 +10,7 @@ import click
 
 from coeval_analysis.viewer.export import FORMATS, export_judgments
 from coeval_analysis.viewer.server import ViewServer
-from coeval_analysis.viewer.store import RunStore
+from coeval_analysis.viewer.store import RunStore, StoreError
 
 __all__ = ["export_command", "view_command"]
 
@@ -49,12 +49,13 @@ def _runs(runs: tuple[Path, ...], storage: Path | None) -> list[Path]:
 def view_command(runs: tuple[Path, ...], storage_folder: Path | None, host: str, port: int, no_browser: bool) -> None:
     """Serve a run (or several) on http://127.0.0.1:PORT/ until Ctrl-C.
 
-    Records are read by DuckDB into a cached database (see docs/analysis.md); the first
-    look at a big run takes a few seconds, later ones start at once.
+    Records are read by DuckDB into a cached database (see docs/analysis.md). The server
+    answers at once: on a first look at a big run, the ranking and datapoint table come
+    within a second or two and the other pages once every record is read ("indexing n%").
 
     Example: coeval view --run eval_runs/demo-v1
     """
-    stores = [RunStore(p) for p in _runs(runs, storage_folder)]
+    stores = [RunStore(p, background=True) for p in _runs(runs, storage_folder)]
     try:
         server = ViewServer((host, port), stores)
     except OSError as exc:
@@ -82,5 +83,9 @@ def export_command(run: Path, fmt: str, out: Path) -> None:
     """One row per judgment: datapoint, student, judge, factor, score, rationale, raw
     reply, latency and cost. Example: coeval export --run eval_runs/demo-v1 --format parquet --out j.parquet
     """
-    n = export_judgments(RunStore(_check_run(run, "--run")), fmt, out)
+    try:
+        n = export_judgments(RunStore(_check_run(run, "--run")), fmt, out)
+    except StoreError as exc:
+        click.echo(f"coeval export: {exc}", err=True)
+        sys.exit(2)
     click.echo(f"coeval export: {n} rows written to {out}", err=True)

@@ -67,6 +67,7 @@ def ranking(store: RunStore, filters: Filters | None = None) -> list[dict[str, A
         f"count(DISTINCT datapoint_id) AS datapoints FROM judgments{where}{cond} "
         "GROUP BY 1 ORDER BY mean DESC, student",
         params,
+        judgments_only=True,
     )
 
 
@@ -76,7 +77,8 @@ def facets(store: RunStore) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for key, column in FILTERS.items():
         rows = store.query(
-            f"SELECT DISTINCT {column} FROM judgments WHERE {column} IS NOT NULL ORDER BY 1 LIMIT {FACET_LIMIT}"
+            f"SELECT DISTINCT {column} FROM judgments WHERE {column} IS NOT NULL ORDER BY 1 LIMIT {FACET_LIMIT}",
+            judgments_only=True,
         )
         out[key] = [str(r[0]) for r in rows]
     return out
@@ -107,7 +109,8 @@ def datapoint_table(store: RunStore, filters: Filters) -> tuple[list[dict[str, A
         f"sum(failed) AS failed, avg(value) AS mean, avg(sd) AS disagreement, {gap} AS gap, "
         f"count(*) OVER () AS total FROM ({inner}) GROUP BY datapoint_id ORDER BY {order} LIMIT ? OFFSET ?"
     )
-    rows = store.query_dicts(sql, [*params, *gap_params, PAGE_SIZE, (filters.page - 1) * PAGE_SIZE])
+    rows = store.query_dicts(sql, [*params, *gap_params, PAGE_SIZE, (filters.page - 1) * PAGE_SIZE],
+                             judgments_only=True)
     total = int(rows[0]["total"]) if rows else 0
     return rows, total
 
