@@ -6,7 +6,7 @@ answer and raw reply) and the index are still being written. Each step carries a
 (about its share of the work, from the size of the files it reads) for the "indexing n%"
 the server shows meanwhile.
 
-Tables: ``judgments`` (one row per evaluation and factor, ``value`` 0 / 0.5 / 1 for Low /
+Tables: ``datapoint_summary`` (the unfiltered datapoint table), ``judgments`` (one row per evaluation and factor, ``value`` 0 / 0.5 / 1 for Low /
 Medium / High; a failed evaluation is one row with no factor), ``evals`` (one row per
 evaluation record, the last valid per id), ``responses`` and ``datapoints``. Legacy records
 (no ``status``, no ``student_model_id``) get both derived here.
@@ -19,7 +19,9 @@ from pathlib import Path
 
 import attrs
 
-__all__ = ["JUDGMENTS_STEP", "PHASES", "Step", "build_steps", "record_files"]
+from coeval_analysis.viewer.rowsql import datapoint_rows_sql
+
+__all__ = ["DATAPOINT_SUMMARY", "JUDGMENTS_STEP", "PHASES", "Step", "build_steps", "record_files"]
 
 _DP_COLUMNS = {
     "id": "VARCHAR", "task_id": "VARCHAR", "teacher_model_id": "VARCHAR", "prompt": "VARCHAR",
@@ -56,6 +58,8 @@ class Step:
     name: str
     sql: str
     weight: float
+    #: the table this step writes (complete once it ran)
+    table: str = ""
 
 
 def record_files(run: Path, phase: str) -> list[Path]:
@@ -122,6 +126,8 @@ def build_steps(run: Path) -> list[Step]:
     e = _size(evals)
     return [
         Step("listing judgments", _judgments(evals), 0.3 * e),
+        Step("summarising datapoints", f"CREATE TABLE {DATAPOINT_SUMMARY} AS {datapoint_rows_sql()}", 0.1 * e,
+             DATAPOINT_SUMMARY),
         Step("reading judges' replies", f"CREATE TABLE evals AS {_evals(evals, _EVAL_COLUMNS)}", 0.4 * e),
         Step("reading answers", f"CREATE TABLE responses AS {_latest(_read(resps, _RESP_COLUMNS))}", _size(resps)),
         Step("reading datapoints", f"CREATE TABLE datapoints AS {_latest(_read(dps, _DP_COLUMNS))}", _size(dps)),
@@ -131,3 +137,5 @@ def build_steps(run: Path) -> list[Step]:
 
 #: after this step, ``judgments`` is complete (the start page and filtered tables can be answered)
 JUDGMENTS_STEP = "listing judgments"
+#: the unfiltered datapoint table, stored (the start page's biggest question)
+DATAPOINT_SUMMARY = "datapoint_summary"

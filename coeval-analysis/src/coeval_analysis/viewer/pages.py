@@ -217,10 +217,12 @@ def indexing_page(title: str, base: str, status: Mapping[str, Any], outline: Map
         )
         parts.append('<h2>Ranking of the last <code>coeval analyze</code></h2><table id="analysis-ranking"><tr>'
                      f"<th>#</th><th>Student</th><th>Robust score</th><th>Mean score</th></tr>{rows}</table>")
-    for key in ("students", "teachers", "judges", "tasks"):
+    filters = {"students": "student", "teachers": "teacher", "judges": "judge", "tasks": "task"}
+    for key, param in filters.items():
         names = outline.get(key) or ()
         if names:
-            items = "".join(f"<li>{_e(n)}</li>" for n in names)
+            link_class = ' class="student-link"' if key == "students" and not ranking else ""
+            items = "".join(f'<li><a{link_class} href="{_link(base, {param: n})}">{_e(n)}</a></li>' for n in names)
             parts.append(f'<h2>{key.capitalize()}</h2><ul id="outline-{key}">{items}</ul>')
     return layout(title, indexing_notice(status) + "".join(parts), base, refresh_s=1)
 

@@ -89,6 +89,7 @@ class RunStore:
         self._current = 0.0
         self._total = 1.0
         self._shown = 0.0
+        self._tables: set[str] = set()  # written so far, while building
         self._step = ""
         self._thread: threading.Thread | None = None
         if self._db.exists():
@@ -141,6 +142,8 @@ class RunStore:
         for step in steps:
             self._step, self._current = step.name, step.weight
             con.execute(step.sql)
+            if step.table:
+                self._tables.add(step.table)
             self._done += step.weight
             self._current = 0.0
             if step.name == JUDGMENTS_STEP:
@@ -170,6 +173,12 @@ class RunStore:
     def ready(self) -> bool:
         """Every table is written (or the build failed: questions then raise)."""
         return self._ready.is_set()
+
+    def has_table(self, name: str) -> bool:
+        """Whether table ``name`` is written (any table, once the database is ready)."""
+        if self._ready.is_set():
+            return self._failure is None
+        return name in self._tables
 
     def wait(self, *, judgments_only: bool = False, timeout: float | None = None) -> bool:
         """Wait until what a question needs is written; False when ``timeout`` passed first."""
