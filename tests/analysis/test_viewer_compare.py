@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     return root, env
 
 
-def _serve(args: list[str], cwd: Path, env: dict[str, str]) -> Iterator[str]:
+def _serve(args: list[str], cwd: Path, env: dict[str, str]) -> Generator[str, None, None]:
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "coeval.cli.main", "view", *args, "--port", str(port),
                              "--no-browser"], cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)

@@ -65,7 +65,8 @@ def _run_folder(run_path: Path | None, config_path: str | None) -> Path:
     "reports",
     multiple=True,
     metavar="NAME",
-    help="Write only these reports (repeatable): summary, tables, html, or a plugin's. Default: all.",
+    help="Write only these reports (repeatable): summary, tables, html, viewer (the viewer's database of a "
+    "big run, built ahead), or a plugin's. Default: all.",
 )
 @click.option(
     "--common-items",

@@ -14,6 +14,7 @@ STANDARD_REPORTS = {
     "summary": "coeval_analysis.reports.summary:write_summary",
     "tables": "coeval_analysis.reports.tables:write_tables",
     "html": "coeval_analysis.reports.html:write_html",
+    "viewer": "coeval_analysis.viewer.prebuild:write_viewer_cache",
 }
 
 

@@ -12,6 +12,7 @@ from coeval.cli.empty_teachers import warn_empty_benchmark_teachers
 from coeval.cli.errors import UserError, echo_issues, user_errors
 from coeval.cli.lanes_preview import format_lanes
 from coeval.cli.request_preview import format_request_bodies
+from coeval.cli.run_end import run_end_actions
 from coeval.cli.run_summary import run_summary_json
 from coeval.cli.spend_check import DEFAULT_CONFIRM_ABOVE_USD, check_spend
 from coeval.cli.verbosity import verbosity, verbosity_options
@@ -254,6 +255,8 @@ def command(
             quiet=quiet,
         )
     result = run_experiment(config, options)
+    if result.status not in ("estimated", "error"):
+        run_end_actions(result.run_folder)
     warn_empty_benchmark_teachers(config)
     if result.status != "estimated" and result.exit_code in (0, 1, 3) and not quiet:
         click.echo(f"next: coeval analyze --run {result.run_folder}", err=True)
