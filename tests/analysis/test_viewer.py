@@ -185,6 +185,18 @@ def test_report_links_into_the_running_viewer(served: tuple[str, Path], page: An
     page.goto((tmp_path / "a" / "report.html").as_uri())
     page.click("#viewer-find")
     page.locator("#viewer-failures").wait_for(timeout=10_000)
+    # the sections themselves now link to the matching viewer pages
+    jumps = {sec: page.locator(f"section#{sec} p.viewer-jump a").get_attribute("href")
+             for sec in ("ranking", "judges", "agreement", "missing", "quality")}
+    assert jumps == {"ranking": url + "/r/0/", "judges": url + "/r/0/?sort=disagreement",
+                     "agreement": url + "/r/0/?sort=disagreement", "missing": url + "/r/0/failures",
+                     "quality": url + "/r/0/failures"}
+    page.click("section#quality p.viewer-jump a")
+    page.wait_for_load_state()
+    assert page.locator('section.cause[data-cause="unparseable"]').count() == 1
+    page.go_back()
+    page.click("#viewer-find")
+    page.locator("#viewer-start").wait_for(timeout=10_000)
     page.click("#viewer-start")
     page.wait_for_load_state()
     assert page.url.startswith(url + "/r/0/")
