@@ -30,7 +30,7 @@ __all__ = ["PAGE_WAIT_S", "START_WAIT_S", "ViewServer", "shared_datapoints"]
 log = logging.getLogger("coeval.view")
 _SHARED_SHOWN = 100
 #: how long a start page waits for the judgments table before it shows "indexing n%"
-START_WAIT_S = 1.0
+START_WAIT_S = 0.5
 #: how long a page that needs every table (datapoint, failures, shared datapoints) waits
 PAGE_WAIT_S = 10.0
 
