@@ -35,6 +35,7 @@ def prebuild(run: Path, *, min_bytes: int | None = None, cache: Path | None = No
             return None
         db = cache_path(run, cache)
         if not db.exists():
+            log.info("building the viewer's database of %s (%d MB of evaluation records)", run, size // 2**20)
             RunStore(run, cache=cache).close()
         return db
     except (OSError, StoreError, duckdb.Error) as exc:
