@@ -50,6 +50,7 @@ class ViewServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], stores: Sequence[RunStore]) -> None:
         self.stores = list(stores)
         self._shared: tuple[list[dict[str, Any]], int] | None = None
+        self._facets: dict[int, dict[str, list[str]]] = {}
         super().__init__(address, _Handler)
 
     @property
@@ -57,6 +58,14 @@ class ViewServer(ThreadingHTTPServer):
         host, port = self.server_address[0], self.server_address[1]
         name = host.decode() if isinstance(host, bytes) else str(host)
         return f"http://{name}:{port}/"
+
+    def facets(self, k: int) -> dict[str, list[str]]:
+        """Run k's filter menus: the same on every page (the database does not change), so
+        asked once, not on every page."""
+        found = self._facets.get(k)
+        if found is None:
+            found = self._facets[k] = queries.facets(self.stores[k])
+        return found
 
     def shared(self) -> tuple[list[dict[str, Any]], int] | None:
         """The two runs' shared datapoints (None while either is still being read)."""
@@ -143,6 +152,6 @@ class _Handler(BaseHTTPRequestHandler):
         rows, total = queries.datapoint_table(store, f)
         notice = "" if store.ready else pages.indexing_notice(store.status()).replace(
             "This page reloads itself until they are all read.", "Datapoint pages wait until they are.")
-        html = pages.start_page(store.name, f"/r/{k}", queries.ranking(store, f), queries.facets(store), rows, total, f,
+        html = pages.start_page(store.name, f"/r/{k}", queries.ranking(store, f), self.server.facets(k), rows, total, f,
                                 notice=notice)
         return HTTPStatus.OK, html, "html"
