@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import urllib.request
 from collections import defaultdict
@@ -24,6 +25,13 @@ from coeval_analysis.viewer.store import RunStore, cache_path
 from tests.analysis.test_viewer import CONFIG
 
 _VALUE = {"High": 1.0, "Medium": 0.5, "Low": 0.0}
+
+
+def _means(run: Path) -> dict[str, float]:
+    values: dict[str, list[float]] = defaultdict(list)
+    for rec in _evaluations(run):
+        values[rec["student_model_id"]].extend(_VALUE[v] for v in (rec.get("scores") or {}).values())
+    return {s: sum(v) / len(v) for s, v in values.items()}
 
 
 def _evaluations(run: Path) -> list[dict[str, Any]]:
@@ -78,13 +86,19 @@ def test_pages_say_indexing_until_the_records_are_read(
     url = serve([store])
     start = _get(url + "/r/0/")
     assert 'id="indexing"' in start and 'http-equiv="refresh"' in start
-    # the students the run's config names, linked, although no record was read yet
-    assert start.count('class="student-link"') == 5 and ">stu-c</a>" in start
     assert 'id="ranking"' not in start
+    # a preliminary ranking read straight from the files (this run has no retries or
+    # duplicates: it is the final one), and the models the run's config names
+    expected = _means(run)
+    table = start.split('id="preliminary-ranking"')[1].split("</table>")[0]
+    shown = re.findall(r'class="student-link"[^>]*>([^<]+)</a></td><td>([0-9.]+)</td>', table)
+    assert [s for s, _ in shown] == sorted(expected, key=lambda s: -expected[s])
+    assert {s: float(v) for s, v in shown} == pytest.approx(expected, abs=5e-4)
+    assert start.count('class="student-link"') == 5 and 'id="outline-judges"' in start
     assert 'id="indexing"' in _get(url + "/r/0/failures")
     status = json.loads(_get(url + "/api/status"))["runs"][0]
-    assert status == {"run": "r", "ready": False, "judgments_ready": False, "progress": 0.0, "step": "",
-                      "error": None}
+    assert status == {"run": "r", "ready": False, "judgments_ready": False, "progress": 0.0,
+                      "step": "ranking the students", "error": None}
     held.set()
     assert store.wait(timeout=60)
     assert json.loads(_get(url + "/api/status"))["runs"][0]["ready"] is True

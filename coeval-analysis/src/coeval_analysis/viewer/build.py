@@ -21,7 +21,8 @@ import attrs
 
 from coeval_analysis.viewer.rowsql import datapoint_rows_sql
 
-__all__ = ["DATAPOINT_SUMMARY", "JUDGMENTS_STEP", "PHASES", "Step", "build_steps", "record_files"]
+__all__ = ["DATAPOINT_SUMMARY", "JUDGMENTS_STEP", "PHASES", "Step", "build_steps", "preliminary_ranking_sql",
+           "record_files"]
 
 _DP_COLUMNS = {
     "id": "VARCHAR", "task_id": "VARCHAR", "teacher_model_id": "VARCHAR", "prompt": "VARCHAR",
@@ -113,6 +114,20 @@ def _judgments(paths: Sequence[Path]) -> str:
         "FROM (SELECT * EXCLUDE (scores), json_extract_string(scores, factor) AS score "
         "FROM (SELECT *, unnest(CASE WHEN status = 'ok' THEN json_keys(scores) ELSE [NULL::VARCHAR] END) AS factor "
         f"FROM ({_evals(paths, _LIGHT_EVAL_COLUMNS)})))"
+    )
+
+
+def preliminary_ranking_sql(run: Path) -> str:
+    """Each student's mean score straight from the evaluation files, in one pass over the
+    few columns it needs: every ok record counts, before retries and duplicates are merged
+    (so it can differ slightly from the final ranking). What a first look shows while the
+    database is built."""
+    source = _read(record_files(run, PHASES["evals"]), _LIGHT_EVAL_COLUMNS)
+    return (
+        "SELECT student, avg(CASE lower(k.value ->> '$') WHEN 'high' THEN 1.0 WHEN 'medium' THEN 0.5 WHEN 'low' "
+        "THEN 0.0 ELSE TRY_CAST(k.value ->> '$' AS DOUBLE) END) AS mean, count(*) AS n "
+        f"FROM (SELECT {_STUDENT} AS student, scores FROM ({source}) WHERE coalesce(status, 'ok') = 'ok') e, "
+        "json_each(e.scores) k GROUP BY student HAVING mean IS NOT NULL ORDER BY mean DESC, student"
     )
 
 

@@ -203,25 +203,40 @@ def indexing_notice(status: Mapping[str, Any]) -> str:
             f'({_e(status.get("step"))}). This page reloads itself until they are all read.</p>')
 
 
-def indexing_page(title: str, base: str, status: Mapping[str, Any], outline: Mapping[str, Sequence[str]],
-                  ranking: Sequence[Mapping[str, Any]] = ()) -> str:
-    """A page asked for before the run's database holds what it needs: how far the build
-    is, the ranking of the run's last analysis if any, and the models and tasks the run's
-    config names (both read without the records)."""
-    parts = []
+def _early_ranking(base: str, ranking: Sequence[Mapping[str, Any]], preliminary: Sequence[Mapping[str, Any]]) -> str:
+    """The last analysis's ranking when there is one, else the preliminary one."""
     if ranking:
         rows = "".join(
             f'<tr><td>{i}</td><td><a class="student-link" href="{_link(base, {"student": str(r["student"])})}">'
             f'{_e(r["student"])}</a></td><td>{_num(r["robust"])}</td><td>{_num(r["mean"])}</td></tr>'
             for i, r in enumerate(ranking, 1)
         )
-        parts.append('<h2>Ranking of the last <code>coeval analyze</code></h2><table id="analysis-ranking"><tr>'
-                     f"<th>#</th><th>Student</th><th>Robust score</th><th>Mean score</th></tr>{rows}</table>")
+        return ('<h2>Ranking of the last <code>coeval analyze</code></h2><table id="analysis-ranking"><tr>'
+                f"<th>#</th><th>Student</th><th>Robust score</th><th>Mean score</th></tr>{rows}</table>")
+    if preliminary:
+        rows = "".join(
+            f'<tr><td>{i}</td><td><a class="student-link" href="{_link(base, {"student": str(r["student"])})}">'
+            f'{_e(r["student"])}</a></td><td>{_num(r["mean"])}</td><td>{r["n"]}</td></tr>'
+            for i, r in enumerate(preliminary, 1)
+        )
+        return ("<h2>Preliminary ranking</h2><p>Every ok judgment as read, before retries and duplicates are "
+                'merged: the final ranking can differ slightly.</p><table id="preliminary-ranking"><tr><th>#</th>'
+                f"<th>Student</th><th>Mean score</th><th>Judgments</th></tr>{rows}</table>")
+    return ""
+
+
+def indexing_page(title: str, base: str, status: Mapping[str, Any], outline: Mapping[str, Sequence[str]],
+                  ranking: Sequence[Mapping[str, Any]] = (), preliminary: Sequence[Mapping[str, Any]] = ()) -> str:
+    """A page asked for before the run's database holds what it needs: how far the build
+    is, a ranking (the last analysis's, else one read straight from the records), and the
+    models and tasks the run's config names."""
+    early = _early_ranking(base, ranking, preliminary)
+    parts = [early]
     filters = {"students": "student", "teachers": "teacher", "judges": "judge", "tasks": "task"}
     for key, param in filters.items():
         names = outline.get(key) or ()
         if names:
-            link_class = ' class="student-link"' if key == "students" and not ranking else ""
+            link_class = ' class="student-link"' if key == "students" and not early else ""
             items = "".join(f'<li><a{link_class} href="{_link(base, {param: n})}">{_e(n)}</a></li>' for n in names)
             parts.append(f'<h2>{key.capitalize()}</h2><ul id="outline-{key}">{items}</ul>')
     return layout(title, indexing_notice(status) + "".join(parts), base, refresh_s=1)

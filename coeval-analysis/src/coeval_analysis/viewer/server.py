@@ -25,12 +25,14 @@ from coeval_analysis.viewer import pages, queries
 from coeval_analysis.viewer.outline import analysis_ranking, run_outline
 from coeval_analysis.viewer.store import RunStore, StoreError
 
-__all__ = ["PAGE_WAIT_S", "START_WAIT_S", "ViewServer", "shared_datapoints"]
+__all__ = ["PAGE_WAIT_S", "PRELIMINARY_WAIT_S", "START_WAIT_S", "ViewServer", "shared_datapoints"]
 
 log = logging.getLogger("coeval.view")
 _SHARED_SHOWN = 100
 #: how long a start page waits for the judgments table before it shows "indexing n%"
 START_WAIT_S = 0.5
+#: how much longer it waits for the preliminary ranking (read straight from the records)
+PRELIMINARY_WAIT_S = 0.5
 #: how long a page that needs every table (datapoint, failures, shared datapoints) waits
 PAGE_WAIT_S = 10.0
 
@@ -140,8 +142,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _indexing(self, k: int) -> tuple[int, str, str]:
         store = self.server.stores[k]
+        ranking = analysis_ranking(store.run)
+        preliminary = [] if ranking else store.preliminary_ranking(timeout=PRELIMINARY_WAIT_S)
         page = pages.indexing_page(f"Run {store.name}", f"/r/{k}", store.status(), run_outline(store.run),
-                                   analysis_ranking(store.run))
+                                   ranking, preliminary)
         return HTTPStatus.OK, page, "html"
 
     def _start(self, k: int, query: dict[str, str]) -> tuple[int, str, str]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import duckdb
 
-from coeval_analysis.viewer.build import JUDGMENTS_STEP, PHASES, build_steps, record_files
+from coeval_analysis.viewer.build import JUDGMENTS_STEP, PHASES, build_steps, preliminary_ranking_sql, record_files
 
 __all__ = ["MEMORY_LIMIT", "RunStore", "StoreError", "cache_folder", "cache_path"]
 
@@ -90,6 +90,8 @@ class RunStore:
         self._total = 1.0
         self._shown = 0.0
         self._tables: set[str] = set()  # written so far, while building
+        self._preliminary: list[dict[str, Any]] = []
+        self._ranked = threading.Event()
         self._step = ""
         self._thread: threading.Thread | None = None
         if self._db.exists():
@@ -121,6 +123,7 @@ class RunStore:
                         "SET progress_bar_time = 0")
             with self._cond:
                 self._con = self._builder = con
+            self._rank_first(con)
             self._run_steps(con)
             con.execute("CHECKPOINT")
             self._swap(con, part)
@@ -133,8 +136,25 @@ class RunStore:
                 self._builder = self._con = None
             part.unlink(missing_ok=True)
         finally:
+            self._ranked.set()
             self._judgments.set()
             self._ready.set()
+
+    def _rank_first(self, con: duckdb.DuckDBPyConnection) -> None:
+        """The preliminary ranking (:func:`preliminary_ranking_sql`), before the build proper."""
+        self._step = "ranking the students"
+        try:
+            cur = con.execute(preliminary_ranking_sql(self.run))
+            names = [d[0] for d in cur.description or ()]
+            self._preliminary = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        finally:
+            self._ranked.set()
+
+    def preliminary_ranking(self, timeout: float) -> list[dict[str, Any]]:
+        """``[{"student", "mean", "n"}]`` while building (empty if not ranked within
+        ``timeout``, or when the database was already there)."""
+        self._ranked.wait(timeout)
+        return list(self._preliminary)
 
     def _run_steps(self, con: duckdb.DuckDBPyConnection) -> None:
         steps = build_steps(self.run)
