@@ -6,8 +6,8 @@ listens at once and DuckDB reads the JSONL into its database in a background thr
 judgments first) and *warm* (the cached database from the cold start; the usual case after
 the first look, or after ``coeval analyze``, which builds it). For each: seconds from
 launching the process to the start page's HTML (on a cold start, either the full page or,
-when the judgments are not read within a second, the "indexing n%" page with the run's
-students), then, cold, until the judgments and then every table are read (``/api/status``),
+when the judgments are not read within half a second, the "indexing n%" page with a
+preliminary ranking read straight from the files), then, cold, until the judgments and then every table are read (``/api/status``),
 then a filtered and sorted page, then a datapoint page. The server's peak resident memory
 is read from ``/proc/<pid>/status`` (VmHWM).
 
@@ -57,6 +57,15 @@ def _peak_mb(pid: int) -> float:
     return int(found.group(1)) / 1024.0 if found else float("nan")
 
 
+def _kind(body: str) -> str:
+    """Which start page came: the full one, or "indexing n%" with which ranking."""
+    for marker, kind in (('id="ranking"', "full"), ('id="analysis-ranking"', "indexing, last analysis's ranking"),
+                         ('id="preliminary-ranking"', "indexing, preliminary ranking")):
+        if marker in body:
+            return kind
+    return "indexing, students only"
+
+
 def _wait_status(base: str, key: str, launched: float) -> float:
     """Seconds from launch until every run's ``/api/status`` entry says ``key``."""
     while True:
@@ -96,7 +105,7 @@ def _serve_and_measure(run: Path, cache: Path) -> dict[str, Any]:
             "listening_s": round(listening, 2),
             "start_page_s": round(start_s, 2),
             "start_page_request_s": round(page_s, 2),
-            "start_page_kind": "indexing" if 'id="indexing"' in body and 'id="ranking"' not in body else "full",
+            "start_page_kind": _kind(body),
             "judgments_ready_s": round(judgments_s, 2),
             "all_ready_s": round(ready_s, 2),
             "filtered_page_s": round(filtered_s, 2),
