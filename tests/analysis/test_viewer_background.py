@@ -179,7 +179,7 @@ def test_prebuild_builds_only_big_runs(make_run: Callable[..., Path], tmp_path: 
     assert RunStore(run, cache=cache).ready  # opened, not built again
 
 
-def test_coeval_run_and_analyze_build_the_viewer_database_ahead(tmp_path: Path,
+def test_coeval_run_and_analyze_report_viewer_build_the_database_ahead(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prebuild, "MIN_BYTES", 0)
     (tmp_path / "exp.yaml").write_text(CONFIG, encoding="utf-8")
@@ -192,6 +192,10 @@ def test_coeval_run_and_analyze_build_the_viewer_database_ahead(tmp_path: Path,
 
     for db in (tmp_path / "cache").glob("*.duckdb"):
         db.unlink()
+    done = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--quiet", "--bootstrap", "0"], env=env)
+    assert done.exit_code == 0, done.output
+    assert (run / "analysis" / "report.html").exists()
+    assert not cache_path(run, tmp_path / "cache").exists()  # the viewer report is written only when asked
     done = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--report", "viewer", "--quiet",
                                     "--bootstrap", "0"], env=env)
     assert done.exit_code == 0, done.output

@@ -34,10 +34,10 @@ def register_metrics(register: Any) -> None:
 
 @hookimpl
 def register_reports(register: Any) -> None:
-    from coeval_analysis.reports import lazy_writers
+    from coeval_analysis.reports import OPTIONAL_REPORTS, lazy_writers
 
     for name, writer in lazy_writers().items():
-        register(name, writer)
+        register(name, writer, default=name not in OPTIONAL_REPORTS)
 
 
 @hookimpl

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STANDARD_REPORTS", "lazy_writers"]
+__all__ = ["OPTIONAL_REPORTS", "STANDARD_REPORTS", "lazy_writers"]
 
 #: name -> "module:function", in the order `coeval analyze` runs them
 STANDARD_REPORTS = {
@@ -16,6 +16,10 @@ STANDARD_REPORTS = {
     "html": "coeval_analysis.reports.html:write_html",
     "viewer": "coeval_analysis.viewer.prebuild:write_viewer_cache",
 }
+#: written only when ``--report`` names them: building the viewer's database of a run of
+#: 1,000,000 judge records costs about as much CPU again as the analysis (``coeval run``
+#: already builds it when a big run ends)
+OPTIONAL_REPORTS = frozenset({"viewer"})
 
 
 def lazy_writers() -> dict[str, Callable[[Any, Path], list[Path]]]:
