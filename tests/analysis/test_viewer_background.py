@@ -201,3 +201,18 @@ def test_coeval_run_and_analyze_report_viewer_build_the_database_ahead(tmp_path:
     assert done.exit_code == 0, done.output
     assert cache_path(run, tmp_path / "cache").exists()
     assert not (run / "analysis").exists() or not list((run / "analysis").glob("*.duckdb"))
+
+
+def test_a_continue_that_finds_nothing_to_do_builds_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(prebuild, "MIN_BYTES", 0)
+    (tmp_path / "exp.yaml").write_text(CONFIG.replace("malformed_rate: 0.5", "malformed_rate: 0"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    env = {"COEVAL_VIEW_CACHE": str(tmp_path / "cache")}
+    done = CliRunner().invoke(cli, ["run", "--config", "exp.yaml", "-q"], env=env)
+    assert done.exit_code == 0, done.output
+    db = cache_path(tmp_path / "runs" / "view-test", tmp_path / "cache")
+    assert db.exists()
+    db.unlink()
+    done = CliRunner().invoke(cli, ["run", "--config", "exp.yaml", "--continue", "-q"], env=env)
+    assert done.exit_code == 0, done.output
+    assert not db.exists()  # no record written: nothing to build

@@ -123,10 +123,11 @@ def register_reports(register: RegisterReport) -> None:
 
 @hookspec
 def register_run_end(register: Callable[[str, Callable[[Path], None]], None]) -> None:
-    """Register actions run when ``coeval run`` ends after writing records: ``register(name,
-    action)``; ``action(run_folder)`` is called once per run (the analysis distribution
-    builds the viewer's database of a big run this way). An action that raises is logged
-    and skipped: it never changes the run's outcome.
+    """Register actions run when ``coeval run`` ends on its own after writing records (not a
+    ``--continue`` that found nothing to do): ``register(name, action)``;
+    ``action(run_folder)`` is called once per run (the analysis distribution builds the
+    viewer's database of a big run this way). An action that raises is logged and skipped:
+    it never changes the run's outcome.
     """
 
 

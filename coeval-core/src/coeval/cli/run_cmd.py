@@ -255,8 +255,7 @@ def command(
             quiet=quiet,
         )
     result = run_experiment(config, options)
-    if result.status != "estimated" and result.exit_code in (0, 1, 3):  # ended on its own, records written
-        run_end_actions(result.run_folder)
+    run_end_actions(result)
     warn_empty_benchmark_teachers(config)
     if result.status != "estimated" and result.exit_code in (0, 1, 3) and not quiet:
         click.echo(f"next: coeval analyze --run {result.run_folder}", err=True)
