@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.analysis.viewer_wait import wait_until_read
+
 pytestmark = pytest.mark.browser
 
 CONFIG = """\
@@ -91,6 +93,7 @@ def _serve(run: Path, cwd: Path, env: dict[str, str]) -> Iterator[tuple[str, Pat
                 assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
                 assert time.monotonic() < deadline, "coeval view did not start"
                 time.sleep(0.1)
+        wait_until_read(f"http://127.0.0.1:{port}")
         yield f"http://127.0.0.1:{port}", run
     finally:
         proc.terminate()

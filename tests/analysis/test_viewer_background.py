@@ -40,8 +40,9 @@ def _evaluations(run: Path) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def held(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """Builds wait for this event before their first statement (set it to let them go)."""
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Builds wait for this event after the preliminary ranking, before their first table
+    (set it to let them go; the test's end sets it anyway)."""
     gate = threading.Event()
     original = RunStore._run_steps
 
@@ -50,9 +51,10 @@ def held(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
         original(self, con)
 
     monkeypatch.setattr(RunStore, "_run_steps", run_steps)
-    monkeypatch.setattr(server, "START_WAIT_S", 0.05)
+    monkeypatch.setattr(server, "FIRST_LOOK_S", 0.05)
     monkeypatch.setattr(server, "PAGE_WAIT_S", 0.05)
-    return gate
+    yield gate
+    gate.set()
 
 
 @pytest.fixture
@@ -84,6 +86,7 @@ def test_pages_say_indexing_until_the_records_are_read(
     run = make_run("r", datapoints_per_teacher=2)
     store = RunStore(run, cache=tmp_path / "cache", background=True)
     url = serve([store])
+    assert store.preliminary_ranking(timeout=30)  # read before the build proper (held here)
     start = _get(url + "/r/0/")
     assert 'id="indexing"' in start and 'http-equiv="refresh"' in start
     assert 'id="ranking"' not in start

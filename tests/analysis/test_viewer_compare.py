@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.analysis.test_viewer import CONFIG, _coeval, _free_port
+from tests.analysis.viewer_wait import wait_until_read
 
 pytestmark = pytest.mark.browser
 
@@ -78,6 +79,7 @@ def _serve(args: list[str], cwd: Path, env: dict[str, str]) -> Generator[str, No
                 assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
                 assert time.monotonic() < deadline, "coeval view did not start"
                 time.sleep(0.1)
+        wait_until_read(f"http://127.0.0.1:{port}")
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.analysis.test_viewer import _free_port
+from tests.analysis.viewer_wait import wait_until_read
 
 pytestmark = pytest.mark.browser
 
@@ -56,6 +57,7 @@ def served(reference_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
                 assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
                 assert time.monotonic() < deadline, "coeval view did not start"
                 time.sleep(0.1)
+        wait_until_read(f"http://127.0.0.1:{port}")
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

@@ -6,15 +6,17 @@ asks to learn whether a viewer is running) and ``/api/status`` (how far each run
 database is built).
 
 The server listens before any run is read: stores build their database in the background.
-The start page waits at most :data:`START_WAIT_S` for the judgments table and other pages
-:data:`PAGE_WAIT_S` for the whole database; past that, a page says "indexing n%" and
-reloads itself.
+A start page asked within :data:`FIRST_LOOK_S` of the server starting waits until then for
+the judgments table (else for the preliminary ranking); later ones do not wait. Other
+pages wait :data:`PAGE_WAIT_S` for the whole database. Past that, a page says "indexing
+n%" and reloads itself.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,14 +27,13 @@ from coeval_analysis.viewer import pages, queries
 from coeval_analysis.viewer.outline import analysis_ranking, run_outline
 from coeval_analysis.viewer.store import RunStore, StoreError
 
-__all__ = ["PAGE_WAIT_S", "PRELIMINARY_WAIT_S", "START_WAIT_S", "ViewServer", "shared_datapoints"]
+__all__ = ["FIRST_LOOK_S", "PAGE_WAIT_S", "ViewServer", "shared_datapoints"]
 
 log = logging.getLogger("coeval.view")
 _SHARED_SHOWN = 100
-#: how long a start page waits for the judgments table before it shows "indexing n%"
-START_WAIT_S = 0.5
-#: how much longer it waits for the preliminary ranking (read straight from the records)
-PRELIMINARY_WAIT_S = 0.5
+#: how long after the server starts a start page may wait for the judgments table, or
+#: else the preliminary ranking (the process's imports come before: about 0.2-0.8 s)
+FIRST_LOOK_S = 1.2
 #: how long a page that needs every table (datapoint, failures, shared datapoints) waits
 PAGE_WAIT_S = 10.0
 
@@ -53,6 +54,7 @@ class ViewServer(ThreadingHTTPServer):
         self.stores = list(stores)
         self._shared: tuple[list[dict[str, Any]], int] | None = None
         self._facets: dict[int, dict[str, list[str]]] = {}
+        self._started = time.monotonic()
         super().__init__(address, _Handler)
 
     @property
@@ -60,6 +62,10 @@ class ViewServer(ThreadingHTTPServer):
         host, port = self.server_address[0], self.server_address[1]
         name = host.decode() if isinstance(host, bytes) else str(host)
         return f"http://{name}:{port}/"
+
+    def first_look_left(self) -> float:
+        """Seconds a start page may still wait for the database (0 past :data:`FIRST_LOOK_S`)."""
+        return max(0.0, self._started + FIRST_LOOK_S - time.monotonic())
 
     def facets(self, k: int) -> dict[str, list[str]]:
         """Run k's filter menus: the same on every page (the database does not change), so
@@ -134,7 +140,7 @@ class _Handler(BaseHTTPRequestHandler):
         if len(stores) == 1:
             return self._start(0, query)
         for i, s in enumerate(stores):
-            if not s.wait(judgments_only=True, timeout=START_WAIT_S):
+            if not s.wait(judgments_only=True, timeout=self.server.first_look_left()):
                 return self._indexing(i)
         runs = [(s.name, f"/r/{i}", queries.ranking(s)) for i, s in enumerate(stores)]
         slowest = min(stores, key=lambda s: s.progress())
@@ -143,14 +149,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _indexing(self, k: int) -> tuple[int, str, str]:
         store = self.server.stores[k]
         ranking = analysis_ranking(store.run)
-        preliminary = [] if ranking else store.preliminary_ranking(timeout=PRELIMINARY_WAIT_S)
+        preliminary = [] if ranking else store.preliminary_ranking(timeout=self.server.first_look_left())
         page = pages.indexing_page(f"Run {store.name}", f"/r/{k}", store.status(), run_outline(store.run),
                                    ranking, preliminary)
         return HTTPStatus.OK, page, "html"
 
     def _start(self, k: int, query: dict[str, str]) -> tuple[int, str, str]:
         store = self.server.stores[k]
-        if not store.wait(judgments_only=True, timeout=START_WAIT_S):
+        if not store.wait(judgments_only=True, timeout=self.server.first_look_left()):
             return self._indexing(k)
         f = queries.Filters.from_query(query)
         rows, total = queries.datapoint_table(store, f)
