@@ -33,7 +33,7 @@ log = logging.getLogger("coeval.view")
 _SHARED_SHOWN = 100
 #: how long after the server starts a start page may wait for the judgments table, or
 #: else the preliminary ranking (the process's imports come before: about 0.2-0.8 s)
-FIRST_LOOK_S = 1.2
+FIRST_LOOK_S = 0.8
 #: how long a page that needs every table (datapoint, failures, shared datapoints) waits
 PAGE_WAIT_S = 10.0
 
