@@ -17,8 +17,8 @@ STANDARD_REPORTS = {
     "viewer": "coeval_analysis.viewer.prebuild:write_viewer_cache",
 }
 #: written only when ``--report`` names them: building the viewer's database of a run of
-#: 1,000,000 judge records costs about as much CPU again as the analysis (``coeval run``
-#: already builds it when a big run ends)
+#: 1,000,000 judge records adds about two thirds of the analysis's own CPU time
+#: (``coeval run`` already builds it when a big run ends)
 OPTIONAL_REPORTS = frozenset({"viewer"})
 
 
