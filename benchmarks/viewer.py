@@ -97,6 +97,9 @@ def _serve_and_measure(run: Path, cache: Path) -> dict[str, Any]:
         page_s, body = _get(base + "/r/0/")
         start_s = time.perf_counter() - launched
         judgments_s = _wait_status(base, "judgments_ready", launched)
+        # a filtered page while the rest is still being read (the build competes for the CPU)
+        indexing = not json.loads(_get(base + "/api/status")[1])["runs"][0]["ready"]
+        during_s = _get(base + _FILTERED)[0] if indexing else float("nan")
         ready_s = _wait_status(base, "ready", launched)
         filtered_s, filtered = _get(base + _FILTERED)
         first = re.search(r'class="dp-link" href="([^"]+)"', filtered)
@@ -109,6 +112,7 @@ def _serve_and_measure(run: Path, cache: Path) -> dict[str, Any]:
             "judgments_ready_s": round(judgments_s, 2),
             "all_ready_s": round(ready_s, 2),
             "filtered_page_s": round(filtered_s, 2),
+            "filtered_page_while_indexing_s": round(during_s, 2),
             "datapoint_page_s": round(datapoint_s, 2),
             "peak_mb": round(_peak_mb(proc.pid), 1),
             "students_listed": body.count('class="student-link"'),
@@ -136,6 +140,7 @@ def run(n_records: int = 1_000_000, *, workdir: Path | None = None) -> dict[str,
         # the start target holds for both starts: cold, the page may be the "indexing n%" one
         "ok": max(cold["start_page_s"], warm["start_page_s"]) <= TARGET_START_S
         and max(cold["filtered_page_s"], warm["filtered_page_s"]) <= TARGET_FILTERED_S
+        and not cold["filtered_page_while_indexing_s"] > TARGET_FILTERED_S
         and peak <= TARGET_PEAK_MB,
         "cpu_count": os.cpu_count(),
         "load_average": round(os.getloadavg()[0], 2),
