@@ -141,7 +141,8 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 "e. viewer",
                 f"start page {warm['start_page_s']:.2f} s after launch warm, {cold['start_page_s']:.2f} s cold "
                 f"({cold['start_page_kind']} page; judgments read {cold['judgments_ready_s']:.1f} s, every table "
-                f"{cold['all_ready_s']:.1f} s); filtered page {max(warm['filtered_page_s'], cold['filtered_page_s']):.2f} s; "
+                f"{cold['all_ready_s']:.1f} s); filtered page {max(warm['filtered_page_s'], cold['filtered_page_s']):.2f} s "
+                f"({cold.get('filtered_page_while_indexing_s', float('nan')):.2f} s while indexing); "
                 f"peak {max(warm['peak_mb'], cold['peak_mb']):.0f} MB ({r['n_records']:,} judge records)",
                 f"<= {r['target_start_s']:.0f} s, <= {r['target_filtered_s']:.0f} s, < {r['target_peak_mb'] / 1024:.0f} GB",
                 verdict,
