@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     yield from _serve(run, root, env)
 
 
-def _serve(run: Path, cwd: Path, env: dict[str, str]) -> Iterator[tuple[str, Path]]:
+def _serve(run: Path, cwd: Path, env: dict[str, str]) -> Generator[tuple[str, Path], None, None]:
     """A ``coeval view`` process on ``run``, until the generator is closed."""
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "coeval.cli.main", "view", "--run", str(run), "--port", str(port),
