@@ -25,7 +25,13 @@ from typing import Any
 
 import duckdb
 
-from coeval_analysis.viewer.build import JUDGMENTS_STEP, PHASES, build_steps, preliminary_ranking_sql, record_files
+from coeval_analysis.viewer.build import (
+    JUDGMENTS_STEP,
+    PHASES,
+    build_steps,
+    preliminary_ranking_sql,
+    record_files,
+)
 
 __all__ = ["MEMORY_LIMIT", "RunStore", "StoreError", "cache_folder", "cache_path"]
 
