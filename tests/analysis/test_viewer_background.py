@@ -7,6 +7,7 @@ import json
 import os
 import re
 import threading
+import urllib.error
 import urllib.request
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -219,3 +220,23 @@ def test_a_continue_that_finds_nothing_to_do_builds_nothing(tmp_path: Path, monk
     done = CliRunner().invoke(cli, ["run", "--config", "exp.yaml", "--continue", "-q"], env=env)
     assert done.exit_code == 0, done.output
     assert not db.exists()  # no record written: nothing to build
+
+
+def test_a_run_that_cannot_be_read_is_a_clear_error(make_run: Callable[..., Path], tmp_path: Path,
+                                                     serve: Callable[[list[RunStore]], str]) -> None:
+    run = make_run("r", datapoints_per_teacher=2)
+    (run / "phase5_evaluations" / "broken.jsonl").mkdir()  # not a file: DuckDB cannot read it
+    store = RunStore(run, cache=tmp_path / "cache", background=True)
+    url = serve([store])
+    assert store.wait(timeout=60)
+    status = json.loads(_get(url + "/api/status"))["runs"][0]
+    assert status["ready"] is False and status["error"].startswith(f"reading the records of {run} failed: ")
+    with pytest.raises(urllib.error.HTTPError) as page:
+        _get(url + "/r/0/")
+    body = page.value.read().decode()
+    assert page.value.code == 500 and f"reading the records of {run} failed" in body and "Traceback" not in body
+    assert not list((tmp_path / "cache").glob("*"))  # no half-built database left behind
+    result = CliRunner().invoke(cli, ["export", "--run", str(run), "--format", "csv", "--out", str(tmp_path / "j.csv")],
+                                env={"COEVAL_VIEW_CACHE": str(tmp_path / "cache")})
+    assert result.exit_code == 2
+    assert f"coeval export: reading the records of {run} failed" in result.output and "Traceback" not in result.output

@@ -100,8 +100,10 @@ class RunStore:
         self._ranked = threading.Event()
         self._step = ""
         self._thread: threading.Thread | None = None
+        self._closing = False
         if self._db.exists():
             self._con = self._open(self._db)
+            self._ranked.set()
             self._judgments.set()
             self._ready.set()
         elif background:
@@ -134,7 +136,8 @@ class RunStore:
             con.execute("CHECKPOINT")
             self._swap(con, part)
         except Exception as exc:  # the server stays up and says what went wrong
-            log.exception("building the viewer's database of %s failed", self.run)
+            if not self._closing:
+                log.error("building the viewer's database of %s failed: %s", self.run, exc)
             self._failure = f"reading the records of {self.run} failed: {exc}"
             with self._cond:
                 if self._builder is not None:
@@ -265,6 +268,7 @@ class RunStore:
 
     def close(self) -> None:
         """Stop a build under way and close the database."""
+        self._closing = True
         builder = self._builder
         if builder is not None:
             builder.interrupt()
