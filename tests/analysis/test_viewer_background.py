@@ -240,3 +240,15 @@ def test_a_run_that_cannot_be_read_is_a_clear_error(make_run: Callable[..., Path
                                 env={"COEVAL_VIEW_CACHE": str(tmp_path / "cache")})
     assert result.exit_code == 2
     assert f"coeval export: reading the records of {run} failed" in result.output and "Traceback" not in result.output
+
+
+def test_a_cache_folder_that_cannot_be_made_is_a_usage_error(make_run: Callable[..., Path], tmp_path: Path) -> None:
+    run = make_run("r", datapoints_per_teacher=2)
+    (tmp_path / "file").write_text("not a folder", encoding="utf-8")
+    cache = tmp_path / "file" / "cache"
+    for args in (["view", "--run", str(run), "--no-browser", "--port", "0"],
+                 ["export", "--run", str(run), "--format", "csv", "--out", str(tmp_path / "j.csv")]):
+        result = CliRunner().invoke(cli, args, env={"COEVAL_VIEW_CACHE": str(cache)})
+        assert result.exit_code == 2, result.output
+        assert f"cannot use the cache folder {cache}" in result.output and "COEVAL_VIEW_CACHE" in result.output
+        assert "Traceback" not in result.output
