@@ -107,7 +107,8 @@ class RunStore:
             self._judgments.set()
             self._ready.set()
         elif background:
-            self._thread = threading.Thread(target=self._build, name=f"coeval-view-index-{self.name}", daemon=True)
+            self._thread = threading.Thread(target=self._build, args=(True,), name=f"coeval-view-index-{self.name}",
+                                            daemon=True)
             self._thread.start()
         else:
             self._build()
@@ -120,9 +121,10 @@ class RunStore:
 
     # -- building -----------------------------------------------------------------------
 
-    def _build(self) -> None:
-        """Fill ``<db>.<pid>.part`` step by step, answering from it meanwhile; then put it
-        in place and reopen it read-only. A failure is kept and answered to every question."""
+    def _build(self, rank_first: bool = False) -> None:
+        """Fill ``<db>.<pid>.part`` step by step (after the preliminary ranking, when pages
+        are answered meanwhile), then put it in place and reopen it read-only. A failure is
+        kept and answered to every question."""
         part = self._db.with_suffix(f".{os.getpid()}.part")
         try:
             part.unlink(missing_ok=True)
@@ -131,7 +133,8 @@ class RunStore:
                         "SET progress_bar_time = 0")
             with self._cond:
                 self._con = self._builder = con
-            self._rank_first(con)
+            if rank_first:
+                self._rank_first(con)
             self._run_steps(con)
             con.execute("CHECKPOINT")
             self._swap(con, part)
