@@ -1,11 +1,15 @@
 """``coeval view`` on a synthetic run of N judge records: how soon pages come back and how
 much memory the server holds.
 
-Two starts of a real ``coeval view`` process: *cold* (an empty cache folder: DuckDB reads
-the JSONL into its database first) and *warm* (the cached database from the cold start;
-the usual case after the first look). For each: seconds from launching the process to the
-start page's full HTML, then a filtered and sorted page, then a datapoint page. The
-server's peak resident memory is read from ``/proc/<pid>/status`` (VmHWM).
+Two starts of a real ``coeval view`` process: *cold* (an empty cache folder: the server
+listens at once and DuckDB reads the JSONL into its database in a background thread,
+judgments first) and *warm* (the cached database from the cold start; the usual case after
+the first look, or after ``coeval analyze``, which builds it). For each: seconds from
+launching the process to the start page's HTML (on a cold start, either the full page or,
+when the judgments are not read within half a second, the "indexing n%" page with a
+preliminary ranking read straight from the files), then, cold, until the judgments and then every table are read (``/api/status``),
+then a filtered and sorted page, then a datapoint page. The server's peak resident memory
+is read from ``/proc/<pid>/status`` (VmHWM).
 
     python -m benchmarks.viewer                   # 1,000,000 records
     python -m benchmarks.viewer --records 100000
@@ -53,6 +57,26 @@ def _peak_mb(pid: int) -> float:
     return int(found.group(1)) / 1024.0 if found else float("nan")
 
 
+def _kind(body: str) -> str:
+    """Which start page came: the full one, or "indexing n%" with which ranking."""
+    for marker, kind in (('id="ranking"', "full"), ('id="analysis-ranking"', "indexing, last analysis's ranking"),
+                         ('id="preliminary-ranking"', "indexing, preliminary ranking")):
+        if marker in body:
+            return kind
+    return "indexing, students only"
+
+
+def _wait_status(base: str, key: str, launched: float) -> float:
+    """Seconds from launch until every run's ``/api/status`` entry says ``key``."""
+    while True:
+        runs = json.loads(_get(base + "/api/status")[1])["runs"]
+        if any(r["error"] for r in runs):
+            raise RuntimeError(f"coeval view could not read the run: {runs}")
+        if all(r[key] for r in runs):
+            return time.perf_counter() - launched
+        time.sleep(0.05)
+
+
 def _serve_and_measure(run: Path, cache: Path) -> dict[str, Any]:
     port = _free_port()
     env = {**os.environ, "COEVAL_VIEW_CACHE": str(cache)}
@@ -72,6 +96,11 @@ def _serve_and_measure(run: Path, cache: Path) -> dict[str, Any]:
         listening = time.perf_counter() - launched
         page_s, body = _get(base + "/r/0/")
         start_s = time.perf_counter() - launched
+        judgments_s = _wait_status(base, "judgments_ready", launched)
+        # a filtered page while the rest is still being read (the build competes for the CPU)
+        indexing = not json.loads(_get(base + "/api/status")[1])["runs"][0]["ready"]
+        during_s = _get(base + _FILTERED)[0] if indexing else float("nan")
+        ready_s = _wait_status(base, "ready", launched)
         filtered_s, filtered = _get(base + _FILTERED)
         first = re.search(r'class="dp-link" href="([^"]+)"', filtered)
         datapoint_s = _get(base + first.group(1))[0] if first else float("nan")
@@ -79,7 +108,11 @@ def _serve_and_measure(run: Path, cache: Path) -> dict[str, Any]:
             "listening_s": round(listening, 2),
             "start_page_s": round(start_s, 2),
             "start_page_request_s": round(page_s, 2),
+            "start_page_kind": _kind(body),
+            "judgments_ready_s": round(judgments_s, 2),
+            "all_ready_s": round(ready_s, 2),
             "filtered_page_s": round(filtered_s, 2),
+            "filtered_page_while_indexing_s": round(during_s, 2),
             "datapoint_page_s": round(datapoint_s, 2),
             "peak_mb": round(_peak_mb(proc.pid), 1),
             "students_listed": body.count('class="student-link"'),
@@ -104,9 +137,10 @@ def run(n_records: int = 1_000_000, *, workdir: Path | None = None) -> dict[str,
         "target_start_s": TARGET_START_S,
         "target_filtered_s": TARGET_FILTERED_S,
         "target_peak_mb": TARGET_PEAK_MB,
-        # the start target is for a server over its cached database; the cold build is reported beside it
-        "ok": warm["start_page_s"] <= TARGET_START_S
+        # the start target holds for both starts: cold, the page may be the "indexing n%" one
+        "ok": max(cold["start_page_s"], warm["start_page_s"]) <= TARGET_START_S
         and max(cold["filtered_page_s"], warm["filtered_page_s"]) <= TARGET_FILTERED_S
+        and not cold["filtered_page_while_indexing_s"] > TARGET_FILTERED_S
         and peak <= TARGET_PEAK_MB,
         "cpu_count": os.cpu_count(),
         "load_average": round(os.getloadavg()[0], 2),

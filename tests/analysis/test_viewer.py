@@ -9,11 +9,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.analysis.viewer_wait import wait_until_read
 
 pytestmark = pytest.mark.browser
 
@@ -76,7 +78,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     yield from _serve(run, root, env)
 
 
-def _serve(run: Path, cwd: Path, env: dict[str, str]) -> Iterator[tuple[str, Path]]:
+def _serve(run: Path, cwd: Path, env: dict[str, str]) -> Generator[tuple[str, Path], None, None]:
     """A ``coeval view`` process on ``run``, until the generator is closed."""
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "coeval.cli.main", "view", "--run", str(run), "--port", str(port),
@@ -91,6 +93,7 @@ def _serve(run: Path, cwd: Path, env: dict[str, str]) -> Iterator[tuple[str, Pat
                 assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
                 assert time.monotonic() < deadline, "coeval view did not start"
                 time.sleep(0.1)
+        wait_until_read(f"http://127.0.0.1:{port}")
         yield f"http://127.0.0.1:{port}", run
     finally:
         proc.terminate()
@@ -185,6 +188,18 @@ def test_report_links_into_the_running_viewer(served: tuple[str, Path], page: An
     page.goto((tmp_path / "a" / "report.html").as_uri())
     page.click("#viewer-find")
     page.locator("#viewer-failures").wait_for(timeout=10_000)
+    # the sections themselves now link to the matching viewer pages
+    jumps = {sec: page.locator(f"section#{sec} p.viewer-jump a").get_attribute("href")
+             for sec in ("ranking", "judges", "agreement", "missing", "quality")}
+    assert jumps == {"ranking": url + "/r/0/", "judges": url + "/r/0/?sort=disagreement",
+                     "agreement": url + "/r/0/?sort=disagreement", "missing": url + "/r/0/failures",
+                     "quality": url + "/r/0/failures"}
+    page.click("section#quality p.viewer-jump a")
+    page.wait_for_load_state()
+    assert page.locator('section.cause[data-cause="unparseable"]').count() == 1
+    page.go_back()
+    page.click("#viewer-find")
+    page.locator("#viewer-start").wait_for(timeout=10_000)
     page.click("#viewer-start")
     page.wait_for_load_state()
     assert page.url.startswith(url + "/r/0/")

@@ -68,7 +68,8 @@ def _run_folder(run_path: Path | None, config_path: str | None) -> Path:
     "reports",
     multiple=True,
     metavar="NAME",
-    help="Write only these reports (repeatable): summary, tables, html, or a plugin's. Default: all.",
+    help="Write only these reports (repeatable): summary, tables, html, viewer (the viewer's database of a "
+    "big run, built ahead; only when asked), or a plugin's. Default: all but viewer.",
 )
 @click.option(
     "--common-items",
@@ -117,14 +118,14 @@ def _analyze(
     from coeval_analysis.loader import load_run
 
     run_path = _run_folder(run_path, config_path)
-    writers = _report_writers()
+    writers, optional = _report_writers()
     unknown = [r for r in reports if r not in writers]
     if unknown:
         raise click.BadParameter(
             f"unknown report {', '.join(unknown)}; installed: {', '.join(writers) or 'none'}",
             param_hint="--report",
         )
-    chosen = {name: writers[name] for name in (reports or writers)}
+    chosen = {name: writers[name] for name in (reports or [w for w in writers if w not in optional])}
     out = out_dir or run_path / "analysis"
     started = time.perf_counter()
     progress = _progress(quiet)
@@ -171,20 +172,24 @@ def _analyze(
         click.echo(f"  {out / 'tables'}/ (CSV and Parquet)" if (out / "tables").exists() else "")
 
 
-def _report_writers() -> dict[str, Any]:
-    """Report writers of every plugin, in registration order. Only the ``register_reports``
+def _report_writers() -> tuple[dict[str, Any], set[str]]:
+    """Report writers of every plugin, in registration order, and the names of those run
+    only when asked for (registered with ``default=False``). Only the ``register_reports``
     hook is called (``registries()`` would also set up interfaces and evaluators, which
     analysis does not need)."""
     from coeval.plugins import get_plugin_manager
 
     writers: dict[str, Any] = {}
+    optional: set[str] = set()
 
-    def register(name: str, writer: Any, **_options: Any) -> None:
+    def register(name: str, writer: Any, **options: Any) -> None:
+        if name not in writers and options.get("default") is False:
+            optional.add(name)
         writers.setdefault(name, writer)
 
     for impl in reversed(get_plugin_manager().hook.register_reports.get_hookimpls()):
         impl.function(register=register)
-    return writers
+    return writers, optional
 
 
 class _NoProgress:

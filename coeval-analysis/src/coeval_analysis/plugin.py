@@ -1,7 +1,8 @@
 """Hook implementations of coeval-analysis (registered through the ``coeval`` entry point).
 
 Registers the ``analyze`` command, the metrics ``bleu``, ``bertscore`` and ``exact_match``,
-and the report writers ``summary``, ``tables`` and ``html``. Imports stay light: pandas,
+the report writers ``summary``, ``tables``, ``html`` and ``viewer``, and a run-end action
+that builds the viewer's database of a big run. Imports stay light: pandas,
 plotly and torch load only when a command or metric runs.
 """
 
@@ -33,7 +34,14 @@ def register_metrics(register: Any) -> None:
 
 @hookimpl
 def register_reports(register: Any) -> None:
-    from coeval_analysis.reports import lazy_writers
+    from coeval_analysis.reports import OPTIONAL_REPORTS, lazy_writers
 
     for name, writer in lazy_writers().items():
-        register(name, writer)
+        register(name, writer, default=name not in OPTIONAL_REPORTS)
+
+
+@hookimpl
+def register_run_end(register: Any) -> None:
+    from coeval_analysis.viewer.prebuild import prebuild
+
+    register("viewer-database", prebuild)

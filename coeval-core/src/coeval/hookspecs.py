@@ -16,6 +16,7 @@ through the ``coeval`` entry-point group::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -127,6 +128,16 @@ def register_reports(register: RegisterReport) -> None:
     """Register analysis report writers: ``register(name, writer)``.
 
     ``writer(analysis, out_dir)`` writes files into ``out_dir`` and returns their paths.
+    """
+
+
+@hookspec
+def register_run_end(register: Callable[[str, Callable[[Path], None]], None]) -> None:
+    """Register actions run when ``coeval run`` ends on its own after writing records (not a
+    ``--continue`` that found nothing to do): ``register(name, action)``;
+    ``action(run_folder)`` is called once per run (the analysis distribution builds the
+    viewer's database of a big run this way). An action that raises is logged and skipped:
+    it never changes the run's outcome.
     """
 
 

@@ -3,7 +3,8 @@ is running on this machine and serving the report's run.
 
 The report is a static file that makes no request on its own, so the question goes to the
 viewer's ``/api/ping`` only when the reader presses the section's button; with no server
-the section says how to start one.
+the section says how to start one. Once a viewer answers, the ranking, judges, agreement,
+missing-data and data-quality sections each get a link to the matching viewer page.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from coeval_analysis.reports.blocks import Section, Text
 if TYPE_CHECKING:
     from coeval_analysis.reports.html import PageContext
 
-__all__ = ["VIEWER_URL", "viewer_section"]
+__all__ = ["SECTION_LINKS", "VIEWER_URL", "viewer_section"]
 
 #: where ``coeval view`` serves by default; ``$COEVAL_VIEW_URL`` (at analysis time) overrides it
 VIEWER_URL = "http://127.0.0.1:8765"
@@ -34,8 +35,21 @@ fetch(base+'/api/ping').then(function(r){return r.json();}).then(function(d){var
 if(k<0){k=d.runs.length===1?0:-1;}if(k<0)return;var r=base+'/r/'+k;
 box.innerHTML='<a id="viewer-start" href="'+r+'/">ranking and datapoints</a> &middot; '+
 '<a href="'+r+'/?sort=disagreement">most disputed datapoints</a> &middot; '+
-'<a id="viewer-failures" href="'+r+'/failures">failed and unparseable calls</a>';}).catch(function(){});});
+'<a id="viewer-failures" href="'+r+'/failures">failed and unparseable calls</a>';
+var jumps=%(jumps)s;Object.keys(jumps).forEach(function(id){var sec=document.getElementById(id);
+if(!sec||sec.querySelector('.viewer-jump'))return;var p=document.createElement('p'),a=document.createElement('a');
+p.className='viewer-jump';a.href=r+jumps[id][0];a.textContent=jumps[id][1];p.appendChild(a);
+var h=sec.querySelector('h2');if(h){h.after(p);}else{sec.prepend(p);}});}).catch(function(){});});
 </script>"""
+
+#: report section id -> (viewer page under the run, link text): added once a viewer answers
+SECTION_LINKS = {
+    "ranking": ("/", "See every datapoint behind this ranking in the viewer"),
+    "judges": ("/?sort=disagreement", "See the datapoints the judges disagree on most in the viewer"),
+    "agreement": ("/?sort=disagreement", "See the datapoints the judges disagree on most in the viewer"),
+    "missing": ("/failures", "See the failed and unparseable calls in the viewer"),
+    "quality": ("/failures", "See the failed and unparseable calls in the viewer"),
+}
 
 
 def viewer_section(p: PageContext) -> Section | None:
@@ -46,5 +60,6 @@ def viewer_section(p: PageContext) -> Section | None:
     hint = (f"<p>Every datapoint, answer, judgment and raw reply of this run: <code>coeval view --run "
             f'{html.escape(run)}</code>, then <button id="viewer-find" type="button">open it here</button></p>'
             '<p id="viewer-links"></p>')
-    script = _SCRIPT % {"base": json.dumps(os.environ.get("COEVAL_VIEW_URL") or VIEWER_URL), "run": json.dumps(run).replace("</", "<\\/")}
+    script = _SCRIPT % {"base": json.dumps(os.environ.get("COEVAL_VIEW_URL") or VIEWER_URL),
+                        "run": json.dumps(run).replace("</", "<\\/"), "jumps": json.dumps(SECTION_LINKS)}
     return Section("viewer", "Look inside the run", "", [Text(Markup(hint + script))])

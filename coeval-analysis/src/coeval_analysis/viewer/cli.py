@@ -10,7 +10,7 @@ import click
 
 from coeval_analysis.viewer.export import FORMATS, export_judgments
 from coeval_analysis.viewer.server import ViewServer
-from coeval_analysis.viewer.store import RunStore
+from coeval_analysis.viewer.store import RunStore, StoreError, cache_folder
 
 __all__ = ["export_command", "view_command"]
 
@@ -38,6 +38,17 @@ def _runs(runs: tuple[Path, ...], storage: Path | None) -> list[Path]:
     return found
 
 
+def _store(run: Path, command: str, *, background: bool = False) -> RunStore:
+    """The run's store; a cache folder that cannot be made or written is exit code 2."""
+    try:
+        return RunStore(run, background=background)
+    except OSError as exc:
+        where = exc.filename or cache_folder()
+        click.echo(f"coeval {command}: cannot use the cache folder {where}: {exc.strerror or exc} "
+                   "(set COEVAL_VIEW_CACHE to a writable folder)", err=True)
+        sys.exit(2)
+
+
 @click.command("view", short_help="Browse a run in a local web app: ranking, datapoints, judges' replies, failures.")
 @click.option("--run", "runs", multiple=True, type=click.Path(path_type=Path, file_okay=False, exists=True),
               help="Run folder; twice to compare two runs.")
@@ -49,15 +60,18 @@ def _runs(runs: tuple[Path, ...], storage: Path | None) -> list[Path]:
 def view_command(runs: tuple[Path, ...], storage_folder: Path | None, host: str, port: int, no_browser: bool) -> None:
     """Serve a run (or several) on http://127.0.0.1:PORT/ until Ctrl-C.
 
-    Records are read by DuckDB into a cached database (see docs/analysis.md); the first
-    look at a big run takes a few seconds, later ones start at once.
+    Records are read by DuckDB into a cached database (see docs/analysis.md). The server
+    answers at once: on a first look at a big run, the ranking and datapoint table come
+    within a second or two and the other pages once every record is read ("indexing n%").
 
     Example: coeval view --run eval_runs/demo-v1
     """
-    stores = [RunStore(p) for p in _runs(runs, storage_folder)]
+    stores = [_store(p, "view", background=True) for p in _runs(runs, storage_folder)]
     try:
         server = ViewServer((host, port), stores)
     except OSError as exc:
+        for store in stores:
+            store.close()
         click.echo(f"coeval view: cannot serve on {host}:{port}: {exc.strerror or exc}", err=True)
         sys.exit(2)
     click.echo(f"coeval view: serving {len(stores)} run(s) on {server.url} (Ctrl-C stops)", err=True)
@@ -82,5 +96,9 @@ def export_command(run: Path, fmt: str, out: Path) -> None:
     """One row per judgment: datapoint, student, judge, factor, score, rationale, raw
     reply, latency and cost. Example: coeval export --run eval_runs/demo-v1 --format parquet --out j.parquet
     """
-    n = export_judgments(RunStore(_check_run(run, "--run")), fmt, out)
+    try:
+        n = export_judgments(_store(_check_run(run, "--run"), "export"), fmt, out)
+    except StoreError as exc:
+        click.echo(f"coeval export: {exc}", err=True)
+        sys.exit(2)
     click.echo(f"coeval export: {n} rows written to {out}", err=True)

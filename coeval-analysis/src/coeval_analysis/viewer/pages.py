@@ -11,7 +11,8 @@ from urllib.parse import quote, urlencode
 
 from coeval_analysis.viewer.queries import FILTERS, PAGE_SIZE, Filters
 
-__all__ = ["compare_page", "datapoint_page", "failures_page", "layout", "not_found_page", "start_page"]
+__all__ = ["compare_page", "datapoint_page", "error_page", "failures_page", "indexing_notice", "indexing_page",
+           "layout", "not_found_page", "start_page"]
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
@@ -30,10 +31,12 @@ def _num(value: Any, digits: int = 3) -> str:
     return "" if value is None else f"{float(value):.{digits}f}"
 
 
-def layout(title: str, body: str, base: str = "") -> str:
+def layout(title: str, body: str, base: str = "", *, refresh_s: int = 0) -> str:
+    """A page; ``refresh_s`` > 0 makes the browser load it again after that many seconds."""
     nav = (f'<nav><a href="{base}/">Start</a><a href="{base}/failures">Failures</a>'
            '<a href="/">All runs</a></nav>')
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+    refresh = f'<meta http-equiv="refresh" content="{refresh_s}">' if refresh_s > 0 else ""
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{refresh}<title>{_e(title)}</title>'
             f"<style>{_CSS}</style></head><body>{nav}<h1>{_e(title)}</h1>{body}</body></html>")
 
 
@@ -84,7 +87,7 @@ def _links(base: str, facets: Mapping[str, Sequence[str]]) -> str:
 
 
 def start_page(name: str, base: str, ranking: Sequence[Mapping[str, Any]], facets: Mapping[str, Sequence[str]],
-               rows: Sequence[Mapping[str, Any]], total: int, f: Filters) -> str:
+               rows: Sequence[Mapping[str, Any]], total: int, f: Filters, *, notice: str = "") -> str:
     body_rows = "".join(
         f'<tr><td><a class="dp-link" href="{base}/datapoint/{quote(str(r["datapoint_id"]), safe="")}">'
         f'{_e(r["datapoint_id"])}</a></td><td>{_e(r["task"])}</td><td>{_e(r["teacher"])}</td>'
@@ -100,7 +103,7 @@ def start_page(name: str, base: str, ranking: Sequence[Mapping[str, Any]], facet
     if f.page < pages:
         nav.append(f'<a id="next-page" href="{_link(base, {**params, "page": str(f.page + 1)})}">next</a>')
     body = (
-        f"<h2>Ranking</h2>{ranking_table(ranking, base)}{_links(base, facets)}"
+        f"{notice}<h2>Ranking</h2>{ranking_table(ranking, base)}{_links(base, facets)}"
         f"<h2>Datapoints</h2>{_filter_form(facets, f)}"
         f'<p id="count">{total} datapoints, page {f.page} of {pages}</p>'
         '<table id="datapoints"><tr><th>Datapoint</th><th>Task</th><th>Teacher</th><th>Judgments</th>'
@@ -169,24 +172,78 @@ def failures_page(name: str, base: str, groups: Sequence[Mapping[str, Any]]) -> 
     return layout(f"Failures of {name}", "".join(sections), base)
 
 
-def compare_page(runs: Sequence[tuple[str, str, Sequence[Mapping[str, Any]]]], shared: Sequence[Mapping[str, Any]],
-                 n_shared: int) -> str:
+def compare_page(runs: Sequence[tuple[str, str, Sequence[Mapping[str, Any]]]],
+                 shared: tuple[Sequence[Mapping[str, Any]], int] | None, indexing: Mapping[str, Any] | None = None) -> str:
+    """Every run's ranking side by side; for two runs, the datapoints they share (``shared``
+    is None while a run is still being read: ``indexing`` then says how far it is)."""
     cards = "".join(
         f'<div class="card"><h2><a href="{base}/">{_e(name)}</a></h2>{ranking_table(rows, base, f"ranking-{i}")}</div>'
         for i, (name, base, rows) in enumerate(runs)
     )
     body = f'<div class="cols" id="compare">{cards}</div>'
-    if len(runs) == 2:
+    if len(runs) == 2 and shared is None:
+        return layout("Runs", body + "<h2>Shared datapoints</h2>" + indexing_notice(indexing or {"progress": 0}),
+                      refresh_s=1)
+    if len(runs) == 2 and shared is not None:
         first, second = runs[0][1], runs[1][1]
         shared_rows = "".join(
             f'<tr><td>{_e(r["id"])}</td><td><a href="{first}/datapoint/{quote(str(r["id"]), safe="")}">in '
             f'{_e(runs[0][0])}</a></td><td><a href="{second}/datapoint/{quote(str(r["id"]), safe="")}">in '
             f"{_e(runs[1][0])}</a></td></tr>"
-            for r in shared
+            for r in shared[0]
         )
-        body += (f'<h2>Shared datapoints</h2><p id="shared-count">{n_shared} datapoints with the same id and prompt '
-                 f"in both runs</p><table><tr><th>Datapoint</th><th></th><th></th></tr>{shared_rows}</table>")
+        body += (f'<h2>Shared datapoints</h2><p id="shared-count">{shared[1]} datapoints with the same id and prompt '
+                 f'in both runs</p><table id="shared"><tr><th>Datapoint</th><th></th><th></th></tr>{shared_rows}</table>')
     return layout("Runs", body)
+
+
+def indexing_notice(status: Mapping[str, Any]) -> str:
+    """"indexing n%" with the step under way (the page reloads itself until it is done)."""
+    return (f'<p id="indexing">Reading the run\'s records: indexing {round(100 * float(status["progress"]))}% '
+            f'({_e(status.get("step"))}). This page reloads itself until they are all read.</p>')
+
+
+def _early_ranking(base: str, ranking: Sequence[Mapping[str, Any]], preliminary: Sequence[Mapping[str, Any]]) -> str:
+    """The last analysis's ranking when there is one, else the preliminary one."""
+    if ranking:
+        rows = "".join(
+            f'<tr><td>{i}</td><td><a class="student-link" href="{_link(base, {"student": str(r["student"])})}">'
+            f'{_e(r["student"])}</a></td><td>{_num(r["robust"])}</td><td>{_num(r["mean"])}</td></tr>'
+            for i, r in enumerate(ranking, 1)
+        )
+        return ('<h2>Ranking of the last <code>coeval analyze</code></h2><table id="analysis-ranking"><tr>'
+                f"<th>#</th><th>Student</th><th>Robust score</th><th>Mean score</th></tr>{rows}</table>")
+    if preliminary:
+        rows = "".join(
+            f'<tr><td>{i}</td><td><a class="student-link" href="{_link(base, {"student": str(r["student"])})}">'
+            f'{_e(r["student"])}</a></td><td>{_num(r["mean"])}</td><td>{r["n"]}</td></tr>'
+            for i, r in enumerate(preliminary, 1)
+        )
+        return ("<h2>Preliminary ranking</h2><p>Every ok judgment as read, before retries and duplicates are "
+                'merged: the final ranking can differ slightly.</p><table id="preliminary-ranking"><tr><th>#</th>'
+                f"<th>Student</th><th>Mean score</th><th>Judgments</th></tr>{rows}</table>")
+    return ""
+
+
+def indexing_page(title: str, base: str, status: Mapping[str, Any], outline: Mapping[str, Sequence[str]],
+                  ranking: Sequence[Mapping[str, Any]] = (), preliminary: Sequence[Mapping[str, Any]] = ()) -> str:
+    """A page asked for before the run's database holds what it needs: how far the build
+    is, a ranking (the last analysis's, else one read straight from the records), and the
+    models and tasks the run's config names."""
+    early = _early_ranking(base, ranking, preliminary)
+    parts = [early]
+    filters = {"students": "student", "teachers": "teacher", "judges": "judge", "tasks": "task"}
+    for key, param in filters.items():
+        names = outline.get(key) or ()
+        if names:
+            link_class = ' class="student-link"' if key == "students" and not early else ""
+            items = "".join(f'<li><a{link_class} href="{_link(base, {param: n})}">{_e(n)}</a></li>' for n in names)
+            parts.append(f'<h2>{key.capitalize()}</h2><ul id="outline-{key}">{items}</ul>')
+    return layout(title, indexing_notice(status) + "".join(parts), base, refresh_s=1)
+
+
+def error_page(what: str) -> str:
+    return layout("Error", f'<p class="failed">{_e(what)}</p>')
 
 
 def not_found_page(what: str) -> str:

@@ -11,6 +11,8 @@ from typing import Any
 
 import attrs
 
+from coeval_analysis.viewer.build import DATAPOINT_SUMMARY
+from coeval_analysis.viewer.rowsql import GAP_SQL, datapoint_rows_sql
 from coeval_analysis.viewer.store import RunStore
 
 __all__ = ["FILTERS", "PAGE_SIZE", "Filters", "datapoint_detail", "datapoint_table", "facets", "failures", "ranking"]
@@ -67,6 +69,7 @@ def ranking(store: RunStore, filters: Filters | None = None) -> list[dict[str, A
         f"count(DISTINCT datapoint_id) AS datapoints FROM judgments{where}{cond} "
         "GROUP BY 1 ORDER BY mean DESC, student",
         params,
+        judgments_only=True,
     )
 
 
@@ -76,7 +79,8 @@ def facets(store: RunStore) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for key, column in FILTERS.items():
         rows = store.query(
-            f"SELECT DISTINCT {column} FROM judgments WHERE {column} IS NOT NULL ORDER BY 1 LIMIT {FACET_LIMIT}"
+            f"SELECT DISTINCT {column} FROM judgments WHERE {column} IS NOT NULL ORDER BY 1 LIMIT {FACET_LIMIT}",
+            judgments_only=True,
         )
         out[key] = [str(r[0]) for r in rows]
     return out
@@ -85,29 +89,24 @@ def facets(store: RunStore) -> dict[str, list[str]]:
 def datapoint_table(store: RunStore, filters: Filters) -> tuple[list[dict[str, Any]], int]:
     """One row per datapoint matching the filters: judgments, mean score, disagreement
     (mean over answer x factor of the judges' standard deviation) and, when two students
-    are chosen, their score gap. Returns the page's rows and the total row count."""
+    are chosen, their score gap. Returns the page's rows and the total row count.
+
+    Unfiltered and not sorted by gap, the rows come from the table the build stored."""
     where, params = filters.sql()
-    gap = "NULL"
-    if filters.student_a and filters.student_b:
-        gap = "avg(value) FILTER (WHERE student_model_id = ?) - avg(value) FILTER (WHERE student_model_id = ?)"
+    with_gap = bool(filters.student_a and filters.student_b)
     order = {
         "id": "datapoint_id",
         "disagreement": "disagreement DESC NULLS LAST, datapoint_id",
         "gap": "abs(gap) DESC NULLS LAST, datapoint_id",
     }[filters.sort]
-    inner = (
-        "SELECT datapoint_id, response_id, factor, any_value(task_id) AS task_id, "
-        "any_value(teacher_model_id) AS teacher_model_id, any_value(student_model_id) AS student_model_id, "
-        "count(*) AS n, sum(CASE WHEN status <> 'ok' THEN 1 ELSE 0 END) AS failed, avg(value) AS value, "
-        f"stddev_pop(value) AS sd FROM judgments{where} GROUP BY datapoint_id, response_id, factor"
-    )
-    gap_params = [filters.student_a, filters.student_b] if gap != "NULL" else []
-    sql = (
-        f"SELECT datapoint_id, any_value(task_id) AS task, any_value(teacher_model_id) AS teacher, sum(n) AS judgments, "
-        f"sum(failed) AS failed, avg(value) AS mean, avg(sd) AS disagreement, {gap} AS gap, "
-        f"count(*) OVER () AS total FROM ({inner}) GROUP BY datapoint_id ORDER BY {order} LIMIT ? OFFSET ?"
-    )
-    rows = store.query_dicts(sql, [*params, *gap_params, PAGE_SIZE, (filters.page - 1) * PAGE_SIZE])
+    if not where and not with_gap and store.has_table(DATAPOINT_SUMMARY):
+        source, bound = DATAPOINT_SUMMARY, []
+    else:
+        source = f"({datapoint_rows_sql(where, GAP_SQL if with_gap else 'NULL')})"
+        # the gap's two parameters come first in the text (the outer SELECT), then the filters'
+        bound = [*([filters.student_a, filters.student_b] if with_gap else []), *params]
+    sql = f"SELECT *, count(*) OVER () AS total FROM {source} ORDER BY {order} LIMIT ? OFFSET ?"
+    rows = store.query_dicts(sql, [*bound, PAGE_SIZE, (filters.page - 1) * PAGE_SIZE], judgments_only=True)
     total = int(rows[0]["total"]) if rows else 0
     return rows, total
 

@@ -1,14 +1,22 @@
 """The ``coeval view`` HTTP server: a thread per request, pages answered from DuckDB.
 
 URLs: ``/`` (the run, or every run side by side), ``/r/<k>/`` (run k's start page),
-``/r/<k>/datapoint/<id>``, ``/r/<k>/failures`` and ``/api/ping`` (what the HTML report
-asks to learn whether a viewer is running).
+``/r/<k>/datapoint/<id>``, ``/r/<k>/failures``, ``/api/ping`` (what the HTML report
+asks to learn whether a viewer is running) and ``/api/status`` (how far each run's
+database is built).
+
+The server listens before any run is read: stores build their database in the background.
+A start page asked within :data:`FIRST_LOOK_S` of the server starting waits until then for
+the judgments table (else for the preliminary ranking); later ones do not wait. Other
+pages wait :data:`PAGE_WAIT_S` for the whole database. Past that, a page says "indexing
+n%" and reloads itself.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,12 +24,18 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from coeval_analysis.viewer import pages, queries
-from coeval_analysis.viewer.store import RunStore
+from coeval_analysis.viewer.outline import analysis_ranking, run_outline
+from coeval_analysis.viewer.store import RunStore, StoreError
 
-__all__ = ["ViewServer", "shared_datapoints"]
+__all__ = ["FIRST_LOOK_S", "PAGE_WAIT_S", "ViewServer", "shared_datapoints"]
 
 log = logging.getLogger("coeval.view")
 _SHARED_SHOWN = 100
+#: how long after the server starts a start page may wait for the judgments table, or
+#: else the preliminary ranking (the process's imports come before: about 0.2-0.8 s)
+FIRST_LOOK_S = 0.8
+#: how long a page that needs every table (datapoint, failures, shared datapoints) waits
+PAGE_WAIT_S = 10.0
 
 
 def shared_datapoints(a: RunStore, b: RunStore) -> tuple[list[dict[str, Any]], int]:
@@ -39,6 +53,8 @@ class ViewServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], stores: Sequence[RunStore]) -> None:
         self.stores = list(stores)
         self._shared: tuple[list[dict[str, Any]], int] | None = None
+        self._facets: dict[int, dict[str, list[str]]] = {}
+        self._started = time.monotonic()
         super().__init__(address, _Handler)
 
     @property
@@ -47,9 +63,26 @@ class ViewServer(ThreadingHTTPServer):
         name = host.decode() if isinstance(host, bytes) else str(host)
         return f"http://{name}:{port}/"
 
-    def shared(self) -> tuple[list[dict[str, Any]], int]:
+    def first_look_left(self) -> float:
+        """Seconds a start page may still wait for the database (0 past :data:`FIRST_LOOK_S`)."""
+        return max(0.0, self._started + FIRST_LOOK_S - time.monotonic())
+
+    def facets(self, k: int) -> dict[str, list[str]]:
+        """Run k's filter menus: the same on every page (the database does not change), so
+        asked once, not on every page."""
+        found = self._facets.get(k)
+        if found is None:
+            found = self._facets[k] = queries.facets(self.stores[k])
+        return found
+
+    def shared(self) -> tuple[list[dict[str, Any]], int] | None:
+        """The two runs' shared datapoints (None while either is still being read)."""
         if self._shared is None:
-            self._shared = shared_datapoints(self.stores[0], self.stores[1]) if len(self.stores) == 2 else ([], 0)
+            if len(self.stores) != 2:
+                return [], 0
+            if not all(s.wait(timeout=PAGE_WAIT_S) for s in self.stores):
+                return None
+            self._shared = shared_datapoints(self.stores[0], self.stores[1])
         return self._shared
 
 
@@ -65,6 +98,8 @@ class _Handler(BaseHTTPRequestHandler):
         segments = [unquote(s) for s in parts.path.split("/") if s]
         try:
             status, body, kind = self._route(segments, query)
+        except StoreError as exc:
+            status, body, kind = HTTPStatus.INTERNAL_SERVER_ERROR, pages.error_page(str(exc)), "html"
         except Exception:  # a page must never take the server down
             log.exception("page %s failed", parts.path)
             status, body, kind = HTTPStatus.INTERNAL_SERVER_ERROR, pages.not_found_page("This page failed."), "html"
@@ -80,17 +115,17 @@ class _Handler(BaseHTTPRequestHandler):
         stores = self.server.stores
         if segments == ["api", "ping"]:
             return HTTPStatus.OK, json.dumps({"runs": [str(s.run.resolve()) for s in stores]}), "json"
+        if segments == ["api", "status"]:
+            return HTTPStatus.OK, json.dumps({"runs": [s.status() for s in stores]}), "json"
         if not segments:
-            if len(stores) == 1:
-                return self._start(0, query)
-            shared, n = self.server.shared()
-            runs = [(s.name, f"/r/{i}", queries.ranking(s)) for i, s in enumerate(stores)]
-            return HTTPStatus.OK, pages.compare_page(runs, shared, n), "html"
+            return self._root(query)
         if segments[0] == "r" and len(segments) >= 2 and segments[1].isdigit() and int(segments[1]) < len(stores):
             k, rest = int(segments[1]), segments[2:]
             if not rest:
                 return self._start(k, query)
             store, base = stores[k], f"/r/{k}"
+            if not store.wait(timeout=PAGE_WAIT_S):
+                return HTTPStatus.OK, pages.indexing_page(f"Run {store.name}", base, store.status(), {}), "html"
             if rest[0] == "failures":
                 return HTTPStatus.OK, pages.failures_page(store.name, base, queries.failures(store)), "html"
             if rest[0] == "datapoint" and len(rest) == 2:
@@ -100,9 +135,33 @@ class _Handler(BaseHTTPRequestHandler):
                 return HTTPStatus.NOT_FOUND, pages.not_found_page(f"No datapoint {rest[1]} in this run."), "html"
         return HTTPStatus.NOT_FOUND, pages.not_found_page("No such page."), "html"
 
+    def _root(self, query: dict[str, str]) -> tuple[int, str, str]:
+        stores = self.server.stores
+        if len(stores) == 1:
+            return self._start(0, query)
+        for i, s in enumerate(stores):
+            if not s.wait(judgments_only=True, timeout=self.server.first_look_left()):
+                return self._indexing(i)
+        runs = [(s.name, f"/r/{i}", queries.ranking(s)) for i, s in enumerate(stores)]
+        slowest = min(stores, key=lambda s: s.progress())
+        return HTTPStatus.OK, pages.compare_page(runs, self.server.shared(), slowest.status()), "html"
+
+    def _indexing(self, k: int) -> tuple[int, str, str]:
+        store = self.server.stores[k]
+        ranking = analysis_ranking(store.run)
+        preliminary = [] if ranking else store.preliminary_ranking(timeout=self.server.first_look_left())
+        page = pages.indexing_page(f"Run {store.name}", f"/r/{k}", store.status(), run_outline(store.run),
+                                   ranking, preliminary)
+        return HTTPStatus.OK, page, "html"
+
     def _start(self, k: int, query: dict[str, str]) -> tuple[int, str, str]:
         store = self.server.stores[k]
+        if not store.wait(judgments_only=True, timeout=self.server.first_look_left()):
+            return self._indexing(k)
         f = queries.Filters.from_query(query)
         rows, total = queries.datapoint_table(store, f)
-        html = pages.start_page(store.name, f"/r/{k}", queries.ranking(store, f), queries.facets(store), rows, total, f)
+        notice = "" if store.ready else pages.indexing_notice(store.status()).replace(
+            "This page reloads itself until they are all read.", "Datapoint pages wait until they are.")
+        html = pages.start_page(store.name, f"/r/{k}", queries.ranking(store, f), self.server.facets(k), rows, total, f,
+                                notice=notice)
         return HTTPStatus.OK, html, "html"

@@ -6,49 +6,44 @@ modification time: the first look at a run builds it, later ones open it at once
 run that grew is rebuilt. Pages then ask paginated SQL questions, so the server's memory
 stays flat however many records the run has (DuckDB spills to the file past its limit).
 
-Tables: ``datapoints``, ``responses``, ``evals`` (one row per evaluation record, the
-last valid per id) and ``judgments`` (one row per evaluation and factor, ``value`` 0 / 0.5
-/ 1 for Low / Medium / High; a failed evaluation is one row with no factor). Legacy
-records (no ``status``, no ``student_model_id``) get both derived here.
+A store opened with ``background=True`` (what ``coeval view`` does) builds in a thread and
+answers meanwhile: ``judgments`` comes first (see :mod:`coeval_analysis.viewer.build`), so
+the start page and filtered tables need not wait for every prompt and raw reply to be
+copied. Questions that need a table not written yet wait for it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-__all__ = ["RunStore", "cache_folder"]
+from coeval_analysis.viewer.build import (
+    JUDGMENTS_STEP,
+    PHASES,
+    build_steps,
+    preliminary_ranking_sql,
+    record_files,
+)
 
-_CACHE_VERSION = "1"
+__all__ = ["MEMORY_LIMIT", "RunStore", "StoreError", "cache_folder", "cache_path"]
+
+log = logging.getLogger("coeval.view")
+
+_CACHE_VERSION = "3"
 #: DuckDB's own memory ceiling; past it, it works from the database file.
 MEMORY_LIMIT = "512MB"
 
-_DP_COLUMNS = {
-    "id": "VARCHAR", "task_id": "VARCHAR", "teacher_model_id": "VARCHAR", "prompt": "VARCHAR",
-    "reference_response": "VARCHAR", "sampled_target_attributes": "JSON", "status": "VARCHAR",
-    "error": "VARCHAR", "error_kind": "VARCHAR", "raw": "VARCHAR", "attempt_errors": "JSON",
-    "latency_ms": "DOUBLE", "cost_usd": "DOUBLE", "generated_at": "VARCHAR",
-}
-_RESP_COLUMNS = {
-    "id": "VARCHAR", "datapoint_id": "VARCHAR", "task_id": "VARCHAR", "teacher_model_id": "VARCHAR",
-    "student_model_id": "VARCHAR", "response": "VARCHAR", "status": "VARCHAR", "error": "VARCHAR",
-    "error_kind": "VARCHAR", "raw": "VARCHAR", "attempt_errors": "JSON", "latency_ms": "DOUBLE",
-    "cost_usd": "DOUBLE", "generated_at": "VARCHAR",
-}
-_EVAL_COLUMNS = {
-    "id": "VARCHAR", "response_id": "VARCHAR", "datapoint_id": "VARCHAR", "task_id": "VARCHAR",
-    "teacher_model_id": "VARCHAR", "student_model_id": "VARCHAR", "judge_model_id": "VARCHAR",
-    "evaluator": "VARCHAR", "scores": "JSON", "rationale": "JSON", "status": "VARCHAR", "error": "VARCHAR",
-    "error_kind": "VARCHAR", "raw": "VARCHAR", "attempt_errors": "JSON", "latency_ms": "DOUBLE",
-    "cost_usd": "DOUBLE", "evaluated_at": "VARCHAR",
-}
-_PHASES = {"datapoints": "phase3_datapoints", "responses": "phase4_responses", "evals": "phase5_evaluations"}
+
+class StoreError(RuntimeError):
+    """The run's database could not be built (the message says why)."""
 
 
 def cache_folder() -> Path:
@@ -60,11 +55,6 @@ def cache_folder() -> Path:
     return Path(base) / "coeval" / "view"
 
 
-def _files(run: Path, phase: str) -> list[Path]:
-    d = run / phase
-    return sorted(d.glob("*.jsonl")) if d.is_dir() else []
-
-
 def _run_key(run: Path) -> str:
     return hashlib.sha256(f"{_CACHE_VERSION}|{run.resolve()}".encode()).hexdigest()[:16]
 
@@ -72,107 +62,222 @@ def _run_key(run: Path) -> str:
 def _fingerprint(run: Path) -> str:
     """``<run key>-<content key>``: the run's folder, and each record file's size and time."""
     digest = hashlib.sha256()
-    for phase in _PHASES.values():
-        for f in _files(run, phase):
+    for phase in PHASES.values():
+        for f in record_files(run, phase):
             st = f.stat()
             digest.update(f"|{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return f"{_run_key(run)}-{digest.hexdigest()[:16]}"
 
 
-def _sql_list(paths: Sequence[Path]) -> str:
-    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
-
-
-def _columns_sql(columns: dict[str, str]) -> str:
-    return "{" + ", ".join(f"{k}: '{v}'" for k, v in columns.items()) + "}"
-
-
-def _read(paths: Sequence[Path], columns: dict[str, str]) -> str:
-    """A SELECT over JSONL files; the last valid record per id wins (an ok one over a
-    failed retry of the same id, then the latest line)."""
-    if not paths:
-        nulls = ", ".join(f"CAST(NULL AS {t}) AS {k}" for k, t in columns.items())
-        return f"SELECT {nulls}, 0 AS _line WHERE false"
-    return (
-        f"SELECT *, row_number() OVER () AS _line FROM read_json({_sql_list(paths)}, format='newline_delimited', "
-        f"ignore_errors=true, columns={_columns_sql(columns)})"
-    )
-
-
-def _latest(source: str) -> str:
-    return (
-        f"SELECT * EXCLUDE (_line) FROM ({source}) WHERE id IS NOT NULL AND id <> '' QUALIFY row_number() OVER "
-        "(PARTITION BY id ORDER BY coalesce(status, 'ok') = 'ok' DESC, _line DESC) = 1"
-    )
-
-
-_STATUS = ("CASE WHEN status IN ('ok', 'failed') THEN status WHEN status IS NOT NULL THEN 'failed' "
-           "WHEN scores IS NOT NULL AND json_array_length(json_keys(scores)) = 0 THEN 'failed' ELSE 'ok' END")
-_STUDENT = ("coalesce(student_model_id, CASE WHEN response_id LIKE datapoint_id || '__%' "
-            "THEN substr(response_id, length(datapoint_id) + 3) END)")
+def cache_path(run: Path, cache: Path | None = None) -> Path:
+    """Where the database of ``run`` in its present state lives (it may not exist yet)."""
+    return (cache or cache_folder()) / f"{_fingerprint(run)}.duckdb"
 
 
 class RunStore:
     """A read-only DuckDB view of one run folder (thread-safe: a cursor per call)."""
 
-    def __init__(self, run: Path, *, cache: Path | None = None) -> None:
+    def __init__(self, run: Path, *, cache: Path | None = None, background: bool = False) -> None:
         self.run = run
         self.name = run.name
         folder = cache or cache_folder()
         folder.mkdir(parents=True, exist_ok=True)
-        db = folder / f"{_fingerprint(run)}.duckdb"
-        if not db.exists():
-            self._build(db)
-            for old in folder.glob(f"{_run_key(run)}-*.duckdb"):  # earlier states of this run
-                if old != db:
-                    old.unlink(missing_ok=True)
-        self._con = duckdb.connect(str(db), read_only=True, config={"memory_limit": MEMORY_LIMIT})
-        self._lock = threading.Lock()
+        self._db = cache_path(run, folder)
+        self._cond = threading.Condition()
+        self._active = 0  # cursors in use
+        self._swapping = False
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._builder: duckdb.DuckDBPyConnection | None = None
+        self._judgments = threading.Event()
+        self._ready = threading.Event()
+        self._failure: str | None = None
+        self._done = 0.0
+        self._current = 0.0
+        self._total = 1.0
+        self._shown = 0.0
+        self._tables: set[str] = set()  # written so far, while building
+        self._preliminary: list[dict[str, Any]] = []
+        self._ranked = threading.Event()
+        self._step = ""
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        if self._db.exists():
+            self._con = self._open(self._db)
+            self._ranked.set()
+            self._judgments.set()
+            self._ready.set()
+        elif background:
+            self._thread = threading.Thread(target=self._build, args=(True,), name=f"coeval-view-index-{self.name}",
+                                            daemon=True)
+            self._thread.start()
+        else:
+            self._build()
+            if self._failure:
+                raise StoreError(self._failure)
 
-    def _build(self, db: Path) -> None:
-        part = db.with_suffix(f".{os.getpid()}.part")
-        part.unlink(missing_ok=True)
-        con = duckdb.connect(str(part), config={"memory_limit": MEMORY_LIMIT, "preserve_insertion_order": "false"})
+    @staticmethod
+    def _open(db: Path) -> duckdb.DuckDBPyConnection:
+        return duckdb.connect(str(db), read_only=True, config={"memory_limit": MEMORY_LIMIT})
+
+    # -- building -----------------------------------------------------------------------
+
+    def _build(self, rank_first: bool = False) -> None:
+        """Fill ``<db>.<pid>.part`` step by step (after the preliminary ranking, when pages
+        are answered meanwhile), then put it in place and reopen it read-only. A failure is
+        kept and answered to every question."""
+        part = self._db.with_suffix(f".{os.getpid()}.part")
         try:
-            run = self.run
-            con.execute(f"CREATE TABLE datapoints AS {_latest(_read(_files(run, _PHASES['datapoints']), _DP_COLUMNS))}")
-            con.execute(f"CREATE TABLE responses AS {_latest(_read(_files(run, _PHASES['responses']), _RESP_COLUMNS))}")
-            con.execute(
-                f"CREATE TABLE evals AS SELECT * REPLACE ({_STATUS} AS status, {_STUDENT} AS student_model_id) "
-                f"FROM ({_latest(_read(_files(run, _PHASES['evals']), _EVAL_COLUMNS))})"
-            )
-            con.execute(
-                "CREATE TABLE judgments AS "
-                "SELECT e.id, e.datapoint_id, e.response_id, e.task_id, e.teacher_model_id, e.student_model_id, "
-                "e.judge_model_id, e.status, k.key AS factor, k.value ->> '$' AS score, "
-                "CASE lower(k.value ->> '$') WHEN 'high' THEN 1.0 WHEN 'medium' THEN 0.5 WHEN 'low' THEN 0.0 "
-                "ELSE TRY_CAST(k.value ->> '$' AS DOUBLE) END AS value "
-                "FROM evals e, json_each(e.scores) k WHERE e.status = 'ok' "
-                "UNION ALL SELECT id, datapoint_id, response_id, task_id, teacher_model_id, student_model_id, "
-                "judge_model_id, status, NULL, NULL, NULL FROM evals WHERE status <> 'ok'"
-            )
-            con.execute("CREATE INDEX judgments_dp ON judgments (datapoint_id)")
+            part.unlink(missing_ok=True)
+            con = duckdb.connect(str(part), config={"memory_limit": MEMORY_LIMIT, "preserve_insertion_order": "false"})
+            con.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false; "
+                        "SET progress_bar_time = 0")
+            with self._cond:
+                self._con = self._builder = con
+            if rank_first:
+                self._rank_first(con)
+            self._run_steps(con)
+            con.execute("CHECKPOINT")
+            self._swap(con, part)
+        except Exception as exc:  # the server stays up and says what went wrong
+            if not self._closing:
+                log.error("building the viewer's database of %s failed: %s", self.run, exc)
+            self._failure = f"reading the records of {self.run} failed: {exc}"
+            with self._cond:
+                if self._builder is not None:
+                    self._builder.close()
+                self._builder = self._con = None
+            part.unlink(missing_ok=True)
         finally:
-            con.close()
-        part.replace(db)
+            self._ranked.set()
+            self._judgments.set()
+            self._ready.set()
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            cur = self._con.cursor()
+    def _rank_first(self, con: duckdb.DuckDBPyConnection) -> None:
+        """The preliminary ranking (:func:`preliminary_ranking_sql`), before the build proper."""
+        self._step = "ranking the students"
         try:
-            return cur.execute(sql, list(params)).fetchall()
+            cur = con.execute(preliminary_ranking_sql(self.run))
+            names = [d[0] for d in cur.description or ()]
+            self._preliminary = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        finally:
+            self._ranked.set()
+
+    def preliminary_ranking(self, timeout: float) -> list[dict[str, Any]]:
+        """``[{"student", "mean", "n"}]`` while building (empty if not ranked within
+        ``timeout``, or when the database was already there)."""
+        self._ranked.wait(timeout)
+        return list(self._preliminary)
+
+    def _run_steps(self, con: duckdb.DuckDBPyConnection) -> None:
+        steps = build_steps(self.run)
+        self._total = sum(s.weight for s in steps) or 1.0
+        for step in steps:
+            self._step, self._current = step.name, step.weight
+            con.execute(step.sql)
+            if step.table:
+                self._tables.add(step.table)
+            self._done += step.weight
+            self._current = 0.0
+            if step.name == JUDGMENTS_STEP:
+                self._judgments.set()
+
+    def _swap(self, con: duckdb.DuckDBPyConnection, part: Path) -> None:
+        """Close the builder once no cursor is in use, rename its file, reopen read-only."""
+        with self._cond:
+            self._swapping = True
+            while self._active:
+                self._cond.wait()
+            try:
+                self._builder = None
+                con.close()
+                part.replace(self._db)
+                self._con = self._open(self._db)
+            finally:
+                self._swapping = False
+                self._cond.notify_all()
+        for old in self._db.parent.glob(f"{_run_key(self.run)}-*.duckdb"):  # earlier states of this run
+            if old != self._db:
+                old.unlink(missing_ok=True)
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Every table is written (or the build failed: questions then raise)."""
+        return self._ready.is_set()
+
+    def has_table(self, name: str) -> bool:
+        """Whether table ``name`` is written (any table, once the database is ready)."""
+        if self._ready.is_set():
+            return self._failure is None
+        return name in self._tables
+
+    def wait(self, *, judgments_only: bool = False, timeout: float | None = None) -> bool:
+        """Wait until what a question needs is written; False when ``timeout`` passed first."""
+        return (self._judgments if judgments_only else self._ready).wait(timeout)
+
+    def progress(self) -> float:
+        """How much of the build is done, 0 to 1 (1 once ready)."""
+        if self._ready.is_set():
+            return 1.0
+        part = 0.0
+        builder = self._builder
+        if builder is not None and self._current:
+            try:
+                part = max(0.0, builder.query_progress()) / 100.0
+            except duckdb.Error:
+                part = 0.0
+        now = min(0.99, (self._done + part * self._current) / self._total)
+        self._shown = max(self._shown, now)  # a statement's own progress can restart between its pipelines
+        return self._shown
+
+    def status(self) -> dict[str, Any]:
+        return {"run": self.name, "ready": self.ready and self._failure is None,
+                "judgments_ready": self._judgments.is_set() and self._failure is None,
+                "progress": round(self.progress(), 3), "step": "" if self.ready else self._step,
+                "error": self._failure}
+
+    # -- questions ------------------------------------------------------------------------
+
+    @contextmanager
+    def _cursor(self, judgments_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        self.wait(judgments_only=judgments_only)
+        with self._cond:
+            while self._swapping:
+                self._cond.wait()
+            if self._con is None:
+                raise StoreError(self._failure or f"the database of {self.run} is closed")
+            cur = self._con.cursor()
+            self._active += 1
+        try:
+            yield cur
         finally:
             cur.close()
+            with self._cond:
+                self._active -= 1
+                self._cond.notify_all()
 
-    def query_dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        with self._lock:
-            cur = self._con.cursor()
-        try:
+    def query(self, sql: str, params: Sequence[Any] = (), *, judgments_only: bool = False) -> list[tuple[Any, ...]]:
+        """Rows of ``sql``; waits for the tables it needs (only ``judgments``, if so marked)."""
+        with self._cursor(judgments_only) as cur:
+            return cur.execute(sql, list(params)).fetchall()
+
+    def query_dicts(self, sql: str, params: Sequence[Any] = (), *,
+                    judgments_only: bool = False) -> list[dict[str, Any]]:
+        with self._cursor(judgments_only) as cur:
             cur.execute(sql, list(params))
             names = [d[0] for d in cur.description or ()]
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-        finally:
-            cur.close()
 
     def close(self) -> None:
-        self._con.close()
+        """Stop a build under way and close the database."""
+        self._closing = True
+        builder = self._builder
+        if builder is not None:
+            builder.interrupt()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        with self._cond:
+            if self._con is not None:
+                self._con.close()
+                self._con = None

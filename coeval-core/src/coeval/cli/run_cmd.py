@@ -12,6 +12,7 @@ from coeval.cli.empty_teachers import warn_empty_benchmark_teachers
 from coeval.cli.errors import UserError, echo_issues, user_errors
 from coeval.cli.lanes_preview import format_lanes
 from coeval.cli.request_preview import format_request_bodies
+from coeval.cli.run_end import run_end_actions
 from coeval.cli.run_summary import run_summary_json
 from coeval.cli.spend_check import DEFAULT_CONFIRM_ABOVE_USD, check_spend
 from coeval.cli.verbosity import verbosity, verbosity_options
@@ -255,6 +256,7 @@ def command(
             quiet=quiet,
         )
     result = run_experiment(config, options)
+    run_end_actions(result)
     warn_empty_benchmark_teachers(config)
     if result.status not in ("estimated", "error"):
         note = limit_note(record_limit(result.run_folder, whole, limit, result.status))

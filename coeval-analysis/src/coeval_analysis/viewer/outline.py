@@ -1,0 +1,64 @@
+"""What a run is about, read without its records: the models in each role and the tasks
+(its ``config.yaml``), and the ranking ``coeval analyze`` left in ``analysis/summary.json``
+when it is newer than every record. Shown while the run's database is being built."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from coeval_analysis.viewer.build import PHASES, record_files
+
+__all__ = ["analysis_ranking", "run_outline"]
+
+_ROLES = {"student": "students", "teacher": "teachers", "judge": "judges"}
+
+
+def _names(items: Any) -> list[tuple[str, list[str]]]:
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            roles = item.get("roles")
+            out.append((item["name"], [str(r) for r in roles] if isinstance(roles, list) else []))
+    return out
+
+
+def run_outline(run: Path) -> dict[str, list[str]]:
+    """``{"students": [...], "teachers": [...], "judges": [...], "tasks": [...]}`` as the
+    run's config names them; empty lists when the run keeps no readable config."""
+    outline: dict[str, list[str]] = {key: [] for key in (*_ROLES.values(), "tasks")}
+    try:
+        config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return outline
+    if not isinstance(config, dict):
+        return outline
+    for name, roles in _names(config.get("models")):
+        for role in roles:
+            if role in _ROLES:
+                outline[_ROLES[role]].append(name)
+    outline["tasks"] = [name for name, _ in _names(config.get("tasks"))]
+    return outline
+
+
+def analysis_ranking(run: Path) -> list[dict[str, Any]]:
+    """``[{"student", "mean", "robust"}, ...]`` in the order of ``<run>/analysis/summary.json``
+    (the analysis ranks its students); empty when there is none, or records changed since."""
+    path = run / "analysis" / "summary.json"
+    try:
+        written = path.stat().st_mtime_ns
+        if any(f.stat().st_mtime_ns > written for phase in PHASES.values() for f in record_files(run, phase)):
+            return []
+        students = json.loads(path.read_text(encoding="utf-8")).get("students")
+    except (OSError, ValueError, AttributeError):
+        return []
+    if not isinstance(students, dict):
+        return []
+    return [
+        {"student": str(name), "mean": s.get("score"), "robust": s.get("robust_score")}
+        for name, s in students.items()
+        if isinstance(s, dict)
+    ]
