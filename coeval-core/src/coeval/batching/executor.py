@@ -425,16 +425,18 @@ class BatchExecutor:
             else:
                 failed += 1
             on_outcome(outcome)
-        retried = await self._retry_rejected(job, rejected, iface, on_outcome) if rejected else None
+        retried = await self._retry_rejected(job, rejected, iface) if rejected else []
+        for outcome in retried:  # reported with no wait in between, then the job leaves the file
+            ok, failed = (ok + 1, failed) if outcome.status == "ok" else (ok, failed + 1)
+            on_outcome(outcome)
         self.store.remove(job.job_id)  # only now: every item's record has been written
         self.collected.append(job.job_id)
         self.log("info", "batch job collected", job=job.job_id, model=job.model, state=status.state, ok=ok, failed=failed,
                  retried_in_real_time=len(rejected))
-        if retried is not None:
-            self._report_retries(job, retried)
+        if retried:
+            self._report_retries(job, Counter(o.status for o in retried))
 
-    async def _retry_rejected(self, job: PendingJob, rejected: list[WorkOutcome], iface: Interface | None,
-                              on_outcome: Callable[[WorkOutcome], None]) -> Counter[str]:
+    async def _retry_rejected(self, job: PendingJob, rejected: list[WorkOutcome], iface: Interface | None) -> list[WorkOutcome]:
         """Give the items whose batch reply was rejected their remaining attempts in real time."""
         assert iface is not None
         scheduler = realtime_scheduler(job.model, iface, self.generation_retries, self._parent, share_quota=True,
@@ -443,7 +445,7 @@ class BatchExecutor:
                  job=job.job_id, model=job.model, items=len(rejected))
         self._retrying.add(scheduler)
         try:
-            return await retry_rejected(job.phase, rejected, on_outcome, scheduler)
+            return await retry_rejected(job.phase, rejected, scheduler)
         finally:
             self._retrying.discard(scheduler)
 

@@ -17,8 +17,7 @@ counter and see its spend, so a quota or budget holds across batch and real-time
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import attrs
 
@@ -83,18 +82,18 @@ def _final(rejected: WorkOutcome, retried: WorkOutcome) -> WorkOutcome:
                         error=retried.error or rejected.error)
 
 
-async def retry_rejected(phase_id: str, rejected: Sequence[WorkOutcome], on_outcome: Callable[[WorkOutcome], None],
-                         scheduler: Scheduler) -> Counter[str]:
-    """Run the remaining attempts of ``rejected`` (one model's items) on ``scheduler``; report
-    each item's final outcome through ``on_outcome``. Returns the final statuses counted."""
+async def retry_rejected(phase_id: str, rejected: Sequence[WorkOutcome], scheduler: Scheduler) -> list[WorkOutcome]:
+    """Run the remaining attempts of ``rejected`` (one model's items) on ``scheduler``.
+
+    Returns each item's final outcome, to be reported by the caller all at once: the run's
+    scheduler ends a phase as soon as every item is reported, so the batch job must leave
+    ``pending_batches.json`` in the same step as its last outcome, with no wait between."""
     by_key = {o.item.key: o for o in rejected}
-    tally: Counter[str] = Counter()
+    finals: list[WorkOutcome] = []
 
-    def forward(retried: WorkOutcome) -> None:
-        final = _final(by_key[retried.item.key], retried)
-        tally[final.status] += 1
-        on_outcome(final)
+    def keep(retried: WorkOutcome) -> None:
+        finals.append(_final(by_key[retried.item.key], retried))
 
-    items: list[WorkItem] = [attrs.evolve(o.item, on_done=forward, prior=prior_of(o)) for o in rejected]
+    items: list[WorkItem] = [attrs.evolve(o.item, on_done=keep, prior=prior_of(o)) for o in rejected]
     await scheduler.run(phase_id, items)
-    return tally
+    return finals
