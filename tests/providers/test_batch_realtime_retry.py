@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from coeval.batching import BatchExecutor, PendingStore, PollPolicy
+from coeval.batching.watch import BatchWatch
 from coeval.config.model import Config, ExperimentConfig, ModelConfig
 from coeval.credentials import KeyStore
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
@@ -55,9 +56,9 @@ def items(model: ModelConfig, n: int, outcomes: list[WorkOutcome], parse: Any) -
                      on_done=outcomes.append, parse=parse) for i in range(n)]
 
 
-def executor(config: Config, keys: KeyStore, run: RunFolder, iface: Interface) -> BatchExecutor:
+def executor(config: Config, keys: KeyStore, run: RunFolder, iface: Interface, **kw: Any) -> BatchExecutor:
     return BatchExecutor(run=run, config=config, keys=keys, enabled=lambda m, p: True, poll=FAST,
-                         registries=registries(), interfaces={config.models[0].name: iface})
+                         registries=registries(), interfaces={config.models[0].name: iface}, **kw)
 
 
 def test_rejected_batch_replies_end_ok_after_a_corrected_resampled_real_time_retry(fake: Any, tmp_path: Path) -> None:
@@ -65,7 +66,8 @@ def test_rejected_batch_replies_end_ok_after_a_corrected_resampled_real_time_ret
     fake.configure(batch_junk_lines=2)  # the job's first two lines come back as prose
     outcomes: list[WorkOutcome] = []
     todo = items(model, 4, outcomes, rejecting_prose)
-    ex = executor(config, keys, run, iface)
+    console: list[str] = []
+    ex = executor(config, keys, run, iface, watch=BatchWatch(say=console.append))
     asyncio.run(ex.run(PHASE, todo, outcomes.append))
 
     assert fake.counts["openai.batches.create"] == 1 and fake.counts["openai.chat"] == 2
@@ -75,6 +77,8 @@ def test_rejected_batch_replies_end_ok_after_a_corrected_resampled_real_time_ret
     assert all(o.item in todo for o in outcomes)  # outcomes name the items the executor was given
     assert [by_key[i.key].attempts for i in todo] == [2, 2, 1, 1]
     assert ex.retried_in_real_time == 2
+    assert console[-1] == ("evaluation: 2 openai-model batch replies failed their parse and were retried in real "
+                           "time (real-time price): 2 ok, 0 failed")
     [job] = fake.state.jobs.values()
     assert [body.get("temperature") for _, body in job.requests] == [0, 0, 0, 0]
     assert all("seed" not in body for _, body in job.requests)
