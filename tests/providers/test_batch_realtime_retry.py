@@ -92,7 +92,7 @@ def test_rejected_batch_replies_end_ok_after_a_corrected_resampled_real_time_ret
         assert sent["sampling"] == {"temperature": 0.2, "seed": retry_seed(None, item.key, 1)}
         done = by_key[item.key]
         assert done.attempt_errors == (f"unparseable: {reason}",)
-        assert done.raw == done.value and done.raw.startswith("Reply ")
+        assert done.raw is not None and done.raw == done.value and done.raw.startswith("Reply ")
         # both calls are in the record: the junk batch reply's tokens plus the retry's
         assert done.usage.output_tokens == count_tokens(BATCH_JUNK_TEXT) + sent["output_tokens"]
         assert done.usage.input_tokens == count_tokens(f"Score answer {i}.") + sent["input_tokens"]
