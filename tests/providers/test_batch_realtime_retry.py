@@ -173,3 +173,21 @@ def test_first_ctrl_c_records_the_batch_reply_without_new_calls(fake: Any, tmp_p
     assert fake.counts.get("openai.chat", 0) == 0
     assert sorted((o.status, o.attempts) for o in outcomes) == [("failed", 1), ("ok", 1)]
     assert PendingStore(run).load() == []
+
+
+def test_no_retry_starts_once_the_budget_is_spent(fake: Any, tmp_path: Path) -> None:
+    """The batch replies already spent the (tiny) budget: the rejected ones keep their
+    batch record, with no real-time call."""
+    config, keys, run, model, iface = setup(fake, tmp_path)
+    fake.configure(batch_junk_lines=2)
+    ex = executor(config, keys, run, iface)
+    scheduler = Scheduler({model.name: iface}, SchedulerLimits(generation_retries=2, budget_usd=1e-6),
+                          batch_executor=ex)
+    outcomes: list[WorkOutcome] = []
+    stats = asyncio.run(scheduler.run(PHASE, items(model, 3, outcomes, rejecting_prose)))
+
+    assert fake.counts.get("openai.chat", 0) == 0
+    assert sorted((o.status, o.error_kind, o.attempts) for o in outcomes) == [
+        ("failed", "unparseable", 1), ("failed", "unparseable", 1), ("ok", None, 1)]
+    assert all(o.cost_usd and o.cost_usd > 0 for o in outcomes)  # the paid batch calls stay accounted
+    assert (stats.ok, stats.failed) == (1, 2) and scheduler.calls[model.name] == 3
