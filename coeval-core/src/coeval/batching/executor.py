@@ -20,8 +20,11 @@ The scheduler hands it every item it :meth:`~BatchExecutor.wants` (protocol in
 4. **Collects** the job: every item gets exactly one outcome, parsed with ``item.parse``
    as in real time, so batch records are the same records. Requests the provider failed,
    expired or left out become ``failed`` outcomes (``--continue`` retries them; set the
-   model's ``batch_enabled: false`` first to retry them in real time). The job leaves
-   ``pending_batches.json`` only after all its outcomes were reported (written).
+   model's ``batch_enabled: false`` first to retry them in real time). A reply its parser
+   rejects (unparseable, or a quality check) gets its remaining attempts in real time at once,
+   with the correction turn and resampling of any real-time retry
+   (:mod:`coeval.batching.realtime`). The job leaves ``pending_batches.json`` only after all
+   its outcomes were reported (written).
 
 Batch-specific knobs (model ``parameters``, or the environment for all models):
 ``batch_poll_interval_s`` / ``COEVAL_BATCH_POLL_INTERVAL`` (first poll interval) and
@@ -36,7 +39,7 @@ import logging
 import os
 import re
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +47,7 @@ import attrs
 
 from coeval.batching.base import BatchJobStatus, BatchRunner
 from coeval.batching.pending import PendingJob, PendingStore
+from coeval.batching.realtime import realtime_scheduler, retry_rejected, retryable
 from coeval.batching.watch import BatchWatch, WaitingJob, epoch_of
 from coeval.credentials import KeyStore, redact
 from coeval.interfaces.base import GenerateResult, ModelError, TransientModelError
@@ -54,6 +58,7 @@ if TYPE_CHECKING:
     from coeval.config.model import Config, ModelConfig
     from coeval.interfaces.base import Interface
     from coeval.plugins import Registries
+    from coeval.scheduler import Scheduler
 
 __all__ = ["BatchExecutor", "PollPolicy", "make_batch_executor"]
 
@@ -153,8 +158,18 @@ class BatchExecutor:
         self.submitted: list[str] = []
         self.collected: list[str] = []
         self.left_pending: list[str] = []
+        #: items whose rejected batch reply was retried in real time
+        self.retried_in_real_time = 0
         #: set by :meth:`stop_waiting` (a first Ctrl-C) so a poll loop's sleep ends at once
         self._stop_event: asyncio.Event | None = None
+        #: the run's scheduler (:meth:`attach`) and the schedulers retrying items now
+        self._parent: Scheduler | None = None
+        self._retrying: set[Scheduler] = set()
+
+    def attach(self, scheduler: Scheduler) -> None:
+        """The scheduler that hands this executor its items: real-time retries of rejected
+        batch replies count toward its quotas and budget."""
+        self._parent = scheduler
 
     def stop_waiting(self) -> None:
         """Stop waiting for jobs now (first Ctrl-C): each wait ends within one poll and its job
@@ -163,6 +178,8 @@ class BatchExecutor:
         self.wait = False
         if self._stop_event is not None:
             self._stop_event.set()
+        for scheduler in list(self._retrying):
+            scheduler.cancel()  # calls in flight finish; the rest keep their batch reply's record
 
     async def _nap(self, seconds: float) -> None:
         """Sleep between polls, waking early when :meth:`stop_waiting` is called."""
@@ -388,6 +405,8 @@ class BatchExecutor:
             "cancelled": f"batch job {job.job_id} was cancelled before this request ran",
         }.get(status.state, f"batch job {job.job_id} returned no result for this request")
         ok = failed = 0
+        rejected: list[WorkOutcome] = []
+        iface = self.interfaces.get(job.model)
         for cid, item in items.items():
             result = results.get(cid)
             if result is None:
@@ -397,22 +416,57 @@ class BatchExecutor:
                 outcome = WorkOutcome(item, "failed", error_kind=result.kind, error=redact(str(result)), attempts=1)
             else:
                 outcome = self._parsed(item, result)
+            # after a first Ctrl-C (self.wait off) no new call starts: the batch reply's record stands
+            if iface is not None and self.wait and retryable(outcome, self.generation_retries):
+                rejected.append(outcome)
+                continue
             if outcome.status == "ok":
                 ok += 1
             else:
                 failed += 1
             on_outcome(outcome)
+        retried = await self._retry_rejected(job, rejected, iface) if rejected else []
+        for outcome in retried:  # reported with no wait in between, then the job leaves the file
+            ok, failed = (ok + 1, failed) if outcome.status == "ok" else (ok, failed + 1)
+            on_outcome(outcome)
         self.store.remove(job.job_id)  # only now: every item's record has been written
         self.collected.append(job.job_id)
-        self.log("info", "batch job collected", job=job.job_id, model=job.model, state=status.state, ok=ok, failed=failed)
+        self.log("info", "batch job collected", job=job.job_id, model=job.model, state=status.state, ok=ok, failed=failed,
+                 retried_in_real_time=len(rejected))
+        if retried:
+            self._report_retries(job, Counter(o.status for o in retried))
+
+    async def _retry_rejected(self, job: PendingJob, rejected: list[WorkOutcome], iface: Interface | None) -> list[WorkOutcome]:
+        """Give the items whose batch reply was rejected their remaining attempts in real time."""
+        assert iface is not None
+        scheduler = realtime_scheduler(job.model, iface, self.generation_retries, self._parent, share_quota=True,
+                                       spend_pending_usd=sum(o.cost_usd or 0.0 for o in rejected))
+        self.log("info", "batch replies rejected by their parser; retrying them in real time (real-time price)",
+                 job=job.job_id, model=job.model, items=len(rejected))
+        self._retrying.add(scheduler)
+        try:
+            return await retry_rejected(job.phase, rejected, scheduler)
+        finally:
+            self._retrying.discard(scheduler)
+
+    def _report_retries(self, job: PendingJob, tally: Counter[str]) -> None:
+        """One line for the console and run.log: how many batch items were retried in real time."""
+        n = sum(tally.values())
+        self.retried_in_real_time += n
+        self.log("info", "batch items retried in real time", job=job.job_id, model=job.model, phase=job.phase,
+                 items=n, ok=tally["ok"], failed=tally["failed"])
+        self.watch.note(f"{job.phase}: {n} {job.model} batch replies failed their parse and were retried in "
+                        f"real time (real-time price): {tally['ok']} ok, {tally['failed']} failed")
 
     @staticmethod
     def _parsed(item: WorkItem, result: GenerateResult) -> WorkOutcome:
         try:
             value = item.parse(result) if item.parse is not None else result.text
         except OutputParseError as exc:
-            return WorkOutcome(item, "failed", result=result, error_kind="unparseable", error=redact(str(exc)),
-                               attempts=1, usage=result.usage, cost_usd=result.cost_usd)
+            kind, reason = getattr(exc, "error_kind", "unparseable"), redact(str(exc))
+            return WorkOutcome(item, "failed", result=result, error_kind=kind, error=reason, attempts=1,
+                               usage=result.usage, cost_usd=result.cost_usd, raw=result.text,
+                               finish_reason=result.finish_reason, attempt_errors=(f"{kind}: {reason}",))
         except Exception as exc:
             return WorkOutcome(item, "failed", result=result, error_kind="parse_error",
                                error=redact(f"{type(exc).__name__}: {exc}"), attempts=1, usage=result.usage,
@@ -427,8 +481,6 @@ class BatchExecutor:
     # ---- real-time fallback ------------------------------------------------------------------
     async def _realtime(self, phase_id: str, items: list[WorkItem], on_outcome: Callable[[WorkOutcome], None]) -> None:
         """Items too few for a batch job go through a scheduler of their own (same retry policy)."""
-        from coeval.scheduler import Scheduler, SchedulerLimits
-
         model = items[0].model
         iface = self.interfaces.get(model.name)
         if iface is None:
@@ -441,7 +493,8 @@ class BatchExecutor:
             on_outcome(attrs.evolve(outcome, item=originals[outcome.item.key]))
 
         wrapped = [attrs.evolve(item, on_done=forward) for item in items]
-        scheduler = Scheduler({model.name: iface}, SchedulerLimits(generation_retries=self.generation_retries))
+        # the run's scheduler reserved these items' first calls already: no quota counted twice
+        scheduler = realtime_scheduler(model.name, iface, self.generation_retries, self._parent, share_quota=False)
         await scheduler.run(phase_id, wrapped)
 
     async def aclose(self) -> None:

@@ -83,6 +83,11 @@ class BatchWatch:
             job.announced = True
             self._announce(phase, job, status, next_poll_in)
 
+    def note(self, line: str) -> None:
+        """One line for the console about the batch items (e.g. the ones retried in real time)."""
+        if self._say is not None:
+            self._say(line)
+
     def ended(self, phase: str, job_id: str) -> None:
         self._jobs.get(phase, {}).pop(job_id, None)
 

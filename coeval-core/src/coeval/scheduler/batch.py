@@ -30,6 +30,9 @@ How the scheduler uses it, within one ``Scheduler.run(phase_id, items)``:
    and the error text; the exception does not stop the real-time part of the phase.
 6. On cancellation (Ctrl-C) the task running ``run`` is cancelled; outcomes already
    reported stay, the rest become ``skipped``/``cancelled``.
+7. Optionally, an executor with an ``attach(scheduler)`` method is given the scheduler when
+   that is built, so calls it makes in real time (retries of rejected batch replies) count
+   toward the scheduler's quotas and budget.
 """
 
 from __future__ import annotations

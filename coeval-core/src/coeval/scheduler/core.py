@@ -54,6 +54,7 @@ from coeval.scheduler.clock import Clock, SystemClock
 from coeval.scheduler.lanes import TIMEOUTS_TO_EJECT, Lane, LaneQueue, lane_for_new_worker, percentile
 from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.correction import with_correction
+from coeval.scheduler.prior import PriorAttempts
 from coeval.scheduler.resample import resampled
 from coeval.scheduler.server_wait import is_connection_failure, is_timeout
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
@@ -161,6 +162,20 @@ class _Job:
         self.errors: list[str] | None = None
 
 
+def _carry_over(job: _Job, prior: PriorAttempts) -> None:
+    """Start ``job`` where calls made before the scheduler left it (a rejected batch reply):
+    its next call is a retry, with the correction note and resampling, and its record counts
+    those calls, their tokens and cost."""
+    job.attempts = prior.attempts
+    job.parse_failures = prior.parse_failures
+    job.correction = prior.correction
+    job.last_kind, job.last_error = prior.error_kind, prior.correction
+    job.in_tokens, job.out_tokens = prior.usage.input_tokens, prior.usage.output_tokens
+    job.cost = prior.cost_usd
+    job.raw, job.latency_ms, job.finish_reason = prior.raw, prior.latency_ms, prior.finish_reason
+    job.errors = list(prior.attempt_errors) or None
+
+
 def _note_error(job: _Job) -> None:
     """Keep each failed attempt's ``kind: message`` for the record (failures only: no cost
     on the common path)."""
@@ -221,6 +236,11 @@ class Scheduler:
         self._limiters: dict[str, AdaptiveLimit] = {}
         self._lane_keys: dict[str, str] = {}
         self._runs: set[_PhaseRun] = set()
+        # an executor that retries rejected batch replies in real time draws on this
+        # scheduler's quota and budget: tell it which scheduler hands it items
+        attach = getattr(batch_executor, "attach", None)
+        if callable(attach):
+            attach(self)
 
     # ------------------------------------------------------------------ public API
 
@@ -313,6 +333,8 @@ class Scheduler:
             name = item.model.name
             iface = interfaces.get(name)
             job = _Job(item, iface)
+            if item.prior is not None:
+                _carry_over(job, item.prior)
             run.jobs.append(job)
             if executor is not None and executor.wants(item):
                 batch.append(job)

@@ -17,6 +17,7 @@ import attrs
 
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Usage
+from coeval.scheduler.prior import PriorAttempts
 
 __all__ = ["OutputParseError", "WorkItem", "WorkOutcome"]
 
@@ -64,3 +65,6 @@ class WorkItem:
     parse: Callable[[GenerateResult], Any] | None = None
     #: Free-form context for the record builder (task, teacher, student, ...).
     meta: dict[str, Any] = attrs.field(factory=dict)
+    #: Calls made for this item before it reached the scheduler (a batch reply that failed
+    #: its parse): the scheduler carries on from them (:mod:`coeval.scheduler.prior`).
+    prior: PriorAttempts | None = None

@@ -2,7 +2,8 @@
 
 Jobs advance when they are polled (tests: a fixed number of polls, deterministic) or with
 wall-clock time (benchmarks). How a job ends is fixed when it is created, from the settings
-in force then: ``batch_outcome``, ``batch_failed_lines`` and ``batch_done_before_expiry``.
+in force then: ``batch_outcome``, ``batch_failed_lines``, ``batch_done_before_expiry`` and
+``batch_junk_lines``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from coeval_providers.fake_server._junk import BATCH_JUNK
 from coeval_providers.fake_server._state import BatchJob, FakeState
 
 __all__ = ["TERMINAL", "advance", "cancel", "counts", "jsonl", "new_job"]
@@ -31,6 +33,7 @@ def new_job(state: FakeState, prefix: str, provider: str, model: str | None, req
             "outcome": cfg.batch_outcome,
             "failed_lines": cfg.batch_failed_lines,
             "done_before_expiry": cfg.batch_done_before_expiry,
+            "junk_lines": cfg.batch_junk_lines,
             "polls_needed": cfg.batch_polls_to_complete,
             "seconds_needed": cfg.batch_seconds_to_complete,
             **extra,
@@ -61,7 +64,11 @@ def advance(job: BatchJob, respond: Callable[[dict[str, Any]], dict[str, Any]]) 
         elif outcome == "completed" and i >= n - job.extra["failed_lines"]:
             job.results[custom_id] = ("error", {"status": 500, "code": "server_error", "message": "The request failed inside the batch"})
         else:
-            job.results[custom_id] = ("ok", respond(body))
+            token = BATCH_JUNK.set(i < job.extra.get("junk_lines", 0))
+            try:
+                job.results[custom_id] = ("ok", respond(body))
+            finally:
+                BATCH_JUNK.reset(token)
     job.state = "expired" if outcome == "expired" else "completed"
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 from aiohttp import web
 
-from coeval_providers.fake_server._junk import junk_text
+from coeval_providers.fake_server._junk import BATCH_JUNK, BATCH_JUNK_TEXT, junk_text
 from coeval_providers.fake_server._schema import schema_instance
 from coeval_providers.fake_server._state import REJECTED_KEY_PREFIX, FakeState, Fault
 from coeval_providers.fake_server._strict import auth_problem
@@ -73,7 +73,9 @@ def count_tokens(text: str) -> int:
 def make_reply(call: Call, *, truncated: bool = False) -> Reply:
     """Deterministic reply: a function of the prompt (and model), valid JSON for a schema."""
     digest = hashlib.sha256(f"{call.model}|{call.prompt}".encode()).hexdigest()
-    if call.schema is not None:
+    if BATCH_JUNK.get():
+        text = BATCH_JUNK_TEXT
+    elif call.schema is not None:
         text = json.dumps(schema_instance(call.schema, seed=digest))
     else:
         n = 8 + int(digest[:2], 16) % 8

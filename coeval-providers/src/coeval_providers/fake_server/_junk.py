@@ -4,22 +4,31 @@ Set ``junk_share`` (0..1) with ``FakeState.configure`` or ``POST /_fake/config``
 calls get junk is a function of the request index, so a run is reproducible; the junk
 kinds rotate through what small models were seen to produce: an empty or bracket-only
 reference, the template's own example values, and a copy of the previous datapoint.
+
+Batch jobs: ``batch_junk_lines`` (N) answers the first N lines of each completed job with
+:data:`BATCH_JUNK_TEXT`, a reply no parser accepts, whatever the provider's shape.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["junk_text"]
+__all__ = ["BATCH_JUNK", "BATCH_JUNK_TEXT", "junk_text"]
 
 _REFERENCES = ("", "   ", ");{", "{2}", "...", "[]")
 _PLACEHOLDER_ATTRS = {"attributes": [{"name": "dimension_name", "values": ["value_one", "value_two"]}]}
 _PLACEHOLDER_RUBRIC = {"factors": [{"name": "criterion_name", "description": "What an excellent answer does."}]}
 
 _last_datapoint: dict[str, str] = {}
+
+#: The reply of a batch job's junk lines: prose where JSON or a score is asked for.
+BATCH_JUNK_TEXT = "Sorry, I can't help with that."
+#: Set while a junk line of a batch job is answered (``make_reply`` then gives the junk).
+BATCH_JUNK: contextvars.ContextVar[bool] = contextvars.ContextVar("batch_junk", default=False)
 
 
 def _kind_of(schema: Mapping[str, Any] | None) -> str | None:

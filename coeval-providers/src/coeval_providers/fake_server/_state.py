@@ -82,6 +82,8 @@ class FakeConfig:
     batch_failed_lines: int = 0
     #: For expired jobs: how many lines were done before the deadline.
     batch_done_before_expiry: int = 0
+    #: Number of lines (the first ones) of a completed job answered with junk (see ``_junk``).
+    batch_junk_lines: int = 0
     #: Keep request bodies in the log (tests); benchmarks turn it off.
     log_bodies: bool = True
     #: Serve at most this many model calls at once and queue the rest, like a local
