@@ -59,3 +59,13 @@ def test_token_sizes_come_from_a_bounded_sample_of_each_file(finished, monkeypat
     assert {phase for phase, _ in measured} == {"evaluation"}
     monkeypatch.setattr(history, "HISTORY_SAMPLE_PER_FILE", 1000)
     assert history.measured_history(rf, finished)[("evaluation", "a")].calls == 12
+
+
+def test_the_mock_per_call_price_is_in_the_estimate_and_matches_the_spend(tmp_path: Path) -> None:
+    config = make_config(tmp_path, [mock_model("a", seed=1, cost_per_call_usd=0.5)], [task(total=3)])
+    estimate = estimate_cost(config, samples=0)
+    calls = estimate.total["calls"]
+    assert calls == 3 + 3 + 3  # datapoints, answers, judgments (one model in every role)
+    assert estimate.total_cost_usd == pytest.approx(0.5 * calls)
+    assert run(config).exit_code == 0
+    assert meta(folder(config))["spend_usd"]["a"] == pytest.approx(0.5 * calls)

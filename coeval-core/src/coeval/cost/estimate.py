@@ -306,7 +306,7 @@ def _cells(
         batch = phase in batch_phases(config, model)
         price = prices.get(model_name)
         tokens_in, tokens_out = per_in * calls, per_out * calls
-        cost = price.cost(tokens_in, tokens_out, batch=batch) if price is not None else None
+        cost = price.cost(tokens_in, tokens_out, batch=batch, calls=calls) if price is not None else None
         per_call_s = latency if latency is not None else _heuristic_latency(model, per_out)
         out.append(
             CellEstimate(
