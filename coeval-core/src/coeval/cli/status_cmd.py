@@ -153,14 +153,14 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
             if entry["files"]["bad_lines"] or entry["files"]["duplicate_ids"]:
                 notes.append(f"{phase.name}: unreadable lines or duplicate ids; `coeval repair` cleans them")
         phases.append(entry)
+    if run_status == "completed" and limit_note(meta.get(LIMIT_KEY)) and any(
+            not p["state"].startswith("complete") for p in phases):
+        # a --limit slice: its gaps are the part left for later, not a broken record
+        run_status = f"partial ({limit_note(meta.get(LIMIT_KEY))})"
+        notes.append("the rest: `coeval run --config <your config> --continue` (without --limit)")
     run_status, gap_note = survey_verdict(run_status, phases)
     if gap_note:
         notes.append(gap_note)
-
-    if run_status == "completed" and limit_note(meta.get(LIMIT_KEY)) and any(
-            not p["state"].startswith("complete") for p in phases):
-        run_status = f"partial ({limit_note(meta.get(LIMIT_KEY))})"
-        notes.append("the rest: `coeval run --config <your config> --continue` (without --limit)")
     calls = meta.get("calls") or {}
     spend = meta.get("spend_usd") or {}
     models = []
