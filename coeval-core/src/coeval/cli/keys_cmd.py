@@ -89,7 +89,8 @@ def set_command(provider: str, keys_path: str | None, field: str) -> None:
 
 
 @command.command("list")
-@click.option("--keys", "keys_path", metavar="PATH", help=_KEYS_HELP)
+@click.option("--keys", "keys_path", metavar="PATH",
+              help="Key file to read (default: $COEVAL_KEYS_FILE, ./keys.yaml, ~/.coeval/keys.yaml).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @user_errors
 def list_command(keys_path: str | None, as_json: bool) -> None:
