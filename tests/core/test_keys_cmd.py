@@ -148,3 +148,15 @@ def test_a_key_file_of_the_wrong_shape_names_the_expected_shape(work: Path) -> N
     assert result.output.endswith(
         "    fix: the key file holds `providers:` with one entry per provider (see docs/configuration.md)\n"
     )
+
+
+def test_list_keeps_its_columns_when_an_entry_has_fields_and_no_key(work: Path) -> None:
+    assert CliRunner().invoke(cli, ["keys", "set", "openai"], input=SECRET).exit_code == 0
+    assert CliRunner().invoke(cli, ["keys", "set", "bedrock", "--field", "region"], input="us-east-1\n").exit_code == 0
+    text = CliRunner().invoke(cli, ["keys", "list"])
+    assert text.exit_code == 0, text.output
+    path = keys_file(work)
+    assert text.output.splitlines() == [
+        f"bedrock  fields: region  key file: {path}",
+        f"openai   ****WXYZ        key file: {path}",
+    ]
