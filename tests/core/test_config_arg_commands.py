@@ -1,4 +1,4 @@
-"""``coeval plan`` and ``coeval describe`` take the config as CONFIG, as ``coeval run`` does."""
+"""``coeval plan``, ``describe`` and ``probe`` take the config as CONFIG, as ``coeval run`` does."""
 
 from __future__ import annotations
 
@@ -39,3 +39,10 @@ def test_describe_takes_the_config_as_an_argument(work: Path) -> None:
     assert code == 0, shown
     assert shown == "wrote coeval_description.html\n"
     assert "starter-mock" in (work / "coeval_description.html").read_text(encoding="utf-8")
+
+
+def test_probe_takes_the_config_as_an_argument(work: Path) -> None:
+    assert _coeval("init", "-q")[0] == 0
+    code, shown = _coeval("probe", "coeval.yaml")
+    assert code == 0, shown
+    assert shown.splitlines()[-1] == "2 of 2 probed model(s) answered"
