@@ -128,3 +128,35 @@ def test_a_key_file_path_that_cannot_be_written_is_a_clean_error(work: Path) -> 
     assert result.exit_code == 2
     assert result.output.splitlines()[0] == f"error: {target}: {blocker} is a file, not a folder; nothing written"
     assert SECRET not in result.output and "Traceback" not in result.output
+
+
+def test_list_of_a_missing_key_file_says_how_to_fix_the_path(work: Path) -> None:
+    result = CliRunner().invoke(cli, ["keys", "list", "--keys", "nowhere.yaml"])
+    assert result.exit_code == 2
+    assert result.output == (
+        "error: key file nowhere.yaml: not found\n"
+        "    fix: check the path given with --keys or $COEVAL_KEYS_FILE; "
+        "`coeval keys set PROVIDER --keys PATH` creates the file\n"
+    )
+    assert not (work / "nowhere.yaml").exists()
+
+
+def test_a_key_file_of_the_wrong_shape_names_the_expected_shape(work: Path) -> None:
+    (work / "keys.yaml").write_text("- openai\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["keys", "list", "--keys", "keys.yaml"])
+    assert result.exit_code == 2
+    assert result.output.endswith(
+        "    fix: the key file holds `providers:` with one entry per provider (see docs/configuration.md)\n"
+    )
+
+
+def test_list_keeps_its_columns_when_an_entry_has_fields_and_no_key(work: Path) -> None:
+    assert CliRunner().invoke(cli, ["keys", "set", "openai"], input=SECRET).exit_code == 0
+    assert CliRunner().invoke(cli, ["keys", "set", "bedrock", "--field", "region"], input="us-east-1\n").exit_code == 0
+    text = CliRunner().invoke(cli, ["keys", "list"])
+    assert text.exit_code == 0, text.output
+    path = keys_file(work)
+    assert text.output.splitlines() == [
+        f"bedrock  fields: region  key file: {path}",
+        f"openai   ****WXYZ        key file: {path}",
+    ]

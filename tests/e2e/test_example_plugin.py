@@ -178,6 +178,8 @@ def test_plan_counts_the_pairwise_calls_and_lists_the_phase(example_env: dict[st
     assert phases["answer_lengths"] == 0
     assert phases["evaluation"] == 2 * RESPONSES  # 6 judge calls + 6 pairwise calls
     assert {name: m["calls"] for name, m in plan["models"].items()} == {"mock-a": 18, "parrot": 3}
+    # echo needs no model id and has no price: the note names the interface alone
+    assert "parrot: no price known for echo; its cost is left out of the total" in plan["notes"]
     table = _coeval(example_env, tmp_path, "plan", "--config", "exp.yaml")
     assert table.returncode == 0 and "answer_lengths" in table.stdout
 

@@ -151,7 +151,7 @@ def ingest_command(
     if split and len(names) > 1:
         click.echo(f"note: --split {split} applies to every benchmark named", err=True)
 
-    from coeval.cli.verbosity import current_verbosity
+    from coeval.cli.verbosity import current_verbosity, info
     from coeval.storage import RunFolder
     from rich.console import Console
     from rich.progress import track
@@ -187,4 +187,4 @@ def ingest_command(
         else:
             click.echo(f"{name}: nothing new; all {result.selected} item(s) are already in task {result.task}")
     if wrote_any:
-        click.echo("Next: `coeval run --config CONFIG --continue` collects responses and evaluations for them.")
+        info("next: `coeval run --config CONFIG --continue` collects responses and evaluations for them")

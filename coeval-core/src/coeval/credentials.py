@@ -100,7 +100,14 @@ def redact(text: str) -> str:
 
 
 class KeyFileError(ValueError):
-    """The key file exists but cannot be read or has the wrong shape."""
+    """The key file cannot be found or read, or has the wrong shape.
+
+    ``hint`` is the fix the CLI prints under the message (a missing file needs another path,
+    not another shape)."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 @attrs.frozen(repr=False)
@@ -159,7 +166,11 @@ class KeyStore:
         if path is None:
             return cls()
         if not path.is_file():
-            raise KeyFileError(f"key file {path}: not found")
+            raise KeyFileError(
+                f"key file {path}: not found",
+                hint="check the path given with --keys or $COEVAL_KEYS_FILE; "
+                "`coeval keys set PROVIDER --keys PATH` creates the file",
+            )
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:

@@ -261,7 +261,8 @@ class _Run:
             try:
                 self.interfaces[m.name] = factory(m, keys.for_provider(m.interface, m.access_key))
             except Exception as exc:
-                raise RunError(f"model {m.name!r} ({m.interface}): {redact(str(exc)) or type(exc).__name__}") from None
+                reason = (redact(str(exc)) or type(exc).__name__).removeprefix(f"model {m.name!r}: ")
+                raise RunError(f"model {m.name!r} ({m.interface}): {reason}") from None
 
     async def _probe(self) -> None:
         """One tiny call per model about to work (``probe_mode``), before anything is written,

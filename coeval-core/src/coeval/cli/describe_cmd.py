@@ -7,11 +7,13 @@ from pathlib import Path
 
 import click
 
+from coeval.cli.config_arg import choose_config_path
 from coeval.cli.errors import user_errors
 
 
 @click.command("describe")
-@click.option("--config", "config_path", required=True, metavar="PATH", help="Experiment YAML file.")
+@click.argument("config_arg", required=False, metavar="[CONFIG]")
+@click.option("--config", "config_path", metavar="PATH", help="Experiment YAML file (or give it as CONFIG).")
 @click.option(
     "--out", metavar="FILE", help="HTML file to write (default: <config>_description.html beside the config)."
 )
@@ -21,7 +23,9 @@ from coeval.cli.errors import user_errors
 @click.option("--open", "open_page", is_flag=True, help="Open the page in a browser afterwards.")
 @click.option("--keys", metavar="PATH", help="Provider key file (for --probe and interface: auto).")
 @user_errors
-def command(config_path: str, out: str | None, probe: bool, open_page: bool, keys: str | None) -> None:
+def command(
+    config_arg: str | None, config_path: str | None, out: str | None, probe: bool, open_page: bool, keys: str | None
+) -> None:
     """Write an HTML page of the experiment: models and roles, tasks, attributes, rubrics,
     prompt previews, the phase plan with call counts and cost, batch settings, quotas.
 
@@ -31,6 +35,7 @@ def command(config_path: str, out: str | None, probe: bool, open_page: bool, key
     from coeval.cli.run_cmd import load_for_cli
     from coeval.plugins import registries
 
+    config_path = choose_config_path(config_arg, config_path, "describe")
     config = load_for_cli(config_path, keys=keys, dry_run=True, check_filesystem=False)
     results = None
     if probe:

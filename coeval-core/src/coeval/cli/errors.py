@@ -76,10 +76,8 @@ def report_user_error(exc: BaseException) -> int | None:
         return EXIT_USAGE
     if isinstance(exc, KeyFileError):
         click.secho(f"{ERROR_PREFIX} {redact(str(exc))}", fg="red", err=True)
-        click.echo(
-            "    fix: the key file holds `providers:` with one entry per provider (see docs/configuration.md)",
-            err=True,
-        )
+        hint = exc.hint or "the key file holds `providers:` with one entry per provider (see docs/configuration.md)"
+        click.echo(f"    fix: {hint}", err=True)
         return EXIT_USAGE
     if isinstance(exc, DuplicateRegistrationError):
         click.secho(f"{ERROR_PREFIX} plugin conflict: {exc}", fg="red", err=True)

@@ -89,7 +89,8 @@ def set_command(provider: str, keys_path: str | None, field: str) -> None:
 
 
 @command.command("list")
-@click.option("--keys", "keys_path", metavar="PATH", help=_KEYS_HELP)
+@click.option("--keys", "keys_path", metavar="PATH",
+              help="Key file to read (default: $COEVAL_KEYS_FILE, ./keys.yaml, ~/.coeval/keys.yaml).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @user_errors
 def list_command(keys_path: str | None, as_json: bool) -> None:
@@ -107,5 +108,6 @@ def list_command(keys_path: str | None, as_json: bool) -> None:
              "no provider environment variable set); add one with `coeval keys set PROVIDER`")
         return
     width = max(len(s.provider) for s in sources)
+    shown = max(12, *(len(s.masked) for s in sources))  # "fields: region, ..." is wider than a masked key
     for s in sources:
-        click.echo(f"{s.provider:<{width}}  {s.masked:<12}  {s.source}: {s.where}")
+        click.echo(f"{s.provider:<{width}}  {s.masked:<{shown}}  {s.source}: {s.where}")

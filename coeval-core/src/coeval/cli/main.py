@@ -117,7 +117,8 @@ def cli() -> None:
     Teachers write an evaluation set from a task description, students answer it, and an
     ensemble of judges scores every answer. One YAML file describes an experiment.
 
-    Start with `coeval run --config examples/quickstart.yaml --dry-run`.
+    Start with `coeval init` (a starter config on the offline mock models), then
+    `coeval run coeval.yaml`.
     """
 
 

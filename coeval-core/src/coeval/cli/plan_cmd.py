@@ -9,13 +9,15 @@ import click
 
 from coeval.cli.lanes_preview import format_lanes
 
+from coeval.cli.config_arg import choose_config_path
 from coeval.cli.errors import user_errors
 from coeval.console import output_console
 from coeval.cli.run_cmd import load_for_cli, parse_model_list
 
 
 @click.command("plan")
-@click.option("--config", "config_path", required=True, metavar="PATH", help="Experiment YAML file.")
+@click.argument("config_arg", required=False, metavar="[CONFIG]")
+@click.option("--config", "config_path", metavar="PATH", help="Experiment YAML file (or give it as CONFIG).")
 @click.option(
     "--estimate-samples",
     type=click.IntRange(min=0),
@@ -38,7 +40,8 @@ from coeval.cli.run_cmd import load_for_cli, parse_model_list
 @click.option("--keys", metavar="PATH", help="Provider key file (for sample calls and interface: auto).")
 @user_errors
 def command(
-    config_path: str,
+    config_arg: str | None,
+    config_path: str | None,
     estimate_samples: int | None,
     continue_run: bool,
     as_json: bool,
@@ -57,6 +60,7 @@ def command(
     from coeval.cost import estimate_cost, print_estimate, write_estimate
     from coeval.planning import print_plan
 
+    config_path = choose_config_path(config_arg, config_path, "plan")
     models = parse_model_list(only_models)
     # a plan needs no run folder, except to count what is left of one (--continue)
     config = load_for_cli(

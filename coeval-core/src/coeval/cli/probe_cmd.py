@@ -7,11 +7,13 @@ from typing import Any
 
 import click
 
+from coeval.cli.config_arg import choose_config_path
 from coeval.cli.errors import user_errors
 
 
 @click.command("probe")
-@click.option("--config", "config_path", required=True, metavar="PATH", help="Experiment YAML file.")
+@click.argument("config_arg", required=False, metavar="[CONFIG]")
+@click.option("--config", "config_path", metavar="PATH", help="Experiment YAML file (or give it as CONFIG).")
 @click.option("--probe", "mode", type=click.Choice(["full", "resume", "disable"]), default=None,
               help="Which models to probe (default: experiment.probe_mode). resume: only models with work left.")
 @click.option("--probe-on-fail", "on_fail", type=click.Choice(["abort", "warn"]), default=None,
@@ -20,7 +22,15 @@ from coeval.cli.errors import user_errors
 @click.option("--timeout", default=60.0, show_default=True, metavar="SECONDS", help="Per-model time limit.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @user_errors
-def command(config_path: str, mode: str | None, on_fail: str | None, keys: str | None, timeout: float, as_json: bool) -> None:
+def command(
+    config_arg: str | None,
+    config_path: str | None,
+    mode: str | None,
+    on_fail: str | None,
+    keys: str | None,
+    timeout: float,
+    as_json: bool,
+) -> None:
     """Send one tiny request to each model of a config and report which ones answer.
 
     Makes one short call per model (a few tokens). Exit code 2 when a model fails and the
@@ -29,7 +39,7 @@ def command(config_path: str, mode: str | None, on_fail: str | None, keys: str |
     from coeval.credentials import KeyStore
     from coeval.probe import probe_models
 
-    config = _load(config_path, keys)
+    config = _load(choose_config_path(config_arg, config_path, "probe"), keys)
     mode = mode or config.experiment.probe_mode
     on_fail = on_fail or config.experiment.probe_on_fail
     results = probe_models(config, KeyStore.load(keys), mode, timeout_s=timeout)

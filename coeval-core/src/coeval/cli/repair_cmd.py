@@ -98,4 +98,4 @@ def _print(report: RepairReport) -> None:
     if report.dry_run:
         info("Dry run: nothing changed. Run without --dry-run to apply.")
     else:
-        info("Next: coeval run --config <your config> --continue")
+        info("next: coeval run --config <your config> --continue")

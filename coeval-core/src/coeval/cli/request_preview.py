@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from coeval.credentials import redact
 from coeval.interfaces.base import GenerateRequest
 
 __all__ = ["format_request_bodies"]
@@ -35,8 +36,9 @@ def format_request_bodies(config: Any) -> str:
     for model in config.models:
         try:
             body = _body(model, regs)
-        except Exception as exc:  # a preview must never stop the dry run
-            lines.append(f"request body of {model.name}: not available ({type(exc).__name__})")
+        except Exception as exc:  # a preview must never stop the dry run, but says why (bad parameters)
+            reason = (redact(str(exc)) or type(exc).__name__).removeprefix(f"model {model.name!r}: ")
+            lines.append(f"request body of {model.name}: not available ({reason})")
             continue
         if body is not None:
             lines.append(f"request body of {model.name} ({model.interface}):")

@@ -287,9 +287,9 @@ def _print(status: dict[str, Any]) -> None:
         t = p.get("total", {})
         table.add_row(p["phase"], p["state"], *(str(t.get(k, "")) for k in ("expected", "ok", "failed", "missing")))
     console.print(table)
-    groups = Table(title="records per model")
-    for col in ("phase", "model", "expected", "ok", "failed", "missing"):
-        groups.add_column(col, justify="left" if col in ("phase", "model") else "right")
+    groups = Table(title="records per model (per task in phases 1-2)")  # how each phase's survey groups them
+    for col in ("phase", "model / task", "expected", "ok", "failed", "missing"):
+        groups.add_column(col, justify="left" if col in ("phase", "model / task") else "right")
     for p in status["phases"]:
         for name, c in (p.get("groups") or {}).items():
             groups.add_row(p["phase"], name, *(str(c[k]) for k in ("expected", "ok", "failed", "missing")))

@@ -237,7 +237,7 @@ def estimate_cost(
     for m in config.models:
         if prices[m.name] is None and any(n for (_, _, name), n in cells.items() if name == m.name):
             notes.append(
-                f"{m.name}: no price known for {m.interface} {m.parameters.get('model', '')!s}; "
+                f"{m.name}: no price known for {(m.interface + ' ' + str(m.parameters.get('model') or '')).strip()}; "
                 "its cost is left out of the total"
             )
     estimates = _cells(config, cells, builder, texts, sampled, history, prices)
