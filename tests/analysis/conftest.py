@@ -68,3 +68,13 @@ def browser() -> Iterator[Any]:
             yield b
         finally:
             b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh browser tab, closed after the test."""
+    p = browser.new_page()
+    try:
+        yield p
+    finally:
+        p.close()

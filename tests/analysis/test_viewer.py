@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.analysis.viewer_wait import wait_until_read
+from tests.analysis.viewer_wait import serve_view
 
 pytestmark = pytest.mark.browser
 
@@ -60,12 +58,6 @@ def _coeval(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
                           capture_output=True, timeout=240, check=False)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A finished mock run and a ``coeval view`` process serving it."""
@@ -80,33 +72,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 def _serve(run: Path, cwd: Path, env: dict[str, str]) -> Generator[tuple[str, Path], None, None]:
     """A ``coeval view`` process on ``run``, until the generator is closed."""
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "coeval.cli.main", "view", "--run", str(run), "--port", str(port),
-                             "--no-browser"], cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                assert time.monotonic() < deadline, "coeval view did not start"
-                time.sleep(0.1)
-        wait_until_read(f"http://127.0.0.1:{port}")
-        yield f"http://127.0.0.1:{port}", run
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    p = browser.new_page()
-    try:
-        yield p
-    finally:
-        p.close()
+    for url in serve_view(["--run", str(run)], env, cwd):
+        yield url, run
 
 
 def _datapoint_ids(page: Any) -> list[str]:

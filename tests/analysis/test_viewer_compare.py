@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
 from collections import defaultdict
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.analysis.test_viewer import CONFIG, _coeval, _free_port
-from tests.analysis.viewer_wait import wait_until_read
+from tests.analysis.test_viewer import CONFIG, _coeval
+from tests.analysis.viewer_wait import serve_view
 
 pytestmark = pytest.mark.browser
 
@@ -66,33 +62,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
 
 
 def _serve(args: list[str], cwd: Path, env: dict[str, str]) -> Generator[str, None, None]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "coeval.cli.main", "view", *args, "--port", str(port),
-                             "--no-browser"], cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                assert time.monotonic() < deadline, "coeval view did not start"
-                time.sleep(0.1)
-        wait_until_read(f"http://127.0.0.1:{port}")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    p = browser.new_page()
-    try:
-        yield p
-    finally:
-        p.close()
+    yield from serve_view(args, env, cwd)
 
 
 def _ranking(page: Any, k: int) -> dict[str, str]:

@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.analysis.test_viewer import _free_port
-from tests.analysis.viewer_wait import wait_until_read
+from tests.analysis.viewer_wait import serve_view
 
 pytestmark = pytest.mark.browser
 
@@ -43,34 +38,7 @@ def _kept_evaluations(run: Path) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def served(reference_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     cache = tmp_path_factory.mktemp("cache")
-    port = _free_port()
-    env = {**os.environ, "COEVAL_VIEW_CACHE": str(cache)}
-    proc = subprocess.Popen([sys.executable, "-m", "coeval.cli.main", "view", "--run", str(reference_run),
-                             "--port", str(port), "--no-browser"], env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                assert time.monotonic() < deadline, "coeval view did not start"
-                time.sleep(0.1)
-        wait_until_read(f"http://127.0.0.1:{port}")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    p = browser.new_page()
-    try:
-        yield p
-    finally:
-        p.close()
+    yield from serve_view(["--run", str(reference_run)], {**os.environ, "COEVAL_VIEW_CACHE": str(cache)})
 
 
 def test_the_legacy_reference_run_ranks_as_its_records_say(served: str, reference_run: Path, page: Any) -> None:
