@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +21,6 @@ from coeval_providers.fake_server import FakeServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 warnings.filterwarnings("ignore", category=DeprecationWarning)
-
-
-@pytest.fixture(scope="module")
-def fake_server() -> Iterator[FakeServer]:
-    with FakeServer() as server:
-        yield server
-
-
-@pytest.fixture
-def fake(fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
-    fake_server.reset()
-    monkeypatch.setenv("COEVAL_BATCH_POLL_INTERVAL", "0.02")
-    yield fake_server
-    fake_server.reset()
 
 
 def write_config(tmp_path: Path, url: str) -> Path:

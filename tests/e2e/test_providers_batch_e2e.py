@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +25,6 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 PHASES = ("data_generation", "response_collection", "evaluation")
 BATCH_CREATE = ("openai.batches.create", "anthropic.batches.create", "gemini.batches.create")
-
-
-@pytest.fixture(scope="module")
-def fake_server() -> Iterator[FakeServer]:
-    with FakeServer() as server:
-        yield server
-
-
-@pytest.fixture
-def fake(fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
-    fake_server.reset()
-    monkeypatch.setenv("COEVAL_BATCH_POLL_INTERVAL", "0.02")
-    yield fake_server
-    fake_server.reset()
 
 
 def write_config(tmp_path: Path, url: str, *, batch: bool, exp_id: str) -> Path:
