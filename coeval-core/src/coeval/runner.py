@@ -364,7 +364,7 @@ class _Run:
             with run_logging(self.run.log_path, level=level, console_level=console,
                              experiment=self.config.experiment.id) as log:
                 result = await self._locked(phases, completed, source, log)
-            if self.options.progress:
+            if self.options.progress and self.options.closing_line:
                 sys.stderr.write(f"coeval: run {result.status} ({self.run.root}), exit code {result.exit_code}"
                                  + (f": {result.message}" if result.status != "completed" else "") + "\n")
             return result

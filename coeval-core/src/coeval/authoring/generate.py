@@ -106,7 +106,8 @@ def generate_static_config(
             result = asyncio.run(
                 arun_experiment(
                     scratch_config,
-                    RunOptions(keys_file=keys_file, progress=progress, probe_mode="disable"),
+                    # its scratch folder is gone when the command ends: no closing line naming it
+                    RunOptions(keys_file=keys_file, progress=progress, probe_mode="disable", closing_line=False),
                     registries=_only_mapping_phases(registries),
                 )
             )
