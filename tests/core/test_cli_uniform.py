@@ -69,7 +69,7 @@ def test_quiet_leaves_out_informational_lines(work: Path) -> None:
     [
         (["run", "--no-such-option"], "error: No such option '--no-such-option'."),
         (["no-such-command"], "error: No such command 'no-such-command'."),
-        (["status"], "error: no run given"),
+        (["status", "--run", "runs/none"], "error: runs/none: no such run folder"),
         (["run", "--keys", "missing.yaml", "coeval.yaml"], "error: key file missing.yaml: not found"),
     ],
 )

@@ -22,9 +22,21 @@ def test_status_and_analyze_take_the_config(work: Path) -> None:
 
 
 def test_neither_or_both_is_a_usage_error(work: Path) -> None:
-    assert CliRunner().invoke(cli, ["init"]).exit_code == 0
     for command in ("status", "analyze"):
         none = CliRunner().invoke(cli, [command])
         assert none.exit_code == 2 and "no run given" in none.output
+    assert CliRunner().invoke(cli, ["init"]).exit_code == 0
+    for command in ("status", "analyze"):
         both = CliRunner().invoke(cli, [command, "--run", "runs/x", "--config", "coeval.yaml"])
         assert both.exit_code == 2 and "give --run or --config, not both" in both.output
+
+
+def test_with_neither_the_coeval_yaml_of_the_folder_is_used(work: Path) -> None:
+    assert CliRunner().invoke(cli, ["init"]).exit_code == 0  # writes coeval.yaml
+    ran = CliRunner().invoke(cli, ["run"])
+    assert ran.exit_code == 0, ran.output
+    status = CliRunner().invoke(cli, ["status", "-q"])
+    assert (status.exit_code, status.output) == (0, "runs/starter-mock: completed\n")
+    analyzed = CliRunner().invoke(cli, ["analyze", "-q"])
+    assert analyzed.exit_code == 0, analyzed.output
+    assert (work / "runs" / "starter-mock" / "analysis" / "summary.json").is_file()

@@ -1,7 +1,8 @@
 """The experiment config as a positional argument or ``--config``, whichever the user typed.
 
 ``coeval run c.yaml`` is what users of other tools try first; ``--config c.yaml`` keeps
-working for scripts written against earlier versions.
+working for scripts written against earlier versions. With neither, ``coeval.yaml`` in the
+current folder (the file ``coeval init`` writes) is used when it exists.
 """
 
 from __future__ import annotations
@@ -10,7 +11,14 @@ from pathlib import Path
 
 from coeval.cli.errors import UserError
 
-__all__ = ["choose_config_path", "run_path_from"]
+__all__ = ["DEFAULT_CONFIG", "choose_config_path", "run_path_from"]
+
+#: The config file ``coeval init`` writes, used when a command is given none.
+DEFAULT_CONFIG = "coeval.yaml"
+
+
+def _default_config() -> str | None:
+    return DEFAULT_CONFIG if Path(DEFAULT_CONFIG).is_file() else None
 
 
 def choose_config_path(positional: str | None, option: str | None, command: str) -> str:
@@ -20,7 +28,7 @@ def choose_config_path(positional: str | None, option: str | None, command: str)
             f"two configs given: {positional} and --config {option}",
             hint=f"give one: coeval {command} CONFIG or coeval {command} --config CONFIG",
         )
-    chosen = positional or option
+    chosen = positional or option or _default_config()
     if not chosen:
         raise UserError(
             "no config given", hint=f"coeval {command} CONFIG (or --config CONFIG); `coeval init` writes a starter one"
@@ -34,8 +42,12 @@ def run_path_from(run_path: str | None, config_path: str | None) -> str:
         raise UserError("give --run or --config, not both")
     if run_path:
         return run_path
+    config_path = config_path or _default_config()
     if not config_path:
-        raise UserError("no run given", hint="pass --run storage_folder/experiment_id or --config CONFIG")
+        raise UserError(
+            "no run given",
+            hint=f"pass --run storage_folder/experiment_id or --config CONFIG (or run it where {DEFAULT_CONFIG} is)",
+        )
     from coeval.config import load_config
 
     config = load_config(config_path, check_filesystem=False)
