@@ -17,6 +17,7 @@ def test_warning_until_something_is_ingested(tmp_path: Path, monkeypatch: pytest
     assert first.exit_code == 0, first.output
     assert "warning: benchmark teacher arc-challenge supplied no datapoints (nothing ingested into it yet)" in first.output
     assert "--teacher arc-challenge" in first.output
+    assert "next: coeval analyze" not in first.output  # nothing to analyse yet: the warning says what is next
 
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"prompt": "Which gas do plants take in? A) oxygen B) carbon dioxide"}) + "\n")
@@ -27,4 +28,5 @@ def test_warning_until_something_is_ingested(tmp_path: Path, monkeypatch: pytest
     resumed = CliRunner().invoke(cli, ["run", "coeval.yaml", "--continue"])
     assert resumed.exit_code == 0, resumed.output
     assert "supplied no datapoints" not in resumed.output
+    assert "next: coeval analyze" in resumed.output
     assert "response_collection: 2/2 done" in resumed.output  # 1 item x 2 mock students

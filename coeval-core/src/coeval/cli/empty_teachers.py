@@ -29,9 +29,11 @@ def empty_benchmark_teachers(config: Config) -> list[str]:
     return empty
 
 
-def warn_empty_benchmark_teachers(config: Config) -> None:
+def warn_empty_benchmark_teachers(config: Config) -> list[str]:
+    """Warn about each benchmark teacher that supplied nothing; returns their names."""
+    empty = empty_benchmark_teachers(config)
     run_dir = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id).root
-    for name in empty_benchmark_teachers(config):
+    for name in empty:
         click.secho(
             f"warning: benchmark teacher {name} supplied no datapoints (nothing ingested into it yet); "
             f"ingest first, e.g. `coeval ingest --run {run_dir} -b BENCHMARK --teacher {name} --task-name TASK`, "
@@ -39,3 +41,4 @@ def warn_empty_benchmark_teachers(config: Config) -> None:
             fg="yellow",
             err=True,
         )
+    return empty

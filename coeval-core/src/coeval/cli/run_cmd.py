@@ -257,12 +257,12 @@ def command(
         )
     result = run_experiment(config, options)
     run_end_actions(result)
-    warn_empty_benchmark_teachers(config)
+    empty_teachers = warn_empty_benchmark_teachers(config)  # their warning names the next step: ingest
     if result.status not in ("estimated", "error"):
         note = limit_note(record_limit(result.run_folder, whole, limit, result.status))
         if note and not quiet:
             click.echo(f"note: {note}; `coeval run {config_path} --continue` does the rest", err=True)
-    if result.status != "estimated" and result.exit_code in (0, 1, 3) and not quiet:
+    if result.status != "estimated" and result.exit_code in (0, 1, 3) and not quiet and not empty_teachers:
         click.echo(f"next: coeval analyze --run {result.run_folder}", err=True)
     if as_json:
         click.echo(run_summary_json(result))
