@@ -1,5 +1,6 @@
-"""A ``mock`` model with out-of-range parameters, through the CLI: the dry run says why its
-request body cannot be shown, and the run stops with exit code 2 naming the model once."""
+"""A ``mock`` model with out-of-range parameters, through the CLI: validation refuses the
+config (rule V-20, naming the model and the reason), in the dry run and in the run, before
+any model is set up."""
 
 from __future__ import annotations
 
@@ -29,12 +30,12 @@ def _config(folder: Path) -> Path:
     return path
 
 
-def test_dry_run_names_the_bad_parameter_and_the_run_stops_with_one_clear_line(work: Path) -> None:
+def test_dry_run_and_run_refuse_the_bad_parameters_with_their_rule(work: Path) -> None:
     path = _config(work)
-    dry = CliRunner().invoke(cli, ["run", str(path), "--dry-run"])
-    assert dry.exit_code == 0, dry.output
-    assert f"request body of s: not available ({REASON})\n" in dry.output
-    run = CliRunner().invoke(cli, ["run", str(path), "-q"])
-    assert run.exit_code == 2
-    assert run.output.splitlines()[-1] == f"error: model 's' (mock): {REASON}"
-    assert "Traceback" not in run.output
+    line = f"V-20 models[1].parameters: model 's': {REASON}"
+    for args in (["run", str(path), "--dry-run"], ["run", str(path), "-q"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2, result.output
+        assert [ln for ln in result.output.splitlines() if line in ln], result.output
+        assert "Traceback" not in result.output
+    assert not (work / "runs").exists()  # refused before anything was written

@@ -60,6 +60,7 @@ from coeval.interfaces.known import (
     KNOWN_INTERFACES,
     MODEL_OPTIONAL_INTERFACES,
 )
+from coeval.interfaces.mock import parameter_problem as mock_parameter_problem
 from coeval.prompts import TEMPLATE_VARIABLES, template_fields
 
 __all__ = [
@@ -574,6 +575,11 @@ class Validator:
                 self.add("V-20", ("models", i, "parameters", "self_hosted"),
                          f"self_hosted must be true or false; got {params['self_hosted']!r}",
                          "true: limit calls by latency (a server that queues); false: by 429s only")
+            if model.get("interface") == "mock":
+                problem = mock_parameter_problem(params, str(model.get("name")))
+                if problem:
+                    self.add("V-20", ("models", i, "parameters"), problem,
+                             "see the mock interface's parameters in docs/running.md")
             allowed = known_keys(str(model.get("interface")))
             if allowed is None:
                 continue

@@ -131,6 +131,16 @@ class _Settings:
         self.cost_per_1k = _number(params, "cost_per_1k_tokens_usd", 0, low=0, high=1e6, model=n)
 
 
+def parameter_problem(params: Mapping[str, Any], model_name: str) -> str | None:
+    """Why a ``mock`` model's parameters cannot be used (config validation asks before a
+    run, so ``--dry-run`` says it too), or None."""
+    try:
+        _Settings(params, model_name)
+    except MockParameterError as exc:
+        return str(exc)
+    return None
+
+
 class MockInterface(Interface):
     """Deterministic offline model; see the module docstring for its parameters."""
 
