@@ -46,7 +46,7 @@ def test_self_preferring_judge_is_left_out_and_reported(make_run: Callable[..., 
     # every pair compared once, best first; rank ranges printed
     assert len(s["comparisons"]) == 10
     assert {"a", "b", "diff", "ci", "p"} == set(s["comparisons"][0])
-    assert "Warning: judge judge-1 scores its own answers" in output
+    assert "warning: judge judge-1 scores its own answers" in output
     assert page.index('id="warnings"') < page.index('id="ranking"') < page.index('id="comparisons"')
     assert '"fig-comparisons"' in page
 
@@ -95,7 +95,7 @@ def test_one_level_judge_and_few_datapoints_are_warned(make_run: Callable[..., P
     s, output, _ = _run_cli(run)
     kinds = {(w["kind"], w["subject"]) for w in s["warnings"]}
     assert kinds == {("one_level", "j-high"), ("few_datapoints", None)}
-    assert "Warning: judge j-high gives High to 100% of answers" in output
+    assert "warning: judge j-high gives High to 100% of answers" in output
     assert "18 datapoints" in output
 
 

@@ -264,7 +264,7 @@ def _print_ranking(summary: dict[str, Any]) -> None:
             "No usable score in this run: every record failed or could not be used (see data quality)."
         )
     for w in summary.get("warnings", []):
-        click.echo(f"Warning: {w['message']}")
+        click.echo(f"warning: {w['message']}")
     q = summary["data_quality"]
     click.echo(
         f"records {q['n_records']:,}; failed {q['n_failed']:,}; duplicates dropped {q['n_duplicates']:,}; "
