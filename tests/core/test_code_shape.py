@@ -2,7 +2,9 @@
 
 The import graph counts every ``import`` the interpreter can execute, the ones inside
 functions included (a cycle hidden in a function body still couples the modules); only
-``if TYPE_CHECKING:`` blocks are left out, since they never run.
+``if TYPE_CHECKING:`` blocks are left out, since they never run. Importing ``a.b.c`` also
+runs ``a/__init__.py`` and ``a/b/__init__.py``, so the graph has an edge to each package on
+the way, save the importer's own packages (already imported before it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ PACKAGES = {
     "coeval_benchmarks": "coeval-benchmarks/src",
 }
 MAX_FUNCTION_LINES = 120
+#: In-function imports of coeval's own modules in coeval-core, each one kept lazy for start-up
+#: time (``coeval --help`` must not load the plugin stack, logging or the runner) or as an
+#: optional-module guard. Lower it when one goes; never raise it.
+MAX_OWN_IMPORTS_IN_FUNCTIONS = 13
 
 
 def _modules() -> dict[str, Path]:
@@ -65,7 +71,18 @@ def _imported(module: str, path: Path, node: ast.Import | ast.ImportFrom, mods: 
             package = package[: len(package) - (node.level - 1)]
             base = ".".join([*package, base] if base else package)
         names = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
-    return {r for n in names if (r := resolve(n)) and r != module}
+    targets = {r for n in names if (r := resolve(n))}
+    return {m for t in targets for m in _with_packages(t, mods) if m != module and not _is_package_of(m, module)}
+
+
+def _with_packages(target: str, mods: dict[str, Path]) -> set[str]:
+    """``target`` and every package ``__init__`` importing it runs on the way."""
+    parts = target.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & mods.keys()
+
+
+def _is_package_of(package: str, module: str) -> bool:
+    return module.startswith(package + ".")
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -133,6 +150,47 @@ def test_the_walker_counts_imports_inside_functions() -> None:
 
 def test_no_import_cycle_in_the_shipped_code() -> None:
     assert cycles(import_graph()) == []
+
+
+def _imports_in_functions(node: ast.AST, inside: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
+    for child in ast.iter_child_nodes(node):
+        if _is_type_checking(child):
+            continue
+        if inside and isinstance(child, ast.Import | ast.ImportFrom):
+            yield child
+        yield from _imports_in_functions(child, inside or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
+
+
+def _own(node: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.level > 0 or (node.module or "").split(".")[0] in PACKAGES
+    return any(alias.name.split(".")[0] in PACKAGES for alias in node.names)
+
+
+def own_imports_in_functions(package: str = "coeval") -> list[str]:
+    """``module:line imported.module`` for each in-function import of a coeval module."""
+    found: list[tuple[str, int, str]] = []
+    for module, path in sorted(_modules().items()):
+        if module.split(".")[0] != package:
+            continue
+        for node in _imports_in_functions(ast.parse(path.read_text(encoding="utf-8"))):
+            if _own(node):
+                target = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+                found.append((module, node.lineno, target or "."))
+    return [f"{module}:{line} {target}" for module, line, target in sorted(found)]
+
+
+def test_the_walker_follows_package_inits() -> None:
+    graph = import_graph()
+    # coeval.cli.status_cmd imports coeval.storage.lock, which runs coeval/storage/__init__.py
+    assert {"coeval.storage.lock", "coeval.storage"} <= graph["coeval.cli.status_cmd"]
+    # a module's own packages are imported before it, so they are no edge of it
+    assert "coeval.storage" not in graph["coeval.storage.lock"]
+
+
+def test_own_imports_inside_functions_only_go_down() -> None:
+    found = own_imports_in_functions()
+    assert len(found) <= MAX_OWN_IMPORTS_IN_FUNCTIONS, "\n".join(found)
 
 
 def test_no_function_over_120_lines() -> None:

@@ -10,8 +10,10 @@ from typing import Any
 
 import click
 
-from coeval.cli.errors import ERROR_PREFIX
+from coeval.cli.errors import ERROR_PREFIX, report_user_error
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
+from coeval.plugins import get_plugin_manager
+from coeval_analysis.errors import AnalysisInputError
 
 __all__ = ["analyze_command"]
 
@@ -21,8 +23,6 @@ _STAGES = ("load", "scores", "robust ranking", "judge agreement", "teachers and 
 def _run_folder(run_path: Path | None, config_path: str | None) -> Path:
     """``--run``, or the folder ``--config`` names; exit 2 with the core's message otherwise."""
     from coeval.cli.config_arg import run_path_from
-    from coeval.cli.errors import report_user_error
-
     try:
         return Path(run_path_from(str(run_path) if run_path else None, config_path))
     except Exception as exc:
@@ -114,7 +114,6 @@ def _analyze(
 ) -> None:
     """The body of ``coeval analyze``, run inside the chosen console log level."""
     from coeval_analysis.analysis import AnalysisOptions, analyze
-    from coeval_analysis.errors import AnalysisInputError
     from coeval_analysis.loader import load_run
 
     run_path = _run_folder(run_path, config_path)
@@ -177,8 +176,6 @@ def _report_writers() -> tuple[dict[str, Any], set[str]]:
     only when asked for (registered with ``default=False``). Only the ``register_reports``
     hook is called (``registries()`` would also set up interfaces and evaluators, which
     analysis does not need)."""
-    from coeval.plugins import get_plugin_manager
-
     writers: dict[str, Any] = {}
     optional: set[str] = set()
 

@@ -34,13 +34,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
-from coeval.storage.listing import storage_folder_hint
 
+from coeval.storage.listing import storage_folder_hint
 from coeval_analysis._arrow import Vocabulary, encode
 from coeval_analysis._jsonl import JSON_TEXT, MAP, TEXT, map_entries, read_records
-from coeval_analysis.reply_flags import REPLY_FLAG_COLUMNS, replies_frame
 from coeval_analysis.data import LLM_JUDGE, DataQuality, PhaseQuality, RunData
 from coeval_analysis.errors import AnalysisInputError
+from coeval_analysis.labels import normalise_label
+from coeval_analysis.reply_flags import REPLY_FLAG_COLUMNS, replies_frame
 
 __all__ = ["llm_factors", "load_run", "parse_score"]
 
@@ -719,8 +720,6 @@ def _label_details(
     the attribute (else its ``labels`` / ``label``), the prediction is the whole answer,
     normalised (:func:`coeval_analysis.labels.normalise_label`).
     """
-    from coeval_analysis.labels import normalise_label
-
     cols: dict[str, list[Any]] = {
         k: [] for k in ("response", "student", "task", "attribute", "gold", "predicted")
     }

@@ -19,6 +19,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from coeval_analysis.labels import normalise_label
+
 __all__ = ["STANDARD_METRICS", "BertScore", "Bleu", "ExactMatch", "MetricError"]
 
 
@@ -69,8 +71,6 @@ class ExactMatch:
 
     def score(self, candidates: list[str], references: list[str | Sequence[str]]) -> list[float]:
         _check(candidates, references)
-        from coeval_analysis.labels import normalise_label
-
         out = []
         for cand, ref in zip(candidates, references, strict=True):
             refs = [ref] if isinstance(ref, str) else list(ref)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 __all__ = ["SyntheticSpec", "write_synthetic_run"]
 
@@ -181,8 +182,6 @@ def write_synthetic_run(root: str | Path, spec: SyntheticSpec | None = None) -> 
 
 def _write_config(root: Path, spec: SyntheticSpec) -> None:
     """meta.json and config.yaml: every model with its roles (and family when given)."""
-    import yaml
-
     roles: dict[str, set[str]] = {}
     for s in spec.students:
         roles.setdefault(s, set()).add("student")

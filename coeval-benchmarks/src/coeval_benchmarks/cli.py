@@ -9,6 +9,11 @@ from typing import Any, NoReturn
 
 import click
 
+from coeval.cli.verbosity import current_verbosity, info
+from coeval.plugins import registries
+from coeval.storage import RunFolder
+from coeval_benchmarks.own_data import OwnDataAdapter
+
 __all__ = ["ingest_command"]
 
 DATA_DIR_ENV = "COEVAL_BENCHMARK_DATA"
@@ -32,14 +37,10 @@ NAME-benchmark teachers.
 
 
 def _adapters() -> dict[str, Any]:
-    from coeval.plugins import registries
-
     return {entry.name: entry.value for entry in registries().benchmarks}
 
 
 def _registered_metrics() -> list[str]:
-    from coeval.plugins import registries
-
     return registries().metrics.names()
 
 
@@ -128,8 +129,6 @@ def ingest_command(
     if run_path is None:
         _fail("--run PATH is required (the run folder to ingest into)")
     if own_file is not None:
-        from coeval_benchmarks.own_data import OwnDataAdapter
-
         if names:
             _fail("--file ingests your own data; name no benchmark with it (one source at a time)")
         if not task_name:
@@ -151,8 +150,6 @@ def ingest_command(
     if split and len(names) > 1:
         click.echo(f"note: --split {split} applies to every benchmark named", err=True)
 
-    from coeval.cli.verbosity import current_verbosity, info
-    from coeval.storage import RunFolder
     from rich.console import Console
     from rich.progress import track
 

@@ -26,9 +26,10 @@ from typing import Any
 
 import attrs
 import yaml
-from coeval.storage import JsonlWriter, RunFolder, atomic_write_json, iter_jsonl, utc_now
 
+from coeval.storage import JsonlWriter, RunFolder, atomic_write_json, iter_jsonl, utc_now
 from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
+from coeval_benchmarks.gold import metric_available
 from coeval_benchmarks.sources import DatasetFileError, find_source, read_rows
 
 __all__ = [
@@ -205,8 +206,6 @@ def _datapoint(
 
 
 def _metric_warnings(adapter: BenchmarkAdapter, items: Iterable[BenchmarkItem], metrics: Collection[str]) -> list[str]:
-    from coeval_benchmarks.gold import metric_available
-
     needed = sorted({i.gold_metric for i in items if i.gold_metric in ("bleu", "bertscore")})
     return [
         f"{adapter.name}: gold scores need the {m!r} metric, which no installed plugin registers "

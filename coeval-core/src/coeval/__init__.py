@@ -10,6 +10,7 @@ Public API for embedding (see docs/python-api.md)::
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __version__ = "0.1.0"
@@ -28,8 +29,6 @@ def __getattr__(name: str) -> Any:  # lazy so `import coeval` stays cheap
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(name)
-    import importlib
-
     return getattr(importlib.import_module(module), name)
 
 

@@ -1,4 +1,8 @@
-"""The core's own contributions, registered through the same hooks as any plugin."""
+"""The core's own contributions, registered through the same hooks as any plugin.
+
+Each hook imports what it registers: the plugin manager loads this module for every
+command, ``coeval --help`` included, while these hooks run only once registries are built.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ def register_interfaces(register: Any) -> None:
 
 @hookimpl
 def register_phases(register: Any) -> None:
-    from coeval.phases import standard_phases
+    from coeval.phases.standard import standard_phases
 
     for phase in standard_phases():
         register(phase)

@@ -20,6 +20,8 @@ from typing import Any
 import attrs
 import yaml
 
+from coeval.interfaces.known import KNOWN_INTERFACES
+
 __all__ = [
     "KEYS_ENV",
     "Credentials",
@@ -234,8 +236,6 @@ def _reject_misspelled_providers(path: Path, entries: Mapping[str, Any]) -> None
     """A provider name one typo away from a known one (``opneai``) would leave that provider
     without its key and fail later, far from the cause; stop now and name the fix. Names
     close to nothing known are kept: a plugin may provide them."""
-    from coeval.interfaces.known import KNOWN_INTERFACES  # here: coeval.interfaces imports this module
-
     known = sorted(set(KNOWN_INTERFACES) | set(PROVIDER_ENV_VARS))
     for name in entries:
         if str(name) in known:

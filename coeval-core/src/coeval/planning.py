@@ -17,14 +17,19 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
 from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.config.validate import judged_factors, run_folder_path
+from coeval.console import output_console
 from coeval.interfaces.known import BATCHABLE_INTERFACES
 from coeval.phase_info import configured_mode, phase_short, phase_title, planned_calls
 from coeval.phase_order import ordered_phases
 from coeval.phases.base import PlannedCalls, RunView
 from coeval.phases.plans import phase3_items
+from coeval.plugins import registries as installed
 from coeval.storage.run_folder import RunFolder
 
 if TYPE_CHECKING:
@@ -266,8 +271,6 @@ def _restricted(planned: PlannedCalls, selected: set[str]) -> PlannedCalls:
 def _resolve(registries: Registries | None) -> Registries:
     if registries is not None:
         return registries
-    from coeval.plugins import registries as installed
-
     return installed()
 
 
@@ -341,11 +344,6 @@ def _count(plan_phase: PhasePlan) -> str:
 
 def print_plan(plan: Plan, console: Any = None) -> None:
     """Print the plan as rich tables (to ``console``, or standard output)."""
-    from rich import box
-    from rich.table import Table
-
-    from coeval.console import output_console
-
     console = console or output_console()
     style: dict[str, Any] = {"title_justify": "left", "box": box.SIMPLE_HEAD}
     console.print(f"[bold]Experiment[/bold] {plan.experiment_id}  ->  {plan.run_folder}")
@@ -389,8 +387,6 @@ def print_plan(plan: Plan, console: Any = None) -> None:
 
 def format_plan(plan: Plan, width: int = 110) -> str:
     """The plan as plain text tables (what ``coeval run --dry-run`` prints)."""
-    from rich.console import Console
-
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, color_system=None, force_terminal=False, highlight=False)
     print_plan(plan, console)

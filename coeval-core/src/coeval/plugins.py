@@ -17,8 +17,9 @@ import attrs
 import click
 import pluggy
 
-from coeval import hookspecs
+from coeval import builtin_plugin, hookspecs
 from coeval.phases.base import PlannedCalls
+from coeval.plugin_errors import DISABLE_ENV, DuplicateRegistrationError
 from coeval.plugin_types import (
     BatchRunnerFactory,
     BenchmarkAdapter,
@@ -79,7 +80,6 @@ __all__ = [
     "reset_plugins",
 ]
 
-DISABLE_ENV = "COEVAL_DISABLE_PLUGINS"
 CORE_PLUGIN = "core"
 
 T = TypeVar("T")
@@ -93,17 +93,6 @@ class Entry(Generic[T]):
     value: T
     plugin: str
     options: dict[str, Any] = attrs.field(factory=dict)
-
-
-class DuplicateRegistrationError(ValueError):
-    """Two plugins registered the same name in one registry (the CLI exits 2 with one line)."""
-
-    def __init__(self, kind: str, name: str, first: str, second: str) -> None:
-        self.kind, self.name, self.first, self.second = kind, name, first, second
-        super().__init__(
-            f"{kind} {name!r} registered twice: by plugin {first!r} and by plugin {second!r} "
-            f"(uninstall one, or set {DISABLE_ENV}={second})"
-        )
 
 
 class Registry(Generic[T]):
@@ -190,8 +179,6 @@ def _load_plugin_manager() -> pluggy.PluginManager:
     for name in disabled:
         pm.set_blocked(name)
     if CORE_PLUGIN not in disabled:
-        from coeval import builtin_plugin
-
         pm.register(builtin_plugin, name=CORE_PLUGIN)
     pm.load_setuptools_entrypoints(hookspecs.PROJECT_NAME)
     pm.check_pending()

@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coeval.credentials import KeyStore, redact
+from coeval.interfaces.base import ModelError
+from coeval.phases.base import RunView
+from coeval.plugin_status import missing_interface
+from coeval.plugins import registries as installed
+from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.server_wait import DEFAULT_CONNECT_WAIT_S, ServerWait, is_connection_failure
+from coeval.storage.run_folder import RunFolder
 
 log = logging.getLogger("coeval.probe")
 
@@ -78,9 +84,6 @@ def models_to_probe(config: Config, mode: str, registries: Registries) -> list[M
     models = list(config.models)
     if mode != "resume":
         return models
-    from coeval.phases.base import RunView
-    from coeval.storage.run_folder import RunFolder
-
     run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
     if not run.exists():
         return models
@@ -101,9 +104,6 @@ def models_to_probe(config: Config, mode: str, registries: Registries) -> list[M
 async def probe_with_retries(iface: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
     """``iface.probe()``, asked again after a retryable error (a 503 or a 429). A server that
     refuses connections is waited for up to its ``connect_wait_s`` without using up attempts."""
-    from coeval.interfaces.base import ModelError
-    from coeval.scheduler.retry import RetryPolicy
-
     policy, rng = RetryPolicy(max_delay_s=5.0, max_retry_after_s=30.0), random.Random()
     server = ServerWait(float(getattr(iface, "connect_wait_s", DEFAULT_CONNECT_WAIT_S)))
     attempt = 0
@@ -133,8 +133,6 @@ async def probe_with_retries(iface: Any, timeout_s: float = DEFAULT_TIMEOUT_S) -
 
 
 async def _probe_one(model: ModelConfig, keys: KeyStore, registries: Registries, timeout_s: float) -> ProbeResult:
-    from coeval.plugin_status import missing_interface
-
     if model.interface not in registries.interfaces:
         return ProbeResult(model.name, model.interface, False, error=missing_interface(model.interface))
     iface = None
@@ -182,8 +180,6 @@ def probe_models(
     """Probe the models ``mode`` selects, concurrently; one result per model of the config.
     ``registries``: the installed plugins' when None (an entry point of the Python API)."""
     if registries is None:
-        from coeval.plugins import registries as installed
-
         registries = installed()
     return asyncio.run(aprobe_models(config, keystore, mode, registries=registries, timeout_s=timeout_s))
 

@@ -44,18 +44,25 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from filelock import FileLock
 
-from coeval.config.model import Config, ModelConfig, TaskConfig
+from coeval.config.model import Config
+from coeval.config.validate import resolve_run_reference
+from coeval.cost import estimate_and_report
 from coeval.credentials import KeyFileError, KeyStore, redact
 from coeval.drift import record_settings
 from coeval.interfaces.base import Interface
 from coeval.interfaces.known import providing_distribution
 from coeval.lane_figures import record_lanes
 from coeval.logging import run_logging
-from coeval.plugin_status import missing_interface
 from coeval.phase_info import configured_mode
 from coeval.phase_order import ordered_phases
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
+from coeval.phases.mapping import _TeacherMappingPhase
+from coeval.plugin_status import missing_interface
+from coeval.plugins import registries as installed
+from coeval.probe import ProbeFailed, ProbeResult, models_to_probe, probe_with_retries
+from coeval.progress import NullProgress, ProgressReporter
 from coeval.run_options import RunOptions
+from coeval.running.ingested import merge_ingested
 from coeval.running.ledger import Ledger, recount_lost_calls, written_calls
 from coeval.running.meta import RunMeta, a_process_stopped_unfinished
 from coeval.running.ordering import batch_enabled, models_needed, phases_that_may_run, run_mode
@@ -121,48 +128,6 @@ class RunResult:
             name: {"written": r.written, "failed": r.failed, "skipped": r.skipped, "calls": r.calls}
             for name, r in self.phases.items()
         }
-
-
-# ---------------------------------------------------------------------------- helpers
-
-
-def merge_ingested(config: Config, meta: Mapping[str, Any], log: Any = None) -> Config:
-    """The config plus the tasks and benchmark teachers ``coeval ingest`` added to the run
-    (``meta["ingest_log"]``) that it does not name. Ingested tasks get ``sampling.total: 0``:
-    their datapoints come from the benchmark, the config's teachers write none."""
-    if log is None:
-        from coeval.logging import get_logger
-
-        log = get_logger()
-    from coeval.config import structure_config
-
-    models = {m.name: m for m in config.models}
-    tasks = {t.name: t for t in config.tasks}
-    added_models: list[ModelConfig] = []
-    added_tasks: list[TaskConfig] = []
-    for entry in meta.get("ingest_log") or []:
-        if not isinstance(entry, Mapping):
-            continue
-        raw_teacher, raw_task = entry.get("teacher"), entry.get("task")
-        try:
-            if isinstance(raw_teacher, Mapping) and raw_teacher.get("name") not in models:
-                raw = {"roles": ["teacher"], "interface": "benchmark", **dict(raw_teacher)}
-                mini = structure_config({"models": [raw], "tasks": [], "experiment": {"id": config.experiment.id}})
-                models[mini.models[0].name] = mini.models[0]
-                added_models.append(mini.models[0])
-            if isinstance(raw_task, Mapping) and raw_task.get("name") not in tasks:
-                mini = structure_config({"models": [], "tasks": [dict(raw_task)], "experiment": {"id": config.experiment.id}})
-                # its datapoints come from the benchmark: the config's teachers write none
-                ingested = attrs.evolve(mini.tasks[0], sampling=attrs.evolve(mini.tasks[0].sampling, total=0))
-                tasks[ingested.name] = ingested
-                added_tasks.append(ingested)
-        except Exception as exc:
-            log.warning("ingest_log entry ignored", error=redact(str(exc)))
-    if not added_models and not added_tasks:
-        return config
-    log.info("ingested benchmarks added to the run", models=[m.name for m in added_models],
-             tasks=[t.name for t in added_tasks])
-    return attrs.evolve(config, models=(*config.models, *added_models), tasks=(*config.tasks, *added_tasks))
 
 
 # ---------------------------------------------------------------------------- the run
@@ -231,8 +196,6 @@ class _Run:
         ref = self.options.resume_from or self.config.experiment.resume_from
         if not ref:
             return None
-        from coeval.config.validate import resolve_run_reference
-
         folder = resolve_run_reference(self.config.experiment.storage_folder, ref)
         if not folder.is_dir():
             raise RunError(f"resume_from: earlier run {ref!r} not found (looked for "
@@ -271,8 +234,6 @@ class _Run:
         mode = self.options.probe_mode or exp.probe_mode
         if mode == "disable" or not self.interfaces:
             return
-        from coeval.probe import ProbeFailed, ProbeResult, models_to_probe, probe_with_retries
-
         names = sorted({m.name for m in models_to_probe(self.config, mode, self.registries)} & set(self.interfaces))
 
         async def one(name: str) -> ProbeResult:
@@ -317,8 +278,6 @@ class _Run:
     def _warn_stale_static_artifacts(self, log: Any) -> None:
         """Phases 1-2 keep an existing artifact (Keep, and ``--continue``): a static map or
         rubric edited in the config since is not used. Say so rather than go on in silence."""
-        from coeval.phases.mapping import _TeacherMappingPhase
-
         view = RunView(self.config, self.run, self.registries)
         for entry in self.registries.phases:
             phase = entry.value
@@ -580,12 +539,8 @@ async def arun_experiment(
     ``registries``: the plugins' phases, interfaces and evaluators (the installed ones when
     None: this is an entry point of the Python API)."""
     if registries is None:
-        from coeval.plugins import registries as installed
-
         registries = installed()
     if progress is None:
-        from coeval.progress import NullProgress, ProgressReporter
-
         # progress=False: an embedding program gets no console output at all
         progress = (ProgressReporter(enabled=None if options.verbosity >= 0 else False, summary=options.verbosity >= 0)
                     if options.progress else NullProgress())
@@ -633,8 +588,6 @@ def run_experiment(
     interfaces and evaluators (the installed ones when None).
     """
     if registries is None:
-        from coeval.plugins import registries as installed
-
         registries = installed()
     if options.estimate_only or config.experiment.estimate_cost:
         estimated = _estimate_first(config, options, registries)
@@ -659,8 +612,6 @@ def run_experiment(
 
 def _estimate_first(config: Config, options: RunOptions, registries: Registries) -> RunResult:
     """Print and store the cost estimate; warn when it exceeds ``budget_usd``."""
-    from coeval.cost import estimate_and_report
-
     estimate = estimate_and_report(
         config,
         only_models=options.only_models,

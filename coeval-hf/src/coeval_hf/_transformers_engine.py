@@ -12,14 +12,15 @@ keeps the smaller size.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
-from coeval.interfaces.base import FatalModelError, GenerateResult, ModelError, TransientModelError, Usage
 
+from coeval.interfaces.base import FatalModelError, GenerateResult, ModelError, TransientModelError, Usage
 from coeval_hf._constrained import json_mask_processor
 from coeval_hf._devices import resolve_device, resolve_dtype
 from coeval_hf._host import PendingCall
@@ -150,8 +151,6 @@ class TransformersEngine:
     def _quantization_config(self) -> Any:
         if not (self.spec.load_in_4bit or self.spec.load_in_8bit):
             return None
-        import importlib.util
-
         option = "load_in_4bit" if self.spec.load_in_4bit else "load_in_8bit"
         if importlib.util.find_spec("bitsandbytes") is None:
             raise FatalModelError(f"{self.label}: parameters.{option} needs bitsandbytes: pip install bitsandbytes")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,6 @@ def lazy_writers() -> dict[str, Callable[[Any, Path], list[Path]]]:
         module, func = target.split(":")
 
         def writer(analysis: Any, out_dir: Path) -> list[Path]:
-            import importlib
-
             written: list[Path] = getattr(importlib.import_module(module), func)(analysis, out_dir)
             return written
 

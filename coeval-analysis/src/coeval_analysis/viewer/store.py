@@ -21,9 +21,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from coeval_analysis.viewer.build import (
     JUDGMENTS_STEP,
@@ -32,6 +30,9 @@ from coeval_analysis.viewer.build import (
     preliminary_ranking_sql,
     record_files,
 )
+
+if TYPE_CHECKING:
+    import duckdb  # ~100 ms to import: coeval --help, which lists `view`, must not pay it
 
 __all__ = ["MEMORY_LIMIT", "RunStore", "StoreError", "cache_folder", "cache_path"]
 
@@ -117,6 +118,8 @@ class RunStore:
 
     @staticmethod
     def _open(db: Path) -> duckdb.DuckDBPyConnection:
+        import duckdb
+
         return duckdb.connect(str(db), read_only=True, config={"memory_limit": MEMORY_LIMIT})
 
     # -- building -----------------------------------------------------------------------
@@ -125,6 +128,8 @@ class RunStore:
         """Fill ``<db>.<pid>.part`` step by step (after the preliminary ranking, when pages
         are answered meanwhile), then put it in place and reopen it read-only. A failure is
         kept and answered to every question."""
+        import duckdb
+
         part = self._db.with_suffix(f".{os.getpid()}.part")
         try:
             part.unlink(missing_ok=True)
@@ -223,6 +228,8 @@ class RunStore:
         part = 0.0
         builder = self._builder
         if builder is not None and self._current:
+            import duckdb  # loaded already: it made the builder
+
             try:
                 part = max(0.0, builder.query_progress()) / 100.0
             except duckdb.Error:

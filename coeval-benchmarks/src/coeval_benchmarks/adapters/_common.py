@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import string
 from collections.abc import Mapping, Sequence
@@ -120,7 +121,5 @@ class MultipleChoiceAdapter(BenchmarkAdapter):
 def stable_shuffle(options: Sequence[str], correct: int, key: str) -> tuple[list[str], int]:
     """Options in an order fixed by ``key`` (so a re-ingest gives the same letters), and the
     new index of the correct one. For datasets that always list the correct answer first."""
-    import hashlib
-
     order = sorted(range(len(options)), key=lambda i: hashlib.sha256(f"{key}\x00{i}".encode()).hexdigest())
     return [options[i] for i in order], order.index(correct)

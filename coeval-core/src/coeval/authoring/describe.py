@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import Config
 from coeval.cost import CostEstimate, estimate_cost, format_duration
+from coeval.cost.requests import RequestBuilder
 from coeval.planning import Plan
 from coeval.storage.run_folder import atomic_write_text, utc_now
 
@@ -108,8 +110,6 @@ def _rubric(value: Any, labels: Sequence[str]) -> str:
 
 def _prompts(config: Config, plan: Plan, registries: Registries) -> dict[str, list[tuple[str, str]]]:
     """Per task: (phase, rendered prompt) previews with stand-in texts."""
-    from coeval.cost.requests import RequestBuilder
-
     builder = RequestBuilder(config, registries=registries)
     out: dict[str, list[tuple[str, str]]] = {}
     roles = {
@@ -341,8 +341,6 @@ def write_description(
 
 def readable(path: Path) -> None:
     """Give a written file the usual permissions (temp files are created private)."""
-    import os
-
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(path, 0o666 & ~umask)

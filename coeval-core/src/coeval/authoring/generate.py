@@ -8,6 +8,7 @@ result runs with no teacher call in phases 1-2, and can be reviewed and edited b
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tempfile
 from collections.abc import Mapping
@@ -18,10 +19,14 @@ import attrs
 import yaml
 
 from coeval.authoring.describe import readable
-from coeval.config import ConfigError, load_config, resolve_run_reference
+from coeval.config.errors import ConfigError
+from coeval.config.loader import load_config
 from coeval.config.model import Config
+from coeval.config.validate import resolve_run_reference
 from coeval.config.yaml_out import dump_config_yaml
+from coeval.plugins import Registry
 from coeval.run_options import RunOptions
+from coeval.runner import arun_experiment
 from coeval.storage.run_folder import RunFolder, atomic_write_text, utc_now
 
 if TYPE_CHECKING:
@@ -44,8 +49,6 @@ class GeneratedConfig:
 
 
 def _only_mapping_phases(registries: Registries) -> Registries:
-    from coeval.plugins import Registry
-
     phases: Registry[Any] = Registry("phase")
     for entry in registries.phases:
         if entry.name in _MAPPING_PHASES:
@@ -72,8 +75,6 @@ def generate_static_config(
 ) -> GeneratedConfig:
     """Run phases 1-2 of ``config_path`` and write the materialised config to ``out``
     (``registries``: the plugins' phases and interfaces)."""
-    from coeval.runner import arun_experiment
-
     source = Path(config_path)
     config = load_config(source, check_filesystem=False, keys_file=keys_file, registries=registries)
     raw = yaml.safe_load(source.read_text(encoding="utf-8"))
@@ -101,8 +102,6 @@ def generate_static_config(
                     ),
                 ),
             )
-            import asyncio
-
             result = asyncio.run(
                 arun_experiment(
                     scratch_config,

@@ -18,10 +18,16 @@ from typing import Any
 import click
 
 from coeval.authoring.describe import readable
-from coeval.config import ConfigError, load_config
+from coeval.config.errors import ConfigError
+from coeval.config.loader import load_config, structure_config
 from coeval.config.model import PHASE_IDS, PHASE_MODES, ROLES
 from coeval.config.yaml_out import dump_config_yaml
+from coeval.credentials import KeyStore, redact
+from coeval.interfaces.base import GenerateRequest
 from coeval.interfaces.known import AUTO_INTERFACE, KNOWN_INTERFACES, MODEL_OPTIONAL_INTERFACES
+from coeval.judging import extract_json
+from coeval.plugin_status import missing_interface
+from coeval.plugins import registries
 from coeval.storage.run_folder import atomic_write_text, utc_now
 
 __all__ = [
@@ -323,8 +329,6 @@ def _clean_map(value: Any) -> dict[str, list[str]]:
 
 
 def _tasks_from_draft(data: Any, items: int) -> list[dict[str, Any]]:
-    from coeval.judging import extract_json
-
     obj = extract_json(data) if isinstance(data, str) else data
     drafted = obj.get("tasks") if isinstance(obj, Mapping) else None
     if not isinstance(drafted, list):
@@ -401,12 +405,6 @@ def draft_config(
 
 
 def _call_model(entry: dict[str, Any], prompt: str, keys_file: str | None = None) -> str:
-    from coeval.config.loader import structure_config
-    from coeval.credentials import KeyStore
-    from coeval.interfaces.base import GenerateRequest
-    from coeval.plugin_status import missing_interface
-    from coeval.plugins import registries
-
     regs = registries()
     if entry["interface"] not in regs.interfaces:
         raise WizardError(missing_interface(entry["interface"]))
@@ -444,8 +442,6 @@ def _call_model(entry: dict[str, Any], prompt: str, keys_file: str | None = None
     except WizardError:
         raise
     except Exception as exc:
-        from coeval.credentials import redact
-
         raise WizardError(f"the drafting model failed: {redact(str(exc)) or type(exc).__name__}") from None
 
 

@@ -25,7 +25,12 @@ import attrs
 from coeval.batching.executor import BatchExecutor
 from coeval.batching.pending import PendingStore
 from coeval.credentials import KeyStore
-from coeval.storage.run_folder import RunFolder
+from coeval.logging import get_logger
+from coeval.phase_order import ordered_phases
+from coeval.phases.base import PhaseContext, PhaseError, PhaseResult
+from coeval.plugins import registries as installed
+from coeval.storage.lock import RunFolderBusyError, RunLock
+from coeval.storage.run_folder import RunFolder, utc_now
 
 if TYPE_CHECKING:
     from coeval.plugins import Registries
@@ -60,8 +65,6 @@ def fetch_pending_batches(
     """Poll every pending batch job of the run once; write the records of the finished ones.
     ``registries``: the installed plugins' when None (an entry point of the Python API)."""
     if registries is None:
-        from coeval.plugins import registries as installed
-
         registries = installed()
     return asyncio.run(afetch_pending_batches(run_folder, config, keystore, registries=registries, log=log))
 
@@ -70,14 +73,8 @@ async def afetch_pending_batches(
     run_folder: str | Path | RunFolder, config: Any, keystore: KeyStore | None = None, *,
     registries: Registries, log: Any = None,
 ) -> FetchReport:
-    from coeval.phases.base import PhaseContext, PhaseError, PhaseResult
-    from coeval.phase_order import ordered_phases
-    from coeval.storage.lock import RunFolderBusyError, RunLock
-
     run = run_folder if isinstance(run_folder, RunFolder) else RunFolder(run_folder)
     if log is None:
-        from coeval.logging import get_logger
-
         log = get_logger()
     report = FetchReport()
     try:
@@ -141,8 +138,6 @@ def _add_to_meta(run: RunFolder, outcomes: Counter[str], calls: Counter[str], sp
     """Calls and spend of the collected items count toward quota and budget like any others."""
     if not outcomes:
         return
-    from coeval.storage.run_folder import utc_now
-
     def change(meta: dict[str, Any]) -> None:
         c = meta.setdefault("calls", {})
         for name, n in calls.items():

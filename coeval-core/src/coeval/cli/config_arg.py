@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coeval.cli.errors import UserError
+from coeval.config.loader import load_config
 
 __all__ = ["DEFAULT_CONFIG", "choose_config_path", "run_path_from"]
 
@@ -48,7 +49,5 @@ def run_path_from(run_path: str | None, config_path: str | None) -> str:
             "no run given",
             hint=f"pass --run storage_folder/experiment_id or --config CONFIG (or run it where {DEFAULT_CONFIG} is)",
         )
-    from coeval.config import load_config
-
     config = load_config(config_path, check_filesystem=False)
     return str(Path(config.experiment.storage_folder) / config.experiment.id)

@@ -7,8 +7,13 @@ from pathlib import Path
 
 import click
 
+from coeval.authoring.describe import write_description
 from coeval.cli.config_arg import choose_config_path
 from coeval.cli.errors import user_errors
+from coeval.cli.run_cmd import load_for_cli
+from coeval.credentials import KeyStore
+from coeval.plugins import registries
+from coeval.probe import probe_models
 
 
 @click.command("describe")
@@ -31,17 +36,10 @@ def command(
 
     No model is called unless --probe is given.
     """
-    from coeval.authoring.describe import write_description
-    from coeval.cli.run_cmd import load_for_cli
-    from coeval.plugins import registries
-
     config_path = choose_config_path(config_arg, config_path, "describe")
     config = load_for_cli(config_path, keys=keys, dry_run=True, check_filesystem=False)
     results = None
     if probe:
-        from coeval.credentials import KeyStore
-        from coeval.probe import probe_models
-
         results = probe_models(config, KeyStore.load(keys), "full")
     source = Path(config_path)
     target = Path(out) if out else source.with_name(f"{source.stem}_description.html")

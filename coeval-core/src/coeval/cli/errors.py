@@ -23,6 +23,8 @@ from typing import Any, TypeVar
 
 import click
 
+from coeval.plugin_errors import DuplicateRegistrationError
+
 __all__ = [
     "ERROR_PREFIX",
     "EXIT_USAGE",
@@ -64,9 +66,9 @@ def echo_issues(issues: Any, *, err: bool = True) -> None:
 
 def report_user_error(exc: BaseException) -> int | None:
     """Print ``exc`` if it is a user error and return the exit code; None for anything else."""
+    # lazy: they pull yaml, attrs and jsonschema into coeval.cli.main, which stays light
     from coeval.config.errors import ConfigError
     from coeval.credentials import KeyFileError, redact
-    from coeval.plugins import DuplicateRegistrationError
 
     if isinstance(exc, ConfigError):
         n = len(exc.errors)

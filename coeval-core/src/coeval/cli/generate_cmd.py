@@ -6,8 +6,11 @@ from pathlib import Path
 
 import click
 
+from coeval.authoring.generate import GenerateError, generate_static_config
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import QUIET, current_verbosity, info
+from coeval.credentials import KeyStore
+from coeval.plugins import registries
 
 
 @click.command("generate")
@@ -31,10 +34,6 @@ def command(config_path: str, out: str, keys: str | None, work_dir: str | None, 
     Every `auto`, `complete` and `extend` is replaced by what the teachers produced, and
     phases 1-2 are set to Keep, so the new config makes no teacher calls for them.
     """
-    from coeval.authoring.generate import GenerateError, generate_static_config
-    from coeval.credentials import KeyStore
-    from coeval.plugins import registries
-
     if Path(out).exists() and not force:
         raise UserError(f"{out} already exists", "choose another --out, or pass --force to overwrite it")
     if keys:

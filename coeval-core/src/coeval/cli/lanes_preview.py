@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from coeval.plugins import registries
+
 __all__ = ["format_lanes", "lanes_of"]
 
 
 def lanes_of(config: Any, keys: Any = None) -> dict[str, dict[str, Any]]:
     """lane key -> {models, max_concurrency, queue_aware, replicas}; models whose interface cannot be
     built here (not installed, missing settings) are left out."""
-    from coeval.plugins import registries
-
     regs = registries()
     lanes: dict[str, dict[str, Any]] = {}
     for model in config.models:

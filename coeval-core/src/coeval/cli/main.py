@@ -13,8 +13,9 @@ import sys
 
 import click
 
-from coeval.cli.errors import show_click_error
+from coeval.cli.errors import report_user_error, show_click_error
 from coeval.cli.verbosity import with_verbosity
+from coeval.plugin_errors import DuplicateRegistrationError
 
 #: subcommand -> (module, one-line help shown by `coeval --help` without importing it)
 CORE_COMMANDS: dict[str, tuple[str, str]] = {
@@ -47,7 +48,7 @@ class CoevalGroup(click.Group):
         if CoevalGroup._plugins_loaded:
             return
         CoevalGroup._plugins_loaded = True
-        from coeval.plugins import get_plugin_manager
+        from coeval.plugins import get_plugin_manager  # heavy: keeps this module light
 
         get_plugin_manager().hook.register_commands(cli=self)
 
@@ -71,7 +72,7 @@ class CoevalGroup(click.Group):
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         """A shipped plugin's command that is missing says why and how to get it."""
-        from coeval.plugin_status import PLUGIN_COMMANDS, unavailable_reason
+        from coeval.plugin_status import PLUGIN_COMMANDS, unavailable_reason  # heavy: the plugin stack
 
         name = click.utils.make_str(args[0]) if args else ""
         if name in PLUGIN_COMMANDS and self.get_command(ctx, name) is None and not ctx.resilient_parsing:
@@ -125,9 +126,6 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """The ``coeval`` entry point; a plugin conflict (two plugins registering one name) is a
     one-line error with exit code 2, whichever command met it."""
-    from coeval.cli.errors import report_user_error
-    from coeval.plugins import DuplicateRegistrationError
-
     try:
         cli.main(args=argv, prog_name="coeval")
     except DuplicateRegistrationError as exc:

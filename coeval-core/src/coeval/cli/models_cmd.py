@@ -5,12 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from typing import Any
 
 import click
 
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
+from coeval.config.model import ModelConfig
+from coeval.credentials import KeyFileError, KeyStore, redact
+from coeval.plugin_status import missing_interface
+from coeval.plugins import registries
 
 #: Providers that need no key, only a reachable server (listed when their URL is configured).
 _KEYLESS = {"ollama": "OLLAMA_HOST", "vllm": "VLLM_BASE_URL"}
@@ -18,17 +23,12 @@ _VIRTUAL = {"mock", "benchmark", "huggingface", "llamacpp"}
 
 
 def _configured(name: str, keys: Any) -> bool:
-    import os
-
     if name in _KEYLESS:
         return bool(os.environ.get(_KEYLESS[name])) or name in keys.entries
     return bool(keys.for_provider(name).present)
 
 
 async def _list_one(name: str, keys: Any, registries: Any, verbose: bool) -> tuple[str, list[dict[str, Any]] | None, str | None]:
-    from coeval.config.model import ModelConfig
-    from coeval.credentials import redact
-
     model = ModelConfig(name=name, interface=name, parameters={"model": ""})
     iface = None
     try:
@@ -55,8 +55,6 @@ def _chosen_providers(providers: str | None, regs: Any, keystore: Any) -> list[s
         names = [p.strip() for p in providers.split(",") if p.strip()]
         unknown = [n for n in names if n not in regs.interfaces]
         if unknown:
-            from coeval.plugin_status import missing_interface
-
             reasons = "; ".join(missing_interface(n) for n in unknown)
             raise UserError(f"--providers: {reasons}", hint=f"available here: {', '.join(real) or 'none'}")
         return names
@@ -88,17 +86,12 @@ def command(providers: str | None, keys: str | None, as_json: bool, quiet: bool,
 
 def _list_models(providers: str | None, keys: str | None, as_json: bool, *, quiet: bool, verbose: bool) -> None:
     """The body of ``coeval models``, run inside the chosen console log level."""
-    from coeval.credentials import KeyFileError, KeyStore
-    from coeval.plugins import registries
-
     regs = registries()
     try:
         keystore = KeyStore.load(keys)
         names = _chosen_providers(providers, regs, keystore)
     except (UserError, KeyFileError) as exc:
         if as_json:  # a script reading stdout gets the error as JSON too; stderr and exit 2 as always
-            from coeval.credentials import redact
-
             click.echo(json.dumps({"error": redact(str(exc)), "fix": getattr(exc, "hint", None)}, indent=2))
         raise
 

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import click
 
-from coeval.cli.lanes_preview import format_lanes
-
 from coeval.cli.config_arg import choose_config_path
 from coeval.cli.errors import user_errors
-from coeval.console import output_console
+from coeval.cli.lanes_preview import format_lanes
 from coeval.cli.run_cmd import load_for_cli, parse_model_list
+from coeval.console import output_console
+from coeval.cost import estimate_cost, print_estimate, write_estimate
+from coeval.planning import print_plan
 
 
 @click.command("plan")
@@ -57,9 +58,6 @@ def command(
     coeval plan --config my.yaml --continue             what is left of a run
     coeval plan --config my.yaml --json                 machine-readable
     """
-    from coeval.cost import estimate_cost, print_estimate, write_estimate
-    from coeval.planning import print_plan
-
     config_path = choose_config_path(config_arg, config_path, "plan")
     models = parse_model_list(only_models)
     # a plan needs no run folder, except to count what is left of one (--continue)

@@ -6,6 +6,15 @@ import json
 
 import click
 
+from coeval.cli.main import CORE_COMMANDS
+from coeval.plugins import (
+    CORE_PLUGIN,
+    commands_by_plugin,
+    get_plugin_manager,
+    plugin_distributions,
+    registries,
+)
+
 
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
@@ -14,9 +23,6 @@ def command(as_json: bool) -> None:
 
     Set COEVAL_DISABLE_PLUGINS=name,... to turn plugins off.
     """
-    from coeval.cli.main import CORE_COMMANDS
-    from coeval.plugins import CORE_PLUGIN, commands_by_plugin, get_plugin_manager, plugin_distributions, registries
-
     pm = get_plugin_manager()
     regs = registries()
     dists = plugin_distributions()

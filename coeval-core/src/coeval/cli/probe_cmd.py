@@ -8,7 +8,10 @@ from typing import Any
 import click
 
 from coeval.cli.config_arg import choose_config_path
-from coeval.cli.errors import user_errors
+from coeval.cli.errors import echo_issues, user_errors
+from coeval.config.loader import load_config
+from coeval.credentials import KeyStore
+from coeval.probe import probe_models
 
 
 @click.command("probe")
@@ -36,9 +39,6 @@ def command(
     Makes one short call per model (a few tokens). Exit code 2 when a model fails and the
     probe-on-fail action is abort; 0 otherwise.
     """
-    from coeval.credentials import KeyStore
-    from coeval.probe import probe_models
-
     config = _load(choose_config_path(config_arg, config_path, "probe"), keys)
     mode = mode or config.experiment.probe_mode
     on_fail = on_fail or config.experiment.probe_on_fail
@@ -64,10 +64,6 @@ def command(
 
 def _load(config_path: str, keys: str | None) -> Any:
     """The config, validated as for a run, but an existing run folder is fine here."""
-    from coeval.cli.errors import echo_issues
-    from coeval.config import load_config
-    from coeval.credentials import KeyStore
-
     if keys:
         KeyStore.load(keys)
     config = load_config(config_path, keys_file=keys, allow_existing_run=True)

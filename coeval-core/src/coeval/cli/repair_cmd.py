@@ -7,11 +7,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from rich.table import Table
 
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import info
 from coeval.console import output_console
+from coeval.plugins import registries
 from coeval.storage.listing import storage_folder_hint
+from coeval.storage.lock import RunFolderBusyError, RunLock
+from coeval.storage.repair import repair_run
+from coeval.storage.run_folder import RunFolder
 
 if TYPE_CHECKING:
     from coeval.storage.repair import RepairReport
@@ -32,10 +37,6 @@ def command(run_path: str, dry_run: bool, as_json: bool) -> None:
     phase 1-2 proposals; reopens every phase from the first one with a gap. Files are
     rewritten atomically, under the run folder's lock.
     """
-    from coeval.plugins import registries
-    from coeval.storage.lock import RunFolderBusyError, RunLock
-    from coeval.storage.repair import repair_run
-
     run = open_run_folder(run_path)
     lock = RunLock(run.root, shared=False)
     if not dry_run:
@@ -55,8 +56,6 @@ def command(run_path: str, dry_run: bool, as_json: bool) -> None:
 
 def open_run_folder(run_path: str) -> RunFolder:
     """The run folder at ``run_path``, or a UserError saying why it is not one."""
-    from coeval.storage.run_folder import RunFolder
-
     root = Path(run_path)
     if not root.is_dir():
         raise UserError(f"{root}: no such run folder", "pass --run storage_folder/experiment_id")
@@ -68,8 +67,6 @@ def open_run_folder(run_path: str) -> RunFolder:
 
 
 def _print(report: RepairReport) -> None:
-    from rich.table import Table
-
     console = output_console(soft_wrap=True)
     verb = "would fix" if report.dry_run else "fixed"
     totals = report.totals()

@@ -8,6 +8,7 @@ from typing import Any
 
 from coeval.credentials import redact
 from coeval.interfaces.base import GenerateRequest
+from coeval.plugins import registries
 
 __all__ = ["format_request_bodies"]
 
@@ -29,8 +30,6 @@ def _body(model: Any, registries: Any) -> dict[str, Any] | None:
 
 def format_request_bodies(config: Any) -> str:
     """One block per model whose interface builds a JSON request body (others are skipped)."""
-    from coeval.plugins import registries
-
     regs = registries()
     lines: list[str] = []
     for model in config.models:

@@ -16,7 +16,13 @@ from coeval.cli.run_end import run_end_actions
 from coeval.cli.run_summary import run_summary_json
 from coeval.cli.spend_check import DEFAULT_CONFIRM_ABOVE_USD, check_spend
 from coeval.cli.verbosity import verbosity, verbosity_options
+from coeval.config._schema_check import did_you_mean
+from coeval.config.errors import ConfigError, ValidationIssue
+from coeval.config.loader import load_config
+from coeval.credentials import KeyStore
 from coeval.limits import limit_datapoints, limit_note, record_limit
+from coeval.planning import format_plan, plan_experiment
+from coeval.run_options import RunOptions
 from coeval.selection import select
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -31,9 +37,6 @@ def parse_model_list(value: str | None) -> tuple[str, ...]:
 
 def check_only_models(config: Any, names: tuple[str, ...]) -> None:
     """V-36: ``--only-models`` must name models of the config."""
-    from coeval.config.errors import ConfigError, ValidationIssue
-    from coeval.config._schema_check import did_you_mean
-
     known = [m.name for m in config.models]
     issues = []
     for name in names:
@@ -68,9 +71,6 @@ def load_for_cli(
     An explicitly given key file is read first so a malformed one fails cleanly even when
     no model needs it yet. Warnings go to stderr.
     """
-    from coeval.config import load_config
-    from coeval.credentials import KeyStore
-
     if keys:
         KeyStore.load(keys)
     config = load_config(
@@ -198,8 +198,6 @@ def command(
     coeval run my.yaml                run (--config my.yaml works too)
     coeval run my.yaml --continue     resume an interrupted run
     """
-    from coeval.planning import format_plan, plan_experiment
-
     config_path = choose_config_path(config_arg, config_path, "run")
     level = verbosity(quiet, verbose)
     models = parse_model_list(only_models)
@@ -222,8 +220,6 @@ def command(
         click.echo(format_request_bodies(config), nl=False)
         click.echo("Dry run: config is valid; no call made, no file written.")
         return
-    from coeval.run_options import RunOptions
-
     options = RunOptions(
         continue_run=continue_run,
         only_models=models,
@@ -238,7 +234,7 @@ def command(
         verbosity=level,
     )
     try:
-        from coeval.runner import run_experiment
+        from coeval.runner import run_experiment  # lazy: --dry-run never imports the runner
     except ImportError as exc:
         if exc.name and exc.name.startswith("coeval.runner"):
             raise UserError(

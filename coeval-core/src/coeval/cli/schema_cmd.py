@@ -6,6 +6,8 @@ import json
 
 import click
 
+from coeval.config._schema_check import config_schema
+
 
 @click.command("schema")
 @click.option("--compact", is_flag=True, help="Print on one line.")
@@ -18,6 +20,4 @@ def command(compact: bool) -> None:
 
     after `coeval schema > coeval-schema.json`.
     """
-    from coeval.config._schema_check import config_schema
-
     click.echo(json.dumps(config_schema(), indent=None if compact else 2))

@@ -8,16 +8,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from rich.table import Table
 
+from coeval.batching.fetch import FetchError, fetch_pending_batches
+from coeval.batching.pending import PendingStore
 from coeval.cli.call_figures import call_figures, figures_table
+from coeval.cli.config_arg import run_path_from
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.lane_table import lanes_table
+from coeval.cli.repair_cmd import open_run_folder
 from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.console import output_console
+from coeval.cost.report import read_estimate
+from coeval.credentials import KeyStore
 from coeval.lane_figures import read_lanes
 from coeval.limits import LIMIT_KEY, full_config, limit_note
+from coeval.phase_order import ordered_phases
+from coeval.phases.base import RunView
+from coeval.plugins import registries as _registries
 from coeval.quality import rejections
+from coeval.records import load_phase_records, record_status
+from coeval.running.ingested import merge_ingested
+from coeval.storage import iter_jsonl
+from coeval.storage.lock import folder_in_use
+from coeval.storage.run_folder import RunFolder
+from coeval.storage.snapshot import read_config_snapshot
 
 if TYPE_CHECKING:
     from coeval.plugins import Registries
@@ -27,8 +43,6 @@ __all__ = ["collect_status", "command"]
 
 def _scan_files(run: Any, phase: str) -> dict[str, int]:
     """Lines, records, unreadable lines and duplicate ids of a phase's JSONL files."""
-    from coeval.storage import iter_jsonl
-
     files = run.jsonl_files(phase)
     out = {"files": len(files), "lines": 0, "bad_lines": 0, "duplicate_ids": 0}
     seen: set[str] = set()
@@ -51,8 +65,6 @@ def _scan_files(run: Any, phase: str) -> dict[str, int]:
 
 
 def _recent_errors(run: Any, limit: int = 5) -> list[dict[str, str]]:
-    from coeval.records import load_phase_records, record_status
-
     errors: list[dict[str, str]] = []
     for phase in ("data_generation", "response_collection", "evaluation"):
         for rec in load_phase_records(run, phase).values():
@@ -65,8 +77,6 @@ def _recent_errors(run: Any, limit: int = 5) -> list[dict[str, str]]:
 
 def _pending_batches(run: Any, notes: list[str]) -> list[dict[str, Any]]:
     """Jobs in ``pending_batches.json`` (also the legacy ``{batch_id: {...}}`` form)."""
-    from coeval.batching.pending import PendingStore
-
     store = PendingStore(run)
     try:
         jobs = [
@@ -91,11 +101,6 @@ def _pending_batches(run: Any, notes: list[str]) -> list[dict[str, Any]]:
 
 def collect_status(run_path: str | Path, registries: Registries | None = None) -> dict[str, Any]:
     """Everything ``coeval status`` shows, as plain data (``--json`` prints it)."""
-    from coeval.phases.base import RunView
-    from coeval.runner import ordered_phases
-    from coeval.storage.run_folder import RunFolder
-    from coeval.storage.snapshot import read_config_snapshot
-
     run = RunFolder(run_path)
     notes: list[str] = []
     try:
@@ -107,15 +112,9 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
     if config is None:
         notes.append("no readable config.yaml: expected counts are unknown, only records are shown")
     else:
-        from coeval.runner import merge_ingested
-
         config = merge_ingested(full_config(config, meta), meta)  # a --limit slice: the full totals
     if registries is None:
-        from coeval.plugins import registries as _registries
-
         registries = _registries()
-    from coeval.storage.lock import folder_in_use
-
     active = folder_in_use(run.root)
     run_status = meta.get("status") or "unknown (meta.json is missing or unreadable; `coeval repair` rebuilds it)"
     if run_status == "in_progress" and not active:
@@ -207,8 +206,6 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
 def _estimate_beside_spend(root: Path, models: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The run's ``cost_estimate.json`` (from ``plan`` / ``--estimate-only`` / ``estimate_cost``)
     summarised for comparison with the spend and calls recorded in ``meta.json``."""
-    from coeval.cost.report import read_estimate
-
     data = read_estimate(root)
     if data is None:
         return None
@@ -239,9 +236,6 @@ def command(run_path: str | None, config_path: str | None, as_json: bool, fetch_
     failures by cause, calls against quotas, spend against the budget, pending batches
     and the latest errors. Reads the run folder only; makes no call.
     """
-    from coeval.cli.config_arg import run_path_from
-    from coeval.cli.repair_cmd import open_run_folder
-
     with command_logging(verbosity(quiet, verbose)):
         run = open_run_folder(run_path_from(run_path, config_path))
         if fetch_batches:
@@ -257,10 +251,6 @@ def command(run_path: str | None, config_path: str | None, as_json: bool, fetch_
 
 def _fetch(run: Any, keys: str | None) -> None:
     """``--fetch-batches``: collect finished provider batch jobs into the run's records."""
-    from coeval.batching.fetch import FetchError, fetch_pending_batches
-    from coeval.credentials import KeyStore
-    from coeval.storage.snapshot import read_config_snapshot
-
     config = read_config_snapshot(run)
     if config is None:
         raise UserError(f"{run.config_path}: missing or unreadable, so batch results cannot be matched to items",
@@ -275,8 +265,6 @@ def _fetch(run: Any, keys: str | None) -> None:
 
 
 def _print(status: dict[str, Any]) -> None:
-    from rich.table import Table
-
     console = output_console(soft_wrap=True)
     console.print(f"[bold]{status['experiment_id'] or '?'}[/bold]  {status['run']}  status: {status['status']}"
                   + (f"  (forked from {status['forked_from']})" if status.get("forked_from") else ""))

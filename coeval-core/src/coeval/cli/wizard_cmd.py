@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
+from coeval.authoring.wizard import WizardError, build_interactively, draft_config, write_config
 from coeval.cli.errors import UserError, user_errors
+from coeval.config.loader import load_config
+from coeval.credentials import KeyStore
+from coeval.phase_modes import registered_modes
+from coeval.phase_order import ordered_phases
+from coeval.plugins import registries
+from coeval.probe import probe_models
 
 
 @click.command("wizard")
@@ -70,8 +77,6 @@ def command(
     coeval wizard --objective "rank models on SQL" \\
         --models openai:gpt-4o-mini,anthropic:claude-3-5-haiku-20241022
     """
-    from coeval.authoring.wizard import WizardError, build_interactively, draft_config, write_config
-
     if Path(out).exists() and not force:
         raise UserError(f"{out} already exists", "choose another --out, or pass --force to overwrite it")
     try:
@@ -102,10 +107,6 @@ def command(
 
 
 def _probe(path: Path, keys: str | None) -> None:
-    from coeval.config import load_config
-    from coeval.credentials import KeyStore
-    from coeval.probe import probe_models
-
     config = load_config(path, check_filesystem=False, keys_file=keys, environment_as_warnings=True)
     for r in probe_models(config, KeyStore.load(keys), "full"):
         if r.skipped:
@@ -118,8 +119,4 @@ def _probe(path: Path, keys: str | None) -> None:
 
 def _registered_phase_modes() -> dict[str, tuple[str, ...]]:
     """Phase id -> modes of every registered phase, in run order."""
-    from coeval.phase_modes import registered_modes
-    from coeval.phase_order import ordered_phases
-    from coeval.plugins import registries
-
     return registered_modes(ordered_phases(registries()))

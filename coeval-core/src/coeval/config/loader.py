@@ -14,12 +14,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import cattrs
 
 from coeval.config._yaml import LineMap, read_yaml
 from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
 from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
+from coeval.credentials import KeyStore
 from coeval.interfaces.known import AUTO_INTERFACE, KNOWN_INTERFACES
 from coeval.phase_modes import default_mode, registered_modes
 from coeval.phase_order import ordered_phases
@@ -83,6 +85,7 @@ def _resolve(registries: Registries | None) -> Registries:
     the installed plugins."""
     if registries is not None:
         return registries
+    # lazy: the plugin layer builds on coeval.config, which reaches up only when given no registries
     from coeval.plugins import registries as installed
 
     return installed()
@@ -188,8 +191,6 @@ def load_config(
 
 
 def _with_warnings(config: Config, warnings: tuple[ValidationIssue, ...]) -> Config:
-    import attrs
-
     return attrs.evolve(config, warnings=warnings)
 
 
@@ -203,8 +204,7 @@ def _resolve_auto_interfaces(
     autos = [(i, m) for i, m in enumerate(raw.get("models", [])) if m.get("interface") == AUTO_INTERFACE]
     if not autos:
         return
-    from coeval.credentials import KeyStore
-    from coeval.plugins import get_plugin_manager
+    from coeval.plugins import get_plugin_manager  # lazy: the plugin layer builds on coeval.config
 
     keys = KeyStore.load(keys_file)
     hook = get_plugin_manager().hook.resolve_auto_interface
@@ -329,8 +329,6 @@ def _make_converter() -> cattrs.Converter:
 
 
 def attrs_fields(cls: type) -> dict[str, Any]:
-    import attrs
-
     attrs.resolve_types(cls)
     return {f.name: f.type for f in attrs.fields(cls)}
 
@@ -351,7 +349,5 @@ def structure_config(
         _converter = _make_converter()
     config = _converter.structure(_normalise(raw, phases or {}), Config)
     if source is not None:
-        import attrs
-
         config = attrs.evolve(config, source=source)
     return config

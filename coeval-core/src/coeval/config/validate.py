@@ -62,6 +62,7 @@ from coeval.interfaces.known import (
 )
 from coeval.interfaces.mock import parameter_problem as mock_parameter_problem
 from coeval.prompts import TEMPLATE_VARIABLES, template_fields
+from coeval.storage.run_folder import PHASE_DIRS
 
 __all__ = [
     "ALL_RULES",
@@ -666,8 +667,6 @@ def _holds_a_run(folder: Path) -> bool:
     """Whether a new run in ``folder`` would mix its records with an earlier one: the folder
     has a ``meta.json`` or phase files. A folder with only a cost estimate (``--estimate-only``)
     or the log of a start-up that died before writing anything is not a run yet."""
-    from coeval.storage.run_folder import PHASE_DIRS
-
     if not folder.exists():
         return False
     if not folder.is_dir() or (folder / "meta.json").exists():

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coeval.console import output_console
 from coeval.cost.estimate import CellEstimate, CostEstimate, estimate_cost
 from coeval.cost.pricing import Price, price_for
 from coeval.cost.report import (
@@ -62,8 +63,6 @@ def estimate_and_report(
     )
     print_estimate(estimate, console)
     if write_file:
-        from coeval.console import output_console
-
         folder = Path(config.experiment.storage_folder) / config.experiment.id
         path = write_estimate(estimate, folder / ESTIMATE_FILE)
         (console or output_console()).print(f"estimate written to {path}", highlight=False)

@@ -34,6 +34,7 @@ from coeval.cost.samples import SampleResults, run_samples
 from coeval.cost.tokens import estimate_tokens
 from coeval.limits import completed_phases
 from coeval.planning import Plan, batch_phases, plan_experiment
+from coeval.plugins import registries as installed
 from coeval.storage.run_folder import RunFolder, utc_now
 
 if TYPE_CHECKING:
@@ -210,8 +211,6 @@ def estimate_cost(
     installed plugins when None: this is an entry point of the Python API).
     """
     if registries is None:
-        from coeval.plugins import registries as installed
-
         registries = installed()
     n_samples = config.experiment.estimate_samples if samples is None else samples
     plan = plan_experiment(config, only_models=only_models, registries=registries)

@@ -7,6 +7,7 @@ a bounded sample of each file (an average needs a few hundred calls, not a milli
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Collection, Iterator
 from itertools import islice
@@ -15,6 +16,7 @@ from typing import Any
 
 from coeval.config.model import Config
 from coeval.cost.measure import Measured
+from coeval.phases.mapping import _proposal_path
 from coeval.records import is_ok, load_phase_records
 from coeval.storage.run_folder import RunFolder, iter_jsonl
 
@@ -46,8 +48,6 @@ def _phase_records(run: RunFolder, phase: str, config: Config) -> list[dict[str,
 
 def _proposals(run: RunFolder, config: Config, phase: str) -> list[tuple[str, str, Path, Path]]:
     """(task, teacher, artifact, proposal path) of the teacher calls phases 1-2 make."""
-    from coeval.phases.mapping import _proposal_path
-
     out = []
     for task in config.tasks:
         if phase == "attribute_mapping":
@@ -68,8 +68,6 @@ def done_calls(
     ``skip_phases`` (those in ``meta.phases_completed``) are not read: the caller counts
     nothing left for them.
     """
-    import json
-
     done: Counter[tuple[str, str, str]] = Counter()
     for phase in ("attribute_mapping", "rubric_mapping"):
         if phase in skip_phases:
@@ -107,8 +105,6 @@ def measured_history(
 ) -> dict[tuple[str, str], Measured]:
     """(phase, model) -> token usage of the calls already made (records with usage), from
     a sample of each file; only ``phases`` (all when None) are read."""
-    import json
-
     out: dict[tuple[str, str], Measured] = {}
 
     def add(phase: str, model: str, usage: Any) -> None:

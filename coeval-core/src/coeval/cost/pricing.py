@@ -7,6 +7,7 @@ from typing import Any
 import attrs
 
 from coeval.config.model import ModelConfig
+from coeval.plugins import get_plugin_manager
 
 __all__ = ["LOCAL_INTERFACES", "Price", "price_for"]
 
@@ -39,8 +40,6 @@ def price_for(model: ModelConfig) -> Price | None:
     Local interfaces cost nothing per token; the mock's ``cost_per_1k_tokens_usd`` and
     ``cost_per_call_usd`` parameters price it like a provider (for budget tests and demos).
     """
-    from coeval.plugins import get_plugin_manager
-
     model_id = str(model.parameters.get("model") or "")
     if model.interface == "mock":
         per_1k = float(model.parameters.get("cost_per_1k_tokens_usd") or 0.0)

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from coeval.console import output_console
 from coeval.cost.estimate import CostEstimate
 from coeval.storage.run_folder import atomic_write_json
 
@@ -37,11 +43,6 @@ def _usd(value: float, complete: bool = True) -> str:
 
 
 def print_estimate(estimate: CostEstimate, console: Any = None) -> None:
-    from rich import box
-    from rich.table import Table
-
-    from coeval.console import output_console
-
     console = console or output_console()
     style: dict[str, Any] = {"title_justify": "left", "box": box.SIMPLE_HEAD}
     what = "remaining work" if estimate.remaining_only else "full run"
@@ -103,8 +104,6 @@ def print_estimate(estimate: CostEstimate, console: Any = None) -> None:
 
 
 def format_estimate(estimate: CostEstimate, width: int = 110) -> str:
-    from rich.console import Console
-
     buffer = io.StringIO()
     print_estimate(
         estimate, Console(file=buffer, width=width, color_system=None, force_terminal=False, highlight=False)
@@ -122,8 +121,6 @@ def write_estimate(estimate: CostEstimate, path: str | Path) -> Path:
 def read_estimate(run_root: str | Path) -> dict[str, Any] | None:
     """The ``cost_estimate.json`` of a run folder (for ``coeval status`` to show the estimate
     beside the spend in ``meta.json``), or None when there is none or it cannot be read."""
-    import json
-
     try:
         data = json.loads((Path(run_root) / ESTIMATE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -19,6 +19,9 @@ from coeval.config.validate import judged_factors
 from coeval.cost.tokens import filler_text
 from coeval.interfaces.base import GenerateRequest
 from coeval.phases.base import RunView
+from coeval.phases.evaluation import judge_factors
+from coeval.phases.generation import sampler_for
+from coeval.phases.mapping import AttributeMappingPhase, RubricMappingPhase
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, JUDGE_FACTOR_SCHEMA, judge_single_schema
 from coeval.storage.run_folder import RunFolder
@@ -146,8 +149,6 @@ class RequestBuilder:
 
     def draw(self, task: TaskConfig, teacher: str, seq: int = 1) -> tuple[dict[str, str], dict[str, str]]:
         """The attributes phase 3 draws for slot ``seq`` (a stand-in while phase 1 is pending)."""
-        from coeval.phases.generation import sampler_for
-
         sampler = sampler_for(self.view, task, teacher)
         if sampler is None:
             return dict(_PLACEHOLDER_DRAW), {}
@@ -159,8 +160,6 @@ class RequestBuilder:
         return self.view.rubric(task) or _PLACEHOLDER_RUBRIC
 
     def judge_factors(self, task: TaskConfig) -> list[str]:
-        from coeval.phases.evaluation import judge_factors
-
         return judge_factors(task, self.rubric(task))
 
     # ---- requests -----------------------------------------------------------------------------
@@ -174,8 +173,6 @@ class RequestBuilder:
             "output_description": task.output_description.strip(),
         }
         if phase == "attribute_mapping":
-            from coeval.phases.mapping import AttributeMappingPhase
-
             kinds = [
                 k
                 for k, spec in (("target", task.target_attributes), ("nuanced", task.nuanced_attributes))
@@ -183,8 +180,6 @@ class RequestBuilder:
             ]
             return [AttributeMappingPhase().request(self.base_view, task, k, model)[0] for k in kinds]
         if phase == "rubric_mapping":
-            from coeval.phases.mapping import RubricMappingPhase
-
             return [RubricMappingPhase().request(self.view, task, "rubric", model)[0]]
         if phase == "data_generation":
             target, nuanced = self.draw(task, model.name, seq)

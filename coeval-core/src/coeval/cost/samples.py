@@ -24,7 +24,10 @@ from coeval.cost.requests import RequestBuilder, TaskTexts, expected_output_toke
 from coeval.cost.tokens import estimate_tokens, filler_text
 from coeval.credentials import KeyStore, redact
 from coeval.interfaces.base import GenerateRequest, Interface
+from coeval.phases.mapping import _snake, merge_attribute_maps, merge_rubrics
+from coeval.phases.responses import parse_answer
 from coeval.plugin_status import missing_interface
+from coeval.prompts.schemas import parse_attribute_map, parse_datapoint, parse_rubric
 
 if TYPE_CHECKING:
     from coeval.plugins import Registries
@@ -111,9 +114,6 @@ async def run_samples(
     timeout_s: float = 90.0,
 ) -> SampleResults:
     """Make ``samples`` calls per (model, phase with planned calls), in phase order."""
-    from coeval.phases.responses import parse_answer
-    from coeval.prompts.schemas import parse_datapoint
-
     results = SampleResults()
     if samples <= 0:
         return results
@@ -208,9 +208,6 @@ def _absorb(phase: str, seen: dict[str, list[Any]], texts: dict[str, TaskTexts])
 
 def _collect_proposal(request: GenerateRequest, result: Any, task: str, seen: dict[str, list[Any]]) -> None:
     """Keep a phase 1-2 sample's proposal (parsed as the phase parses it)."""
-    from coeval.phases.mapping import _snake
-    from coeval.prompts.schemas import parse_attribute_map, parse_rubric
-
     try:
         if request.schema_name == "rubric":
             seen[task].append(("rubric", _snake(parse_rubric(result.text))))
@@ -228,8 +225,6 @@ def _anticipate(
     """Merge phase 1-2 sample proposals per task, seeds first, as the phases do."""
     if phase not in ("attribute_mapping", "rubric_mapping"):
         return
-    from coeval.phases.mapping import merge_attribute_maps, merge_rubrics
-
     for task_name, items in seen.items():
         task = tasks[task_name]
         for kind in ("target", "nuanced", "rubric"):

@@ -13,6 +13,7 @@ again, and nobody is asked twice.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -225,8 +226,6 @@ def _seed_text(seed: Mapping[str, Any] | None) -> str:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coeval.phases.base import PhaseError
 from coeval.quality.checks import BUILTIN_CHECKS
 from coeval.quality.gate import QUALITY_KIND, ItemGate, QualityRejection, UnknownCheckError, resolve_checks
 from coeval.quality.ledger import rejections
@@ -36,8 +37,6 @@ def register_builtin_checks(register: Any) -> None:
 
 def gate_for(view: Any) -> ItemGate:
     """The gate of a phase run: every registered check, as ``experiment.item_checks`` sets them."""
-    from coeval.phases.base import PhaseError
-
     try:
         checks = resolve_checks(view.registries.item_checks, view.config.experiment.item_checks)
     except UnknownCheckError as exc:

@@ -47,15 +47,22 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coeval.credentials import redact
-from coeval.interfaces.base import FatalModelError, Interface, ModelError, RateLimitError, Usage
+from coeval.interfaces.base import (
+    FatalModelError,
+    Interface,
+    ModelError,
+    RateLimitError,
+    TransientModelError,
+    Usage,
+)
 from coeval.scheduler.adaptive import AdaptiveLimit, LimitCounters
 from coeval.scheduler.batch import BatchExecutor
 from coeval.scheduler.clock import Clock, SystemClock
-from coeval.scheduler.lanes import TIMEOUTS_TO_EJECT, Lane, LaneQueue, lane_for_new_worker, percentile
-from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.correction import with_correction
+from coeval.scheduler.lanes import TIMEOUTS_TO_EJECT, Lane, LaneQueue, lane_for_new_worker, percentile
 from coeval.scheduler.prior import PriorAttempts
 from coeval.scheduler.resample import resampled
+from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.server_wait import is_connection_failure, is_timeout
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
 
@@ -617,8 +624,6 @@ class Scheduler:
 
     def _classify(self, iface: Interface, exc: Exception) -> ModelError:
         if isinstance(exc, TimeoutError) and not isinstance(exc, ModelError):
-            from coeval.interfaces.base import TransientModelError
-
             return TransientModelError(f"call timed out after {self.limits.call_timeout_s} s")
         try:
             return iface.classify_error(exc)

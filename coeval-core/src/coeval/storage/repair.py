@@ -30,8 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from coeval.phase_order import ordered_phases
+from coeval.phases.base import RunView
 from coeval.records import FAILED, record_status, usable_datapoint, usable_response
-from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text
+from coeval.running.ingested import merge_ingested
+from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text, utc_now
+from coeval.storage.snapshot import read_config_snapshot
 
 if TYPE_CHECKING:
     from coeval.plugins import Registries
@@ -210,9 +214,6 @@ def _repair_meta(
     except (json.JSONDecodeError, UnicodeDecodeError):
         meta = None
     if config is None:
-        from coeval.runner import merge_ingested
-        from coeval.storage.snapshot import read_config_snapshot
-
         config = read_config_snapshot(run)
         if config is not None:
             config = merge_ingested(config, meta or {})
@@ -251,9 +252,6 @@ def _phases_to_reopen(
         return [] if first is None else [p for p in completed if p in order and order.index(p) >= first]
     if report.dry_run:
         return _rehearse(run, config, registries)
-    from coeval.phase_order import ordered_phases
-    from coeval.phases.base import RunView
-
     view = RunView(config, run, registries)
     reopen: list[str] = []
     gap = False
@@ -274,6 +272,4 @@ def _rehearse(run: RunFolder, config: Any, registries: Registries) -> list[str]:
 
 
 def _now() -> str:
-    from coeval.storage.run_folder import utc_now
-
     return utc_now()

@@ -13,6 +13,8 @@ from typing import Any
 import attrs
 import yaml
 
+from coeval.config.errors import ConfigError
+from coeval.config.loader import load_config, structure_config
 from coeval.config.model import Config
 from coeval.credentials import redact
 from coeval.storage.run_folder import RunFolder, atomic_write_text
@@ -91,8 +93,6 @@ def read_config_snapshot(run: RunFolder) -> Config | None:
         return None
     if not isinstance(raw, Mapping):
         return None
-    from coeval.config import ConfigError, load_config, structure_config
-
     try:
         return load_config(dict(raw), check_filesystem=False)
     except ConfigError:

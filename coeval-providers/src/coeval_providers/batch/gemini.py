@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -25,7 +27,7 @@ from coeval.interfaces.base import (
     ModelError,
     TransientModelError,
 )
-
+from coeval_providers import _errors
 from coeval_providers.batch._common import ProviderBatchRunner, dump_jsonl, line_error, load_jsonl
 from coeval_providers.interfaces.gemini import (
     GeminiInterface,
@@ -146,8 +148,6 @@ class VertexBatchRunner(GeminiBatchRunner):
 
             creds, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
         if not creds.valid:
-            import asyncio
-
             import google.auth.transport.requests
 
             await asyncio.to_thread(creds.refresh, google.auth.transport.requests.Request())
@@ -163,8 +163,6 @@ class VertexBatchRunner(GeminiBatchRunner):
             ) as resp:
                 body = await resp.read()
                 if resp.status >= 400:
-                    from coeval_providers import _errors
-
                     raise _errors.from_status("vertex batch (Cloud Storage)", resp.status, body, resp.headers)
                 return body
         except aiohttp.ClientError as exc:
@@ -190,8 +188,6 @@ class VertexBatchRunner(GeminiBatchRunner):
         return str(job.name)
 
     async def collect(self, job_id: str) -> Mapping[str, GenerateResult | ModelError]:
-        import json
-
         job = await self._call(self.iface.client().aio.batches.get(name=job_id))
         dest = str(getattr(getattr(job, "dest", None), "gcs_uri", "") or "")
         if not dest.startswith("gs://"):

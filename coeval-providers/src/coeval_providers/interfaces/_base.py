@@ -3,18 +3,25 @@ prices, results, and parameter normalisation."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface, ModelError, Usage
-
+from coeval.interfaces.base import (
+    GenerateRequest,
+    GenerateResult,
+    Interface,
+    MalformedResponseError,
+    ModelError,
+    Usage,
+)
 from coeval_providers import _errors
+from coeval_providers.pricing import pricing_table
 
 if TYPE_CHECKING:
     from coeval.config.model import ModelConfig
     from coeval.credentials import Credentials
-
     from coeval_providers.pricing import Price
 
 __all__ = ["NON_GENERATION_KEYS", "ProviderInterface", "max_tokens_of", "system_of"]
@@ -76,8 +83,6 @@ class ProviderInterface(Interface):
         params = dict(model.parameters)
         model_id = str(params.get("model") or "")
         if getattr(model, "requested_interface", None) == "auto" and model_id:
-            from coeval_providers.pricing import pricing_table
-
             model_id = pricing_table().provider_model_id(self.name, model_id)
         self.model_id = model_id
         self.timeout = float(params.get("timeout", 300.0))
@@ -138,8 +143,6 @@ class ProviderInterface(Interface):
     @property
     def price(self) -> Price | None:
         if self._price is _UNSET:
-            from coeval_providers.pricing import pricing_table
-
             # ``price_as``: the listed model a deployment or local server should be priced as.
             self._price = pricing_table().price(self.name, str(self.model.parameters.get("price_as") or self.model_id))
         price: Price | None = self._price
@@ -160,8 +163,6 @@ class ProviderInterface(Interface):
 
     def classify_sdk_error(self, exc: BaseException) -> ModelError:
         """Subclasses map their SDK's exceptions; this handles what every SDK may raise."""
-        import json
-
         if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
             return _errors.malformed(self.name, f"body is not JSON: {exc.msg if hasattr(exc, 'msg') else exc}")
         if isinstance(exc, TimeoutError):
@@ -173,8 +174,6 @@ class ProviderInterface(Interface):
     async def probe(self) -> None:
         """One tiny call. A reply cut by the token limit still proves the model answers
         (reasoning models can spend a small budget before writing anything)."""
-        from coeval.interfaces.base import MalformedResponseError
-
         params = {**self.model.parameters, "max_tokens": 16}
         for key in ("max_new_tokens", "max_output_tokens", "max_completion_tokens"):
             params.pop(key, None)

@@ -23,10 +23,10 @@ from coeval.interfaces.base import (
     ModelError,
     TransientModelError,
 )
-
 from coeval_providers import _errors
 from coeval_providers._loop_local import LoopLocal
 from coeval_providers.interfaces._base import ProviderInterface, max_tokens_of, stop_of, system_of
+from coeval_providers.pricing import pricing_table
 
 __all__ = ["GeminiInterface", "VertexInterface", "genai_error", "generate_config", "parse_generate_response"]
 
@@ -257,8 +257,6 @@ class VertexInterface(GeminiInterface):
 
     async def model_details(self) -> list[dict[str, Any]]:
         """Vertex lists only tuned models through this API; show the priced publisher models."""
-        from coeval_providers.pricing import pricing_table
-
         return [{"id": m, "input_usd_per_1m": p.input, "output_usd_per_1m": p.output}
                 for m, p in pricing_table().models("vertex").items()]
 

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from coeval.credentials import PROVIDER_ENV_VARS
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,
@@ -27,12 +28,8 @@ from coeval.interfaces.base import (
     ModelError,
     TransientModelError,
 )
-
 from coeval_providers import _errors
 from coeval_providers._loop_local import LoopLocal
-from coeval_providers.interfaces._replicas import ReplicaSet
-from coeval_providers.interfaces._self_hosted import is_self_hosted
-from coeval_providers.interfaces._server_names import rename_for_server
 from coeval_providers.interfaces._base import (
     ProviderInterface,
     _without_userinfo,
@@ -40,6 +37,9 @@ from coeval_providers.interfaces._base import (
     stop_of,
     system_of,
 )
+from coeval_providers.interfaces._replicas import ReplicaSet
+from coeval_providers.interfaces._self_hosted import is_self_hosted
+from coeval_providers.interfaces._server_names import rename_for_server
 
 __all__ = [
     "HOSTED_VENDORS",
@@ -166,8 +166,6 @@ class OpenAICompatInterface(ProviderInterface):
         key = self.api_key
         if not key:
             if self.needs_api_key:
-                from coeval.credentials import PROVIDER_ENV_VARS
-
                 names = " or ".join(PROVIDER_ENV_VARS.get(self.name, ())) or "a key"
                 raise FatalModelError(
                     f"{self.name}: no API key; add '{self.name}' to keys.yaml or set {names}"
