@@ -81,6 +81,9 @@ def test_report_renders_in_headless_chromium(report: Path, browser, tmp_path: Pa
     # navigation: a link scrolls its section into view and is highlighted
     page.click('nav a[href="#agreement"]')
     page.wait_for_function("document.querySelector('#agreement').getBoundingClientRect().top < 200")
+    # the highlight follows the scroll event, which the browser delivers after the scroll itself
+    page.wait_for_function("document.querySelector('nav a[href=\"#agreement\"]').classList.contains('active')",
+                           timeout=5_000)
     assert "active" in (page.get_attribute('nav a[href="#agreement"]', "class") or "")
 
     page.evaluate("window.scrollTo(0, 0)")
