@@ -24,9 +24,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from coeval.config.model import ModelConfig, TaskConfig
-from coeval.config.validate import judged_factors
 from coeval.evaluators.calls import calls_per_response
-from coeval.evaluators.routing import JUDGE_EVALUATOR
 from coeval.phases.base import PlannedCalls, RunView
 
 __all__ = [
@@ -142,39 +140,28 @@ def plan_response_collection(view: RunView, phase: str = "response_collection") 
     return out.planned()
 
 
-def _judge_calls_per_response(task: TaskConfig, notes: list[str]) -> int:
-    factors = judged_factors(task)
-    if factors is None:
+def _calls_per_response(view: RunView, task: TaskConfig, notes: list[str]) -> Counter[str]:
+    """Model -> phase-5 calls one response of ``task`` costs: each registered evaluator's
+    scorers that name a model (the LLM judge, and any a rubric factor is routed to)."""
+    rubric = task.static_rubric
+    if rubric is None:  # written in phase 2: only the judge scores it, on factors not known yet
         if task.evaluation_mode == "per_factor":
             notes.append(
                 f"task {task.name}: rubric {task.rubric} is written in phase 2, so its number of factors is "
                 "unknown; phase 5 is counted as one judge call per response (multiply by the factor count)"
             )
-        return 1
-    if not factors:
-        return 0
-    return len(factors) if task.evaluation_mode == "per_factor" else 1
-
-
-def _routed_calls_per_response(view: RunView, task: TaskConfig) -> Counter[str]:
-    """Model -> calls per response made by evaluators other than the LLM judge (a plugin's
-    pairwise judge, say) for the factors the config's rubric routes to them."""
-    rubric = task.static_rubric
-    if rubric is None:  # written in phase 2: factors cannot name an evaluator
-        return Counter()
-    others = [entry.value for entry in view.registries.evaluators if entry.name != JUDGE_EVALUATOR]
-    return calls_per_response(others, task, rubric, view.config.judges)
+        return Counter({judge.name: 1 for judge in view.config.judges})
+    evaluators = [entry.value for entry in view.registries.evaluators]
+    return calls_per_response(evaluators, task, rubric, view.config.judges)
 
 
 def plan_evaluation(view: RunView, phase: str = "evaluation") -> PlannedCalls:
     out = _start(view, phase)
-    students, judges = view.config.students, view.config.judges
+    students = view.config.students
     by_name = {m.name: m for m in view.config.models}
     for task in view.config.tasks:
-        per_response = _judge_calls_per_response(task, out.notes)
         # judges score every student's responses, whichever process wrote them
         responses = phase3_items(view, task) * len(students)
-        out.charge(task, judges, responses * per_response)
-        for model, calls in _routed_calls_per_response(view, task).items():
+        for model, calls in _calls_per_response(view, task, out.notes).items():
             out.charge(task, [by_name[model]], responses * calls)
     return out.planned()
