@@ -29,7 +29,7 @@ def finished(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def test_a_finished_run_has_nothing_left_and_its_records_are_not_read(finished, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     read: list[str] = []
-    monkeypatch.setattr(history, "_phase_records", lambda run, phase, config: read.append(phase) or [])
+    monkeypatch.setattr(history, "scan_phase", lambda run, phase, reduce: read.append(phase) or {})
     estimate = estimate_cost(finished, samples=0, continue_run=True)
     assert estimate.total["calls"] == 0
     assert read == []
@@ -48,6 +48,22 @@ def test_cut_records_are_counted_as_left_for_their_judge_only(finished) -> None:
     estimate = estimate_cost(finished, samples=0, continue_run=True)
     assert _left(estimate, "evaluation") == {"a": 5}
     assert estimate.total["calls"] == 5
+
+
+def test_calls_of_any_evaluator_that_names_a_model_count_as_done(finished) -> None:  # type: ignore[no-untyped-def]
+    """A plugin evaluator's call (its record names the judge model) is a call made; a
+    model-free evaluator's record (``label``) is not."""
+    rf = folder(finished)
+    before = history.done_calls(rf, finished)[("qa", "evaluation", "a")]
+    path = next(p for p in rf.jsonl_files("evaluation") if p.name.endswith(".a.evaluations.jsonl"))
+    base = json.loads(path.read_text().splitlines()[0])
+    extra = [
+        {**base, "id": base["response_id"] + "__pairwise__a", "evaluator": "pairwise", "judge_model_id": "a"},
+        {**base, "id": base["response_id"] + "__label", "evaluator": "label", "judge_model_id": "label"},
+    ]
+    with path.open("a") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in extra)
+    assert history.done_calls(rf, finished)[("qa", "evaluation", "a")] == before + 1
 
 
 def test_token_sizes_come_from_a_bounded_sample_of_each_file(finished, monkeypatch) -> None:  # type: ignore[no-untyped-def]

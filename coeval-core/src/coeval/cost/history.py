@@ -17,7 +17,7 @@ from typing import Any
 from coeval.config.model import Config
 from coeval.cost.measure import Measured
 from coeval.phases.mapping import _proposal_path
-from coeval.records import is_ok, load_phase_records
+from coeval.records import is_ok, scan_phase
 from coeval.storage.run_folder import RunFolder, iter_jsonl
 
 __all__ = ["HISTORY_SAMPLE_PER_FILE", "done_calls", "measured_history"]
@@ -33,17 +33,10 @@ _MODEL_FIELD = {
 }
 
 
-def _judge_record(rec: dict[str, Any], models: set[str]) -> bool:
-    evaluator = rec.get("evaluator")
-    return evaluator == "llm_judge" or (evaluator is None and rec.get("judge_model_id") in models)
-
-
-def _phase_records(run: RunFolder, phase: str, config: Config) -> list[dict[str, Any]]:
-    models = {m.name for m in config.models}
-    records = list(load_phase_records(run, phase).values())
-    if phase == "evaluation":
-        records = [r for r in records if _judge_record(r, models)]
-    return records
+def _made_by_a_model(rec: dict[str, Any], field: str, models: set[str]) -> bool:
+    """A model call's record: its model field names a configured model (phase-5 records of
+    model-free evaluators name ``label``, ``metric:...`` or ``gold`` there)."""
+    return rec.get(field) in models
 
 
 def _proposals(run: RunFolder, config: Config, phase: str) -> list[tuple[str, str, Path, Path]]:
@@ -82,12 +75,17 @@ def done_calls(
                     ok = False
             if ok or artifact_done:
                 done[(task, phase, teacher)] += 1
+    models = {m.name for m in config.models}
     for phase, field in _MODEL_FIELD.items():
         if phase in skip_phases:
             continue
-        for rec in _phase_records(run, phase, config):
-            if is_ok(rec):
-                done[(str(rec.get("task_id")), phase, str(rec.get(field)))] += 1
+
+        def reduce(rec: dict[str, Any], field: str = field) -> tuple[str, str, bool]:
+            return str(rec.get("task_id")), str(rec.get(field)), is_ok(rec) and _made_by_a_model(rec, field, models)
+
+        for task, model, counted in scan_phase(run, phase, reduce).values():  # the last record of each id
+            if counted:
+                done[(task, phase, model)] += 1
     return done
 
 
@@ -96,7 +94,7 @@ def _sampled_records(run: RunFolder, phase: str, config: Config) -> Iterator[dic
     models = {m.name for m in config.models}
     for path in run.jsonl_files(phase):
         for rec in islice(iter_jsonl(path), HISTORY_SAMPLE_PER_FILE):
-            if phase != "evaluation" or _judge_record(rec, models):
+            if _made_by_a_model(rec, _MODEL_FIELD[phase], models):
                 yield rec
 
 
