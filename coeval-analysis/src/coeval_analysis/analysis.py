@@ -7,7 +7,7 @@ number a report shows is in ``summary.json`` or a table.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from coeval_analysis.data import LLM_JUDGE, RunData
+from coeval_analysis.human_labels import HumanLabel, run_labels
 from coeval_analysis.item_quality import with_rejections
 from coeval_analysis.judge_quality import degenerate_rates, drop_judges, dropped_entries, with_degenerate_rates
 from coeval_analysis.judge_replies import judge_replies
@@ -37,6 +38,7 @@ from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.coverage import attribute_coverage
 from coeval_analysis.stats.diagnostics import self_preference, teacher_discrimination, verbosity
 from coeval_analysis.stats.icc_bootstrap import icc_intervals
+from coeval_analysis.reference_judge import reference_summary, reference_table
 from coeval_analysis.stats.reference import evaluator_scores, gold_report, label_report
 from coeval_analysis.stats.robust import RobustRanking, robust_ranking
 from coeval_analysis.stats.scores import ScoreModel
@@ -96,10 +98,19 @@ def _ranks(values: np.ndarray) -> np.ndarray:
 
 
 def analyze(
-    data: RunData, options: AnalysisOptions | None = None, progress: Callable[[str], None] | None = None
+    data: RunData,
+    options: AnalysisOptions | None = None,
+    progress: Callable[[str], None] | None = None,
+    human_labels: Sequence[HumanLabel] | None = None,
 ) -> Analysis:
+    """Every statistic of ``data``. ``human_labels``: human labels of its answers (None: the run
+    folder's ``human_labels.jsonl``, if any; ``[]``: none), checked against today's answers
+    so that a label of a regenerated answer is reported stale and not used."""
     opts = options or AnalysisOptions()
     step = progress or (lambda _msg: None)
+    human = run_labels(data.path, human_labels)
+    #: the reference judge (human labels and gold) of the measurement model
+    reference = reference_table(data, human)
     replies = judge_replies(data)
     rates = degenerate_rates(data.units, replies)
     data, dropped = drop_judges(data, rates) if opts.drop_degenerate_judges else (data, [])
@@ -164,6 +175,9 @@ def analyze(
     summary["warnings"] = collect_warnings(
         model, summary, headline.headline.converged, headline.headline.iterations, MISSING_GAP
     )
+    ref_summary = reference_summary(data, model, human, headline.comparisons.pairs, boot, opts.level)
+    if ref_summary is not None:
+        summary["reference"] = ref_summary
     if dropped:
         gone_judges, gone_warnings = dropped_entries(dropped, rates)
         if isinstance(summary["judges"], dict):
@@ -181,6 +195,8 @@ def analyze(
         "evaluator_scores": ev_scores,
         "labels": _label_table(labels),
     }
+    if len(reference):
+        tables["reference"] = reference
     return Analysis(data=data, options=opts, summary=summary, tables=tables)
 
 

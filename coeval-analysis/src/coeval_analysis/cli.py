@@ -262,6 +262,8 @@ def _print_ranking(summary: dict[str, Any]) -> None:
         )
     for w in summary.get("warnings", []):
         click.echo(f"warning: {w['message']}")
+    if summary.get("reference"):  # human labels and gold: how many, and how many more would settle it
+        click.echo(summary["reference"]["line"])
     q = summary["data_quality"]
     click.echo(
         f"records {q['n_records']:,}; failed {q['n_failed']:,}; duplicates dropped {q['n_duplicates']:,}; "

@@ -26,6 +26,7 @@ from coeval_analysis.reports.blocks import cell as _cell
 from coeval_analysis.reports.blocks import fmt as _fmt
 from coeval_analysis.reports.item_quality import item_quality_section
 from coeval_analysis.reports.quality_labels import quality_rows
+from coeval_analysis.reports.reference_section import reference_section
 from coeval_analysis.reports.summary import to_jsonable
 from coeval_analysis.reports.viewer_links import viewer_section
 
@@ -959,6 +960,7 @@ SECTIONS: list[Callable[[PageContext], Section | None]] = [
     _bias_section,
     _coverage_section,
     _references_section,
+    reference_section,
     _quality_section,
     viewer_section,
 ]
