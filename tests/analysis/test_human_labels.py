@@ -27,7 +27,7 @@ QUALITY = {"stu-a": "High", "stu-b": "High", "stu-c": "Medium", "stu-d": "Low", 
 
 
 def _labels(run: Path, n: int, labeler: str = "me", factor: str = "accuracy") -> list[HumanLabel]:
-    out = []
+    out: list[HumanLabel] = []
     for (dp, st), a in sorted(current_answers(run).items()):
         if a.task == "task-1" and len(out) < n:
             out.append(HumanLabel(dp, st, factor, QUALITY[st], labeler, response_id=a.response_id,

@@ -1,6 +1,6 @@
 """Hook implementations of coeval-analysis (registered through the ``coeval`` entry point).
 
-Registers the ``analyze`` command, the metrics ``bleu``, ``bertscore`` and ``exact_match``,
+Registers the ``analyze``, ``view``, ``export`` and ``label`` commands, the metrics ``bleu``, ``bertscore`` and ``exact_match``,
 the report writers ``summary``, ``tables``, ``html`` and ``viewer``, and a run-end action
 that builds the viewer's database of a big run. Imports stay light: pandas,
 plotly and torch load only when a command or metric runs.
@@ -22,6 +22,9 @@ def register_commands(cli: Any) -> None:
 
     cli.add_command(view_command)
     cli.add_command(export_command)
+    from coeval_analysis.label_cli import label_command
+
+    cli.add_command(label_command)
 
 
 @hookimpl

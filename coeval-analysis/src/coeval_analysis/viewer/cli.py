@@ -57,7 +57,10 @@ def _store(run: Path, command: str, *, background: bool = False) -> RunStore:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to serve on (localhost only by default).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
 @click.option("--no-browser", is_flag=True, help="Do not open a browser.")
-def view_command(runs: tuple[Path, ...], storage_folder: Path | None, host: str, port: int, no_browser: bool) -> None:
+@click.option("--label", "labeler", metavar="NAME", default=None,
+              help="Label answers as NAME: adds the Label page (/r/0/label), which writes RUN/human_labels.jsonl.")
+def view_command(runs: tuple[Path, ...], storage_folder: Path | None, host: str, port: int, no_browser: bool,
+                 labeler: str | None) -> None:
     """Serve a run (or several) on http://127.0.0.1:PORT/ until Ctrl-C.
 
     Records are read by DuckDB into a cached database (see docs/analysis.md). The server
@@ -68,13 +71,15 @@ def view_command(runs: tuple[Path, ...], storage_folder: Path | None, host: str,
     """
     stores = [_store(p, "view", background=True) for p in _runs(runs, storage_folder)]
     try:
-        server = ViewServer((host, port), stores)
+        server = ViewServer((host, port), stores, labeler=labeler)
     except OSError as exc:
         for store in stores:
             store.close()
         click.echo(f"coeval view: cannot serve on {host}:{port}: {exc.strerror or exc}", err=True)
         sys.exit(2)
     click.echo(f"coeval view: serving {len(stores)} run(s) on {server.url} (Ctrl-C stops)", err=True)
+    if labeler:
+        click.echo(f"coeval view: labelling as {labeler} on {server.url}r/0/label", err=True)
     if not no_browser:
         webbrowser.open(server.url)
     try:

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from coeval_analysis.viewer import pages, queries
+from coeval_analysis.viewer import labelling, pages, queries
 from coeval_analysis.viewer.outline import analysis_ranking, run_outline
 from coeval_analysis.viewer.store import RunStore, StoreError
 
@@ -50,8 +50,10 @@ def shared_datapoints(a: RunStore, b: RunStore) -> tuple[list[dict[str, Any]], i
 class ViewServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], stores: Sequence[RunStore]) -> None:
+    def __init__(self, address: tuple[str, int], stores: Sequence[RunStore], labeler: str | None = None) -> None:
         self.stores = list(stores)
+        #: the Label page and its POST route, only with ``coeval view --label NAME``
+        self.labelling = labelling.LabelDesk(labeler, self.stores) if labeler else None
         self._shared: tuple[list[dict[str, Any]], int] | None = None
         self._facets: dict[int, dict[str, list[str]]] = {}
         self._started = time.monotonic()
@@ -111,6 +113,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        labelling.handle_post(self, self.server.labelling, len(self.server.stores))
+
     def _route(self, segments: list[str], query: dict[str, str]) -> tuple[int, str, str]:
         stores = self.server.stores
         if segments == ["api", "ping"]:
@@ -123,6 +128,8 @@ class _Handler(BaseHTTPRequestHandler):
             k, rest = int(segments[1]), segments[2:]
             if not rest:
                 return self._start(k, query)
+            if rest == ["label"] and self.server.labelling is not None:
+                return self.server.labelling.page(k, stores[k].name, query)
             store, base = stores[k], f"/r/{k}"
             if not store.wait(timeout=PAGE_WAIT_S):
                 return HTTPStatus.OK, pages.indexing_page(f"Run {store.name}", base, store.status(), {}), "html"
