@@ -40,6 +40,7 @@ __all__ = [
     "candidates_from",
     "fresh_summary",
     "labelled_answers",
+    "order_with_summary",
     "suggestion_order",
     "suggest",
     "uncertainty_from_summary",
@@ -193,8 +194,16 @@ def labelled_answers(labels: Sequence[Any]) -> dict[tuple[str, str], int]:
 
 
 def suggestion_order(run: Path, labels: Sequence[Any], k: int, n_boot: int = 200) -> list[Candidate]:
-    """The run's next ``k`` answers to label: its last analysis when that is newer than its
-    records and labels, else a quick one (``n_boot`` resamples), then :func:`suggest`."""
+    """The run's next ``k`` answers to label (see :func:`order_with_summary`)."""
+    return order_with_summary(run, labels, k, n_boot)[0]
+
+
+def order_with_summary(
+    run: Path, labels: Sequence[Any], k: int, n_boot: int = 200
+) -> tuple[list[Candidate], dict[str, Any]]:
+    """The run's next ``k`` answers to label and the summary they were chosen from: its last
+    analysis when that is newer than its records and labels, else a quick one (``n_boot``
+    resamples)."""
     from coeval_analysis.analysis import AnalysisOptions, analyze
     from coeval_analysis.loader import load_run
 
@@ -202,4 +211,5 @@ def suggestion_order(run: Path, labels: Sequence[Any], k: int, n_boot: int = 200
     summary = fresh_summary(run)
     if summary is None:
         summary = analyze(data, AnalysisOptions(n_boot=n_boot), human_labels=labels).summary
-    return suggest(candidates_from(data), uncertainty_from_summary(summary), labelled_answers(labels), k)
+    picks = suggest(candidates_from(data), uncertainty_from_summary(summary), labelled_answers(labels), k)
+    return picks, summary

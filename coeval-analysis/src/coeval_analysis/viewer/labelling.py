@@ -51,6 +51,8 @@ class _Session:
         self._lock = threading.Lock()
         self._units: LabelUnits | None = None
         self._order: list[Candidate] | None = None
+        #: when the order was made: the labels, and how many more would settle the ranking
+        self.note = ""
 
     def units(self) -> LabelUnits:
         from coeval_analysis.label_units import LabelUnits
@@ -62,13 +64,14 @@ class _Session:
 
     def order(self) -> list[Candidate]:
         from coeval_analysis.human_labels import run_labels
-        from coeval_analysis.label_suggestions import suggestion_order
+        from coeval_analysis.label_suggestions import order_with_summary
 
         units = self.units()
         with self._lock:
             if self._order is None:
-                picks = suggestion_order(self.run, run_labels(self.run), ORDER_SIZE)
+                picks, summary = order_with_summary(self.run, run_labels(self.run), ORDER_SIZE)
                 self._order = [c for c in picks if units.factors_of(c.datapoint_id)]
+                self.note = str((summary.get("reference") or {}).get("line") or "")
             return self._order
 
     def next(self, after: str = "") -> tuple[Candidate | None, int]:
@@ -107,6 +110,8 @@ class LabelDesk:
         if cand is None:
             body = counts + '<p id="no-suggestion">Nothing left to suggest: every suggested answer is labelled.</p>'
             return HTTPStatus.OK, layout(f"Label {name}", body, base), "html"
+        if session.note:
+            counts += f'<p id="labels-line">When these suggestions were made: {escape(session.note)}</p>'
         return HTTPStatus.OK, _answer_page(name, base, session.units(), cand, place, len(session.order()), counts), "html"
 
     def post(self, k: int, payload: Any) -> tuple[int, dict[str, Any]]:
