@@ -4,7 +4,8 @@ model judge agrees with it.
 The reference table has one row per (datapoint, student, factor, source) with a score in
 [0, 1]: ``source`` is ``human`` (the mean of the labellers' levels, Low / Medium / High
 scored 0 / 0.5 / 1 as a judge's are; stale labels left out) or ``gold`` (benchmark gold
-verdicts, ``evaluator: gold`` records, and label-attribute exact-match scores). It is what
+verdicts, ``evaluator: gold`` records, and label-attribute exact-match scores of answers
+that have no gold verdict). It is what
 the headline's measurement model takes as a judge of known scale 1, location 0 and no
 family. Beside it, this module reports what a user checks first: each judge's agreement
 with the people and with gold, the students ranked by the human labels alone, and how
@@ -74,6 +75,11 @@ def _gold_rows(data: RunData) -> pd.DataFrame:
             "score": gold["value"].to_numpy().astype(np.float64),
         }
     )
+    # a benchmark's gold verdict judges the answer itself; a label attribute's exact match of
+    # the whole answer ("The answer is B." is not "B") stands in only where there is none
+    is_label = (gold["evaluator"].astype(object) == "label").to_numpy()
+    judged = pd.MultiIndex.from_frame(df.loc[~is_label, ["datapoint_id", "student"]])
+    df = df[~is_label | ~pd.MultiIndex.from_frame(df[["datapoint_id", "student"]]).isin(judged)]
     df = df.groupby(["datapoint_id", "student", "factor"], sort=True, as_index=False)["score"].mean()
     df["source"] = "gold"
     return df[list(REFERENCE_COLUMNS)]
