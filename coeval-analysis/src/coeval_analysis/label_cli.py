@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -15,7 +16,7 @@ __all__ = ["label_command"]
 _MAX_ERRORS_SHOWN = 20
 
 
-def _fail(lines: list[str]) -> None:
+def _fail(lines: list[str]) -> NoReturn:
     for line in lines[:_MAX_ERRORS_SHOWN]:
         click.echo(f"{ERROR_PREFIX} {line}", err=True)
     if len(lines) > _MAX_ERRORS_SHOWN:
@@ -50,12 +51,18 @@ def label_command(run: Path, import_csv: Path | None, export_csv: Path | None, l
 
     if (import_csv is None) == (export_csv is None):
         raise click.UsageError("give either --import FILE.csv or --export FILE.csv")
-    units = LabelUnits.read(run)
+    try:
+        units = LabelUnits.read(run)
+    except AnalysisInputError as exc:
+        _fail([str(exc)])
     if import_csv is not None:
         labels, errors = read_label_csv(import_csv, units, labeler)
         if errors:
             _fail(errors)
-        n = save_labels(run, labels)
+        try:
+            n = save_labels(run, labels)
+        except OSError as exc:
+            _fail([f"{run / 'human_labels.jsonl'}: cannot write it ({exc.strerror or exc})"])
         click.echo(f"coeval label: {n} label(s) from {import_csv} written to {run / 'human_labels.jsonl'}", err=True)
         return
     assert export_csv is not None
