@@ -167,3 +167,25 @@ def test_label_free_and_legacy_runs_analyse_as_before(make_run: Callable[..., Pa
         c.pop("generated_at")
         assert c.pop("reference")["n_labels"] == 10
         assert c == a.summary
+
+
+def test_report_and_console_show_the_labels_line(make_run: Callable[..., Path], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from coeval.cli.main import cli
+    from coeval_analysis.reports.html import build_page
+
+    run = make_run(datapoints_per_teacher=4)
+    save_labels(run, _labels(run, 40))
+    sections, _ = build_page(analyze(load_run(run), AnalysisOptions(n_boot=50)))
+    mine = [s for s in sections if s.id == "ground-truth"]
+    assert len(mine) == 1
+    assert "40 human labels on 40 answers" in str(mine[0].blocks[0].html)
+    rows = mine[0].blocks[1].rows
+    assert {r["judge"] for r in rows} >= {"judge-1", "judge-random"} and all(r["human_n"] == 40 for r in rows)
+    assert [r["student"] for r in mine[0].blocks[2].rows] == ["stu-a", "stu-b", "stu-c", "stu-d", "stu-e"]
+    result = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--out", str(tmp_path / "out"), "--bootstrap",
+                                      "50", "--report", "summary"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "40 human labels on 40 answers" in result.output
+    written = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert written["reference"]["human_ranking"]["students"]["stu-c"]["score"] == 0.5

@@ -71,7 +71,10 @@ def test_label_three_answers_by_keyboard(labelling: str, run: Path, page: Any) -
         unit = _unit(page)
         seen.append(unit)
         factors = page.locator("tr.factor").evaluate_all("rows => rows.map(r => r.dataset.factor)")
-        assert factors and page.locator("#answer").text_content()
+        assert factors == ["accuracy", "clarity", "depth"] or factors == ["accuracy", "tone"]
+        assert page.locator("#answer").text_content()
+        assert f"Prompt {unit['datapoint_id']}" in page.content() and "Reference." in page.content()
+        assert unit["student"] not in page.locator("body").inner_text()  # labels are blind
         assert page.locator("#mine").text_content() == str(len(_labels(run)))
         with page.expect_navigation():
             for i, _f in enumerate(factors):
