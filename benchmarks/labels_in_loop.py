@@ -95,20 +95,26 @@ def simulate_labels(
     return np.asarray(np.digitize(cells + rng.normal(0, noise, cells.shape), THRESHOLDS).mean(1) / 2.0)
 
 
+def with_reference(j: Judgments, picks: list[tuple[int, int]], labels: np.ndarray) -> Judgments:
+    """``j`` plus the labels as one more judge, unrelated to every student."""
+    if not picks:
+        return j
+    p = np.array(picks)
+    return replace(
+        j,
+        item=np.concatenate([j.item, p[:, 0]]),
+        student=np.concatenate([j.student, p[:, 1]]),
+        judge=np.concatenate([j.judge, np.full(len(p), j.n_judges)]),
+        value=np.concatenate([j.value, labels]),
+        conflicted=np.concatenate([j.conflicted, np.zeros(len(p), bool)]),
+        n_judges=j.n_judges + 1,
+    )
+
+
 def fit_with_reference(j: Judgments, picks: list[tuple[int, int]], labels: np.ndarray) -> np.ndarray:
     """Student scores using the labels: today, the labels as one more unrelated judge of the
     conflict-aware headline. (The measurement model takes them as its reference judge.)"""
-    if not picks:
-        return fit_headline(j).score
-    p = np.array(picks)
-    return fit_headline(
-        replace(
-            j,
-            item=np.concatenate([j.item, p[:, 0]]), student=np.concatenate([j.student, p[:, 1]]),
-            judge=np.concatenate([j.judge, np.full(len(p), j.n_judges)]), value=np.concatenate([j.value, labels]),
-            conflicted=np.concatenate([j.conflicted, np.zeros(len(p), bool)]), n_judges=j.n_judges + 1,
-        )  # fmt: skip
-    ).score
+    return fit_headline(with_reference(j, picks, labels)).score
 
 
 def rank_ranges(j: Judgments, n_boot: int, seed: int) -> list[tuple[int, int] | None]:
@@ -181,16 +187,10 @@ def evaluate(
     return {p: {k: float(np.nanmean(v)) if v else float("nan") for k, v in m.items()} for p, m in out.items()}
 
 
-def _ranges_with(run: Run, picks: list[tuple[int, int]], labels: np.ndarray, n_boot: int, seed: int
-                 ) -> list[tuple[int, int] | None]:  # fmt: skip
-    j = run.judgments
-    if not picks:
-        return rank_ranges(j, n_boot, seed)
-    p = np.array(picks)
-    jr = replace(j, item=np.concatenate([j.item, p[:, 0]]), student=np.concatenate([j.student, p[:, 1]]),
-                 judge=np.concatenate([j.judge, np.full(len(p), j.n_judges)]), value=np.concatenate([j.value, labels]),
-                 conflicted=np.concatenate([j.conflicted, np.zeros(len(p), bool)]), n_judges=j.n_judges + 1)  # fmt: skip
-    return rank_ranges(jr, n_boot, seed)
+def _ranges_with(
+    run: Run, picks: list[tuple[int, int]], labels: np.ndarray, n_boot: int, seed: int
+) -> list[tuple[int, int] | None]:
+    return rank_ranges(with_reference(run.judgments, picks, labels), n_boot, seed)
 
 
 def with_labels_rows(n_labels: int = 40, seeds: int = 20) -> list[str]:

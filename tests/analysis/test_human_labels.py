@@ -79,7 +79,7 @@ def test_a_label_of_a_regenerated_answer_is_stale_and_unused(make_run: Callable[
 
 def test_reference_table_maps_levels_like_judges_and_takes_gold(make_run: Callable[..., Path]) -> None:
     run = make_run(datapoints_per_teacher=2, gold=True)
-    labels = _labels(run, 5) + [HumanLabel(*_labels(run, 1)[0].key[:3], "Medium", "you")]
+    labels = [*_labels(run, 5), HumanLabel(*_labels(run, 1)[0].key[:3], "Medium", "you")]
     ref = reference_table(load_run(run), run_labels(run, labels))
     human = ref[ref["source"] == "human"].set_index(["datapoint_id", "student"])["score"]
     first = labels[0]
@@ -189,3 +189,29 @@ def test_report_and_console_show_the_labels_line(make_run: Callable[..., Path], 
     assert "40 human labels on 40 answers" in result.output
     written = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert written["reference"]["human_ranking"]["students"]["stu-c"]["score"] == 0.5
+
+
+def _save_batch(run: str, labels: list[HumanLabel], go: Any) -> None:
+    go.wait()
+    for lab in labels:
+        save_labels(run, [lab])
+
+
+def test_writers_in_two_processes_lose_no_label(make_run: Callable[..., Path]) -> None:
+    import multiprocessing
+
+    run = make_run(datapoints_per_teacher=2)
+    factors = ("accuracy", "clarity", "depth")
+    mine = [lab for f in factors for lab in _labels(run, 30, factor=f)]
+    yours = [lab for f in factors for lab in _labels(run, 30, labeler="you", factor=f)]
+    ctx = multiprocessing.get_context("spawn")
+    go = ctx.Event()
+    procs = [ctx.Process(target=_save_batch, args=(str(run), batch, go)) for batch in (mine, yours)]
+    for p in procs:
+        p.start()
+    go.set()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert sorted(lab.key for lab in read_labels(run)) == sorted(lab.key for lab in mine + yours)
+    assert len(_lines(run)) == 180

@@ -4,6 +4,7 @@ and the suggestion order spends labels on the students whose places are undeterm
 from __future__ import annotations
 
 import numpy as np
+
 from benchmarks.labels_in_loop import rank_ranges, simulate_labels, simulate_run, suggestion_picks
 
 

@@ -11,12 +11,12 @@ from coeval_analysis.analysis import AnalysisOptions
 from coeval_analysis.reference_judge import reference_table
 
 from tests.benchmarks.conftest import FIXTURES
-from tests.benchmarks.test_continue import coeval, mixed_run  # noqa: F401 - the fixture
+from tests.benchmarks.test_continue import coeval, mixed_run
 
 __all__ = ["mixed_run"]
 
 
-def test_gold_of_an_ingested_run_is_the_reference(mixed_run: tuple[Path, RunFolder]) -> None:  # noqa: F811
+def test_gold_of_an_ingested_run_is_the_reference(mixed_run: tuple[Path, RunFolder]) -> None:
     config, run = mixed_run
     coeval("ingest", "--run", str(run.root), "-b", "gsm8k,sciq", "--data-dir", str(FIXTURES))
     coeval("run", "--config", str(config), "--continue")

@@ -22,9 +22,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from coeval.storage.run_folder import atomic_write_text, iter_jsonl, utc_now
 from filelock import FileLock
 
-from coeval.storage.run_folder import atomic_write_text, iter_jsonl, utc_now
 from coeval_analysis._jsonl import TEXT, Computed, read_records
 
 __all__ = [

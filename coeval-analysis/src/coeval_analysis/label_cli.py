@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import NoReturn
 
 import click
-
 from coeval.cli.errors import ERROR_PREFIX
 
 __all__ = ["label_command"]

@@ -41,8 +41,8 @@ __all__ = [
     "fresh_summary",
     "labelled_answers",
     "order_with_summary",
-    "suggestion_order",
     "suggest",
+    "suggestion_order",
     "uncertainty_from_summary",
 ]
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from coeval.storage.run_folder import iter_jsonl
+
 from coeval_analysis.human_labels import LEVELS, Answer, HumanLabel, current_answers, level_name
 from coeval_analysis.loader import _label_attributes, _read_config, _task_rubrics, llm_factors
 

@@ -42,8 +42,13 @@ def reference_section(p: Any) -> Section | None:
     if ranking:
         blocks.append(
             Table(
-                [("student", "student"), ("rank_label", "rank"), ("score", "human score"),
-                 ("ci", f"{p.pct} CI"), ("n_answers", "labelled answers")],  # fmt: skip
+                [
+                    ("student", "student"),
+                    ("rank_label", "rank"),
+                    ("score", "human score"),
+                    ("ci", f"{p.pct} CI"),
+                    ("n_answers", "labelled answers"),
+                ],
                 [{"student": s, **v} for s, v in ranking["students"].items()],
                 caption="Students by human labels alone",
             )

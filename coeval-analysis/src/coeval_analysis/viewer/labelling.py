@@ -20,8 +20,8 @@ import json
 import logging
 import threading
 from collections.abc import Sequence
-from http import HTTPStatus
 from html import escape
+from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit

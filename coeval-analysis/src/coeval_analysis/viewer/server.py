@@ -113,7 +113,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         labelling.handle_post(self, self.server.labelling, len(self.server.stores))
 
     def _route(self, segments: list[str], query: dict[str, str]) -> tuple[int, str, str]:
