@@ -66,6 +66,7 @@ def _unit(page: Any) -> dict[str, Any]:
 
 def test_label_three_answers_by_keyboard(labelling: str, run: Path, page: Any) -> None:
     page.goto(f"{labelling}/r/0/label")
+    assert "0 human labels on 0 answers" in page.locator("#labels-line").inner_text()
     seen = []
     for n in range(3):
         unit = _unit(page)

@@ -212,4 +212,12 @@ def order_with_summary(
     if summary is None:
         summary = analyze(data, AnalysisOptions(n_boot=n_boot), human_labels=labels).summary
     picks = suggest(candidates_from(data), uncertainty_from_summary(summary), labelled_answers(labels), k)
+    if not summary.get("reference"):  # no labels nor gold yet: still say how many would settle it
+        from coeval_analysis.reference_judge import reference_summary
+        from coeval_analysis.stats.scores import ScoreModel
+
+        level = float((summary.get("settings") or {}).get("level") or 0.95)
+        ref = reference_summary(data, ScoreModel.build(data), [], summary.get("comparisons") or [], None, level,
+                                always=True)  # fmt: skip
+        summary = {**summary, "reference": ref}
     return picks, summary

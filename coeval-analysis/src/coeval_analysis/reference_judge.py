@@ -262,11 +262,12 @@ def _line(n_labels: int, n_answers: int, n_stale: int, need: dict[str, Any]) -> 
 
 def reference_summary(
     data: RunData, model: ScoreModel, labels: Sequence[HumanLabel], comparisons: Sequence[dict[str, Any]],
-    boot: Bootstrap | None, level: float,
+    boot: Bootstrap | None, level: float, *, always: bool = False,
 ) -> dict[str, Any] | None:
-    """``summary.json`` ``reference``: None when the run has neither labels nor gold."""
+    """``summary.json`` ``reference``: None when the run has neither labels nor gold (unless
+    ``always``: the Label page says how many labels would settle a run that has none)."""
     ref = reference_table(data, labels)
-    if ref.empty and not labels:
+    if ref.empty and not labels and not always:
         return None
     resp = _response_codes(data, model, ref)
     is_h = (ref["source"] == "human").to_numpy()
