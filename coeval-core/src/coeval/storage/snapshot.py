@@ -17,6 +17,7 @@ from coeval.config.errors import ConfigError
 from coeval.config.loader import load_config, structure_config
 from coeval.config.model import Config
 from coeval.credentials import redact
+from coeval.secret_settings import scrub_settings
 from coeval.storage.run_folder import RunFolder, atomic_write_text
 
 __all__ = ["SECRET_PARAMETER_KEYS", "config_to_mapping", "read_config_snapshot", "write_config_snapshot"]
@@ -36,7 +37,8 @@ def _plain(value: Any) -> Any:
 
 
 def config_to_mapping(config: Config) -> dict[str, Any]:
-    """The config as plain YAML data (loadable again), without secrets."""
+    """The config as plain YAML data (loadable again), without secrets: key parameters
+    dropped, credential headers and URL passwords masked (:mod:`coeval.secret_settings`)."""
     models = []
     for m in config.models:
         d = attrs.asdict(m, recurse=True)
@@ -48,7 +50,7 @@ def config_to_mapping(config: Config) -> dict[str, Any]:
         }
         if not d["role_parameters"]:
             d.pop("role_parameters")
-        models.append(_plain(d))
+        models.append(scrub_settings(_plain(d)))
     tasks = [_plain(attrs.asdict(t, recurse=True)) for t in config.tasks]
     for t in tasks:
         if not t.get("prompt_library"):
