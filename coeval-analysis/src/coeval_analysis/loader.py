@@ -86,7 +86,7 @@ def parse_score(raw: Any) -> tuple[float, int]:
         if text.startswith("{"):
             try:
                 return parse_score(json.loads(text))
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 return float("nan"), -1
         text = text.lower()
         if text in _LEVELS:
@@ -565,7 +565,7 @@ def _error_kinds(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
             try:
                 obj = json.loads(text)
                 kind = obj.get("kind") or obj.get("type") if isinstance(obj, dict) else None
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 pass
         if kind is None:
             m = _KIND.match(text)
@@ -617,7 +617,7 @@ def _datapoint_labels(dps: pa.Table, dp_rows: np.ndarray, dp_codes: np.ndarray) 
             if code not in out:
                 try:
                     out[code] = json.loads(text)
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
                     out[code] = text
     return out
 

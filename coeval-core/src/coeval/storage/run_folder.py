@@ -76,16 +76,24 @@ try:  # orjson parses a record in a third of json's time; a run holds millions o
     import orjson
 
     def loads_record(line: bytes) -> Any:
-        """One JSON value from UTF-8 bytes; ValueError when the line is not one."""
+        """One JSON value from UTF-8 bytes; ValueError when the line is not one (also when
+        it is nested too deep to read: a crafted line is a bad line, not a crash)."""
         try:
             return orjson.loads(line)
         except orjson.JSONDecodeError:  # NaN / Infinity, which json.dumps writes
-            return json.loads(line)
+            return _loads_bounded(line)
 
 except ImportError:  # pragma: no cover - orjson is a dependency; stay correct without it
 
     def loads_record(line: bytes) -> Any:
+        return _loads_bounded(line)
+
+
+def _loads_bounded(line: bytes | str) -> Any:
+    try:
         return json.loads(line)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
 
 
 def iter_jsonl(path: Path, *, on_bad_line: Callable[[int, str], None] | None = None) -> Iterator[dict[str, Any]]:
