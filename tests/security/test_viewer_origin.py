@@ -42,7 +42,7 @@ def other_origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         def __init__(self, *args: Any, **kw: Any) -> None:
             super().__init__(*args, directory=str(root), **kw)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = HTTPServer(("127.0.0.1", 0), Quiet)

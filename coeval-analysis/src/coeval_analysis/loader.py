@@ -34,8 +34,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
-
+from coeval.config._yaml import load_yaml_guarded
 from coeval.storage.listing import storage_folder_hint
+
 from coeval_analysis._arrow import Vocabulary, encode
 from coeval_analysis._jsonl import JSON_TEXT, MAP, TEXT, map_entries, read_records
 from coeval_analysis.data import LLM_JUDGE, DataQuality, PhaseQuality, RunData
@@ -129,7 +130,7 @@ def _read_config(root: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml_guarded(path.read_text(encoding="utf-8"), str(path))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise AnalysisInputError(f"{path}: not valid YAML ({exc})") from None
     return data if isinstance(data, dict) else {}

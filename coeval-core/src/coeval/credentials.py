@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 import yaml
 
+from coeval.config._yaml import load_yaml_guarded
 from coeval.interfaces.known import KNOWN_INTERFACES
 
 __all__ = [
@@ -94,7 +95,7 @@ def register_secret(value: str | None) -> None:
 #: cuts the key short) and each run of letters and digits of it (a provider that echoes
 #: the key up to a ``/``)
 _PARTIAL_MIN = 10
-_PIECE = re.compile(r"[0-9A-Za-z_\-]{%d,}" % _PARTIAL_MIN)
+_PIECE = re.compile(r"[0-9A-Za-z_\-]{" + str(_PARTIAL_MIN) + ",}")
 
 
 def redact(text: str) -> str:
@@ -207,10 +208,11 @@ class KeyStore:
         except OSError as exc:
             raise KeyFileError(f"key file {path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
         try:
-            raw = yaml.safe_load(text) or {}
+            raw = load_yaml_guarded(text, str(path)) or {}
         except (yaml.YAMLError, RecursionError) as exc:
             mark = getattr(exc, "problem_mark", None)
-            where = f" line {mark.line + 1}" if mark is not None else ""
+            line = mark.line + 1 if mark is not None else getattr(exc, "line", None)
+            where = f" line {line}" if line else ""
             raise KeyFileError(f"key file {path}:{where} not valid YAML") from None
         if not isinstance(raw, dict):
             raise KeyFileError(f"key file {path}: expected a mapping with a 'providers' section")

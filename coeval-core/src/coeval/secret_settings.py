@@ -82,7 +82,7 @@ def register_setting_secrets(value: Any) -> None:
             register_setting_secrets(v)
     elif isinstance(value, str):
         for m in _USERINFO.finditer(value):
-            user, _, password = m.group("userinfo").partition(":")
+            _user, _, password = m.group("userinfo").partition(":")
             if password:
                 register_secret(password)
             register_secret(m.group("userinfo"))

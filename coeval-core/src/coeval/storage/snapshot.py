@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 import yaml
 
+from coeval.config._yaml import load_yaml_guarded
 from coeval.config.errors import ConfigError
 from coeval.config.loader import load_config, structure_config
 from coeval.config.model import Config
@@ -90,7 +91,7 @@ def read_config_snapshot(run: RunFolder) -> Config | None:
     if not run.config_path.is_file():
         return None
     try:
-        raw = yaml.safe_load(run.config_path.read_text(encoding="utf-8"))
+        raw = load_yaml_guarded(run.config_path.read_text(encoding="utf-8"), str(run.config_path))
     except (OSError, yaml.YAMLError):
         return None
     if not isinstance(raw, Mapping):
