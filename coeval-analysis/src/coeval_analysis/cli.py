@@ -225,11 +225,12 @@ def _print_ranking(summary: dict[str, Any]) -> None:
     from rich.table import Table
 
     from coeval.console import output_console
+    from coeval.console_text import markup_safe, plain
 
     def f(x: float | None) -> str:
         return "—" if x is None else f"{x:.3f}"
 
-    table = Table(title=f"{summary['experiment_id']}: students", title_justify="left")
+    table = Table(title=f"{markup_safe(str(summary['experiment_id']))}: students", title_justify="left")
     ci = f"{summary['settings']['level'] * 100:g}% CI"
     for col in ("#", "student", "robust", ci, "mean", f"{ci} ", "failed"):
         table.add_column(col, justify="left" if col == "student" else "right", no_wrap=col != "student")
@@ -238,7 +239,7 @@ def _print_ranking(summary: dict[str, Any]) -> None:
         missing = s.get("n_failed", 0) + s.get("n_unjudged", 0)
         table.add_row(
             s.get("rank_label") or "—",
-            name,
+            markup_safe(name),  # ids come from the run folder: text, not markup
             f(s["robust_score"]),
             f"[{f(s['robust_ci'][0])}, {f(s['robust_ci'][1])}]",
             f(s["score"]),
@@ -261,7 +262,7 @@ def _print_ranking(summary: dict[str, Any]) -> None:
             "No usable score in this run: every record failed or could not be used (see data quality)."
         )
     for w in summary.get("warnings", []):
-        click.echo(f"warning: {w['message']}")
+        click.echo(f"warning: {plain(w['message'])}")
     q = summary["data_quality"]
     click.echo(
         f"records {q['n_records']:,}; failed {q['n_failed']:,}; duplicates dropped {q['n_duplicates']:,}; "
