@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-
 from coeval.cli.errors import ERROR_PREFIX, report_user_error
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.plugins import get_plugin_manager
+from coeval.storage.safe_files import apply_file_mode
+
 from coeval_analysis.errors import AnalysisInputError
 
 __all__ = ["analyze_command"]
@@ -150,6 +151,8 @@ def _analyze(
             written: list[Path] = []
             for writer in chosen.values():
                 written += list(writer(analysis, out) or [])
+            for path in written:  # one mode for every file in a run folder: docs/security.md
+                apply_file_mode(Path(path))
             progress.update(task, completed=len(_STAGES))
     except AnalysisInputError as exc:
         click.echo(f"{ERROR_PREFIX} {exc}", err=True)
@@ -222,10 +225,9 @@ def _progress(quiet: bool) -> Any:
 def _print_ranking(summary: dict[str, Any]) -> None:
     """The headline ranking with rank ranges (tied students share one), the plain mean
     beside it, then the warnings."""
-    from rich.table import Table
-
     from coeval.console import output_console
     from coeval.console_text import markup_safe, plain
+    from rich.table import Table
 
     def f(x: float | None) -> str:
         return "—" if x is None else f"{x:.3f}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from coeval.storage.safe_files import apply_file_mode
+
 from coeval_analysis.csv_safety import neutralise_sql
 from coeval_analysis.viewer.store import RunStore
 
@@ -41,4 +43,5 @@ def export_judgments(store: RunStore, fmt: str, out: Path) -> int:
     target = str(out).replace("'", "''")
     select = _csv_safe(store) if fmt == "csv" else TIDY_SQL
     store.query(f"COPY ({select}) TO '{target}' ({_COPY_OPTIONS[fmt]})")
+    apply_file_mode(out)  # judgments hold prompts and answers: owner only, as in the run folder
     return int(store.query("SELECT count(*) FROM judgments")[0][0])

@@ -15,10 +15,8 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from filelock import FileLock
-
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, utc_now
-from coeval.storage.safe_files import FILE_MODE, refuse_links
+from coeval.storage.safe_files import FILE_MODE, folder_lock, refuse_links
 
 __all__ = ["fork_run"]
 
@@ -36,7 +34,7 @@ def fork_run(source: RunFolder, dest: RunFolder, phases: Iterable[str]) -> dict[
     dest.root.mkdir(parents=True, exist_ok=True)
     copied: list[str] = []
     files = 0
-    with FileLock(str(dest.root / ".fork.lock")):
+    with folder_lock(dest.root / ".fork.lock"):
         for phase in phases:
             src_dir = source.root / PHASE_DIRS[phase]
             if not src_dir.is_dir():

@@ -61,7 +61,7 @@ class RunLock:
     def _acquire_fallback(self) -> None:  # pragma: no cover - Windows
         from filelock import FileLock, Timeout
 
-        lock = FileLock(str(self.path) + ".fl")
+        lock = FileLock(str(self.path) + ".fl", mode=0o600)
         try:
             lock.acquire(timeout=0)
         except Timeout:

@@ -27,7 +27,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from coeval.storage.safe_files import open_no_follow, refuse_links
+from coeval.storage.safe_files import folder_lock, open_no_follow, refuse_links
 
 __all__ = [
     "PHASE_DIRS",
@@ -265,7 +265,7 @@ class RunFolder:
             return {}
 
     def _meta_lock(self) -> FileLock:
-        return FileLock(str(self.root / ".meta.lock"))
+        return folder_lock(self.root / ".meta.lock")
 
     def update_meta(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         """Read-modify-write ``meta.json`` under a file lock (shards share the folder)."""

@@ -18,8 +18,11 @@ import contextlib
 import errno
 import os
 from pathlib import Path
+from typing import Any
 
-__all__ = ["FILE_MODE", "SymlinkInRunFolder", "apply_file_mode", "open_no_follow", "refuse_links"]
+from filelock import FileLock
+
+__all__ = ["FILE_MODE", "SymlinkInRunFolder", "apply_file_mode", "folder_lock", "open_no_follow", "refuse_links"]
 
 #: every file written in a run folder or the viewer's cache: owner read/write only
 FILE_MODE = 0o600
@@ -67,3 +70,8 @@ def apply_file_mode(path: Path) -> None:
     with contextlib.suppress(OSError):
         if not path.is_symlink():
             path.chmod(FILE_MODE)
+
+
+def folder_lock(path: Path, **kwargs: Any) -> FileLock:
+    """A :class:`filelock.FileLock` whose lock file gets :data:`FILE_MODE` too."""
+    return FileLock(str(path), mode=FILE_MODE, **kwargs)
