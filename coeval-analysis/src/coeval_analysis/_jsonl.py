@@ -154,7 +154,7 @@ def _read_slow(
                 continue
             try:
                 rec = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # a line nested too deep is a bad line
                 rec = None
             if not isinstance(rec, dict):
                 rows.append(dict.fromkeys([*columns, *in_python]))

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-
 from coeval.cli.errors import ERROR_PREFIX, report_user_error
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.plugins import get_plugin_manager
+from coeval.storage.safe_files import apply_file_mode
+
 from coeval_analysis.errors import AnalysisInputError
 
 __all__ = ["analyze_command"]
@@ -150,6 +151,8 @@ def _analyze(
             written: list[Path] = []
             for writer in chosen.values():
                 written += list(writer(analysis, out) or [])
+            for path in written:  # one mode for every file in a run folder: docs/security.md
+                apply_file_mode(Path(path))
             progress.update(task, completed=len(_STAGES))
     except AnalysisInputError as exc:
         click.echo(f"{ERROR_PREFIX} {exc}", err=True)
@@ -222,14 +225,14 @@ def _progress(quiet: bool) -> Any:
 def _print_ranking(summary: dict[str, Any]) -> None:
     """The headline ranking with rank ranges (tied students share one), the plain mean
     beside it, then the warnings."""
-    from rich.table import Table
-
     from coeval.console import output_console
+    from coeval.console_text import markup_safe, plain
+    from rich.table import Table
 
     def f(x: float | None) -> str:
         return "—" if x is None else f"{x:.3f}"
 
-    table = Table(title=f"{summary['experiment_id']}: students", title_justify="left")
+    table = Table(title=f"{markup_safe(str(summary['experiment_id']))}: students", title_justify="left")
     ci = f"{summary['settings']['level'] * 100:g}% CI"
     for col in ("#", "student", "robust", ci, "mean", f"{ci} ", "failed"):
         table.add_column(col, justify="left" if col == "student" else "right", no_wrap=col != "student")
@@ -238,7 +241,7 @@ def _print_ranking(summary: dict[str, Any]) -> None:
         missing = s.get("n_failed", 0) + s.get("n_unjudged", 0)
         table.add_row(
             s.get("rank_label") or "—",
-            name,
+            markup_safe(name),  # ids come from the run folder: text, not markup
             f(s["robust_score"]),
             f"[{f(s['robust_ci'][0])}, {f(s['robust_ci'][1])}]",
             f(s["score"]),
@@ -261,9 +264,9 @@ def _print_ranking(summary: dict[str, Any]) -> None:
             "No usable score in this run: every record failed or could not be used (see data quality)."
         )
     for w in summary.get("warnings", []):
-        click.echo(f"warning: {w['message']}")
+        click.echo(f"warning: {plain(w['message'])}")
     if summary.get("reference"):  # human labels and gold: how many, and how many more would settle it
-        click.echo(summary["reference"]["line"])
+        click.echo(plain(summary["reference"]["line"]))
     q = summary["data_quality"]
     click.echo(
         f"records {q['n_records']:,}; failed {q['n_failed']:,}; duplicates dropped {q['n_duplicates']:,}; "

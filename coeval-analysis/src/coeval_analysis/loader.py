@@ -34,8 +34,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
-
+from coeval.config._yaml import load_yaml_guarded
 from coeval.storage.listing import storage_folder_hint
+
 from coeval_analysis._arrow import Vocabulary, encode
 from coeval_analysis._jsonl import JSON_TEXT, MAP, TEXT, map_entries, read_records
 from coeval_analysis.data import LLM_JUDGE, DataQuality, PhaseQuality, RunData
@@ -86,7 +87,7 @@ def parse_score(raw: Any) -> tuple[float, int]:
         if text.startswith("{"):
             try:
                 return parse_score(json.loads(text))
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 return float("nan"), -1
         text = text.lower()
         if text in _LEVELS:
@@ -129,7 +130,7 @@ def _read_config(root: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml_guarded(path.read_text(encoding="utf-8"), str(path))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise AnalysisInputError(f"{path}: not valid YAML ({exc})") from None
     return data if isinstance(data, dict) else {}
@@ -565,7 +566,7 @@ def _error_kinds(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
             try:
                 obj = json.loads(text)
                 kind = obj.get("kind") or obj.get("type") if isinstance(obj, dict) else None
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 pass
         if kind is None:
             m = _KIND.match(text)
@@ -617,7 +618,7 @@ def _datapoint_labels(dps: pa.Table, dp_rows: np.ndarray, dp_codes: np.ndarray) 
             if code not in out:
                 try:
                     out[code] = json.loads(text)
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
                     out[code] = text
     return out
 

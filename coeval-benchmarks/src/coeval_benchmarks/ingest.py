@@ -26,8 +26,9 @@ from typing import Any
 
 import attrs
 import yaml
-
+from coeval.config._yaml import load_yaml_guarded
 from coeval.storage import JsonlWriter, RunFolder, atomic_write_json, iter_jsonl, utc_now
+
 from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
 from coeval_benchmarks.gold import metric_available
 from coeval_benchmarks.sources import DatasetFileError, find_source, read_rows
@@ -140,7 +141,7 @@ def _read_config(run: RunFolder) -> dict[str, Any]:
     if not run.config_path.is_file():
         return {}
     try:
-        doc = yaml.safe_load(run.config_path.read_text(encoding="utf-8"))
+        doc = load_yaml_guarded(run.config_path.read_text(encoding="utf-8"), str(run.config_path))
     except yaml.YAMLError as exc:
         raise IngestError(f"{run.config_path}: not valid YAML ({exc})") from None
     return doc if isinstance(doc, dict) else {}

@@ -137,6 +137,8 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     row = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise DatasetFileError(f"{path} line {lineno}: not valid JSON ({exc.msg})") from None
+                except RecursionError:
+                    raise DatasetFileError(f"{path} line {lineno}: JSON nested too deep to read") from None
                 if not isinstance(row, dict):
                     raise DatasetFileError(f"{path} line {lineno}: each line must be a JSON object")
                 yield lineno, row
@@ -154,6 +156,8 @@ def _json_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise DatasetFileError(f"{path}: cannot read ({exc})") from None
     try:
         doc = json.loads(raw)
+    except RecursionError:
+        raise DatasetFileError(f"{path}: JSON nested too deep to read") from None
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
             yield from _jsonl_rows(path)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+from coeval.console_text import plain
+
 __all__ = ["plain_renderer"]
 
 #: Fields that say nothing to the reader of one console line (run.log keeps them).
@@ -38,5 +40,6 @@ def plain_renderer(_logger: Any, method: str, event: MutableMapping[str, Any]) -
     details = [f"{key} {_value(value)}" for key, value in event.items()
                if key not in _HIDDEN and value is not None and value != ""]
     text = str(event.get("event", "")).strip()
-    return (f"coeval: {level}: " + (f"{phase}: " if phase else "") + text
-            + (f" ({', '.join(details)})" if details else ""))
+    # fields carry model output and run-folder ids: no control sequence reaches the terminal
+    return plain(f"coeval: {level}: " + (f"{phase}: " if phase else "") + text
+                 + (f" ({', '.join(details)})" if details else ""))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 import attrs
 import yaml
 
+from coeval.config._yaml import load_yaml_guarded
 from coeval.interfaces.known import KNOWN_INTERFACES
 
 __all__ = [
@@ -89,8 +91,15 @@ def register_secret(value: str | None) -> None:
             _secrets.add(value)
 
 
+#: a secret at least this long is also masked in part: its first characters (a message that
+#: cuts the key short) and each run of letters and digits of it (a provider that echoes
+#: the key up to a ``/``)
+_PARTIAL_MIN = 10
+_PIECE = re.compile(r"[0-9A-Za-z_\-]{" + str(_PARTIAL_MIN) + ",}")
+
+
 def redact(text: str) -> str:
-    """Replace every known secret in ``text`` with a marker."""
+    """Replace every known secret in ``text``, or a part of one, with a marker."""
     if not _secrets or not text:
         return text
     with _secrets_lock:
@@ -98,6 +107,25 @@ def redact(text: str) -> str:
     for s in secrets:
         if s in text:
             text = text.replace(s, "***")
+    for s in secrets:
+        if len(s) >= _PARTIAL_MIN:
+            text = _redact_prefix(text, s)
+            for piece in _PIECE.findall(s):
+                if piece in text:
+                    text = text.replace(piece, "***")
+    return text
+
+
+def _redact_prefix(text: str, secret: str) -> str:
+    """Mask every run of ``text`` that is a prefix of ``secret`` at least _PARTIAL_MIN long."""
+    head = secret[:_PARTIAL_MIN]
+    start = text.find(head)
+    while start >= 0:
+        end = start + len(head)
+        while end < len(text) and end - start < len(secret) and text[end] == secret[end - start]:
+            end += 1
+        text = text[:start] + "***" + text[end:]
+        start = text.find(head, start + 3)
     return text
 
 
@@ -180,10 +208,11 @@ class KeyStore:
         except OSError as exc:
             raise KeyFileError(f"key file {path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
         try:
-            raw = yaml.safe_load(text) or {}
+            raw = load_yaml_guarded(text, str(path)) or {}
         except (yaml.YAMLError, RecursionError) as exc:
             mark = getattr(exc, "problem_mark", None)
-            where = f" line {mark.line + 1}" if mark is not None else ""
+            line = mark.line + 1 if mark is not None else getattr(exc, "line", None)
+            where = f" line {line}" if line else ""
             raise KeyFileError(f"key file {path}:{where} not valid YAML") from None
         if not isinstance(raw, dict):
             raise KeyFileError(f"key file {path}: expected a mapping with a 'providers' section")

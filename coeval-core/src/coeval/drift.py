@@ -20,6 +20,7 @@ import attrs
 
 from coeval.config.model import Config
 from coeval.credentials import redact
+from coeval.secret_settings import scrub_settings
 from coeval.storage.run_folder import RunFolder, utc_now
 from coeval.storage.snapshot import SECRET_PARAMETER_KEYS
 
@@ -41,7 +42,8 @@ class Change:
 
 def _plain(value: Any) -> Any:
     """JSON-ready, sorted, and with anything that looks like a key redacted (meta.json is
-    shared with run reports and must hold no secret)."""
+    shared with run reports and must hold no secret). Credential headers and URL passwords
+    are masked before (``***#`` and a hash): a changed one is drift, shown by its hash."""
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, list | tuple):
@@ -61,7 +63,7 @@ def _model_settings(config: Config) -> dict[str, dict[str, Any]]:
         roles = {}
         for role in sorted(model.roles):
             params = {k: v for k, v in model.params_for(role).items() if k.lower() not in SECRET_PARAMETER_KEYS}
-            roles[role] = {"interface": model.interface, **_plain(params)}
+            roles[role] = {"interface": model.interface, **_plain(scrub_settings(params))}
         out[model.name] = {"roles": roles, "hash": _digest(roles)}
     return out
 

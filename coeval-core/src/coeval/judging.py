@@ -62,6 +62,11 @@ def normalize_score(value: Any) -> str:
     raise OutputParseError(f"score must be High, Medium or Low, got {_short(value)}")
 
 
+class _TooDeep(OutputParseError):
+    """The reply is JSON nested deeper than the parser's recursion limit (no judge writes
+    that: a broken or hostile reply, failed as such rather than read as prose)."""
+
+
 def extract_json(text: str) -> Any:
     """The JSON value a reply holds: the whole text, a fenced block, or the first JSON object
     embedded in prose. Raises OutputParseError when there is none."""
@@ -69,11 +74,14 @@ def extract_json(text: str) -> Any:
         raise OutputParseError("empty reply")
     candidates = [text.strip()]
     candidates += [m.group(2).strip() for m in _FENCE.finditer(text)]
+    too_deep = False
     for cand in candidates:
         try:
             return json.loads(cand)
         except (json.JSONDecodeError, ValueError):
             pass
+        except RecursionError:  # a reply nested thousands of levels deep: this reply's failure
+            too_deep = True
     decoder = json.JSONDecoder()
     for source in candidates:
         for match in re.finditer(r"[{\[]", source):
@@ -81,8 +89,13 @@ def extract_json(text: str) -> Any:
                 value, _ = decoder.raw_decode(source, match.start())
             except (json.JSONDecodeError, ValueError):
                 continue
+            except RecursionError:
+                too_deep = True
+                break  # every later bracket is inside the same deep value
             if isinstance(value, dict) or (isinstance(value, list) and value):
                 return value
+    if too_deep:
+        raise _TooDeep(f"reply is JSON nested too deep to read {_short(text)}")
     raise OutputParseError(f"no JSON found in reply {_short(text)}")
 
 
@@ -98,6 +111,8 @@ def parse_single(text: str, factors: Sequence[str]) -> dict[str, str]:
         return {}
     try:
         obj = _unwrap(extract_json(text))
+    except _TooDeep:
+        raise
     except OutputParseError:
         obj = None
     if isinstance(obj, dict):
@@ -143,6 +158,8 @@ def parse_per_factor(text: str, factor: str) -> str:
     ``{factor: ...}``), a JSON string, or text that names exactly one score word."""
     try:
         obj = _unwrap(extract_json(text))
+    except _TooDeep:
+        raise
     except OutputParseError:
         obj = None
     if isinstance(obj, dict):
@@ -177,7 +194,7 @@ def parse_rationale(text: str | None, factors: Sequence[str]) -> dict[str, str]:
     Empty when the reply has none; a missing rationale never fails a judgment."""
     try:
         obj = _unwrap(extract_json(text or ""))
-    except OutputParseError:
+    except (OutputParseError, RecursionError):
         return {}
     found = obj.get("rationale") if isinstance(obj, dict) else None
     if isinstance(found, str) and found.strip() and len(factors) == 1:

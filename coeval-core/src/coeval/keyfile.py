@@ -17,6 +17,7 @@ import attrs
 import yaml
 
 from coeval.config._schema_check import did_you_mean
+from coeval.config._yaml import load_yaml_guarded
 from coeval.credentials import PROVIDER_ENV_VARS, KeyStore, find_keys_file, register_secret
 from coeval.interfaces.known import KNOWN_INTERFACES
 from coeval.storage.run_folder import atomic_write_text
@@ -96,7 +97,7 @@ def set_key(path: Path, provider: str, value: str, field: str = "api_key") -> No
     doc: dict[str, Any] = {}
     if path.is_file():
         KeyStore.load(path)  # a malformed file stops here, with its own message
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        doc = load_yaml_guarded(path.read_text(encoding="utf-8"), str(path)) or {}
     entries: dict[str, Any] = doc.setdefault("providers", {}) if "providers" in doc or not doc else doc
     current = entries.get(provider)
     if field == "api_key" and not isinstance(current, dict):

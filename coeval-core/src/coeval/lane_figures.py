@@ -14,10 +14,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
 from coeval.scheduler import SchedulerStats
 from coeval.storage.run_folder import RunFolder, atomic_write_json, utc_now
+from coeval.storage.safe_files import folder_lock
 
 __all__ = ["LANES_FILE", "lane_rows", "read_lanes", "record_lanes"]
 
@@ -61,7 +60,7 @@ def record_lanes(run: RunFolder, phase: str, stats: SchedulerStats | None) -> No
     if not rows:
         return
     try:
-        with FileLock(str(run.root / ".lanes.lock")):
+        with folder_lock(run.root / ".lanes.lock"):
             data = read_lanes(run.root)
             entry = data["phases"].get(phase)
             kept = entry.get("lanes", []) if isinstance(entry, dict) else []

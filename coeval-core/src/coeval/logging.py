@@ -23,6 +23,7 @@ import structlog
 
 from coeval.console_log import plain_renderer
 from coeval.credentials import redact
+from coeval.storage.safe_files import open_no_follow
 
 __all__ = ["LOGGER_NAME", "get_logger", "redact_event", "run_logging"]
 
@@ -102,6 +103,12 @@ class _RunLogHandler(logging.FileHandler):
     same error with a clear message when it next writes a record."""
 
     _reported = False
+
+    def _open(self) -> Any:
+        """``run.log`` is appended to, never through a symbolic link (a shared run may hold
+        one pointing anywhere), and readable by its owner only."""
+        fd = open_no_follow(Path(self.baseFilename), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
     def handleError(self, record: logging.LogRecord) -> None:
         if not self._reported:

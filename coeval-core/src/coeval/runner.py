@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from filelock import FileLock
 
 from coeval.config.model import Config
 from coeval.config.validate import resolve_run_reference
@@ -72,6 +71,7 @@ from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
 from coeval.storage.fork import fork_run
 from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line, utc_now
+from coeval.storage.safe_files import folder_lock
 from coeval.storage.snapshot import write_config_snapshot
 
 if TYPE_CHECKING:
@@ -449,7 +449,7 @@ class _Run:
             self.meta.phase_started(name)
             log.info("phase started", phase=name, mode=mode)
             # shards share phases 1-2: one asks the teachers, the others then find the artifacts
-            shared_lock = FileLock(str(self.run.root / ".teacher_phases.lock"), thread_local=False) \
+            shared_lock = folder_lock(self.run.root / ".teacher_phases.lock", thread_local=False) \
                 if self.only and name in ("attribute_mapping", "rubric_mapping") else None
             try:
                 if shared_lock is not None:

@@ -974,9 +974,30 @@ def build_page(analysis: Analysis) -> tuple[list[Section], dict[str, Any]]:
     return sections, ctx.figs
 
 
+#: characters an HTML parser reads inside ``<script>`` (``</script>``, ``<!--``) or that end a
+#: JavaScript line: written as JSON ``\\u`` escapes, which JSON.parse reads back unchanged
+_SCRIPT_UNSAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                                "\u2028": "\\u2028", "\u2029": "\\u2029"})
+#: figure keys whose value is plotly markup the report writes itself (the rest is data)
+_PLOTLY_TEMPLATES = frozenset({"hovertemplate", "texttemplate"})
+
+
 def _json_island(obj: Any) -> Markup:
     text = json.dumps(to_jsonable(obj), ensure_ascii=False, separators=(",", ":"))
-    return Markup(text.replace("</", "<\\/").replace("<!--", "<\\!--"))
+    return Markup(text.translate(_SCRIPT_UNSAFE))
+
+
+def _plain_labels(value: Any, key: str = "") -> Any:
+    """Figure specs with every label as plain text: plotly reads ``<a href>``, ``<b>``... in
+    strings as markup, and labels come from the run (model names, attribute values).
+    ``&``, ``<`` and ``>`` become entities, which plotly shows as the characters."""
+    if isinstance(value, dict):
+        return {k: _plain_labels(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain_labels(v, key) for v in value]
+    if isinstance(value, str) and key not in _PLOTLY_TEMPLATES:
+        return html.escape(value, quote=False)
+    return value
 
 
 def write_html(analysis: Analysis, out_dir: Path) -> list[Path]:
@@ -989,7 +1010,7 @@ def write_html(analysis: Analysis, out_dir: Path) -> list[Path]:
         title=f"CoEval analysis: {analysis.summary['experiment_id']}",
         summary=analysis.summary,
         sections=sections,
-        figures=_json_island(figs),
+        figures=_json_island(_plain_labels(figs)),
         plotly_js=Markup(plotly_js()),
     )
     path = Path(out_dir) / "report.html"

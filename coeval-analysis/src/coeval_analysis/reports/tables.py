@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from coeval_analysis.csv_safety import neutralise_arrow
+
 if TYPE_CHECKING:
     from coeval_analysis.analysis import Analysis
 
@@ -31,7 +33,7 @@ def write_tables(analysis: Analysis, out_dir: Path) -> list[Path]:
         if table is None or table.empty:
             continue
         arrow = pa.Table.from_pandas(table, preserve_index=False)
-        pa_csv.write_csv(arrow, folder / f"{name}.csv")
+        pa_csv.write_csv(neutralise_arrow(arrow), folder / f"{name}.csv")  # no spreadsheet formulas
         pq.write_table(arrow, folder / f"{name}.parquet")
         written += [folder / f"{name}.csv", folder / f"{name}.parquet"]
     units = _score_units(analysis)

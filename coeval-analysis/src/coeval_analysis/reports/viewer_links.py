@@ -31,8 +31,8 @@ _SCRIPT = """
 <script>document.getElementById('viewer-find').addEventListener('click',function(){
 var base=%(base)s,run=%(run)s,box=document.getElementById('viewer-links');
 box.textContent='No viewer answers at '+base+': start one with the command above.';
-fetch(base+'/api/ping').then(function(r){return r.json();}).then(function(d){var k=d.runs.indexOf(run);
-if(k<0){k=d.runs.length===1?0:-1;}if(k<0)return;var r=base+'/r/'+k;
+fetch(base+'/api/ping?run='+encodeURIComponent(run)).then(function(r){return r.json();}).then(function(d){var k=d.index;
+if(k<0){k=d.count===1?0:-1;}if(k<0)return;var r=base+'/r/'+k;
 box.innerHTML='<a id="viewer-start" href="'+r+'/">ranking and datapoints</a> &middot; '+
 '<a href="'+r+'/?sort=disagreement">most disputed datapoints</a> &middot; '+
 '<a id="viewer-failures" href="'+r+'/failures">failed and unparseable calls</a>';

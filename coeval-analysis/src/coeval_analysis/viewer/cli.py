@@ -54,7 +54,7 @@ def _store(run: Path, command: str, *, background: bool = False) -> RunStore:
               help="Run folder; twice to compare two runs.")
 @click.option("--storage-folder", type=click.Path(path_type=Path, file_okay=False, exists=True),
               help="Folder of runs: list and compare every run inside.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to serve on (localhost only by default).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to serve on (localhost only by default; any other needs the token printed at start).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
 @click.option("--no-browser", is_flag=True, help="Do not open a browser.")
 @click.option("--label", "labeler", metavar="NAME", default=None,
@@ -77,11 +77,14 @@ def view_command(runs: tuple[Path, ...], storage_folder: Path | None, host: str,
             store.close()
         click.echo(f"coeval view: cannot serve on {host}:{port}: {exc.strerror or exc}", err=True)
         sys.exit(2)
-    click.echo(f"coeval view: serving {len(stores)} run(s) on {server.url} (Ctrl-C stops)", err=True)
+    if server.guard.token is not None:
+        click.echo(f"coeval view: warning: serving on {host}, not on loopback: every machine that can reach this "
+                   "one can ask for the run's pages; each needs the token in the URL below (then a cookie)", err=True)
+    click.echo(f"coeval view: serving {len(stores)} run(s) on {server.sign_in_url} (Ctrl-C stops)", err=True)
     if labeler:
         click.echo(f"coeval view: labelling as {labeler} on {server.url}r/0/label", err=True)
     if not no_browser:
-        webbrowser.open(server.url)
+        webbrowser.open(server.sign_in_url)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

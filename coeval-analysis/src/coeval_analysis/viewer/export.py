@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from coeval.storage.safe_files import apply_file_mode
+
+from coeval_analysis.csv_safety import neutralise_sql
 from coeval_analysis.viewer.store import RunStore
 
 __all__ = ["FORMATS", "export_judgments"]
@@ -20,9 +23,25 @@ TIDY_SQL = (
 )
 
 
+def _csv_safe(store: RunStore) -> str:
+    """The tidy table with text cells that a spreadsheet would run as formulas prefixed by
+    ``'`` (:mod:`coeval_analysis.csv_safety`)."""
+    text = [name for name, kind, *_ in store.query(f"DESCRIBE {TIDY_SQL}") if str(kind) == "VARCHAR"]
+    if not text:
+        return TIDY_SQL
+    replaced = ", ".join(f'{neutralise_sql(f"t.{_quoted(n)}")} AS {_quoted(n)}' for n in text)
+    return f"SELECT * REPLACE ({replaced}) FROM ({TIDY_SQL}) t"
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
 def export_judgments(store: RunStore, fmt: str, out: Path) -> int:
     """Write the tidy table to ``out``; returns its row count."""
     out.parent.mkdir(parents=True, exist_ok=True)
     target = str(out).replace("'", "''")
-    store.query(f"COPY ({TIDY_SQL}) TO '{target}' ({_COPY_OPTIONS[fmt]})")
+    select = _csv_safe(store) if fmt == "csv" else TIDY_SQL
+    store.query(f"COPY ({select}) TO '{target}' ({_COPY_OPTIONS[fmt]})")
+    apply_file_mode(out)  # judgments hold prompts and answers: owner only, as in the run folder
     return int(store.query("SELECT count(*) FROM judgments")[0][0])

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from coeval.config._yaml import load_yaml_guarded
 
 from coeval_analysis.viewer.build import PHASES, record_files
 
@@ -31,7 +32,7 @@ def run_outline(run: Path) -> dict[str, list[str]]:
     run's config names them; empty lists when the run keeps no readable config."""
     outline: dict[str, list[str]] = {key: [] for key in (*_ROLES.values(), "tasks")}
     try:
-        config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+        config = load_yaml_guarded((run / "config.yaml").read_text(encoding="utf-8"), str(run / "config.yaml"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return outline
     if not isinstance(config, dict):

@@ -1,9 +1,10 @@
 """The ``coeval view`` HTTP server: a thread per request, pages answered from DuckDB.
 
 URLs: ``/`` (the run, or every run side by side), ``/r/<k>/`` (run k's start page),
-``/r/<k>/datapoint/<id>``, ``/r/<k>/failures``, ``/api/ping`` (what the HTML report
-asks to learn whether a viewer is running) and ``/api/status`` (how far each run's
-database is built).
+``/r/<k>/datapoint/<id>``, ``/r/<k>/failures``, ``/api/ping?run=PATH`` (what the HTML report
+asks to learn whether a viewer serves its run) and ``/api/status`` (how far each run's
+database is built). Every request passes :mod:`~coeval_analysis.viewer.guard` first (Host
+check, token, no CORS but for the ping).
 
 The server listens before any run is read: stores build their database in the background.
 A start page asked within :data:`FIRST_LOOK_S` of the server starting waits until then for
@@ -24,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from coeval_analysis.viewer import labelling, pages, queries
+from coeval_analysis.viewer.guard import SECURITY_HEADERS, ViewGuard, idle_timeout_s
 from coeval_analysis.viewer.outline import analysis_ranking, run_outline
 from coeval_analysis.viewer.store import RunStore, StoreError
 
@@ -58,12 +60,19 @@ class ViewServer(ThreadingHTTPServer):
         self._facets: dict[int, dict[str, list[str]]] = {}
         self._started = time.monotonic()
         super().__init__(address, _Handler)
+        self.guard = ViewGuard.for_address(address[0], int(self.server_address[1]))
+        self.idle_timeout_s = idle_timeout_s()
 
     @property
     def url(self) -> str:
         host, port = self.server_address[0], self.server_address[1]
         name = host.decode() if isinstance(host, bytes) else str(host)
         return f"http://{name}:{port}/"
+
+    @property
+    def sign_in_url(self) -> str:
+        """The URL to open: with the token, when the viewer needs one."""
+        return self.url + (f"?token={self.guard.token}" if self.guard.token else "")
 
     def first_look_left(self) -> float:
         """Seconds a start page may still wait for the database (0 past :data:`FIRST_LOOK_S`)."""
@@ -91,10 +100,28 @@ class ViewServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: ViewServer
 
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.idle_timeout_s)  # a silent connection is closed, not waited on
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         log.debug(format, *args)
 
+    def _refuse(self, status: int, text: str, headers: Sequence[tuple[str, str]]) -> None:
+        data = text.encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (*headers, *SECURITY_HEADERS):
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        refusal = self.server.guard.admit(self.path, self.headers)
+        if refusal is not None:
+            self._refuse(refusal.status, refusal.text, refusal.headers)
+            return
         parts = urlsplit(self.path)
         query = dict(parse_qsl(parts.query))
         segments = [unquote(s) for s in parts.path.split("/") if s]
@@ -109,17 +136,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json" if kind == "json" else "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
-        self.send_header("Access-Control-Allow-Origin", "*")  # the report (a file://) asks /api/ping
+        for name, value in (*self.server.guard.cors_headers(segments, self.headers), *SECURITY_HEADERS):
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        refusal = self.server.guard.admit(self.path, self.headers)
+        if refusal is not None:
+            self._refuse(refusal.status, refusal.text, refusal.headers)
+            return
         labelling.handle_post(self, self.server.labelling, len(self.server.stores))
 
     def _route(self, segments: list[str], query: dict[str, str]) -> tuple[int, str, str]:
         stores = self.server.stores
         if segments == ["api", "ping"]:
-            return HTTPStatus.OK, json.dumps({"runs": [str(s.run.resolve()) for s in stores]}), "json"
+            return HTTPStatus.OK, json.dumps(self._ping(query.get("run"))), "json"
         if segments == ["api", "status"]:
             return HTTPStatus.OK, json.dumps({"runs": [s.status() for s in stores]}), "json"
         if not segments:
@@ -141,6 +173,17 @@ class _Handler(BaseHTTPRequestHandler):
                     return HTTPStatus.OK, pages.datapoint_page(store.name, base, detail), "html"
                 return HTTPStatus.NOT_FOUND, pages.not_found_page(f"No datapoint {rest[1]} in this run."), "html"
         return HTTPStatus.NOT_FOUND, pages.not_found_page("No such page."), "html"
+
+    def _ping(self, run: str | None) -> dict[str, Any]:
+        """Which run is ``run`` (its index, -1 when not served) and how many are served; the
+        runs' paths only to a request that is not from another origin's page."""
+        paths = [str(s.run.resolve()) for s in self.server.stores]
+        answer: dict[str, Any] = {}
+        if not self.server.guard.cross_origin(self.headers):
+            answer["runs"] = paths
+        if run is not None:
+            answer.update(index=paths.index(run) if run in paths else -1, count=len(paths))
+        return answer
 
     def _root(self, query: dict[str, str]) -> tuple[int, str, str]:
         stores = self.server.stores

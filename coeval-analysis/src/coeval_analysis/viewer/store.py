@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coeval.storage.safe_files import apply_file_mode
+
 from coeval_analysis.viewer.build import (
     JUDGMENTS_STEP,
     PHASES,
@@ -134,6 +136,7 @@ class RunStore:
         try:
             part.unlink(missing_ok=True)
             con = duckdb.connect(str(part), config={"memory_limit": MEMORY_LIMIT, "preserve_insertion_order": "false"})
+            apply_file_mode(part)  # the cache holds the run's text: owner only, as the run folder
             con.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false; "
                         "SET progress_bar_time = 0")
             with self._cond:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import yaml
 
 from coeval.authoring.describe import readable
+from coeval.config._yaml import load_yaml_guarded
 from coeval.config.errors import ConfigError
 from coeval.config.loader import load_config
 from coeval.config.model import Config
@@ -77,7 +77,7 @@ def generate_static_config(
     (``registries``: the plugins' phases and interfaces)."""
     source = Path(config_path)
     config = load_config(source, check_filesystem=False, keys_file=keys_file, registries=registries)
-    raw = yaml.safe_load(source.read_text(encoding="utf-8"))
+    raw = load_yaml_guarded(source.read_text(encoding="utf-8"), str(source))
     needs_teachers = [
         t.name
         for t in config.tasks

@@ -28,6 +28,7 @@ import attrs
 from filelock import FileLock
 
 from coeval.storage.run_folder import RunFolder, atomic_write_json, utc_now
+from coeval.storage.safe_files import folder_lock
 
 __all__ = ["PENDING_FILE", "PendingJob", "PendingStore"]
 
@@ -73,7 +74,7 @@ class PendingStore:
         self.unreadable: list[Any] = []  # entries of another format, kept as they are
 
     def _lock(self) -> FileLock:
-        return FileLock(str(self.run.root / ".pending_batches.lock"))
+        return folder_lock(self.run.root / ".pending_batches.lock")
 
     def _read(self) -> dict[str, Any]:
         try:

@@ -20,6 +20,7 @@ from coeval.cli.repair_cmd import open_run_folder
 from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.console import output_console
+from coeval.console_text import plain, safe_tree
 from coeval.cost.report import read_estimate
 from coeval.credentials import KeyStore
 from coeval.lane_figures import read_lanes
@@ -244,7 +245,7 @@ def command(run_path: str | None, config_path: str | None, as_json: bool, fetch_
     if as_json:
         click.echo(json.dumps(status, indent=2, ensure_ascii=False))
     elif quiet:
-        click.echo(f"{status['run']}: {status['status']}")  # one line, for scripts
+        click.echo(plain(f"{status['run']}: {status['status']}"))  # one line, for scripts
     else:
         _print(status)
 
@@ -265,6 +266,7 @@ def _fetch(run: Any, keys: str | None) -> None:
 
 
 def _print(status: dict[str, Any]) -> None:
+    status = safe_tree(status)  # run text is untrusted: no control characters, markup escaped
     console = output_console(soft_wrap=True)
     console.print(f"[bold]{status['experiment_id'] or '?'}[/bold]  {status['run']}  status: {status['status']}"
                   + (f"  (forked from {status['forked_from']})" if status.get("forked_from") else ""))
@@ -321,12 +323,12 @@ def _print(status: dict[str, Any]) -> None:
         console.print(f"pending batches: {len(status['pending_batches'])}")
         for j in status["pending_batches"]:
             console.print(f"  {j.get('job_id')}  {j.get('model') or j.get('interface')}  {j.get('phase')}  "
-                          f"{j.get('state')}  {j.get('requests')} requests", markup=False)
+                          f"{j.get('state')}  {j.get('requests')} requests")
     else:
         console.print("pending batches: none")
     if status["recent_errors"]:
         console.print("latest errors:")
         for e in status["recent_errors"]:
-            console.print(f"  {e['phase']}  {e['id']}: {e['error']}", markup=False)
+            console.print(f"  {e['phase']}  {e['id']}: {e['error']}")
     for note in status["notes"]:
-        console.print(f"note: {note}", markup=False)
+        console.print(f"note: {note}")

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import yaml
 
-__all__ = ["LineMap", "YamlProblem", "read_yaml"]
+__all__ = ["LineMap", "UnreadableYaml", "YamlProblem", "load_yaml_guarded", "read_yaml"]
 
 Path = tuple[str | int, ...]
 
@@ -210,3 +210,27 @@ def _collect_lines(
                 out.lines[child] = item_lines[i]
             _collect_lines(value, child, loader, out, active, paths)
         active.discard(id(obj))
+
+
+class UnreadableYaml(yaml.YAMLError):
+    """A YAML file the tool will not read: a syntax error, or a shape no real file has
+    (nested past MAX_DEPTH, or aliases expanding past MAX_VALUES). A ``yaml.YAMLError``,
+    so callers that handled PyYAML's errors handle it too."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def load_yaml_guarded(text: str, source: str) -> Any:
+    """Every YAML the tool reads (run-folder snapshots, key files, pricing tables...), read
+    with the same guards as ``--config``: safe tags only, no alias bomb, no deep nesting.
+    Raises :class:`UnreadableYaml` naming ``source``; a key written twice keeps the last
+    value, as PyYAML does (only ``--config`` reports it)."""
+    data, _lines, problems = read_yaml(text)
+    if data is None and problems:
+        problem = problems[0]
+        where = f"{source} line {problem.line}" if problem.line else source
+        raise UnreadableYaml(f"{where}: {problem.message}", problem.line)
+    return data
+

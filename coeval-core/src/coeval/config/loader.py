@@ -25,6 +25,7 @@ from coeval.credentials import KeyStore
 from coeval.interfaces.known import AUTO_INTERFACE, KNOWN_INTERFACES
 from coeval.phase_modes import default_mode, registered_modes
 from coeval.phase_order import ordered_phases
+from coeval.secret_settings import register_setting_secrets
 
 if TYPE_CHECKING:
     from coeval.plugins import Registries
@@ -183,6 +184,8 @@ def load_config(
         already = len(validator.issues)
         _resolve_auto_interfaces(raw, validator, keys_file, set(KNOWN_INTERFACES) | set(interfaces))
         issues += validator.issues[already:]
+    if isinstance(raw, Mapping):  # header and URL credentials are masked wherever text is printed
+        register_setting_secrets(raw.get("models"))
     if any(i.is_error for i in issues):
         raise ConfigError(issues, source=source)
     config = structure_config(raw, source=source, phases=phases)

@@ -4,7 +4,8 @@ The new run gets a copy of every phase folder of the source run whose phase is *
 mode New: with the seed's resume examples (phases 1-3 Keep, 4-5 Extend or Model) that is
 everything, so the new run answers and judges exactly what is missing, or only what a new
 model adds. A phase in mode New starts empty. The source is never modified; provenance is
-recorded in ``meta.json`` under ``forked_from``.
+recorded in ``meta.json`` under ``forked_from``. A symbolic link among the copied files
+stops the fork with an error naming it: what it points to is never copied.
 """
 
 from __future__ import annotations
@@ -14,16 +15,16 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from filelock import FileLock
-
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, utc_now
+from coeval.storage.safe_files import FILE_MODE, folder_lock, refuse_links
 
 __all__ = ["fork_run"]
 
 
 def _copy_file(src: Path, dest: Path) -> None:
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    shutil.copy2(src, tmp)
+    shutil.copy2(src, tmp, follow_symlinks=False)
+    os.chmod(tmp, FILE_MODE)
     os.replace(tmp, dest)
 
 
@@ -33,15 +34,19 @@ def fork_run(source: RunFolder, dest: RunFolder, phases: Iterable[str]) -> dict[
     dest.root.mkdir(parents=True, exist_ok=True)
     copied: list[str] = []
     files = 0
-    with FileLock(str(dest.root / ".fork.lock")):
+    with folder_lock(dest.root / ".fork.lock"):
         for phase in phases:
             src_dir = source.root / PHASE_DIRS[phase]
             if not src_dir.is_dir():
                 continue
             dest_dir = dest.root / PHASE_DIRS[phase]
             dest_dir.mkdir(parents=True, exist_ok=True)
+            refuse_links(src_dir, dest_dir)
             for src in sorted(src_dir.iterdir()):
-                if src.is_file() and not src.name.startswith("."):
+                if src.name.startswith("."):
+                    continue
+                refuse_links(src)  # a link's target may be anything on the machine: never copied
+                if src.is_file():
                     target = dest_dir / src.name
                     if not target.exists():
                         _copy_file(src, target)

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import IO
 
+from coeval.storage.safe_files import open_no_follow
+
 __all__ = ["RunFolderBusyError", "RunLock", "folder_in_use"]
 
 LOCK_NAME = ".run.lock"
@@ -41,7 +43,7 @@ class RunLock:
         except ImportError:  # pragma: no cover - Windows
             self._acquire_fallback()
             return
-        fh = self.path.open("a+", encoding="utf-8")
+        fh = os.fdopen(open_no_follow(self.path, os.O_RDWR | os.O_CREAT), "r+", encoding="utf-8")
         flags = (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
         try:
             fcntl.flock(fh.fileno(), flags)
@@ -59,7 +61,7 @@ class RunLock:
     def _acquire_fallback(self) -> None:  # pragma: no cover - Windows
         from filelock import FileLock, Timeout
 
-        lock = FileLock(str(self.path) + ".fl")
+        lock = FileLock(str(self.path) + ".fl", mode=0o600)
         try:
             lock.acquire(timeout=0)
         except Timeout:

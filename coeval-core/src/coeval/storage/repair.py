@@ -107,7 +107,7 @@ def _scan(path: Path, phase: str) -> tuple[FileRepair, dict[str, dict[str, Any]]
             rep.lines += 1
             try:
                 rec = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # nested too deep: a bad line too
                 rep.bad_lines += 1
                 continue
             if not isinstance(rec, dict):

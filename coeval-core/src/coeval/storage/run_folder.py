@@ -27,6 +27,8 @@ from typing import Any
 
 from filelock import FileLock
 
+from coeval.storage.safe_files import folder_lock, open_no_follow, refuse_links
+
 __all__ = [
     "PHASE_DIRS",
     "JsonlWriter",
@@ -55,6 +57,7 @@ def utc_now() -> str:
 def atomic_write_text(path: Path, text: str) -> None:
     """Write via a temp file in the same folder and rename: readers see old or new, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_links(path.parent)  # the temp file would land wherever the link points
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -76,16 +79,24 @@ try:  # orjson parses a record in a third of json's time; a run holds millions o
     import orjson
 
     def loads_record(line: bytes) -> Any:
-        """One JSON value from UTF-8 bytes; ValueError when the line is not one."""
+        """One JSON value from UTF-8 bytes; ValueError when the line is not one (also when
+        it is nested too deep to read: a crafted line is a bad line, not a crash)."""
         try:
             return orjson.loads(line)
         except orjson.JSONDecodeError:  # NaN / Infinity, which json.dumps writes
-            return json.loads(line)
+            return _loads_bounded(line)
 
 except ImportError:  # pragma: no cover - orjson is a dependency; stay correct without it
 
     def loads_record(line: bytes) -> Any:
+        return _loads_bounded(line)
+
+
+def _loads_bounded(line: bytes | str) -> Any:
+    try:
         return json.loads(line)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
 
 
 def iter_jsonl(path: Path, *, on_bad_line: Callable[[int, str], None] | None = None) -> Iterator[dict[str, Any]]:
@@ -115,6 +126,7 @@ def iter_jsonl(path: Path, *, on_bad_line: Callable[[int, str], None] | None = N
 def cut_partial_last_line(path: Path) -> int:
     """Cut a last line that has no newline (a record cut by a crash or power loss).
     Returns the number of bytes removed. Only call this while no other process appends."""
+    refuse_links(path)  # never cut the end off a file outside the run
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -153,7 +165,7 @@ class JsonlWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._fsync = fsync
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd: int | None = open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         self._repair_tail()
 
     def _repair_tail(self) -> None:
@@ -253,7 +265,7 @@ class RunFolder:
             return {}
 
     def _meta_lock(self) -> FileLock:
-        return FileLock(str(self.root / ".meta.lock"))
+        return folder_lock(self.root / ".meta.lock")
 
     def update_meta(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         """Read-modify-write ``meta.json`` under a file lock (shards share the folder)."""

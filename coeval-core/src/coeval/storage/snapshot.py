@@ -13,10 +13,12 @@ from typing import Any
 import attrs
 import yaml
 
+from coeval.config._yaml import load_yaml_guarded
 from coeval.config.errors import ConfigError
 from coeval.config.loader import load_config, structure_config
 from coeval.config.model import Config
 from coeval.credentials import redact
+from coeval.secret_settings import scrub_settings
 from coeval.storage.run_folder import RunFolder, atomic_write_text
 
 __all__ = ["SECRET_PARAMETER_KEYS", "config_to_mapping", "read_config_snapshot", "write_config_snapshot"]
@@ -36,7 +38,8 @@ def _plain(value: Any) -> Any:
 
 
 def config_to_mapping(config: Config) -> dict[str, Any]:
-    """The config as plain YAML data (loadable again), without secrets."""
+    """The config as plain YAML data (loadable again), without secrets: key parameters
+    dropped, credential headers and URL passwords masked (:mod:`coeval.secret_settings`)."""
     models = []
     for m in config.models:
         d = attrs.asdict(m, recurse=True)
@@ -48,7 +51,7 @@ def config_to_mapping(config: Config) -> dict[str, Any]:
         }
         if not d["role_parameters"]:
             d.pop("role_parameters")
-        models.append(_plain(d))
+        models.append(scrub_settings(_plain(d)))
     tasks = [_plain(attrs.asdict(t, recurse=True)) for t in config.tasks]
     for t in tasks:
         if not t.get("prompt_library"):
@@ -88,7 +91,7 @@ def read_config_snapshot(run: RunFolder) -> Config | None:
     if not run.config_path.is_file():
         return None
     try:
-        raw = yaml.safe_load(run.config_path.read_text(encoding="utf-8"))
+        raw = load_yaml_guarded(run.config_path.read_text(encoding="utf-8"), str(run.config_path))
     except (OSError, yaml.YAMLError):
         return None
     if not isinstance(raw, Mapping):

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 import yaml
 from coeval.cli.errors import UserError
+from coeval.config._yaml import load_yaml_guarded
 
 __all__ = ["PRICING_ENV", "AutoChoice", "Price", "PricingFileError", "PricingTable", "pricing_table", "reset_pricing_table"]
 
@@ -80,14 +81,14 @@ class PricingTable:
     @classmethod
     def load(cls, user_file: str | os.PathLike[str] | None = None) -> PricingTable:
         packaged = importlib.resources.files("coeval_providers.pricing").joinpath("pricing.yaml").read_text("utf-8")
-        providers, routes = _parse(yaml.safe_load(packaged), "coeval_providers/pricing/pricing.yaml")
+        providers, routes = _parse(load_yaml_guarded(packaged, "pricing.yaml"), "coeval_providers/pricing/pricing.yaml")
         sources = ["package"]
         if user_file:
             path = Path(user_file).expanduser()
             if not path.is_file():
                 raise PricingFileError(f"{path}: pricing file not found (named by ${PRICING_ENV})")
             try:
-                raw = yaml.safe_load(path.read_text("utf-8")) or {}
+                raw = load_yaml_guarded(path.read_text("utf-8"), str(path)) or {}
             except UnicodeDecodeError:
                 raise PricingFileError(f"{path}: not UTF-8 text (named by ${PRICING_ENV})") from None
             except OSError as exc:
