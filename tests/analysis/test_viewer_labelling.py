@@ -50,7 +50,10 @@ def _post(url: str, body: Any, headers: dict[str, str]) -> tuple[int, dict[str, 
         data = json.dumps(body).encode()
         conn.request("POST", "/r/0/label", body=data, headers={"Content-Type": "application/json", **headers})
         reply = conn.getresponse()
-        return reply.status, json.loads(reply.read() or b"{}")
+        text = reply.read()
+        if reply.getheader("Content-Type", "").startswith("application/json"):
+            return reply.status, json.loads(text or b"{}")
+        return reply.status, {"error": text.decode()}  # the viewer's guard answers in plain text
     finally:
         conn.close()
 
