@@ -1,7 +1,8 @@
 """The ``coeval view`` HTTP server: a thread per request, pages answered from DuckDB.
 
 URLs: ``/`` (the run, or every run side by side), ``/r/<k>/`` (run k's start page),
-``/r/<k>/datapoint/<id>``, ``/r/<k>/failures``, ``/api/ping`` (what the HTML report
+``/r/<k>/datapoint/<id>``, the pages of :mod:`coeval_analysis.viewer.routes` (``/r/<k>/failures``,
+``matrix``, ``search``, ``diff``), ``/api/ping`` (what the HTML report
 asks to learn whether a viewer is running) and ``/api/status`` (how far each run's
 database is built).
 
@@ -23,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from coeval_analysis.viewer import pages, queries
+from coeval_analysis.viewer import pages, queries, routes
 from coeval_analysis.viewer.outline import analysis_ranking, run_outline
 from coeval_analysis.viewer.store import RunStore, StoreError
 
@@ -126,8 +127,9 @@ class _Handler(BaseHTTPRequestHandler):
             store, base = stores[k], f"/r/{k}"
             if not store.wait(timeout=PAGE_WAIT_S):
                 return HTTPStatus.OK, pages.indexing_page(f"Run {store.name}", base, store.status(), {}), "html"
-            if rest[0] == "failures":
-                return HTTPStatus.OK, pages.failures_page(store.name, base, queries.failures(store)), "html"
+            if rest[0] in routes.PAGES:  # matrix, search, diff, failures: each its own module
+                status, html = routes.PAGES[rest[0]](store, base, query)
+                return status, html, "html"
             if rest[0] == "datapoint" and len(rest) == 2:
                 detail = queries.datapoint_detail(store, rest[1])
                 if detail is not None:
