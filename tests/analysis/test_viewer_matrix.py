@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -204,3 +206,29 @@ def test_counts_say_what_they_count(served: tuple[str, Path], page: Any) -> None
     scores = Counter(rec["student_model_id"] for rec in _evaluations(run) for _ in (rec.get("scores") or {}))
     shown = {r.split("\t")[1]: int(r.split("\t")[3]) for r in page.locator("table#ranking tr").all_inner_texts()[1:]}
     assert shown == dict(scores)
+
+
+@pytest.mark.browser
+def test_datapoint_table_counts_factor_scores_and_failed_judgments_apart(served: tuple[str, Path], page: Any) -> None:
+    base, run = served
+    page.goto(base + "/")
+    records = _evaluations(run)
+    scores = Counter(rec["datapoint_id"] for rec in records for _ in (rec.get("scores") or {}))
+    failed = Counter(rec["datapoint_id"] for rec in records if rec.get("status") == "failed")
+    assert sum(failed.values()) > 0
+    for row in page.locator("table#datapoints tr").all_inner_texts()[1:]:
+        cells = row.split("\t")
+        assert (int(cells[3]), int(cells[4])) == (scores[cells[0]], failed[cells[0]]), cells[0]
+
+
+@pytest.mark.browser
+def test_the_screenshot_script_writes_the_three_pages(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[2] / "scripts" / "viewer_screenshots.py"
+    done = subprocess.run([sys.executable, str(script), "--out", str(tmp_path)], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    shots = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert shots == ["viewer-datapoint.png", "viewer-matrix.png", "viewer-start.png"]
+    assert all((tmp_path / s).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for s in shots)
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "analysis.md").read_text(encoding="utf-8")
+    assert all(f"images/{s}" in docs for s in shots)  # the committed copies are shown in the docs

@@ -19,7 +19,7 @@ body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;vertical-align:top}
 th{background:#f3f3f3;text-align:left}pre{white-space:pre-wrap;max-width:60rem;margin:0;font-size:.85rem}
 .cols{display:flex;gap:1rem;flex-wrap:wrap}.card{border:1px solid #ccc;padding:.5rem;min-width:18rem;flex:1}
-.failed{color:#a00}nav a{margin-right:1rem}nav form{display:inline}form label{margin-right:.5rem}
+.failed{color:#a00}nav a{margin-right:1rem}nav form{display:inline;margin-right:1rem}form label{margin-right:.5rem}
 """
 
 
