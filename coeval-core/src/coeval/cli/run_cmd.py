@@ -253,7 +253,7 @@ def command(
         )
     result = run_experiment(config, options)
     run_end_actions(result)
-    empty_teachers = warn_empty_benchmark_teachers(config)  # their warning names the next step: ingest
+    empty_teachers = warn_empty_benchmark_teachers(config, quiet=quiet)  # their warning names the next step: ingest
     if result.status not in ("estimated", "error"):
         note = limit_note(record_limit(result.run_folder, whole, limit, result.status))
         if note and not quiet:
