@@ -917,8 +917,8 @@ def _missing_section(p: PageContext) -> Section | None:
     rows = [{"student": k, **v} for k, v in students.items()]
     blocks: list[Any] = [
         Table(
-            [("student", "student"), ("n_answers", "answers"), ("n_failed", "failed"),
-             ("n_unjudged", "no usable score"), ("failure_rate", "failure rate"),
+            [("student", "student"), ("n_answers", "answers"), ("n_failed", "failed answers"),
+             ("n_unjudged", "no usable score"), ("n_judgments_failed", "failed judgments"), ("failure_rate", "failure rate"),
              ("missing_rate", "missing rate"), ("n_items", "datapoints scored"),
              ("unrelated_judge_weight", "weight of unrelated judges")],
             rows,
