@@ -282,7 +282,6 @@ class Scheduler:
             stats.total = len(run.jobs)
             if tracker is not None:
                 tracker.total = stats.total
-                tracker.set_spend(self.spend_usd)
             if batch_items:
                 self._start_batch(run, batch_items)
             for lane in run.lanes.values():
@@ -691,7 +690,7 @@ class Scheduler:
     def _add_spend(self, run: _PhaseRun, usd: float) -> None:
         self.spend_usd += usd
         if run.tracker is not None:
-            run.tracker.set_spend(self.spend_usd)
+            run.tracker.add_spend(usd)
 
     def _skip(self, run: _PhaseRun, job: _Job, reason: str) -> None:
         job.last_kind = reason
