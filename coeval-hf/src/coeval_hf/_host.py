@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from coeval.interfaces.base import (
+    CallNotStarted,
     FatalModelError,
     GenerateRequest,
     GenerateResult,
@@ -143,6 +144,17 @@ class ModelHost:
             self._ensure_worker()
             self._cond.notify_all()
         return await future
+
+    def give_back(self, slot: ModelSlot) -> int:
+        """Answer every call queued on ``slot`` and not started with :class:`CallNotStarted`
+        (a graceful stop: the call generating now finishes, the queue behind it does not
+        run); returns how many."""
+        with self._cond:
+            calls, slot.pending = slot.pending, []
+            self._cond.notify_all()
+        for call in calls:
+            call.resolve(CallNotStarted(f"{slot.label}: stopped before it started"))
+        return len(calls)
 
     @property
     def resident_key(self) -> str | None:

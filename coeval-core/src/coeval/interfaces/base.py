@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from coeval.credentials import Credentials
 
 __all__ = [
+    "CallNotStarted",
     "FatalModelError",
     "GenerateRequest",
     "GenerateResult",
@@ -94,6 +95,12 @@ class TransientModelError(ModelError):
     """5xx, timeouts, dropped connections: worth another attempt after a backoff."""
 
     kind = "transient"
+
+
+class CallNotStarted(TransientModelError):
+    """A call the interface had queued and gives back unstarted (a graceful stop,
+    :meth:`Interface.stop_queued`): the scheduler reports its item cancelled, not failed,
+    and does not count it as a call."""
 
 
 class MalformedResponseError(TransientModelError):
@@ -175,6 +182,12 @@ class Interface(abc.ABC):
         if isinstance(exc, TimeoutError):
             return TransientModelError(f"timed out: {exc}")
         return TransientModelError(f"{type(exc).__name__}: {exc}")
+
+    def stop_queued(self) -> None:
+        """A graceful stop (the first Ctrl-C): give back the calls accepted but not started,
+        each raising :class:`CallNotStarted`. Interfaces that queue calls themselves (local
+        models run one at a time) override it; the rest have nothing queued."""
+        return None
 
     async def aclose(self) -> None:
         """Release clients, sockets, models."""

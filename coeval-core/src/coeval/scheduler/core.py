@@ -48,6 +48,7 @@ import attrs
 
 from coeval.credentials import redact
 from coeval.interfaces.base import (
+    CallNotStarted,
     FatalModelError,
     Interface,
     ModelError,
@@ -493,6 +494,13 @@ class Scheduler:
             raise
         except Exception as exc:
             lane.in_flight -= 1
+            if isinstance(exc, CallNotStarted) and run.stopping:  # given back unstarted: no call was made
+                self.calls[name] -= 1
+                run.stats.phase_calls -= 1
+                job.attempts -= 1
+                self._skip(run, job, run.stop_reason)
+                run.settle()
+                return
             if is_connection_failure(exc) and self._server_down(run, lane, job):
                 return
             job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
