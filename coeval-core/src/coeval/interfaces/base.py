@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from coeval.credentials import Credentials
 
 __all__ = [
-    "CallNotStarted",
+    "CallGivenBack",
     "FatalModelError",
     "GenerateRequest",
     "GenerateResult",
@@ -97,10 +97,11 @@ class TransientModelError(ModelError):
     kind = "transient"
 
 
-class CallNotStarted(TransientModelError):
-    """A call the interface had queued and gives back unstarted (a graceful stop,
-    :meth:`Interface.stop_queued`): the scheduler reports its item cancelled, not failed,
-    and does not count it as a call."""
+class CallGivenBack(TransientModelError):
+    """A call the interface gives back unfinished on a graceful stop
+    (:meth:`Interface.stop_queued`): queued and not started, or a local generation cut
+    short. The scheduler reports its item cancelled, not failed, and does not count it as a
+    call (nothing was answered)."""
 
 
 class MalformedResponseError(TransientModelError):
@@ -184,9 +185,10 @@ class Interface(abc.ABC):
         return TransientModelError(f"{type(exc).__name__}: {exc}")
 
     def stop_queued(self) -> None:
-        """A graceful stop (the first Ctrl-C): give back the calls accepted but not started,
-        each raising :class:`CallNotStarted`. Interfaces that queue calls themselves (local
-        models run one at a time) override it; the rest have nothing queued."""
+        """A graceful stop (the first Ctrl-C): give back the calls accepted but not finished
+        that would keep the run waiting, each raising :class:`CallGivenBack`. Interfaces
+        that queue calls themselves (local models run one at a time) override it; a remote
+        call in flight finishes and is recorded, so the rest have nothing to give back."""
         return None
 
     async def aclose(self) -> None:

@@ -48,7 +48,7 @@ import attrs
 
 from coeval.credentials import redact
 from coeval.interfaces.base import (
-    CallNotStarted,
+    CallGivenBack,
     FatalModelError,
     Interface,
     ModelError,
@@ -494,7 +494,7 @@ class Scheduler:
             raise
         except Exception as exc:
             lane.in_flight -= 1
-            if isinstance(exc, CallNotStarted) and run.stopping:  # given back unstarted: no call was made
+            if isinstance(exc, CallGivenBack) and run.stopping:  # given back unanswered: no call counts
                 self.calls[name] -= 1
                 run.stats.phase_calls -= 1
                 job.attempts -= 1
