@@ -30,3 +30,12 @@ def test_warning_until_something_is_ingested(tmp_path: Path, monkeypatch: pytest
     assert "supplied no datapoints" not in resumed.output
     assert "next: coeval analyze" in resumed.output
     assert "response_collection: 2/2 done" in resumed.output  # 1 item x 2 mock students
+
+
+def test_quiet_hides_the_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(cli, ["init", "-t", "benchmark"]).exit_code == 0
+    quiet = CliRunner().invoke(cli, ["run", "coeval.yaml", "-q"])
+    assert quiet.exit_code == 0, quiet.output
+    assert "benchmark teacher" not in quiet.output
+    assert "next: coeval analyze" not in quiet.output

@@ -97,3 +97,23 @@ def test_legacy_run_without_settings_still_continues(work: Path) -> None:
     assert json.loads((RUN / "meta.json").read_text())["settings"]["models"]["mock-b"]["roles"]["judge"][
         "temperature"
     ] == 0.1
+
+
+def test_a_judge_that_judged_nothing_yet_is_not_said_to_have_used_a_setting(work: Path) -> None:
+    config = _first_run(work)
+    for path in (RUN / "phase5_evaluations").glob("*.mock-b.evaluations.jsonl"):
+        path.unlink()  # as if the run had stopped before mock-b judged anything
+    _edit(config, "parameters: { seed: 2 }", "parameters: { seed: 2 }\n    role_parameters: {judge: {temperature: 0.5}}")
+    stopped = CliRunner().invoke(cli, ["run", "coeval.yaml", "--continue", "--dry-run"])
+    assert stopped.exit_code == 2, stopped.output
+    text = " ".join(stopped.output.split())
+    assert "already used" not in text
+    assert ("model mock-b: judge.temperature was '(not set)', now 0.5 (recorded when the run started; "
+            "mock-b has not judged anything yet)") in text
+
+    _edit(config, "parameters: { seed: 1 }", "parameters: { seed: 1, temperature: 0.9 }")
+    both = CliRunner().invoke(cli, ["run", "coeval.yaml", "--continue", "--dry-run"])
+    text = " ".join(both.output.split())
+    assert "the config changed settings this run already used" in text
+    assert "model mock-a: judge.temperature was '(not set)', now 0.9" in text
+    assert "model mock-a: judge.temperature was '(not set)', now 0.9 (recorded" not in text

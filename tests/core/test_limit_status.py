@@ -44,8 +44,9 @@ def test_plan_and_status_after_a_limited_run_count_the_full_config(work: Path) -
         "attribute_mapping": ("complete", 2, 2),
         "rubric_mapping": ("complete", 1, 1),
         "data_generation": ("incomplete", 10, 4),
-        "response_collection": ("waiting for data_generation", 8, 8),
-        "evaluation": ("waiting for data_generation", 16, 16),
+        # while datapoints are missing, the later phases expect the plan's totals: 10 x 2 and 20 x 2
+        "response_collection": ("waiting for data_generation", 20, 8),
+        "evaluation": ("waiting for data_generation", 40, 16),
     }
     shown = _coeval("status", "--config", "coeval.yaml").output
     assert f"status: {PARTIAL}" in shown and "completed" not in shown

@@ -234,7 +234,7 @@ def _print_ranking(summary: dict[str, Any]) -> None:
 
     table = Table(title=f"{markup_safe(str(summary['experiment_id']))}: students", title_justify="left")
     ci = f"{summary['settings']['level'] * 100:g}% CI"
-    for col in ("#", "student", "robust", ci, "mean", f"{ci} ", "failed"):
+    for col in ("#", "student", "robust", ci, "mean", f"{ci} ", "unscored answers", "failed judgments"):
         table.add_column(col, justify="left" if col == "student" else "right", no_wrap=col != "student")
     students = summary["students"]
     for name, s in students.items():
@@ -247,6 +247,7 @@ def _print_ranking(summary: dict[str, Any]) -> None:
             f(s["score"]),
             f"[{f(s['ci'][0])}, {f(s['ci'][1])}]",
             f"{missing}/{s.get('n_answers', 0)}" if missing else "",
+            f"{s['n_judgments_failed']}/{s['n_judgments']}" if s.get("n_judgments_failed") else "",
         )
     if any(s["robust_score"] is not None for s in students.values()):
         output_console().print(table)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from coeval_analysis.data import RunData
+from coeval_analysis.data import LLM_JUDGE, RunData
 from coeval_analysis.families import model_families
 from coeval_analysis.stats._correlation import correlation_from_moments
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
@@ -181,7 +181,9 @@ def all_students(data: RunData, model: ScoreModel) -> list[str]:
 
 def student_missing(data: RunData, model: ScoreModel, students: list[str]) -> dict[str, dict[str, Any]]:
     """Per student: answers, failed answers (phase 4), answers without a usable score
-    (every judge record failed or none), and the shares."""
+    (every judge record failed or none), the shares, and the LLM-judge records of the
+    student's answers with how many failed (a judge failure another judge made up for
+    leaves the answer scored, so only this count shows it)."""
     resp = data.responses
     scored = np.zeros(model.n_responses, bool)
     scored[model.scored_responses()] = True
@@ -200,6 +202,9 @@ def student_missing(data: RunData, model: ScoreModel, students: list[str]) -> di
     known = (codes >= 0) & (codes < len(scored))
     has_score = np.zeros(len(codes), bool)
     has_score[known] = scored[codes[known]]
+    judged = rec[(rec["evaluator"] == LLM_JUDGE).to_numpy() & ~rec["orphaned"].to_numpy()] if len(rec) else rec
+    judge_who = judged["student"].astype(str).to_numpy() if len(judged) else np.zeros(0, str)
+    judge_failed = judged["failed"].to_numpy().astype(bool) if len(judged) else np.zeros(0, bool)
     for s in students:
         mine = who == s
         n = int(mine.sum())
@@ -209,6 +214,9 @@ def student_missing(data: RunData, model: ScoreModel, students: list[str]) -> di
             "n_answers": n,
             "n_failed": n_failed,
             "n_unjudged": n_unjudged,
+            # judge records of this student's answers, and how many of them failed
+            "n_judgments": int((judge_who == s).sum()),
+            "n_judgments_failed": int(((judge_who == s) & judge_failed).sum()),
             "failure_rate": n_failed / n if n else None,
             "missing_rate": (n_failed + n_unjudged) / n if n else None,
         }

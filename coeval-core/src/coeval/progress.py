@@ -73,8 +73,10 @@ class PhaseTracker:
     def retried(self) -> None:
         self.retries += 1
 
-    def set_spend(self, usd: float) -> None:
-        self.spend_usd = usd
+    def add_spend(self, usd: float) -> None:
+        """Count the cost of one of this phase's calls (the summary line gives the phase's
+        own cost; the run's total is the scheduler's)."""
+        self.spend_usd += usd
 
     @property
     def elapsed(self) -> float:

@@ -246,7 +246,14 @@ class _Run:
                 return ProbeResult(name, iface.model.interface, False, error=redact(f"{kind}: {err}")[:500])
             return ProbeResult(name, iface.model.interface, True)
 
-        failed = [r for r in await asyncio.gather(*(one(n) for n in names)) if not r.ok]
+        try:
+            results = await asyncio.gather(*(one(n) for n in names))
+        except asyncio.CancelledError:  # Ctrl-C before any phase: say so, the run ends without a word otherwise
+            sys.stderr.write(f"\ncoeval: interrupted during the start-up probe (a first call to each model: "
+                             f"{', '.join(names)}); no phase ran. Run the same command again, or add "
+                             "--skip-probe to start without it\n")
+            raise
+        failed = [r for r in results if not r.ok]
         if not failed:
             return
         if (self.options.probe_on_fail or exp.probe_on_fail) == "abort":

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from coeval.interfaces.base import (
+    CallGivenBack,
     FatalModelError,
     GenerateRequest,
     GenerateResult,
@@ -144,6 +145,20 @@ class ModelHost:
             self._cond.notify_all()
         return await future
 
+    def give_back(self, slot: ModelSlot) -> int:
+        """A graceful stop: answer every call queued on ``slot`` with :class:`CallGivenBack`,
+        and ask its engine, when it can (``abort()``), to end the generation under way at
+        its next token; returns how many queued calls were given back."""
+        with self._cond:
+            calls, slot.pending = slot.pending, []
+            abort = getattr(self._engine, "abort", None) if self._resident is slot else None
+            if callable(abort):
+                abort()
+            self._cond.notify_all()
+        for call in calls:
+            call.resolve(CallGivenBack(f"{slot.label}: stopped before it started"))
+        return len(calls)
+
     @property
     def resident_key(self) -> str | None:
         with self._cond:
@@ -229,6 +244,12 @@ class ModelHost:
             chosen = {id(c) for c in batch}
             slot.pending = [c for c in slot.pending if id(c) not in chosen]
             slot.batch_sizes.append(len(batch))
+            batch = [c for c in batch if not c.abandoned]  # given back while it was being chosen
+            clear_abort = getattr(self._engine, "clear_abort", None)
+            if batch and callable(clear_abort):  # a stop asked before this batch was chosen is over
+                clear_abort()
+        if not batch:
+            return
         if selection_error is not None:
             self._resolve_all(batch, [selection_error])
             return

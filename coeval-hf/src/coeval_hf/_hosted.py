@@ -54,6 +54,12 @@ class HostedInterface(Interface):
             self._slot = get_host().acquire(self.slot_key, self._load, self.label)
         return await get_host().submit(self._slot, request)
 
+    def stop_queued(self) -> None:
+        """Calls queued for this model (and the others sharing its weights) are given back:
+        the worker runs one call at a time, so a queue of them would take a call's time each."""
+        if self._slot is not None:
+            get_host().give_back(self._slot)
+
     def connection_key(self) -> str:
         return f"{self.name}:{self.model.name}"
 

@@ -13,11 +13,13 @@ with the same options share one server, whatever their sampling settings.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coeval.interfaces.base import (
+    CallGivenBack,
     FatalModelError,
     GenerateRequest,
     GenerateResult,
@@ -100,6 +102,16 @@ class LlamaCppEngine:
         if not verbose:
             params.verbosity = -1  # llama.cpp's server logs every request to stderr otherwise
         self._server: Any = xllamacpp.Server(params)
+        #: set by :meth:`abort` (a graceful stop): the generation under way ends at its next token
+        self._abort = threading.Event()
+
+    def abort(self) -> None:
+        """End the generation under way at its next token (it answers :class:`CallGivenBack`)."""
+        self._abort.set()
+
+    def clear_abort(self) -> None:
+        """A new batch starts: an earlier stop no longer applies."""
+        self._abort.clear()
 
     def select_batch(self, pending: Sequence[PendingCall]) -> list[PendingCall]:
         return [pending[0]]  # one at a time: the server is not re-entrant
@@ -110,15 +122,55 @@ class LlamaCppEngine:
     def _run_one(self, request: GenerateRequest) -> GenerateResult | ModelError:
         try:
             body = build_chat_payload(request, self.label)
-            reply = self._server.handle_chat_completions(body)
+            reply = stream_reply(self._server, body, self._abort.is_set)
         except ModelError as exc:
             return exc
         except Exception as exc:
             return TransientModelError(f"{self.label}: llama.cpp failed: {type(exc).__name__}: {exc}")
+        if reply is None:
+            return CallGivenBack(f"{self.label}: generation stopped (Ctrl-C)")
         return parse_reply(reply, self.label)
 
     def unload(self) -> None:
         self._server = None
+
+
+def stream_reply(server: Any, body: dict[str, Any], stop: Callable[[], bool]) -> Any:
+    """The chat completion of ``body``, generated token by token so that ``stop()`` can end
+    it between two tokens (llama.cpp's only way to stop a generation); returned in the
+    shape of a whole (non-streamed) reply, an error reply as it came, or None when stopped."""
+    text: list[str] = []
+    last: dict[str, Any] = {}
+    stopped = False
+
+    def chunk(part: Any) -> bool:
+        nonlocal stopped
+        if not isinstance(part, Mapping) or part.get("error"):
+            last["error_reply"] = part
+            return True
+        for choice in part.get("choices") or ():
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                text.append(str(delta["content"]))
+            if choice.get("finish_reason"):
+                last["finish_reason"] = choice["finish_reason"]
+        for key in ("usage", "model"):
+            if part.get(key):
+                last[key] = part[key]
+        stopped = stop()
+        return stopped
+
+    returned = server.handle_chat_completions({**body, "stream": True, "stream_options": {"include_usage": True}},
+                                              chunk)
+    if "error_reply" in last:
+        return last["error_reply"]
+    if isinstance(returned, Mapping) and returned.get("error"):
+        return returned
+    if stopped:
+        return None
+    message = {"role": "assistant", "content": "".join(text)}
+    return {"choices": [{"index": 0, "finish_reason": last.get("finish_reason"), "message": message}],
+            "usage": last.get("usage") or {}, "model": last.get("model")}
 
 
 def parse_reply(reply: Any, label: str) -> GenerateResult | ModelError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import importlib.util
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -316,12 +317,14 @@ def _overview_section(p: PageContext) -> Section | None:
     s, pct = p.summary, p.pct
     students = s["students"]
     best = next(iter(students), None)
+    others = sum(e["n_records"] for e in s.get("evaluator_records", {}).values())
     keys = [
         ("students", str(len(students))),
         ("LLM judges", str(len(s["agreement"]["judges"]))),
         ("teachers", str(len(s["teachers"]))),
         ("datapoints", f"{s['n_items']:,}"),
-        ("judge records", f"{s['n_records']:,}"),
+        ("judge records", f"{sum(j['n_records'] for j in s['judges'].values()):,}"),  # LLM judges only
+        *([("gold, metric and label records", f"{others:,}")] if others else []),
         ("failed", f"{s['n_failed']:,}"),
         ("duplicates dropped", f"{s['n_duplicates']:,}"),
         ("Krippendorff's α", _fmt(s["agreement"]["krippendorff_alpha"])),
@@ -855,6 +858,14 @@ def _warnings_section(p: PageContext) -> Section | None:
     )
 
 
+def _evidence(p: float | None) -> float:
+    """How strongly a p-value speaks, 0 (p = 1, or none) to 1 (p <= 0.001) on a log scale:
+    p = 0.78 gives 0.04, 0.05 gives 0.43, 0.002 gives 0.9."""
+    if p is None or not p > 0:
+        return 1.0 if p == 0 else 0.0
+    return min(1.0, max(0.0, -math.log10(p) / 3))
+
+
 def _comparison_matrix(students: list[str], pairs: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Heatmap of row-minus-column differences; text marks the significant ones."""
     if len(students) < 2 or not pairs:
@@ -869,16 +880,18 @@ def _comparison_matrix(students: list[str], pairs: list[dict[str, Any]]) -> dict
             continue
         lo, hi = c["ci"]
         star = "*" if lo is not None and hi is not None and (lo > 0 or hi < 0) else ""
-        z[a][b], z[b][a] = round(c["diff"], 4), round(-c["diff"], 4)
+        strength = _evidence(c.get("p")) * (1 if c["diff"] > 0 else -1 if c["diff"] < 0 else 0)
+        z[a][b], z[b][a] = round(strength, 4), round(-strength, 4)
         text[a][b], text[b][a] = f"{c['diff']:+.3f}{star}", f"{-c['diff']:+.3f}{star}"
-    top = max((abs(v) for row in z for v in row if v is not None), default=1.0) or 1.0
     return {
         "data": [
             {"type": "heatmap", "z": z, "x": students, "y": students, "text": text,
-             "texttemplate": "%{text}", "colorscale": "RdBu", "zmin": -top, "zmax": top}
+             "texttemplate": "%{text}", "colorscale": "RdBu", "zmin": -1, "zmax": 1,
+             "colorbar": {"tickvals": [-1, -2 / 3, -1 / 3, 0, 1 / 3, 2 / 3, 1],
+                          "ticktext": ["p≤0.001", "p 0.01", "p 0.1", "p 1", "p 0.1", "p 0.01", "p≤0.001"]}}
         ],
         "layout": _layout(
-            "Row minus column (robust score); * interval excludes 0",
+            "Row minus column (robust score); colour: its p-value; * interval excludes 0",
             margin={"l": 150, "r": 30, "t": 40, "b": 120},
             yaxis={"autorange": "reversed"},
         ),
@@ -918,8 +931,8 @@ def _missing_section(p: PageContext) -> Section | None:
     rows = [{"student": k, **v} for k, v in students.items()]
     blocks: list[Any] = [
         Table(
-            [("student", "student"), ("n_answers", "answers"), ("n_failed", "failed"),
-             ("n_unjudged", "no usable score"), ("failure_rate", "failure rate"),
+            [("student", "student"), ("n_answers", "answers"), ("n_failed", "failed answers"),
+             ("n_unjudged", "no usable score"), ("n_judgments_failed", "failed judgments"), ("failure_rate", "failure rate"),
              ("missing_rate", "missing rate"), ("n_items", "datapoints scored"),
              ("unrelated_judge_weight", "weight of unrelated judges")],
             rows,

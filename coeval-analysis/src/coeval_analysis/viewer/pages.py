@@ -11,7 +11,7 @@ from urllib.parse import quote, urlencode
 
 from coeval_analysis.viewer.queries import FILTERS, PAGE_SIZE, Filters
 
-__all__ = ["compare_page", "datapoint_page", "error_page", "failures_page", "indexing_notice", "indexing_page",
+__all__ = ["compare_page", "datapoint_page", "error_page", "indexing_notice", "indexing_page",
            "layout", "not_found_page", "start_page"]
 
 _CSS = """
@@ -19,7 +19,7 @@ body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;vertical-align:top}
 th{background:#f3f3f3;text-align:left}pre{white-space:pre-wrap;max-width:60rem;margin:0;font-size:.85rem}
 .cols{display:flex;gap:1rem;flex-wrap:wrap}.card{border:1px solid #ccc;padding:.5rem;min-width:18rem;flex:1}
-.failed{color:#a00}nav a{margin-right:1rem}form label{margin-right:.5rem}
+.failed{color:#a00}nav a{margin-right:1rem}nav form{display:inline;margin-right:1rem}form label{margin-right:.5rem}
 """
 
 
@@ -33,8 +33,11 @@ def _num(value: Any, digits: int = 3) -> str:
 
 def layout(title: str, body: str, base: str = "", *, refresh_s: int = 0) -> str:
     """A page; ``refresh_s`` > 0 makes the browser load it again after that many seconds."""
-    nav = (f'<nav><a href="{base}/">Start</a><a href="{base}/failures">Failures</a>'
-           '<a href="/">All runs</a></nav>')
+    run_links = (f'<a href="{base}/matrix">Matrix</a><a href="{base}/failures">Failures</a>'
+                 f'<form class="nav-search" method="get" action="{base}/search"><input name="q" size="24" '
+                 'placeholder="search prompts, answers, rationales"></form>') if base else ""
+    nav = f'<nav><a href="{base}/">Start</a>{run_links}<a href="/">All runs</a></nav>'
+
     refresh = f'<meta http-equiv="refresh" content="{refresh_s}">' if refresh_s > 0 else ""
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{refresh}<title>{_e(title)}</title>'
             f"<style>{_CSS}</style></head><body>{nav}<h1>{_e(title)}</h1>{body}</body></html>")
@@ -50,7 +53,7 @@ def ranking_table(rows: Sequence[Mapping[str, Any]], base: str, table_id: str = 
         f'{_e(r["student"])}</a></td><td>{_num(r["mean"])}</td><td>{r["n"]}</td><td>{r["datapoints"]}</td></tr>'
         for i, r in enumerate(rows, 1)
     )
-    return (f'<table id="{table_id}"><tr><th>#</th><th>Student</th><th>Mean score</th><th>Judgments</th>'
+    return (f'<table id="{table_id}"><tr><th>#</th><th>Student</th><th>Mean score</th><th>Factor scores</th>'
             f"<th>Datapoints</th></tr>{body}</table>")
 
 
@@ -106,8 +109,8 @@ def start_page(name: str, base: str, ranking: Sequence[Mapping[str, Any]], facet
         f"{notice}<h2>Ranking</h2>{ranking_table(ranking, base)}{_links(base, facets)}"
         f"<h2>Datapoints</h2>{_filter_form(facets, f)}"
         f'<p id="count">{total} datapoints, page {f.page} of {pages}</p>'
-        '<table id="datapoints"><tr><th>Datapoint</th><th>Task</th><th>Teacher</th><th>Judgments</th>'
-        f"<th>Failed</th><th>Mean</th><th>Disagreement</th><th>Gap A-B</th></tr>{body_rows}</table>"
+        '<table id="datapoints"><tr><th>Datapoint</th><th>Task</th><th>Teacher</th><th>Factor scores</th>'
+        f"<th>Failed judgments</th><th>Mean</th><th>Disagreement</th><th>Gap A-B</th></tr>{body_rows}</table>"
         f"<p>{' '.join(nav)}</p>"
     )
     return layout(f"Run {name}", body, base)
@@ -151,25 +154,11 @@ def datapoint_page(name: str, base: str, detail: Mapping[str, Any]) -> str:
         f'<p>raw reply</p>{_pre(e.get("raw") if e.get("raw") is not None else "(not recorded)", "judge-raw")}</div>'
         for e in detail["evals"]
     )
+    if len(detail["responses"]) >= 2:
+        head += (f'<p><a id="diff-link" href="{base}/diff?{urlencode({"dp": str(dp.get("id"))})}">Compare two '
+                 "answers word by word</a></p>")
     body = f'{head}<h2>Answers</h2><div class="cols">{answers}</div><h2>Judgments</h2><div class="cols">{judges}</div>'
     return layout(f"Datapoint {dp.get('id')}", body, base)
-
-
-def failures_page(name: str, base: str, groups: Sequence[Mapping[str, Any]]) -> str:
-    if not groups:
-        return layout(f"Failures of {name}", '<p id="no-failures">No failed or unparseable call.</p>', base)
-    sections = []
-    for g in groups:
-        rows = "".join(
-            f'<tr><td>{_e(r["phase"])}</td><td>{_e(r["id"])}</td><td>{_e(r["model"])}</td>'
-            f'<td>{_pre(r["error"])}{_pre(r["attempt_errors"])}</td><td>{_pre(r["raw"], "failure-raw")}</td></tr>'
-            for r in g["rows"]
-        )
-        sections.append(
-            f'<section class="cause" data-cause="{_e(g["cause"])}"><h2>{_e(g["cause"])} ({g["n"]})</h2><table>'
-            f"<tr><th>Phase</th><th>Record</th><th>Model</th><th>Error</th><th>Raw reply</th></tr>{rows}</table></section>"
-        )
-    return layout(f"Failures of {name}", "".join(sections), base)
 
 
 def compare_page(runs: Sequence[tuple[str, str, Sequence[Mapping[str, Any]]]],
@@ -221,7 +210,7 @@ def _early_ranking(base: str, ranking: Sequence[Mapping[str, Any]], preliminary:
         )
         return ("<h2>Preliminary ranking</h2><p>Every ok judgment as read, before retries and duplicates are "
                 'merged: the final ranking can differ slightly.</p><table id="preliminary-ranking"><tr><th>#</th>'
-                f"<th>Student</th><th>Mean score</th><th>Judgments</th></tr>{rows}</table>")
+                f"<th>Student</th><th>Mean score</th><th>Factor scores</th></tr>{rows}</table>")
     return ""
 
 

@@ -15,7 +15,7 @@ from coeval_analysis.viewer.build import DATAPOINT_SUMMARY
 from coeval_analysis.viewer.rowsql import GAP_SQL, datapoint_rows_sql
 from coeval_analysis.viewer.store import RunStore
 
-__all__ = ["FILTERS", "PAGE_SIZE", "Filters", "datapoint_detail", "datapoint_table", "facets", "failures", "ranking"]
+__all__ = ["FILTERS", "PAGE_SIZE", "Filters", "datapoint_detail", "datapoint_table", "facets", "ranking"]
 
 PAGE_SIZE = 50
 FACET_LIMIT = 200
@@ -123,28 +123,3 @@ def datapoint_detail(store: RunStore, datapoint_id: str) -> dict[str, Any] | Non
     if not found and not responses and not evals:
         return None
     return {"datapoint": found[0] if found else {"id": datapoint_id}, "responses": responses, "evals": evals}
-
-
-_FAILED_UNION = (
-    "SELECT 'datapoint' AS phase, id, task_id, teacher_model_id AS model, error_kind, error, raw, "
-    "CAST(attempt_errors AS VARCHAR) AS attempt_errors FROM datapoints WHERE status = 'failed' "
-    "UNION ALL SELECT 'response', id, task_id, student_model_id, error_kind, error, raw, "
-    "CAST(attempt_errors AS VARCHAR) FROM responses WHERE status = 'failed' "
-    "UNION ALL SELECT 'evaluation', id, task_id, judge_model_id, error_kind, error, raw, "
-    "CAST(attempt_errors AS VARCHAR) FROM evals WHERE status = 'failed'"
-)
-
-
-def failures(store: RunStore, per_cause: int = PAGE_SIZE) -> list[dict[str, Any]]:
-    """Failed calls of phases 3-5 grouped by cause (``error_kind``), most common first;
-    each group with its count and up to ``per_cause`` examples."""
-    groups = store.query_dicts(
-        f"SELECT coalesce(error_kind, 'no error recorded') AS cause, count(*) AS n FROM ({_FAILED_UNION}) "
-        "GROUP BY 1 ORDER BY n DESC, cause"
-    )
-    for group in groups:
-        group["rows"] = store.query_dicts(
-            f"SELECT * FROM ({_FAILED_UNION}) WHERE coalesce(error_kind, 'no error recorded') = ? ORDER BY phase, id LIMIT ?",
-            [group["cause"], per_cause],
-        )
-    return groups

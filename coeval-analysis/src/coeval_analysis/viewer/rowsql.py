@@ -15,7 +15,7 @@ def datapoint_rows_sql(where: str = "", gap: str = "NULL") -> str:
     inner = (
         "SELECT datapoint_id, response_id, factor, any_value(task_id) AS task_id, "
         "any_value(teacher_model_id) AS teacher_model_id, any_value(student_model_id) AS student_model_id, "
-        "count(*) AS n, sum(CASE WHEN status <> 'ok' THEN 1 ELSE 0 END) AS failed, avg(value) AS value, "
+        "count(factor) AS n, sum(CASE WHEN status <> 'ok' THEN 1 ELSE 0 END) AS failed, avg(value) AS value, "
         f"stddev_pop(value) AS sd FROM judgments{where} GROUP BY datapoint_id, response_id, factor"
     )
     return (

@@ -1,10 +1,11 @@
 """The ``coeval view`` HTTP server: a thread per request, pages answered from DuckDB.
 
 URLs: ``/`` (the run, or every run side by side), ``/r/<k>/`` (run k's start page),
-``/r/<k>/datapoint/<id>``, ``/r/<k>/failures``, ``/api/ping?run=PATH`` (what the HTML report
-asks to learn whether a viewer serves its run) and ``/api/status`` (how far each run's
-database is built). Every request passes :mod:`~coeval_analysis.viewer.guard` first (Host
-check, token, no CORS but for the ping).
+``/r/<k>/datapoint/<id>``, the pages of :mod:`coeval_analysis.viewer.routes` (``/r/<k>/failures``,
+``matrix``, ``search``, ``diff``), ``/api/ping?run=PATH`` (what the HTML report asks to learn
+whether a viewer serves its run) and ``/api/status`` (how far each run's database is built).
+Every request passes :mod:`~coeval_analysis.viewer.guard` first (Host check, token, no CORS
+but for the ping).
 
 The server listens before any run is read: stores build their database in the background.
 A start page asked within :data:`FIRST_LOOK_S` of the server starting waits until then for
@@ -24,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from coeval_analysis.viewer import labelling, pages, queries
+from coeval_analysis.viewer import labelling, pages, queries, routes
 from coeval_analysis.viewer.guard import SECURITY_HEADERS, ViewGuard, idle_timeout_s
 from coeval_analysis.viewer.outline import analysis_ranking, run_outline
 from coeval_analysis.viewer.store import RunStore, StoreError
@@ -165,8 +166,9 @@ class _Handler(BaseHTTPRequestHandler):
             store, base = stores[k], f"/r/{k}"
             if not store.wait(timeout=PAGE_WAIT_S):
                 return HTTPStatus.OK, pages.indexing_page(f"Run {store.name}", base, store.status(), {}), "html"
-            if rest[0] == "failures":
-                return HTTPStatus.OK, pages.failures_page(store.name, base, queries.failures(store)), "html"
+            if rest[0] in routes.PAGES:  # matrix, search, diff, failures: each its own module
+                status, html = routes.PAGES[rest[0]](store, base, query)
+                return status, html, "html"
             if rest[0] == "datapoint" and len(rest) == 2:
                 detail = queries.datapoint_detail(store, rest[1])
                 if detail is not None:

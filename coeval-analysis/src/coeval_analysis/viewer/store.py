@@ -40,7 +40,7 @@ __all__ = ["MEMORY_LIMIT", "RunStore", "StoreError", "cache_folder", "cache_path
 
 log = logging.getLogger("coeval.view")
 
-_CACHE_VERSION = "3"
+_CACHE_VERSION = "4"
 #: DuckDB's own memory ceiling; past it, it works from the database file.
 MEMORY_LIMIT = "512MB"
 

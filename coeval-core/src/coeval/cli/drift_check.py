@@ -6,10 +6,33 @@ import click
 
 from coeval.cli.errors import UserError
 from coeval.config.model import Config
-from coeval.drift import describe, find_drift, record_allowed_drift
+from coeval.drift import Change, describe, find_drift, record_allowed_drift
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["check_drift"]
+
+#: what a model in each role has done once it wrote a record, and where those records are
+_DID = {"teacher": "written", "student": "answered", "judge": "judged"}
+_RECORDS = {"teacher": ("phase3_datapoints", "datapoints"), "student": ("phase4_responses", "responses"),
+            "judge": ("phase5_evaluations", "evaluations")}
+_NOT_YET = " (recorded when the run started; {name} has not {did} anything yet)"
+
+
+def _role(change: Change) -> str:
+    return change.setting.split(".", 1)[0]
+
+
+def _used(run: RunFolder, change: Change) -> bool:
+    """Whether records already written came from this setting: a model's setting in a role
+    it has written no record in yet was only recorded when the run started. Task settings,
+    and a teacher once phase 1 or 2 wrote anything, count as used."""
+    if change.kind != "model" or _role(change) not in _RECORDS:
+        return True
+    folder, kind = _RECORDS[_role(change)]
+    if any(p.stat().st_size for p in (run.root / folder).glob(f"*.{change.name}.{kind}.jsonl")):
+        return True
+    early = ("phase1_attributes", "phase2_rubric")
+    return _role(change) == "teacher" and any(any((run.root / d).glob("*")) for d in early if (run.root / d).is_dir())
 
 
 def check_drift(config: Config, *, allow_drift: bool, dry_run: bool) -> None:
@@ -23,10 +46,13 @@ def check_drift(config: Config, *, allow_drift: bool, dry_run: bool) -> None:
     changes = find_drift(run.read_meta().get("settings"), config)
     if not changes:
         return
-    lines = "\n    ".join(describe(c) for c in changes)
+    unused = {c for c in changes if not _used(run, c)}
+    lines = "\n    ".join(describe(c) + (_NOT_YET.format(name=c.name, did=_DID[_role(c)]) if c in unused else "")
+                           for c in changes)
+    what = "recorded when this run started" if len(unused) == len(changes) else "this run already used"
     if not allow_drift:
         raise UserError(
-            f"{run.root}: the config changed settings this run already used; resuming would mix two "
+            f"{run.root}: the config changed settings {what}; resuming would mix two "
             f"configurations under one name:\n    {lines}",
             hint="restore the old values, use a new experiment.id, or pass --allow-drift to continue "
             "anyway (the change is recorded in meta.json)",

@@ -29,11 +29,12 @@ def empty_benchmark_teachers(config: Config) -> list[str]:
     return empty
 
 
-def warn_empty_benchmark_teachers(config: Config) -> list[str]:
-    """Warn about each benchmark teacher that supplied nothing; returns their names."""
+def warn_empty_benchmark_teachers(config: Config, *, quiet: bool = False) -> list[str]:
+    """Warn about each benchmark teacher that supplied nothing (not under ``--quiet``);
+    returns their names."""
     empty = empty_benchmark_teachers(config)
     run_dir = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id).root
-    for name in empty:
+    for name in [] if quiet else empty:
         click.secho(
             f"warning: benchmark teacher {name} supplied no datapoints (nothing ingested into it yet); "
             f"ingest first, e.g. `coeval ingest --run {run_dir} -b BENCHMARK --teacher {name} --task-name TASK`, "

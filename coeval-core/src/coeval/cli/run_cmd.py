@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from coeval.cli.config_arg import choose_config_path
+from coeval.cli.continue_plan import with_continue_modes
 from coeval.cli.drift_check import check_drift
 from coeval.cli.empty_teachers import warn_empty_benchmark_teachers
 from coeval.cli.errors import UserError, echo_issues, user_errors
@@ -215,6 +216,8 @@ def command(
         check_drift(config, allow_drift=allow_drift, dry_run=dry_run)
     if dry_run:
         plan = plan_experiment(config, only_models=models)
+        if continue_run:
+            plan = with_continue_modes(plan, config)
         click.echo(format_plan(plan), nl=False)
         click.echo(format_lanes(config), nl=False)
         click.echo(format_request_bodies(config), nl=False)
@@ -253,7 +256,7 @@ def command(
         )
     result = run_experiment(config, options)
     run_end_actions(result)
-    empty_teachers = warn_empty_benchmark_teachers(config)  # their warning names the next step: ingest
+    empty_teachers = warn_empty_benchmark_teachers(config, quiet=quiet)  # their warning names the next step: ingest
     if result.status not in ("estimated", "error"):
         note = limit_note(record_limit(result.run_folder, whole, limit, result.status))
         if note and not quiet:

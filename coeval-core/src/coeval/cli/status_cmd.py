@@ -17,6 +17,7 @@ from coeval.cli.config_arg import run_path_from
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.lane_table import lanes_table
 from coeval.cli.repair_cmd import open_run_folder
+from coeval.cli.status_expected import with_planned_totals
 from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.console import output_console
@@ -159,6 +160,8 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
             not p["state"].startswith("complete") for p in phases):
         run_status = f"partial ({limit_note(meta.get(LIMIT_KEY))})"
         notes.append("the rest: `coeval run --config <your config> --continue` (without --limit)")
+    if config is not None:
+        with_planned_totals(phases, config, registries)  # while an earlier phase is short: the plan's totals
     run_status, gap_note = survey_verdict(run_status, phases)  # gaps the records show, limit or not
     if gap_note:
         notes.append(gap_note)

@@ -53,6 +53,7 @@ from coeval.config._schema_check import did_you_mean, schema_issues
 from coeval.config._yaml import LineMap
 from coeval.config.errors import Severity, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, ROLES
+from coeval.config.names import close_name
 from coeval.config.parameter_keys import TIMEOUT_KEYS, bad_timeout, known_keys
 from coeval.interfaces.known import (
     AUTO_INTERFACE,
@@ -439,13 +440,13 @@ class Validator:
         names = self.model_names
         for name in quota:
             if name not in names:
-                self._add_unknown(
-                    "V-25",
-                    ("experiment", "quota", name),
-                    f"quota names '{name}', which is not a model of this config",
-                    str(name),
-                    names,
-                )
+                message = f"quota names '{name}', which is not a model of this config"
+                guess = close_name(str(name), names)  # model names share prefixes: only a typo is offered
+                if guess:
+                    self.add("V-25", ("experiment", "quota", name), f"{message} (did you mean '{guess}'?)",
+                             f"replace '{name}' with '{guess}'")
+                else:
+                    self.add("V-25", ("experiment", "quota", name), message, f"use one of: {', '.join(names)}")
 
     def _requires_model(self, interface: str) -> bool:
         if interface in MODEL_OPTIONAL_INTERFACES:

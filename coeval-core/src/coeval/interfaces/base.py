@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from coeval.credentials import Credentials
 
 __all__ = [
+    "CallGivenBack",
     "FatalModelError",
     "GenerateRequest",
     "GenerateResult",
@@ -94,6 +95,13 @@ class TransientModelError(ModelError):
     """5xx, timeouts, dropped connections: worth another attempt after a backoff."""
 
     kind = "transient"
+
+
+class CallGivenBack(TransientModelError):
+    """A call the interface gives back unfinished on a graceful stop
+    (:meth:`Interface.stop_queued`): queued and not started, or a local generation cut
+    short. The scheduler reports its item cancelled, not failed, and does not count it as a
+    call (nothing was answered)."""
 
 
 class MalformedResponseError(TransientModelError):
@@ -175,6 +183,13 @@ class Interface(abc.ABC):
         if isinstance(exc, TimeoutError):
             return TransientModelError(f"timed out: {exc}")
         return TransientModelError(f"{type(exc).__name__}: {exc}")
+
+    def stop_queued(self) -> None:
+        """A graceful stop (the first Ctrl-C): give back the calls accepted but not finished
+        that would keep the run waiting, each raising :class:`CallGivenBack`. Interfaces
+        that queue calls themselves (local models run one at a time) override it; a remote
+        call in flight finishes and is recorded, so the rest have nothing to give back."""
+        return None
 
     async def aclose(self) -> None:
         """Release clients, sockets, models."""

@@ -109,6 +109,13 @@ def plan_rubric_mapping(view: RunView, phase: str = "rubric_mapping") -> Planned
     for task in view.config.tasks:
         if isinstance(task.rubric, str):  # auto | extend
             out.charge(task, teachers, 1)
+        if task.rubric == "auto" and teachers and out.basis != "reused":  # also a rubric left out: say so
+            n = len(teachers)
+            who = f"each of its {n} teachers proposes" if n > 1 else "its teacher proposes"
+            out.notes.append(
+                f"task {task.name}: rubric auto (what a task without `rubric:` gets): {who} the factors in "
+                f"phase 2 ({n} call{'s' if n > 1 else ''}); give `rubric: {{factor: criterion}}` to skip them"
+            )
     return out.planned()
 
 

@@ -38,9 +38,12 @@ class Interrupts:
 
 
 def stop_gracefully(scheduler: Scheduler | None) -> None:
-    """Start no new call; a batch wait (which can last hours) ends now."""
+    """Start no new call; calls an interface queued but has not started (a local model's)
+    are given back; a batch wait (which can last hours) ends now."""
     if scheduler is not None:
         scheduler.cancel()
+        for iface in scheduler.interfaces.values():
+            iface.stop_queued()
         stop_waiting = getattr(scheduler.batch_executor, "stop_waiting", None)
         if callable(stop_waiting):
             stop_waiting()

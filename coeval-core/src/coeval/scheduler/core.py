@@ -48,6 +48,7 @@ import attrs
 
 from coeval.credentials import redact
 from coeval.interfaces.base import (
+    CallGivenBack,
     FatalModelError,
     Interface,
     ModelError,
@@ -282,7 +283,6 @@ class Scheduler:
             stats.total = len(run.jobs)
             if tracker is not None:
                 tracker.total = stats.total
-                tracker.set_spend(self.spend_usd)
             if batch_items:
                 self._start_batch(run, batch_items)
             for lane in run.lanes.values():
@@ -494,6 +494,13 @@ class Scheduler:
             raise
         except Exception as exc:
             lane.in_flight -= 1
+            if isinstance(exc, CallGivenBack) and run.stopping:  # given back unanswered: no call counts
+                self.calls[name] -= 1
+                run.stats.phase_calls -= 1
+                job.attempts -= 1
+                self._skip(run, job, run.stop_reason)
+                run.settle()
+                return
             if is_connection_failure(exc) and self._server_down(run, lane, job):
                 return
             job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
@@ -691,7 +698,7 @@ class Scheduler:
     def _add_spend(self, run: _PhaseRun, usd: float) -> None:
         self.spend_usd += usd
         if run.tracker is not None:
-            run.tracker.set_spend(self.spend_usd)
+            run.tracker.add_spend(usd)
 
     def _skip(self, run: _PhaseRun, job: _Job, reason: str) -> None:
         job.last_kind = reason

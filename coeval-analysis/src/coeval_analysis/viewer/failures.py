@@ -1,0 +1,96 @@
+"""The failures page: every failed call of phases 3-5, grouped by cause and, within a
+cause, identical errors once with a count; and the teacher replies the item-quality checks
+rejected (``meta.json``'s counts, which include replies a retry then fixed)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from http import HTTPStatus
+from typing import Any
+
+from coeval.quality.ledger import rejections
+
+from coeval_analysis.viewer.pages import _e, _pre, layout
+from coeval_analysis.viewer.queries import PAGE_SIZE
+from coeval_analysis.viewer.store import RunStore
+
+__all__ = ["failure_groups", "failures_page", "failures_view", "rejected_replies"]
+
+_FAILED_UNION = (
+    "SELECT 'datapoint' AS phase, id, teacher_model_id AS model, error_kind, error, raw, "
+    "CAST(attempt_errors AS VARCHAR) AS attempt_errors FROM datapoints WHERE status = 'failed' "
+    "UNION ALL SELECT 'response', id, student_model_id, error_kind, error, raw, "
+    "CAST(attempt_errors AS VARCHAR) FROM responses WHERE status = 'failed' "
+    "UNION ALL SELECT 'evaluation', id, judge_model_id, error_kind, error, raw, "
+    "CAST(attempt_errors AS VARCHAR) FROM evals WHERE status = 'failed'"
+)
+_CAUSE = "coalesce(error_kind, 'no error recorded')"
+
+
+def failure_groups(store: RunStore, per_cause: int = PAGE_SIZE) -> list[dict[str, Any]]:
+    """Failed calls by cause (``error_kind``), most common first: ``{"cause", "n", "rows"}``,
+    each row one distinct error of one phase (``n`` calls, the models that made it, the
+    first record's id, raw reply and attempt errors as an example)."""
+    groups = store.query_dicts(f"SELECT {_CAUSE} AS cause, count(*) AS n FROM ({_FAILED_UNION}) "
+                               "GROUP BY 1 ORDER BY n DESC, cause")
+    for group in groups:
+        group["rows"] = store.query_dicts(
+            "SELECT phase, error, count(*) AS n, string_agg(DISTINCT model, ', ' ORDER BY model) AS models, "
+            "arg_min(id, id) AS id, arg_min(raw, id) AS raw, arg_min(attempt_errors, id) AS attempt_errors "
+            f"FROM ({_FAILED_UNION}) WHERE {_CAUSE} = ? GROUP BY phase, error "
+            "ORDER BY n DESC, phase, error LIMIT ?",
+            [group["cause"], per_cause])
+        group["distinct"] = int(store.query(
+            f"SELECT count(DISTINCT (phase, error)) FROM ({_FAILED_UNION}) WHERE {_CAUSE} = ?", [group["cause"]])[0][0])
+    return groups
+
+
+def rejected_replies(store: RunStore) -> dict[str, dict[str, int]]:
+    """``{teacher: {rule: count}}`` of ``meta.json`` (empty when the run keeps none)."""
+    try:
+        meta = json.loads((store.run / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return rejections(meta) if isinstance(meta, dict) else {}
+
+
+def _rejected_section(rejected: Mapping[str, Mapping[str, int]]) -> str:
+    rows = [(t, rule, n) for t, rules in sorted(rejected.items()) for rule, n in sorted(rules.items()) if n]
+    if not rows:
+        return '<section id="rejected"><h2>Rejected teacher replies</h2><p>No teacher reply was rejected.</p></section>'
+    body = "".join(f"<tr><td>{_e(t)}</td><td>{_e(rule)}</td><td>{n}</td></tr>" for t, rule, n in rows)
+    return (f'<section id="rejected"><h2>Rejected teacher replies ({sum(n for *_, n in rows)} replies)</h2>'
+            "<p>Replies the item-quality checks rejected, counted when rejected: those a retry then fixed too "
+            "(an item whose retries all were rejected is also listed above, under <i>quality</i>).</p>"
+            f"<table><tr><th>Teacher</th><th>Rule</th><th>Replies rejected</th></tr>{body}</table></section>")
+
+
+def _more(n: int) -> str:
+    return f" and {n - 1} more" if n > 1 else ""
+
+
+def failures_page(name: str, base: str, groups: Sequence[Mapping[str, Any]],
+                  rejected: Mapping[str, Mapping[str, int]]) -> str:
+    sections = []
+    for g in groups:
+        rows = "".join(
+            f'<tr class="error-group"><td>{_e(r["phase"])}</td><td class="times">{r["n"]}</td><td>{_e(r["models"])}</td>'
+            f'<td>{_e(r["id"])}{_more(r["n"])}</td>'
+            f'<td>{_pre(r["error"])}{_pre(r["attempt_errors"])}</td><td>{_pre(r["raw"], "failure-raw")}</td></tr>'
+            for r in g["rows"]
+        )
+        shown = len(g["rows"])
+        more = f"<p>{g['distinct'] - shown} more distinct errors not shown.</p>" if g["distinct"] > shown else ""
+        sections.append(
+            f'<section class="cause" data-cause="{_e(g["cause"])}"><h2>{_e(g["cause"])} ({g["n"]} failed calls, '
+            f'{g["distinct"]} distinct errors)</h2><table><tr><th>Phase</th><th>Calls</th><th>Models</th>'
+            f"<th>Records (first)</th><th>Error</th><th>Raw reply (first)</th></tr>{rows}</table>{more}</section>"
+        )
+    if not groups:
+        sections.append('<p id="no-failures">No failed or unparseable call.</p>')
+    return layout(f"Failures of {name}", "".join(sections) + _rejected_section(rejected), base)
+
+
+def failures_view(store: RunStore, base: str, query: Mapping[str, str]) -> tuple[int, str]:
+    return HTTPStatus.OK, failures_page(store.name, base, failure_groups(store), rejected_replies(store))
