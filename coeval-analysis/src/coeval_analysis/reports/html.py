@@ -24,6 +24,7 @@ from markupsafe import Markup
 from coeval_analysis.reports.blocks import Figure, KeyFigures, Section, Table, Text
 from coeval_analysis.reports.blocks import cell as _cell
 from coeval_analysis.reports.blocks import fmt as _fmt
+from coeval_analysis.reports.checks_section import checks_section
 from coeval_analysis.reports.item_quality import item_quality_section
 from coeval_analysis.reports.quality_labels import quality_rows
 from coeval_analysis.reports.summary import to_jsonable
@@ -959,6 +960,7 @@ SECTIONS: list[Callable[[PageContext], Section | None]] = [
     _bias_section,
     _coverage_section,
     _references_section,
+    checks_section,
     _quality_section,
     viewer_section,
 ]

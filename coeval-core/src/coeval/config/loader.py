@@ -21,6 +21,7 @@ from coeval.config._yaml import LineMap, read_yaml
 from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
 from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
+from coeval.evaluators.user_code import add_config_folder
 from coeval.credentials import KeyStore
 from coeval.interfaces.known import AUTO_INTERFACE, KNOWN_INTERFACES
 from coeval.phase_modes import default_mode, registered_modes
@@ -186,6 +187,8 @@ def load_config(
     if any(i.is_error for i in issues):
         raise ConfigError(issues, source=source)
     config = structure_config(raw, source=source, phases=phases)
+    if source is not None:  # `python: module:function` checks import from the config's folder
+        add_config_folder(Path(source).resolve().parent)
     warnings = tuple(i for i in issues if not i.is_error)
     return _with_warnings(config, warnings)
 

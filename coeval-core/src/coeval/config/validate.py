@@ -36,6 +36,7 @@ V-37   model names differ from phase-5 evaluator names (``label``, ``metric``, `
 V-38   ``experiment.item_checks`` names registered item checks
 V-45   ``parameters`` keys the interface understands  V-46  timeouts in (0, 24 h]
 V-47   a rubric factor's ``evaluator:`` names a registered evaluator
+V-60   a check factor's ``params`` (contains, regex, json_schema, python...) work
 =====  =====================================================================================
 """
 
@@ -51,6 +52,7 @@ import attrs
 
 from coeval.config._schema_check import did_you_mean, schema_issues
 from coeval.config._yaml import LineMap
+from coeval.config.check_rules import check_factor_params
 from coeval.config.errors import Severity, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, ROLES
 from coeval.config.parameter_keys import TIMEOUT_KEYS, bad_timeout, known_keys
@@ -216,6 +218,7 @@ class Validator:
             self._prompt_library,
             self._metrics,
             self._factor_evaluators,
+            lambda: check_factor_params(self),
             self._role_parameters,
             self._item_checks,
             self._parameter_keys,
