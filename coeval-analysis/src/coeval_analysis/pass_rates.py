@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from coeval.evaluators.checks import CHECK_NAMES
+from coeval.answer_checks.functions import CHECK_NAMES
 from coeval_analysis.data import RunData
 
 __all__ = ["PASS_FAIL_EVALUATORS", "pass_rate_table", "pass_rate_summary", "wilson_interval"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from coeval.evaluators.checks import CHECK_NAMES, param_problem
+from coeval.answer_checks.functions import CHECK_NAMES, param_problem
 
 __all__ = ["check_factor_params"]
 

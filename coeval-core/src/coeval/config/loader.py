@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import cattrs
 
+from coeval.answer_checks.user_code import add_config_folder
 from coeval.config._yaml import LineMap, read_yaml
 from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
 from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
-from coeval.evaluators.user_code import add_config_folder
 from coeval.credentials import KeyStore
 from coeval.interfaces.known import AUTO_INTERFACE, KNOWN_INTERFACES
 from coeval.phase_modes import default_mode, registered_modes

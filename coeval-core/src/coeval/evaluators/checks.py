@@ -16,191 +16,28 @@ Each check is registered as its own evaluator (record ``judge_model_id`` and ``e
 the check's name, e.g. ``contains``), scores every response of a datapoint in one go, and
 costs no call, so ``coeval plan`` charges nothing for it. The parameters are validated
 before a run (rule V-60, :func:`param_problem`). ``python`` imports the user's function
-from the config's folder (:mod:`coeval.evaluators.user_code`); it gets the answer text and
+from the config's folder (:mod:`coeval.answer_checks.user_code`); it gets the answer text and
 the datapoint and returns a bool or a number in [0, 1].
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from coeval.answer_checks.functions import CHECK_NAMES, check_params, run_check
 from coeval.config.model import TaskConfig
 from coeval.evaluators.base import ModelFreeEvaluator, Scoring
 from coeval.evaluators.routing import routed_factors
-from coeval.evaluators.user_code import load_function
-from coeval.labels import normalise_label
 
-__all__ = ["CHECK_NAMES", "CheckEvaluator", "check_evaluators", "param_problem", "run_check"]
-
-_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n(.*)\n```\s*$", re.S)
-
-
-def _params(spec: Any) -> Mapping[str, Any]:
-    params = spec.get("params") if isinstance(spec, Mapping) else None
-    return params if isinstance(params, Mapping) else {}
-
-
-def _text(params: Mapping[str, Any], key: str, answer: str) -> tuple[str, str]:
-    """(needle, haystack), both case-folded unless ``case_sensitive: true``."""
-    needle = str(params[key])
-    if params.get("case_sensitive") is True:
-        return needle, answer
-    return needle.casefold(), answer.casefold()
-
-
-def _json_text(answer: str) -> str:
-    """The answer without one surrounding Markdown code fence (```json ... ```)."""
-    stripped = answer.strip()
-    match = _FENCE.match(stripped)
-    return match.group(1) if match else stripped
-
-
-def _parse_json(answer: str) -> tuple[bool, Any]:
-    try:
-        return True, json.loads(_json_text(answer))
-    except ValueError:
-        return False, None
-
-
-def _contains(answer: str, params: Mapping[str, Any], datapoint: Mapping[str, Any]) -> float:
-    needle, hay = _text(params, "value", answer)
-    return float(needle in hay)
-
-
-def _not_contains(answer: str, params: Mapping[str, Any], datapoint: Mapping[str, Any]) -> float:
-    return 1.0 - _contains(answer, params, datapoint)
-
-
-def _regex(answer: str, params: Mapping[str, Any], datapoint: Mapping[str, Any]) -> float:
-    flags = re.IGNORECASE if params.get("ignore_case") is True else 0
-    return float(re.search(str(params["pattern"]), answer, flags) is not None)
-
-
-def _equals(answer: str, params: Mapping[str, Any], datapoint: Mapping[str, Any]) -> float:
-    expected = params["value"] if "value" in params else datapoint.get("reference_response")
-    if expected is None:
-        raise ValueError("equals has no value to compare with: give params.value or a reference answer")
-    return float(normalise_label(answer) == normalise_label(str(expected)))
-
-
-def _json_valid(answer: str, params: Mapping[str, Any], datapoint: Mapping[str, Any]) -> float:
-    return float(_parse_json(answer)[0])
-
-
-def _json_schema(answer: str, params: Mapping[str, Any], datapoint: Mapping[str, Any]) -> float:
-    import jsonschema
-
-    ok, doc = _parse_json(answer)
-    if not ok:
-        return 0.0
-    validator_class = jsonschema.validators.validator_for(params["schema"])
-    return float(validator_class(params["schema"]).is_valid(doc))
-
-
-def _max_words(answer: str, params: Mapping[str, Any], datapoint: Mapping[str, Any]) -> float:
-    return float(len(answer.split()) <= int(params["limit"]))
-
-
-def _python(answer: str, params: Mapping[str, Any], datapoint: Mapping[str, Any]) -> float:
-    function = load_function(str(params["function"]))
-    value = function(answer, dict(datapoint))
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float) and 0.0 <= float(value) <= 1.0:
-        return float(value)
-    raise ValueError(f"{params['function']} returned {value!r}; it must return a bool or a number in [0, 1]")
-
-
-Check = Callable[[str, Mapping[str, Any], Mapping[str, Any]], float]
-
-#: check name -> (function, required params, optional params)
-_CHECKS: dict[str, tuple[Check, tuple[str, ...], tuple[str, ...]]] = {
-    "contains": (_contains, ("value",), ("case_sensitive",)),
-    "not_contains": (_not_contains, ("value",), ("case_sensitive",)),
-    "regex": (_regex, ("pattern",), ("ignore_case",)),
-    "equals": (_equals, (), ("value",)),
-    "json_valid": (_json_valid, (), ()),
-    "json_schema": (_json_schema, ("schema",), ()),
-    "max_words": (_max_words, ("limit",), ()),
-    "python": (_python, ("function",), ()),
-}
-CHECK_NAMES = tuple(_CHECKS)
-
-
-def run_check(name: str, answer: str, params: Mapping[str, Any], datapoint: Mapping[str, Any]) -> float:
-    """1.0 when ``answer`` passes check ``name`` with ``params``, else 0.0 (``python``:
-    the function's value)."""
-    return _CHECKS[name][0](answer, params, datapoint)
-
-
-def param_problem(name: str, params: Any, config_folder: str | None = None) -> str | None:
-    """Why ``params`` cannot drive check ``name`` (None when they can): unknown or missing
-    keys, wrong types, a regex or JSON schema that does not compile, a function that cannot
-    be imported from ``config_folder``."""
-    if name not in _CHECKS:
-        return None
-    if params is None:
-        params = {}
-    if not isinstance(params, Mapping):
-        return f"params of {name} must be a mapping, got {type(params).__name__}"
-    _fn, required, optional = _CHECKS[name]
-    unknown = [str(k) for k in params if k not in (*required, *optional)]
-    if unknown:
-        allowed = ", ".join((*required, *optional)) or "none"
-        return f"{name} does not take {', '.join(unknown)} (it takes: {allowed})"
-    missing = [k for k in required if k not in params]
-    if missing:
-        return f"{name} needs params.{missing[0]}"
-    return _value_problem(name, params, config_folder)
-
-
-def _value_problem(name: str, params: Mapping[str, Any], config_folder: str | None) -> str | None:
-    for flag in ("case_sensitive", "ignore_case"):
-        if flag in params and not isinstance(params[flag], bool):
-            return f"{flag} must be true or false, got {params[flag]!r}"
-    if name in ("contains", "not_contains") and (not isinstance(params["value"], str) or not params["value"]):
-        return f"{name} needs a non-empty text value, got {params['value']!r}"
-    if name == "equals" and "value" in params and not isinstance(params["value"], str | int | float):
-        return f"equals compares with text or a number, got {type(params['value']).__name__}"
-    if name == "regex":
-        try:
-            re.compile(str(params["pattern"]))
-        except re.error as exc:
-            return f"pattern {params['pattern']!r} is not a valid regular expression ({exc})"
-    if name == "max_words":
-        limit = params["limit"]
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            return f"limit must be a whole number >= 1, got {limit!r}"
-    if name == "json_schema":
-        return _schema_problem(params["schema"])
-    if name == "python":
-        try:
-            load_function(str(params["function"]), config_folder)
-        except (ImportError, ValueError) as exc:
-            return str(exc)
-    return None
-
-
-def _schema_problem(schema: Any) -> str | None:
-    import jsonschema
-
-    if not isinstance(schema, Mapping | bool):
-        return f"schema must be a JSON Schema mapping, got {type(schema).__name__}"
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        return f"schema is not a valid JSON Schema ({exc.message})"
-    return None
+__all__ = ["CheckEvaluator", "check_evaluators"]
 
 
 class CheckEvaluator(ModelFreeEvaluator):
     """One deterministic check, registered under its own name."""
 
     def __init__(self, name: str) -> None:
-        if name not in _CHECKS:
+        if name not in CHECK_NAMES:
             raise ValueError(f"unknown check {name!r}; known: {', '.join(CHECK_NAMES)}")
         self.name = name
         self.kind = name
@@ -215,7 +52,7 @@ class CheckEvaluator(ModelFreeEvaluator):
         datapoint: Mapping[str, Any],
         responses: list[Mapping[str, Any]],
     ) -> list[dict[str, float]]:
-        factors = {f: _params(rubric.get(f)) for f in self.factors(task, rubric, datapoint)}
+        factors = {f: check_params(rubric.get(f)) for f in self.factors(task, rubric, datapoint)}
         return [
             {f: run_check(self.name, str(r.get("response") or ""), params, datapoint) for f, params in factors.items()}
             for r in responses
@@ -223,7 +60,7 @@ class CheckEvaluator(ModelFreeEvaluator):
 
     def record_fields(self, scoring: Scoring, scores: Mapping[str, float]) -> dict[str, Any]:
         """``checks``: factor -> the check and parameters that scored it (what the record means)."""
-        return {"checks": {f: {"check": self.name, "params": dict(_params(scoring.rubric.get(f)))} for f in scores}}
+        return {"checks": {f: {"check": self.name, "params": dict(check_params(scoring.rubric.get(f)))} for f in scores}}
 
 
 def check_evaluators() -> dict[str, CheckEvaluator]:
