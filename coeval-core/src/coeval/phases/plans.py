@@ -68,7 +68,9 @@ def _virtual_teachers(view: RunView) -> list[ModelConfig]:
 
 def phase3_items(view: RunView, task: TaskConfig) -> int:
     """Datapoints phase 3 yields for a task: ``sampling.total`` per teacher, benchmark
-    teachers included (they replay ingested items)."""
+    teachers included (they replay ingested items); a task's own data: its rows, once."""
+    if task.data is not None:
+        return task.sampling.total
     return task.sampling.total * (len(_llm_teachers(view)) + len(_virtual_teachers(view)))
 
 
@@ -121,7 +123,8 @@ def plan_data_generation(view: RunView, phase: str = "data_generation") -> Plann
                 f"task {task.name}: target_attributes complete covers the full cross-product of the values "
                 "phase 1 finds; phase 3 makes at least sampling.total calls per teacher, more if that is larger"
             )
-        out.charge(task, teachers, task.sampling.total)
+        if task.data is None:  # a task's own data is read, not written by teachers
+            out.charge(task, teachers, task.sampling.total)
     virtual = _virtual_teachers(view)
     if virtual:
         names = ", ".join(m.name for m in virtual)
