@@ -163,3 +163,39 @@ def test_jsonl_and_parquet_read_alike(project: Path) -> None:
         config = _config(project, {"file": name, "prompt": "question", "id": "ticket"})
         result = CliRunner().invoke(cli, ["plan", str(config)])
         assert result.exit_code == 0, result.output
+
+
+def test_a_data_task_with_checker_python_tests_runs_the_answers(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [
+        {"q": "Write add(a, b).", "tests": "def check(f):\n    assert f(2, 3) == 5\n", "entry": "add"},
+        {"q": "Write neg(x).", "tests": "def check(f):\n    assert f(4) == -4\n", "entry": "neg"},
+    ]
+    (project / "code.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    good = {"add(a, b)": "```python\ndef add(a, b):\n    return a + b\n```",
+            "neg(x)": "```python\ndef neg(x):\n    return -x\n```"}
+    raw = {
+        "models": [
+            {"name": "good", "interface": "mock", "roles": ["student"], "parameters": {"replies": good}},
+            {"name": "bad", "interface": "mock", "roles": ["student"],
+             "parameters": {"replies": {"": "```python\ndef add(a, b):\n    return a - b\n```"}}},
+        ],
+        "tasks": [{"name": "code", "description": "Write the function.", "checker": "python_tests",
+                   "data": {"file": "code.jsonl", "prompt": "q", "tests": "tests", "entry_point": "entry"},
+                   "rubric": {"runs": {"evaluator": "json_valid"}}}],
+        "experiment": {"id": "own-data", "storage_folder": "runs", "probe_mode": "disable"},
+    }
+    config = project / "code.yaml"
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    result = _run(str(config), "--allow-unsandboxed-code")
+    assert result.exit_code == 0, result.output
+    runs = {(e["student_model_id"], e["datapoint_id"]): e for e in _records("phase5_evaluations")
+            if e["judge_model_id"] == "python_tests"}
+    assert {k: v["scores"] for k, v in runs.items()} == {
+        ("good", "code__code-data__row000001"): {"pass@1": 1.0},
+        ("good", "code__code-data__row000002"): {"pass@1": 1.0},
+        ("bad", "code__code-data__row000001"): {"pass@1": 0.0},
+        ("bad", "code__code-data__row000002"): {"pass@1": 0.0},
+    }
+    failed = runs[("bad", "code__code-data__row000001")]["execution"]
+    assert failed["status"] == "failed" and failed["error"].endswith("AssertionError")
+    assert "NameError: name 'neg' is not defined" in runs[("bad", "code__code-data__row000002")]["execution"]["error"]

@@ -49,7 +49,11 @@ class OwnDataAdapter(BenchmarkAdapter):
         label_fields: tuple[str, ...] = (),
         source_files: tuple[Path, ...] = (),
         option_names: dict[str, str] | None = None,
+        tests_field: str | None = None,
+        entry_point_field: str | None = None,
     ) -> None:
+        self.tests_field = tests_field
+        self.entry_point_field = entry_point_field
         self.source_file = source_file
         #: several files of one split (a hub dataset's shards), read in order
         self.source_files = source_files
@@ -69,6 +73,8 @@ class OwnDataAdapter(BenchmarkAdapter):
                  (named.get("reference", "--reference-field"), self.reference_field),
                  (named.get("label", "--label-field"), self.label_field),
                  (named.get("id", "--id-field"), self.id_field),
+                 (named.get("tests", "tests"), self.tests_field),
+                 (named.get("entry_point", "entry_point"), self.entry_point_field),
                  *((named.get("labels", "labels"), f) for f in self.label_fields)]
         return [(option, field) for option, field in given if field]
 
@@ -93,4 +99,6 @@ class OwnDataAdapter(BenchmarkAdapter):
             attributes=attributes,
             gold_metric=self.gold_metric,
             labels=(reference,) if reference else (),
+            tests=str(row[self.tests_field]) if self.tests_field else None,
+            entry_point=str(row[self.entry_point_field]).strip() if self.entry_point_field else None,
         )

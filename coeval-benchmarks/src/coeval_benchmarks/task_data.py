@@ -33,8 +33,8 @@ from coeval_benchmarks.sources import DatasetFileError, read_rows
 
 __all__ = ["DataFacts", "DataProblem", "data_teacher", "inspect_data", "task_datapoints"]
 
-#: config key -> what the adapter calls it
-_FIELD_KEYS = ("prompt", "reference", "id")
+#: the `data` keys that name one column each
+_FIELD_KEYS = ("prompt", "reference", "id", "tests", "entry_point")
 
 
 class DataProblem(ValueError):
@@ -97,7 +97,9 @@ def _adapter(spec: Mapping[str, Any], files: tuple[Path, ...]) -> OwnDataAdapter
         id_field=spec.get("id"),
         label_fields=tuple(str(x) for x in spec.get("labels") or ()),
         source_files=files,
-        option_names={"prompt": "data.prompt", "reference": "data.reference", "id": "data.id", "labels": "data.labels"},
+        tests_field=spec.get("tests"),
+        entry_point_field=spec.get("entry_point"),
+        option_names={f: f"data.{f}" for f in (*_FIELD_KEYS, "labels")},
     )
 
 

@@ -58,6 +58,13 @@ def check_task_data(validator: Any) -> None:
                           "remove split, or name a dataset instead of a file")
         _teacher_written(validator, i, task)
         _readable(validator, path, data, folder)
+    for i, task in validator.tasks:
+        data = task.get("data")
+        if task.get("checker") == "python_tests" and not (isinstance(data, dict) and data.get("tests")):
+            validator.add("V-62", ("tasks", i, "checker"), "checker: python_tests runs each answer against its "
+                          "datapoint's tests, and this task's datapoints carry none (no data.tests column)",
+                          "add data: {..., tests: <column>, entry_point: <column>}, or remove checker",
+                          severity="warning")
 
 
 def _teacher_written(validator: Any, i: int, task: Mapping[str, Any]) -> None:

@@ -89,6 +89,8 @@ class TaskConfig:
     label_attributes: tuple[str, ...] = ()
     #: The task's own datapoints (a file or dataset); None: the teachers write them in phase 3.
     data: TaskData | None = None
+    #: ``python_tests``: the answers' code is run against each datapoint's ``tests`` (pass@1).
+    checker: Literal["python_tests"] | None = None
 
     @property
     def static_target_attributes(self) -> Mapping[str, tuple[str, ...]] | None:

@@ -31,6 +31,9 @@ class TaskData:
     reference: str | None = None
     labels: tuple[str, ...] = ()
     id: str | None = None
+    #: Columns with Python tests for the answer's code and the function they call (``checker: python_tests``).
+    tests: str | None = None
+    entry_point: str | None = None
     #: Filled in when the config is loaded: the content hash and the number of rows.
     sha256: str | None = None
     rows: int | None = None
