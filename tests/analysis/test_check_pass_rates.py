@@ -76,3 +76,49 @@ def test_pass_rates_per_student_beside_the_judge_factors(checked_run: Path, tmp_
     assert "Checks and tests" in html and "mentions_refund" in html
     written = write_tables(analysis, tmp_path / "report")
     assert tmp_path / "report" / "tables" / "checks.csv" in written
+
+
+def test_pass_at_k_estimator_known_values() -> None:
+    from coeval_analysis.pass_rates import pass_at_k
+
+    assert pass_at_k(5, 2, 2) == pytest.approx(0.7)  # 1 - C(3,2)/C(5,2)
+    assert pass_at_k(5, 0, 3) == 0.0 and pass_at_k(5, 3, 3) == 1.0 and pass_at_k(4, 1, 1) == 0.25
+    with pytest.raises(ValueError):
+        pass_at_k(2, 1, 3)
+
+
+def test_samples_give_pass_at_k_per_student(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    rows = [{"q": "Write add(a, b).", "tests": "def check(f):\n    assert f(2, 3) == 5\n", "entry": "add"},
+            {"q": "Write neg(x).", "tests": "def check(f):\n    assert f(4) == -4\n", "entry": "neg"}]
+    (tmp_path / "code.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    right_add, wrong_add = "def add(a, b):\n    return a + b\n", "def add(a, b):\n    return a * b\n"
+    right_neg, wrong_neg = "def neg(x):\n    return -x\n", "def neg(x):\n    return x\n"
+    raw = {
+        "models": [
+            # 1 of 3 samples right on add, 0 of 3 on neg
+            {"name": "flaky", "interface": "mock", "roles": ["student"],
+             "parameters": {"replies": {"add(a, b)": [wrong_add, right_add, wrong_add], "neg(x)": [wrong_neg] * 3}}},
+            # always right
+            {"name": "solid", "interface": "mock", "roles": ["student"],
+             "parameters": {"replies": {"add(a, b)": [right_add] * 3, "neg(x)": [right_neg] * 3}}},
+        ],
+        "tasks": [{"name": "code", "description": "Write the function.", "checker": "python_tests", "samples": 3,
+                   "data": {"file": "code.jsonl", "prompt": "q", "tests": "tests", "entry_point": "entry"},
+                   "rubric": {"valid": {"evaluator": "max_words", "params": {"limit": 100}}}}],
+        "experiment": {"id": "k", "storage_folder": "runs", "probe_mode": "disable"},
+    }
+    from coeval.planning import plan_experiment
+
+    config = load_config(raw, check_filesystem=False)
+    phases = {p.phase: p.calls for p in plan_experiment(config).phases}
+    assert phases["response_collection"] == 12 and phases["evaluation"] == 0  # 2 items x 3 samples x 2 students
+    monkeypatch.setenv("COEVAL_ALLOW_UNSANDBOXED_CODE", "1")
+    assert run_experiment(config, RunOptions(progress=False)).exit_code == 0
+    analysis = analyze(load_run(tmp_path / "runs" / "k"))
+    code = analysis.summary["checks"]["code"]
+    assert {s: (v["passed"], v["n"]) for s, v in code["pass@1"].items()} == {"flaky": (1, 6), "solid": (6, 6)}
+    assert code["pass@3"]["flaky"]["pass_rate"] == pytest.approx(0.5)  # add: 1.0, neg: 0.0
+    assert code["pass@3"]["solid"]["pass_rate"] == 1.0 and code["pass@3"]["solid"]["n"] == 2

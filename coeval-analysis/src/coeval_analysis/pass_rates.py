@@ -7,20 +7,32 @@ Wilson score interval at the analysis level, which stays inside [0, 1] and is se
 0 % and 100 % (a plain normal interval would have width 0 there). These factors also count
 in the student score like any other factor; this table shows them on their own, beside the
 judge factors.
+
+With several samples per (datapoint, student) (``samples: k`` in the task), code tasks also
+get pass@k: per datapoint the unbiased estimator ``1 - C(n - c, k) / C(n, k)`` of n samples
+of which c passed (Chen et al., 2021), averaged over the datapoints, with a percentile
+bootstrap interval over datapoints. k is the smallest n of the task, so every datapoint has
+at least k samples.
 """
 
 from __future__ import annotations
 
 import math
+from math import comb
 from statistics import NormalDist
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from coeval.answer_checks.functions import CHECK_NAMES
 from coeval_analysis.data import RunData
 
-__all__ = ["PASS_FAIL_EVALUATORS", "pass_rate_table", "pass_rate_summary", "wilson_interval"]
+__all__ = ["PASS_FAIL_EVALUATORS", "pass_at_k", "pass_at_k_table", "pass_rate_table", "pass_rate_summary",
+           "wilson_interval"]
+#: the code evaluator, whose per-sample pass@1 scores give pass@k
+CODE_EVALUATOR = "python_tests"
+BOOTSTRAP_DRAWS = 2000
 
 #: Evaluators whose scores are pass (1) / fail (0) verdicts.
 PASS_FAIL_EVALUATORS = (*CHECK_NAMES, "python_tests")
@@ -60,6 +72,49 @@ def pass_rate_table(data: RunData, level: float = 0.95) -> pd.DataFrame:
         low, high = wilson_interval(passed, n, level)
         rows.append({"evaluator": evaluator, "task": task, "factor": factor, "student": student, "passed": passed,
                      "n": n, "pass_rate": passed / n, "ci_low": low, "ci_high": high})
+    at_k = pass_at_k_table(data, level)
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    return pd.concat([table, at_k], ignore_index=True) if len(at_k) else table
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased estimate of the chance that at least one of k samples passes, from n
+    samples of which c passed."""
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples, got {n}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_at_k_table(data: RunData, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """pass@k rows (evaluator ``python_tests``, factor ``pass@k``) for the tasks whose
+    students answered every datapoint more than once; same columns as the pass rates
+    (``passed``: datapoints with at least one passing sample, ``n``: datapoints)."""
+    units = data.units
+    if units.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    mine = units[units["evaluator"].astype(str) == CODE_EVALUATOR]
+    if mine.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    frame = pd.DataFrame({"task": mine["task"].astype(str), "datapoint": mine["datapoint"].astype(int),
+                          "student": mine["student"].astype(str),
+                          "passed": (mine["value"].astype(float) >= 0.5).astype(int)})
+    per_item = frame.groupby(["task", "student", "datapoint"])["passed"].agg(["sum", "size"]).reset_index()
+    rows = []
+    rng = np.random.default_rng(seed)
+    for task, of_task in per_item.groupby("task", sort=True):
+        k = int(of_task["size"].min())
+        if int(of_task["size"].max()) < 2 or k < 2:
+            continue
+        for student, g in of_task.groupby("student", sort=True):
+            values = np.array([pass_at_k(int(n), int(c), k) for n, c in zip(g["size"], g["sum"], strict=True)])
+            draws = rng.integers(0, len(values), size=(BOOTSTRAP_DRAWS, len(values)))
+            means = values[draws].mean(axis=1)
+            low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+            rows.append({"evaluator": CODE_EVALUATOR, "task": task, "factor": f"pass@{k}", "student": student,
+                         "passed": int((g["sum"] > 0).sum()), "n": len(values), "pass_rate": float(values.mean()),
+                         "ci_low": float(low), "ci_high": float(high)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -21,7 +21,9 @@ def checks_section(p: Any) -> Section | None:
         f"Rubric factors scored without a judge by a deterministic check (contains, regex, json_schema, "
         f"max_words, your own python function...) or by running the answer's code against the task's tests "
         f"(python_tests). Each response passes (1) or fails (0); the pass rate per student comes with a "
-        f"{p.pct} Wilson interval. These factors count in the student score like the judge factors.",
+        f"{p.pct} Wilson interval. With several samples per datapoint, pass@k is the unbiased estimate that "
+        f"one of k samples passes, averaged over datapoints (bootstrap interval). These factors count in the "
+        f"student score like the judge factors.",
         [Table([("task", "task"), ("factor", "factor"), ("evaluator", "check"), ("student", "student"),
                 ("passed", "passed"), ("n", "responses"), ("pass_rate", "pass rate"), ("ci", f"{p.pct} interval")],
                rows)],

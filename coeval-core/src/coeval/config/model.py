@@ -91,6 +91,9 @@ class TaskConfig:
     data: TaskData | None = None
     #: ``python_tests``: the answers' code is run against each datapoint's ``tests`` (pass@1).
     checker: Literal["python_tests"] | None = None
+    #: Answers per (datapoint, student): with k > 1 every student answers each datapoint k
+    #: times (pass@k for code); each answer is a response of its own.
+    samples: int = 1
 
     @property
     def static_target_attributes(self) -> Mapping[str, tuple[str, ...]] | None:

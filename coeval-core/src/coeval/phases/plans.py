@@ -139,7 +139,7 @@ def plan_response_collection(view: RunView, phase: str = "response_collection") 
     out = _start(view, phase)
     students = view.config.students
     for task in view.config.tasks:
-        out.charge(task, students, phase3_items(view, task))
+        out.charge(task, students, phase3_items(view, task) * task.samples)
     return out.planned()
 
 
@@ -164,7 +164,7 @@ def plan_evaluation(view: RunView, phase: str = "evaluation") -> PlannedCalls:
     by_name = {m.name: m for m in view.config.models}
     for task in view.config.tasks:
         # judges score every student's responses, whichever process wrote them
-        responses = phase3_items(view, task) * len(students)
+        responses = phase3_items(view, task) * task.samples * len(students)
         for model, calls in _calls_per_response(view, task, out.notes).items():
             out.charge(task, [by_name[model]], responses * calls)
     return out.planned()
