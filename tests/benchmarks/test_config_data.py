@@ -199,3 +199,12 @@ def test_a_data_task_with_checker_python_tests_runs_the_answers(project: Path, m
     failed = runs[("bad", "code__code-data__row000001")]["execution"]
     assert failed["status"] == "failed" and failed["error"].endswith("AssertionError")
     assert "NameError: name 'neg' is not defined" in runs[("bad", "code__code-data__row000002")]["execution"]["error"]
+
+
+def test_checker_without_tests_is_a_warning_and_the_run_flag_is_documented(project: Path) -> None:
+    config = _config(project, {"file": "support.csv", "prompt": "question"}, checker="python_tests")
+    result = CliRunner().invoke(cli, ["plan", str(config)])
+    assert result.exit_code == 0, result.output
+    assert "V-62" in result.output and "no data.tests column" in " ".join(result.output.split())
+    help_text = CliRunner().invoke(cli, ["run", "--help"]).output
+    assert "--allow-unsandboxed-code" in help_text
