@@ -71,8 +71,8 @@ class ExecutionResult:
         return self.status == "passed"
 
 
-def _limit(kind: int, value: int) -> None:
-    soft_hard = (value, value)
+def _limit(kind: int, value: int, hard: int | None = None) -> None:
+    soft_hard = (value, value if hard is None else hard)
     try:
         resource.setrlimit(kind, soft_hard)
     except (ValueError, OSError):  # cannot raise a hard limit that is lower already: lower it only
@@ -88,7 +88,7 @@ def _pre_exec(limits: ExecutionLimits, isolate: bool) -> None:
     if isolate:
         enter_network_namespace()
     mb = 1024 * 1024
-    _limit(resource.RLIMIT_CPU, limits.cpu_seconds)
+    _limit(resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1)  # SIGXCPU, then SIGKILL
     _limit(resource.RLIMIT_AS, limits.memory_mb * mb)
     _limit(resource.RLIMIT_FSIZE, limits.file_size_mb * mb)
     _limit(resource.RLIMIT_NOFILE, limits.open_files)
@@ -158,6 +158,9 @@ def run_python(program: str, limits: ExecutionLimits | None = None, *, allow_uns
     code = proc.returncode
     if code == 0:
         return ExecutionResult("passed", "", duration, isolate)
-    if code == -signal.SIGXCPU or code == -signal.SIGKILL and duration < limits.wall_seconds:
+    if code == -signal.SIGXCPU:
         return ExecutionResult("timeout", f"stopped at the CPU time limit ({limits.cpu_seconds} s)", duration, isolate)
+    if code == -signal.SIGKILL:
+        return ExecutionResult("failed", f"killed by the kernel (CPU time limit of {limits.cpu_seconds} s, or out of "
+                               "memory)", duration, isolate)
     return ExecutionResult("failed", _tail(err) or f"exit code {code}", duration, isolate)
