@@ -104,9 +104,18 @@ def test_truthfulqa_is_scored_by_closeness_to_true_versus_false_answers() -> Non
     assert (true_reply["gold"], false_reply["gold"]) == (1.0, 0.0)
 
 
+def bleu_code(index: int = 0) -> dict:
+    """A HumanEval item as a code item scored by similarity (HumanEval itself runs its tests)."""
+    return {**datapoint(HumanEval(), index), "gold_metric": "bleu"}
+
+
+def test_humaneval_gold_is_its_tests_not_bleu() -> None:
+    assert GoldEvaluator({"bleu": WordOverlap}).factors(TASK, {}, datapoint(HumanEval())) == []
+
+
 def test_code_is_compared_without_the_copied_signature_and_docstring() -> None:
     metric = WordOverlap()
-    dp = datapoint(HumanEval())
+    dp = bleu_code()
     echo_prompt = "```python\n" + dp["code_prefix"] + "    pass\n```"
     solved = "```python\n" + dp["code_prefix"] + "    return x + 1\n```"
     echo, good = GoldEvaluator({"bleu": lambda: metric}).score(TASK, {}, dp, replies(echo_prompt, solved))
@@ -131,14 +140,14 @@ def test_a_metric_that_fails_to_load_does_not_stop_scoring(caplog: pytest.LogCap
 
     evaluator = GoldEvaluator({"bleu": broken})
     with caplog.at_level(logging.WARNING, logger="coeval_benchmarks.gold"):
-        assert evaluator.factors(TASK, {}, datapoint(HumanEval())) == []
+        assert evaluator.factors(TASK, {}, bleu_code()) == []
     assert "model files not found" in caplog.text
 
 
 def test_real_bleu_from_the_metrics_registry_scores_code() -> None:
     """With coeval-analysis installed, gold scoring uses its registered metrics."""
     import coeval_analysis  # noqa: F401  (its metrics are what is tested)
-    code = datapoint(HumanEval(), 1)
+    code = bleu_code(1)
     right = "```python\n" + code["code_prefix"] + code["labels"][0] + "```"
     wrong = "```python\n" + code["code_prefix"] + "    return sorted(xs)[::-1]\n```"
     good, bad = _bound().score(TASK, {}, code, replies(right, wrong))

@@ -94,7 +94,8 @@ def test_bad_row_error_names_file_row_and_field(tmp_path: Path) -> None:
 
 def test_repeated_native_ids_are_rejected(tmp_path: Path) -> None:
     (tmp_path / "humaneval").mkdir()
-    row = {"task_id": "X/1", "prompt": "def f():\n", "canonical_solution": "    return 1\n"}
+    row = {"task_id": "X/1", "prompt": "def f():\n", "canonical_solution": "    return 1\n",
+           "test": "def check(candidate):\n    assert candidate() == 1\n", "entry_point": "f"}
     (tmp_path / "humaneval" / "test.jsonl").write_text((json.dumps(row) + "\n") * 2)
     with pytest.raises(IngestError, match="id 'X/1' repeats row 1"):
         load_items(HumanEval(), "test", tmp_path)

@@ -20,6 +20,7 @@ from coeval_analysis.human_labels import HumanLabel, run_labels
 from coeval_analysis.item_quality import with_rejections
 from coeval_analysis.judge_quality import degenerate_rates, drop_judges, dropped_entries, with_degenerate_rates
 from coeval_analysis.judge_replies import judge_replies
+from coeval_analysis.pass_rates import pass_rate_summary, pass_rate_table
 from coeval_analysis.teacher_diversity import with_diversity
 from coeval_analysis.ranking import (
     MISSING_GAP,
@@ -134,6 +135,7 @@ def analyze(
     gold = gold_report(model, robust, boot, opts.level)
     labels = label_report(data.labels, data.target_attributes)
     ev_scores = evaluator_scores(model)
+    checks = pass_rate_table(data, opts.level)
     judges, evaluator_records, judge_table = _judges(data, model, robust, pairs, headline)
     missing = student_missing(data, model, all_students(data, model))
     students, student_table = _students(model, slices, robust, gold, headline, missing)
@@ -164,6 +166,7 @@ def analyze(
         "gold": gold,
         "labels": labels,
         "evaluators": _evaluator_summary(ev_scores),
+        "checks": pass_rate_summary(checks),
         "breakdowns": _breakdowns(slices),
         "robust": _robust_summary(headline),
         "comparisons": headline.comparisons.pairs,
@@ -193,6 +196,7 @@ def analyze(
         "datapoints": _datapoint_table(model, robust, headline),
         "responses": _response_table(model, robust),
         "evaluator_scores": ev_scores,
+        "checks": checks,
         "labels": _label_table(labels),
     }
     if len(reference):

@@ -25,8 +25,9 @@ __all__ = [
 
 #: How a gold answer is compared with a student answer (written as ``gold_metric``).
 #: ``choice``: option letter after extraction; ``number``: numeric value after extraction;
-#: ``bleu`` / ``bertscore``: similarity to the best of the reference texts.
-GOLD_METRICS = ("choice", "number", "bleu", "bertscore")
+#: ``bleu`` / ``bertscore``: similarity to the best of the reference texts; ``python_tests``:
+#: the answer's code is run against ``tests`` (the ``python_tests`` evaluator, not ``gold``).
+GOLD_METRICS = ("choice", "number", "bleu", "bertscore", "python_tests")
 
 
 class RowError(ValueError):
@@ -66,6 +67,10 @@ class BenchmarkItem:
     #: "code": compare only the code a reply contains, minus lines copied from ``code_prefix``.
     answer_format: str | None = None
     code_prefix: str | None = None
+    #: Python tests the answer's code must pass (HumanEval's ``check(candidate)``), and the
+    #: function they are called with.
+    tests: str | None = None
+    entry_point: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.gold_metric not in GOLD_METRICS:
@@ -86,6 +91,10 @@ class BenchmarkItem:
             out["answer_format"] = self.answer_format
         if self.code_prefix is not None:
             out["code_prefix"] = self.code_prefix
+        if self.tests is not None:
+            out["tests"] = self.tests
+        if self.entry_point is not None:
+            out["entry_point"] = self.entry_point
         return out
 
 

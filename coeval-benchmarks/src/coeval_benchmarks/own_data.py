@@ -46,16 +46,36 @@ class OwnDataAdapter(BenchmarkAdapter):
         reference_field: str | None = None,
         label_field: str | None = None,
         id_field: str | None = None,
+        label_fields: tuple[str, ...] = (),
+        source_files: tuple[Path, ...] = (),
+        option_names: dict[str, str] | None = None,
+        tests_field: str | None = None,
+        entry_point_field: str | None = None,
     ) -> None:
+        self.tests_field = tests_field
+        self.entry_point_field = entry_point_field
         self.source_file = source_file
+        #: several files of one split (a hub dataset's shards), read in order
+        self.source_files = source_files
         self.prompt_field = prompt_field
         self.reference_field = reference_field
         self.label_field = label_field
         self.id_field = id_field
+        #: columns that are labels, each its own attribute named after the column (a config's
+        #: ``data.labels``); ``label_field`` is the one attribute ``label`` of ``--label-field``
+        self.label_fields = label_fields
+        #: how errors name each setting: ``--prompt-field`` on the command line, ``data.prompt`` in a config
+        self.option_names = option_names or {}
 
     def _fields(self) -> list[tuple[str, str]]:
-        given = [("--prompt-field", self.prompt_field), ("--reference-field", self.reference_field),
-                 ("--label-field", self.label_field), ("--id-field", self.id_field)]
+        named = self.option_names
+        given = [(named.get("prompt", "--prompt-field"), self.prompt_field),
+                 (named.get("reference", "--reference-field"), self.reference_field),
+                 (named.get("label", "--label-field"), self.label_field),
+                 (named.get("id", "--id-field"), self.id_field),
+                 (named.get("tests", "tests"), self.tests_field),
+                 (named.get("entry_point", "entry_point"), self.entry_point_field),
+                 *((named.get("labels", "labels"), f) for f in self.label_fields)]
         return [(option, field) for option, field in given if field]
 
     def check_row(self, row: Mapping[str, Any]) -> None:
@@ -71,6 +91,7 @@ class OwnDataAdapter(BenchmarkAdapter):
         native_id = str(row[self.id_field]).strip() if self.id_field else f"row{index + 1:06d}"
         reference = str(row[self.reference_field]) if self.reference_field else ""
         attributes = {LABEL_ATTRIBUTE: str(row[self.label_field]).strip()} if self.label_field else {}
+        attributes.update({field: str(row[field]).strip() for field in self.label_fields})
         return BenchmarkItem(
             native_id=native_id,
             prompt=str(row[self.prompt_field]),
@@ -78,4 +99,6 @@ class OwnDataAdapter(BenchmarkAdapter):
             attributes=attributes,
             gold_metric=self.gold_metric,
             labels=(reference,) if reference else (),
+            tests=str(row[self.tests_field]) if self.tests_field else None,
+            entry_point=str(row[self.entry_point_field]).strip() if self.entry_point_field else None,
         )

@@ -29,9 +29,11 @@ def register_interfaces(register: Any) -> None:
 
 @hookimpl
 def register_evaluators(register: Any) -> None:
+    from coeval_benchmarks.code_tests import CodeTestsEvaluator
     from coeval_benchmarks.gold import GoldEvaluator
 
     register("gold", GoldEvaluator())
+    register("python_tests", CodeTestsEvaluator())
 
 
 @hookimpl

@@ -71,6 +71,9 @@ def _packaged_file(adapter: BenchmarkAdapter, split: str) -> DataSource | None:
 def find_source(adapter: BenchmarkAdapter, split: str, data_dir: Path | None, *, offline: bool = False) -> DataSource:
     """The files to read for ``split``, or a DatasetFileError saying where to put them.
     ``offline``: never download from the hub (its cache is still read)."""
+    own_files = getattr(adapter, "source_files", None)  # a config's `data: {dataset: ...}`: cached shards
+    if own_files:
+        return DataSource(tuple(own_files), "data-dir")
     own_file = getattr(adapter, "source_file", None)  # `ingest --file`: the user's own rows
     if isinstance(own_file, Path):
         if not own_file.is_file():

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from coeval.config.model import Config
+from coeval.config.model import Config, TaskConfig
 from coeval.credentials import redact
 from coeval.secret_settings import scrub_settings
 from coeval.storage.run_folder import RunFolder, utc_now
@@ -114,8 +114,16 @@ def find_drift(recorded: Mapping[str, Any] | None, config: Config) -> list[Chang
                           {r: now[body][r] for r in old_roles if r in now[body]})
                 )
             else:
-                changes.extend(_diff(kind, name, before.get(body) or {}, now[body]))
+                old = before.get(body) or {}
+                changes.extend(_diff(kind, name, old, _without_new_defaults(old, now[body])))
     return changes
+
+
+def _without_new_defaults(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+    """``current`` without the task settings a run recorded before they existed, where they
+    keep their default (``samples: 1``, no ``data``): a new setting left alone is no drift."""
+    defaults = _plain(attrs.asdict(TaskConfig(name="", description=""), recurse=True))
+    return {k: v for k, v in current.items() if k in recorded or k not in defaults or v != defaults[k]}
 
 
 def describe(change: Change) -> str:

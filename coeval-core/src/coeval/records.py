@@ -54,8 +54,9 @@ def datapoint_id(task: str, teacher: str, seq: int) -> str:
     return f"{task}__{teacher}__{seq:05d}"
 
 
-def response_id(datapoint: str, student: str) -> str:
-    return f"{datapoint}__{student}"
+def response_id(datapoint: str, student: str, sample: int = 1) -> str:
+    """``{datapoint}__{student}``; with ``samples: k``, sample 2..k adds ``__sample{n}``."""
+    return f"{datapoint}__{student}" if sample == 1 else f"{datapoint}__{student}__sample{sample}"
 
 
 def evaluation_id(response: str, judge: str, factor: str | None = None) -> str:

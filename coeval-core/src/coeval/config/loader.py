@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import cattrs
 
+from coeval.answer_checks.user_code import add_config_folder
 from coeval.config._yaml import LineMap, read_yaml
+from coeval.config.data_rules import with_data_facts
 from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
 from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
@@ -188,7 +190,9 @@ def load_config(
         register_setting_secrets(raw.get("models"))
     if any(i.is_error for i in issues):
         raise ConfigError(issues, source=source)
-    config = structure_config(raw, source=source, phases=phases)
+    config = structure_config(with_data_facts(raw, source), source=source, phases=phases)
+    if source is not None:  # `python: module:function` checks import from the config's folder
+        add_config_folder(Path(source).resolve().parent)
     warnings = tuple(i for i in issues if not i.is_error)
     return _with_warnings(config, warnings)
 

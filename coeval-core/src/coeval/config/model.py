@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 import attrs
 
+from coeval.config.task_data import TaskData
+
 __all__ = [
     "PHASE_IDS",
     "PHASE_MODES",
@@ -85,6 +87,13 @@ class TaskConfig:
     evaluation_mode: Literal["single", "per_factor"] = "single"
     prompt_library: Mapping[str, str] = attrs.field(factory=dict)
     label_attributes: tuple[str, ...] = ()
+    #: The task's own datapoints (a file or dataset); None: the teachers write them in phase 3.
+    data: TaskData | None = None
+    #: ``python_tests``: the answers' code is run against each datapoint's ``tests`` (pass@1).
+    checker: Literal["python_tests"] | None = None
+    #: Answers per (datapoint, student): with k > 1 every student answers each datapoint k
+    #: times (pass@k for code); each answer is a response of its own.
+    samples: int = 1
 
     @property
     def static_target_attributes(self) -> Mapping[str, tuple[str, ...]] | None:

@@ -36,6 +36,8 @@ V-37   model names differ from phase-5 evaluator names (``label``, ``metric``, `
 V-38   ``experiment.item_checks`` names registered item checks
 V-45   ``parameters`` keys the interface understands  V-46  timeouts in (0, 24 h]
 V-47   a rubric factor's ``evaluator:`` names a registered evaluator
+V-60   a check factor's ``params`` (contains, regex, json_schema, python...) work
+V-61   a task's ``data`` can be read: file or dataset, its columns, its rows
 =====  =====================================================================================
 """
 
@@ -51,6 +53,8 @@ import attrs
 
 from coeval.config._schema_check import did_you_mean, schema_issues
 from coeval.config._yaml import LineMap
+from coeval.config.check_rules import check_factor_params
+from coeval.config.data_rules import check_task_data, every_task_has_data
 from coeval.config.errors import Severity, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, ROLES
 from coeval.config.names import close_name
@@ -217,6 +221,8 @@ class Validator:
             self._prompt_library,
             self._metrics,
             self._factor_evaluators,
+            lambda: check_factor_params(self),
+            lambda: check_task_data(self),
             self._role_parameters,
             self._item_checks,
             self._parameter_keys,
@@ -298,7 +304,8 @@ class Validator:
             return  # V-01 already reported
         held = {r for _, m in models for r in _roles(m)}
         needs = {
-            "teacher": ("phases 1-3 need at least one teacher to write the evaluation set", True),
+            "teacher": ("phases 1-3 need at least one teacher to write the evaluation set",
+                        not every_task_has_data(self.tasks)),
             "student": ("phase 4 needs at least one student to answer it", True),
             "judge": ("phase 5 needs at least one judge to score the answers", self._needs_judge()),
         }

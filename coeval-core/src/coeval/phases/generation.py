@@ -8,7 +8,7 @@ spec, and Extend fills exactly the slots that have no ``ok`` record.
 Modes: New (nothing may exist yet), Keep (skip the phase when it has datapoints), Extend
 (fill missing and failed slots), Model (skip a (task, teacher) that already has datapoints).
 Teachers on a virtual interface (``benchmark``) make no calls: their datapoints come from
-``coeval ingest``.
+``coeval ingest``. A task with its own ``data`` gets its rows instead (:mod:`.own_data`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
+from coeval.phases.own_data import survey_task_data, write_task_data
 from coeval.phases.plans import PlannedCalls, plan_data_generation
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, parse_datapoint
@@ -76,7 +77,10 @@ class DataGenerationPhase:
 
     def survey(self, view: RunView) -> Survey:
         s = Survey(self.name)
+        survey_task_data(view, s)
         for task in view.config.tasks:
+            if task.data is not None:
+                continue  # its datapoints are its data's rows, surveyed above
             for teacher in view.callable_models("teacher"):
                 counts = s.group(teacher.name)
                 sampler = sampler_for(view, task, teacher.name)
@@ -104,9 +108,12 @@ class DataGenerationPhase:
         if ctx.mode == "Keep" and self._phase_has_records(ctx):
             ctx.log.info("phase kept: datapoints exist", phase=self.name)
             return
+        write_task_data(ctx)
         slots: list[_Slot] = []
         gate = gate_for(ctx)
         for task in ctx.config.tasks:
+            if task.data is not None:
+                continue  # written from its data above; teachers write none
             for teacher in ctx.callable_models("teacher"):
                 if not ctx.in_scope(teacher.name):
                     continue

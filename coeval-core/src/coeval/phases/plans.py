@@ -68,7 +68,9 @@ def _virtual_teachers(view: RunView) -> list[ModelConfig]:
 
 def phase3_items(view: RunView, task: TaskConfig) -> int:
     """Datapoints phase 3 yields for a task: ``sampling.total`` per teacher, benchmark
-    teachers included (they replay ingested items)."""
+    teachers included (they replay ingested items); a task's own data: its rows, once."""
+    if task.data is not None:
+        return task.sampling.total
     return task.sampling.total * (len(_llm_teachers(view)) + len(_virtual_teachers(view)))
 
 
@@ -128,7 +130,8 @@ def plan_data_generation(view: RunView, phase: str = "data_generation") -> Plann
                 f"task {task.name}: target_attributes complete covers the full cross-product of the values "
                 "phase 1 finds; phase 3 makes at least sampling.total calls per teacher, more if that is larger"
             )
-        out.charge(task, teachers, task.sampling.total)
+        if task.data is None:  # a task's own data is read, not written by teachers
+            out.charge(task, teachers, task.sampling.total)
     virtual = _virtual_teachers(view)
     if virtual:
         names = ", ".join(m.name for m in virtual)
@@ -143,7 +146,7 @@ def plan_response_collection(view: RunView, phase: str = "response_collection") 
     out = _start(view, phase)
     students = view.config.students
     for task in view.config.tasks:
-        out.charge(task, students, phase3_items(view, task))
+        out.charge(task, students, phase3_items(view, task) * task.samples)
     return out.planned()
 
 
@@ -168,7 +171,7 @@ def plan_evaluation(view: RunView, phase: str = "evaluation") -> PlannedCalls:
     by_name = {m.name: m for m in view.config.models}
     for task in view.config.tasks:
         # judges score every student's responses, whichever process wrote them
-        responses = phase3_items(view, task) * len(students)
+        responses = phase3_items(view, task) * task.samples * len(students)
         for model, calls in _calls_per_response(view, task, out.notes).items():
             out.charge(task, [by_name[model]], responses * calls)
     return out.planned()

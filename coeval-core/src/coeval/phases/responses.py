@@ -35,13 +35,21 @@ from coeval.records import (
 )
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
 
-__all__ = ["ResponseCollectionPhase", "parse_answer", "usable_datapoints"]
+__all__ = ["ResponseCollectionPhase", "parse_answer", "samples_of", "usable_datapoints"]
 
 
 def parse_answer(result: GenerateResult) -> str:
     if not isinstance(result.text, str) or not result.text.strip():
         raise OutputParseError("empty answer")
     return result.text
+
+
+def samples_of(view: RunView, datapoint: dict[str, Any]) -> int:
+    """How many answers each student gives to ``datapoint`` (its task's ``samples``)."""
+    for task in view.config.tasks:
+        if task.name == datapoint.get("task_id"):
+            return task.samples
+    return 1
 
 
 def usable_datapoints(view: RunView) -> list[dict[str, Any]]:
@@ -59,6 +67,7 @@ class _Ask:
     task: TaskConfig
     student: ModelConfig
     datapoint: dict[str, Any]
+    sample: int = 1
 
 
 class ResponseCollectionPhase:
@@ -77,17 +86,19 @@ class ResponseCollectionPhase:
         statuses = scan_ok_phase(view.run, self.name, lambda r: (record_status(r), r.get("error_kind")), ("ok", None))
         students = view.callable_models("student")
         for dp in usable_datapoints(view):
+            samples = samples_of(view, dp)
             for student in students:
                 counts = s.group(student.name)
-                counts.expected += 1
-                brief = statuses.get(response_id(dp["id"], student.name))
-                if brief is None:
-                    continue
-                if brief[0] == "ok":
-                    counts.ok += 1
-                else:
-                    counts.failed += 1
-                    s.failures[str(brief[1] or "error")] += 1
+                for sample in range(1, samples + 1):
+                    counts.expected += 1
+                    brief = statuses.get(response_id(dp["id"], student.name, sample))
+                    if brief is None:
+                        continue
+                    if brief[0] == "ok":
+                        counts.ok += 1
+                    else:
+                        counts.failed += 1
+                        s.failures[str(brief[1] or "error")] += 1
         return s
 
     async def run(self, ctx: PhaseContext) -> None:
@@ -109,9 +120,9 @@ class ResponseCollectionPhase:
                         continue
                     if ctx.mode == "New":
                         raise PhaseRefusedError(mode_refusal(self.name, f"{task.name} x {group[1]} x {student.name}"))
-                if is_ok(responses.get(response_id(dp["id"], student.name))):
-                    continue
-                asks.append(_Ask(task, student, dp))
+                for sample in range(1, task.samples + 1):
+                    if not is_ok(responses.get(response_id(dp["id"], student.name, sample))):
+                        asks.append(_Ask(task, student, dp, sample))
         ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=len(asks))
         await ctx.submit(self.name, LazyItems(asks, lambda a: self._item(ctx, a)))  # type: ignore[arg-type]
 
@@ -124,7 +135,7 @@ class ResponseCollectionPhase:
             "input": dp["prompt"],
         }
         prompt = render_prompt("test", variables, prompt_library=task.prompt_library, model_name=student.name)
-        rid = response_id(dp["id"], student.name)
+        rid = response_id(dp["id"], student.name, ask.sample)
         return WorkItem(
             key=rid,
             phase=self.name,
@@ -150,6 +161,7 @@ class ResponseCollectionPhase:
                     "student_model_id": ask.student.name,
                     "input": dp["prompt"],
                     "response": outcome.value if outcome.status == "ok" else "",
+                    **({"sample": ask.sample} if ask.task.samples > 1 else {}),
                     "generated_at": utc_now(),
                     **call_fields(outcome),
                 }

@@ -1,0 +1,1 @@
+"""Deterministic answer checks (contains, regex, json_schema, python, ...): no model, no I/O."""

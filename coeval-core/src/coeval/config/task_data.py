@@ -1,0 +1,71 @@
+"""``tasks[].data``: a task whose datapoints come from the user's file or dataset, not a teacher.
+
+The reading itself (JSONL, CSV, Parquet, a Hugging Face dataset from the local hub cache,
+row-level errors) is ``coeval ingest``'s, in coeval-benchmarks
+(:mod:`coeval_benchmarks.task_data`); the core only knows the settings, asks that module for
+the facts a run needs (:func:`data_backend`), and writes what it returns in phase 3.
+
+A loaded config carries ``sha256`` (of the file's content) and ``rows``: the task's
+definition, and so the settings ``--continue`` checks for drift, changes when the file does.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = ["DataBackendMissing", "TaskData", "data_backend", "data_folder", "data_teacher"]
+
+
+@attrs.frozen
+class TaskData:
+    """Where a task's datapoints come from, and which columns are what."""
+
+    prompt: str
+    file: str | None = None
+    dataset: str | None = None
+    split: str | None = None
+    reference: str | None = None
+    labels: tuple[str, ...] = ()
+    id: str | None = None
+    #: Columns with Python tests for the answer's code and the function they call (``checker: python_tests``).
+    tests: str | None = None
+    entry_point: str | None = None
+    #: Filled in when the config is loaded: the content hash and the number of rows.
+    sha256: str | None = None
+    rows: int | None = None
+
+    def spec(self) -> dict[str, Any]:
+        """The settings as the reader takes them (the raw ``data`` mapping)."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in attrs.asdict(self).items() if v is not None}
+
+
+class DataBackendMissing(ImportError):
+    """``tasks[].data`` needs coeval-benchmarks, which is not installed."""
+
+
+def data_backend() -> Any:
+    """:mod:`coeval_benchmarks.task_data`: the readers of ``coeval ingest``."""
+    try:
+        return importlib.import_module("coeval_benchmarks.task_data")
+    except ImportError as exc:
+        if exc.name and exc.name.startswith("coeval_benchmarks"):
+            raise DataBackendMissing(
+                "tasks[].data is read by coeval-benchmarks, which is not installed (pip install coeval-benchmarks)"
+            ) from None
+        raise
+
+
+def data_folder(source: str | None) -> Path:
+    """What a relative ``data.file`` is relative to: the config file's folder (the current
+    directory for a config built in Python)."""
+    return Path(source).resolve().parent if source else Path.cwd()
+
+
+def data_teacher(task: str) -> str:
+    """The teacher id of a task's own datapoints (``support`` -> ``support-data``, as
+    ``coeval ingest --file`` names it)."""
+    return f"{task}-data"

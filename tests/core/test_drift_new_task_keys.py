@@ -1,0 +1,31 @@
+"""A run recorded before a task setting existed is not drift when the setting keeps its
+default (``data``, ``checker``, ``samples``); a changed data file still is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+from coeval.config.task_data import TaskData
+from coeval.drift import find_drift, settings_of
+
+from .pipeline_support import make_config, mock_model
+
+
+def test_settings_recorded_before_new_task_keys_are_not_drift(tmp_path: Path) -> None:
+    config = make_config(tmp_path, [mock_model("m")])
+    recorded = settings_of(config)
+    for task in recorded["tasks"].values():
+        for key in ("data", "checker", "samples"):
+            task["definition"].pop(key)
+        task["hash"] = "recorded-by-an-older-version"
+    assert find_drift(recorded, config) == []
+    sampled = attrs.evolve(config, tasks=(attrs.evolve(config.tasks[0], samples=3),))
+    assert [(c.setting, c.old, c.new) for c in find_drift(recorded, sampled)] == [("samples", "(not set)", 3)]
+
+
+def test_a_changed_data_hash_is_drift(tmp_path: Path) -> None:
+    config = make_config(tmp_path, [mock_model("m")])
+    before = attrs.evolve(config, tasks=(attrs.evolve(config.tasks[0], data=TaskData("q", file="a.csv", sha256="1")),))
+    after = attrs.evolve(config, tasks=(attrs.evolve(config.tasks[0], data=TaskData("q", file="a.csv", sha256="2")),))
+    assert [(c.setting, c.old, c.new) for c in find_drift(settings_of(before), after)] == [("data.sha256", "1", "2")]
