@@ -32,6 +32,7 @@ from coeval_analysis.ranking import (
     unrelated_weight,
 )
 from coeval_analysis.run_warnings import collect_warnings
+from coeval_analysis.stale import stale_warnings
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
 from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.coverage import attribute_coverage
@@ -164,6 +165,7 @@ def analyze(
     summary["warnings"] = collect_warnings(
         model, summary, headline.headline.converged, headline.headline.iterations, MISSING_GAP
     )
+    summary["warnings"] = stale_warnings(data.path) + summary["warnings"]  # first: they change every number
     if dropped:
         gone_judges, gone_warnings = dropped_entries(dropped, rates)
         if isinstance(summary["judges"], dict):

@@ -446,7 +446,7 @@ class _Run:
             result = ctx.result = PhaseResult(name, mode)
             self.results[name] = result
             started = utc_now()
-            self.meta.phase_started(name)
+            self.meta.phase_started(name, self.phase_ids)
             log.info("phase started", phase=name, mode=mode)
             # shards share phases 1-2: one asks the teachers, the others then find the artifacts
             shared_lock = FileLock(str(self.run.root / ".teacher_phases.lock"), thread_local=False) \

@@ -23,6 +23,7 @@ from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.phases.plans import PlannedCalls, plan_response_collection
 from coeval.prompts import render_prompt
+from coeval.record_inputs import DATAPOINT_HASH, datapoint_version, stale_response
 from coeval.records import (
     call_fields,
     is_ok,
@@ -90,28 +91,45 @@ class ResponseCollectionPhase:
                     s.failures[str(brief[1] or "error")] += 1
         return s
 
-    async def run(self, ctx: PhaseContext) -> None:
-        tasks = {t.name: t for t in ctx.config.tasks}
-        responses = load_phase_records(ctx.run, self.name)
+    def owed(self, view: RunView, mode: str, in_scope: Callable[[str], bool], *, log: Any = None) -> list[_Ask]:
+        """The answers ``mode`` asks for: what ``run`` calls, and what the estimate of
+        remaining work counts."""
+        tasks = {t.name: t for t in view.config.tasks}
+        responses = load_phase_records(view.run, self.name)
         existing = [r for r in responses.values() if r.get("task_id") in tasks]
-        if ctx.mode == "Keep" and existing:
-            ctx.log.info("phase kept: responses exist", phase=self.name)
-            return
+        if mode == "Keep" and existing:
+            if log is not None:
+                log.info("phase kept: responses exist", phase=self.name)
+            return []
         groups_with_records = {(r.get("task_id"), r.get("teacher_model_id"), r.get("student_model_id")) for r in existing}
-        students = [m for m in ctx.callable_models("student") if ctx.in_scope(m.name)]
+        students = [m for m in view.callable_models("student") if in_scope(m.name)]
         asks: list[_Ask] = []
-        for dp in usable_datapoints(ctx):
+        stale = 0
+        for dp in usable_datapoints(view):
             task = tasks[dp["task_id"]]
             for student in students:
                 group = (task.name, dp.get("teacher_model_id"), student.name)
                 if group in groups_with_records:
-                    if ctx.mode == "Model":
+                    if mode == "Model":
                         continue
-                    if ctx.mode == "New":
+                    if mode == "New":
                         raise PhaseRefusedError(mode_refusal(self.name, f"{task.name} x {group[1]} x {student.name}"))
-                if is_ok(responses.get(response_id(dp["id"], student.name))):
-                    continue
+                rec = responses.get(response_id(dp["id"], student.name))
+                if is_ok(rec):
+                    assert rec is not None
+                    if not stale_response(rec, dp):
+                        continue
+                    stale += 1
                 asks.append(_Ask(task, student, dp))
+        if stale and log is not None:
+            log.warning(f"{stale} answers were made from an older version of their datapoint; answering again",
+                        phase=self.name, stale=stale)
+        return asks
+
+    async def run(self, ctx: PhaseContext) -> None:
+        asks = self.owed(ctx, ctx.mode, ctx.in_scope, log=ctx.log)
+        if ctx.mode == "Keep" and not asks:
+            return
         ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=len(asks))
         await ctx.submit(self.name, LazyItems(asks, lambda a: self._item(ctx, a)))  # type: ignore[arg-type]
 
@@ -149,6 +167,7 @@ class ResponseCollectionPhase:
                     "teacher_model_id": teacher,
                     "student_model_id": ask.student.name,
                     "input": dp["prompt"],
+                    DATAPOINT_HASH: datapoint_version(dp),
                     "response": outcome.value if outcome.status == "ok" else "",
                     "generated_at": utc_now(),
                     **call_fields(outcome),
