@@ -19,6 +19,7 @@ import attrs
 
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest, GenerateResult
+from coeval.limits import within_limit
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.phases.plans import PlannedCalls, plan_response_collection
@@ -46,13 +47,16 @@ def parse_answer(result: GenerateResult) -> str:
 
 
 def usable_datapoints(view: RunView) -> list[dict[str, Any]]:
-    """Datapoints of the config's tasks that students may answer, in file order."""
+    """Datapoints of the config's tasks that students may answer, in file order (under
+    ``--limit N``, N per (task, teacher))."""
     tasks = {t.name for t in view.config.tasks}
-    return [
+    callable_teachers = {m.name for m in view.callable_models("teacher")}
+    usable = (
         dp
         for dp in load_phase_records(view.run, "data_generation").values()
         if dp.get("task_id") in tasks and usable_datapoint(dp)
-    ]
+    )
+    return within_limit(view.config, usable, callable_teachers.__contains__)  # --limit: every teacher
 
 
 @attrs.frozen
