@@ -392,6 +392,10 @@ class _Run:
             ledger.flush()
             self.meta.finish("failed", EXIT_USAGE)
             raise
+        except OSError:
+            with contextlib.suppress(OSError):
+                ledger.flush()  # the calls were paid even if their records were not written
+            raise
         except asyncio.CancelledError:
             ledger.flush()
             self.meta.finish("interrupted", EXIT_INTERRUPTED)
@@ -556,10 +560,14 @@ async def arun_experiment(
         # record written before is complete (a cut-off last line is dropped on the next
         # open), so the user frees space or fixes permissions and runs --continue.
         message = redact(_storage_error(exc, started=run.run.exists()))
+        lost = sum(r.unwritten for r in run.results.values())
+        if lost:
+            message += f" ({lost} finished calls could not be recorded; meta.json counts them, --continue makes them again)"
         with contextlib.suppress(Exception):
             run.meta.finish("error", EXIT_USAGE)
         sys.stderr.write(f"error: {message}\n")
-        return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message)
+        return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message,
+                         phases=dict(run.results))
     finally:
         with contextlib.suppress(Exception):
             progress.close()
