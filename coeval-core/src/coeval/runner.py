@@ -69,6 +69,7 @@ from coeval.running.ordering import batch_enabled, models_needed, phases_that_ma
 from coeval.running.signals import Interrupts, handle_signals, stop_gracefully
 from coeval.scheduler import Scheduler, SchedulerLimits
 from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
+from coeval.storage.claims import ModelClaims
 from coeval.storage.fork import fork_run
 from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line, utc_now
@@ -307,16 +308,17 @@ class _Run:
         may_run = phases_that_may_run(phases, view, completed, continue_run=self.options.continue_run,
                                       surveys=self._surveys)
         lock = RunLock(self.run.root, shared=bool(self.only))
+        claims = ModelClaims(self.run.root, self.only)  # a shard claims its models: never two alike
         # an existing folder is locked before probing, so a busy one is refused at once and
         # with no call; a new one only after (a failed probe must leave nothing behind)
         lock_first = self.run.root.is_dir()
         try:
             if lock_first:
-                self._acquire(lock)
+                self._acquire(lock, claims)
             self._build_interfaces(may_run)
             await self._probe()
             if not lock_first:
-                self._acquire(lock)
+                self._acquire(lock, claims)
             level = (self.options.log_level or self.config.experiment.log_level).upper()
             # the console shows warnings and the progress lines; run.log gets every event
             console = self.options.console_level("WARNING" if level == "INFO" else level)
@@ -331,12 +333,14 @@ class _Run:
             for iface in self.interfaces.values():
                 with contextlib.suppress(Exception):
                     await iface.aclose()
+            claims.release()
             lock.release()
 
     @staticmethod
-    def _acquire(lock: RunLock) -> None:
+    def _acquire(lock: RunLock, claims: ModelClaims) -> None:
         try:
             lock.acquire()
+            claims.acquire()
         except RunFolderBusyError as exc:
             raise RunError(str(exc)) from None
 
