@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ import attrs
 import yaml
 
 from coeval.storage import JsonlWriter, RunFolder, atomic_write_json, iter_jsonl, utc_now
+from coeval.storage.leftovers import sweep_temp_files
+from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
 from coeval_benchmarks.gold import metric_available
 from coeval_benchmarks.sources import DatasetFileError, find_source, read_rows
@@ -240,6 +243,32 @@ def ingest(
         raise IngestError(f"{run.root}: not a run folder (no meta.json); start the run with `coeval run` first")
     if limit is not None and limit < 1:
         raise IngestError(f"--limit must be at least 1, got {limit}")
+    lock = RunLock(run.root)  # never beside a run: it would end 'completed' with these unanswered
+    try:
+        lock.acquire()
+    except RunFolderBusyError as exc:
+        raise IngestError(str(exc)) from None
+    try:
+        sweep_temp_files(run.root)  # temporary files of killed writes (this folder is ours now)
+        return _ingest_locked(run, adapter, split=split, data_dir=data_dir, limit=limit, task_name=task_name,
+                              teacher_name=teacher_name, progress=progress, offline=offline, metrics=metrics)
+    finally:
+        lock.release()
+
+
+def _ingest_locked(
+    run: RunFolder,
+    adapter: BenchmarkAdapter,
+    *,
+    split: str | None,
+    data_dir: Path | None,
+    limit: int | None,
+    task_name: str | None,
+    teacher_name: str | None,
+    progress: Callable[[Iterable[Any], int], Iterable[Any]] | None,
+    offline: bool,
+    metrics: Collection[str] | None,
+) -> IngestResult:
     split = split or adapter.default_split
     task = task_name or adapter.name
     teacher = teacher_name or adapter.teacher_name
@@ -284,7 +313,7 @@ def ingest(
     new_items = [i for i in selected if datapoint_id(task, teacher, i.native_id) not in existing]
     logged_before = any(
         e.get("benchmark") == adapter.name and e.get("task_name") == task and e.get("split") == split
-        and e.get("teacher_id") == teacher
+        and e.get("teacher_id") == teacher and e.get("complete", True)  # an interrupted one is finished now
         for e in ingest_log
     )
 
@@ -292,15 +321,7 @@ def ingest(
         return IngestResult(adapter.name, task, teacher, split, source, len(items), len(selected), 0,
                             len(selected), False, tuple(warnings))
 
-    # Reopen phases 4-5 before writing, so that a crash after the datapoints can never leave
-    # them without responses on the next --continue.
-    run.update_meta(_reopen_phases)
     now = utc_now()
-    rows: Iterable[BenchmarkItem] = progress(new_items, len(new_items)) if progress else new_items
-    with JsonlWriter(path) as writer:
-        for item in rows:
-            writer.write(_datapoint(item, adapter, task, teacher, split, now))
-
     entry = {
         "benchmark": adapter.name,
         "split": split,
@@ -315,8 +336,32 @@ def ingest(
         "task": task_spec,
         "owns_task": owned,
         "teacher": teacher_mapping(teacher),
+        "ingest_id": uuid.uuid4().hex[:12],
     }
-    run.update_meta(lambda m: m.setdefault("ingest_log", []).append(entry))
+    # Logged (as not complete) and phases 4-5 reopened before the first datapoint is
+    # written: a kill mid-write leaves rows that --continue answers and status reports, and
+    # running the same ingest again finishes it.
+    pending = {**entry, "complete": False}
+
+    def start(meta: dict[str, Any]) -> None:
+        _reopen_phases(meta)
+        meta.setdefault("ingest_log", []).append(pending)
+
+    run.update_meta(start)
+    rows: Iterable[BenchmarkItem] = progress(new_items, len(new_items)) if progress else new_items
+    with JsonlWriter(path) as writer:
+        for item in rows:
+            writer.write(_datapoint(item, adapter, task, teacher, split, now))
+
+    def finish(meta: dict[str, Any]) -> None:
+        log = meta.setdefault("ingest_log", [])
+        # this entry, and any interrupted ingest of the same rows this one has finished
+        log[:] = [e for e in log if not (isinstance(e, dict) and not e.get("complete", True)
+                                          and e.get("task_name") == task and e.get("teacher_id") == teacher
+                                          and e.get("benchmark") == adapter.name)]
+        log.append({**entry, "complete": True})
+
+    run.update_meta(finish)
     return IngestResult(adapter.name, task, teacher, split, source, len(items), len(selected), len(new_items),
                         len(selected) - len(new_items), True, tuple(warnings))
 

@@ -71,6 +71,7 @@ from coeval.scheduler import Scheduler, SchedulerLimits
 from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
 from coeval.storage.claims import ModelClaims
 from coeval.storage.fork import fork_run
+from coeval.storage.leftovers import sweep_temp_files
 from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line, utc_now
 from coeval.storage.snapshot import write_config_snapshot
@@ -359,6 +360,7 @@ class _Run:
         meta = self.meta.init(exp.id, continue_run=self.options.continue_run,
                               resume_from=self.options.resume_from or exp.resume_from, fork=fork)
         if not self.only:  # alone in the folder: heal files whose last line a crash cut
+            sweep_temp_files(self.run.root)  # and remove the temporary files of killed writes
             for phase in (p.name for p in phases if p.name in PHASE_DIRS):
                 for path in self.run.jsonl_files(phase):
                     cut = cut_partial_last_line(path)

@@ -162,6 +162,12 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
     run_status, gap_note = survey_verdict(run_status, phases)  # gaps the records show, limit or not
     if gap_note:
         notes.append(gap_note)
+    for entry in meta.get("ingest_log") or []:
+        if isinstance(entry, dict) and entry.get("complete") is False:
+            notes.insert(0, f"ingest of {entry.get('benchmark')} into task {entry.get('task_name')} was interrupted; "
+                            "run the same `coeval ingest` again to finish it (`--continue` answers the rows written)")
+            if run_status in ("completed", "incomplete"):
+                run_status = "incomplete (ingest interrupted)"
     stale = stale_records(run, {t.name for t in config.tasks} if config is not None else None)
     if stale:
         notes.insert(0, stale_note(stale))

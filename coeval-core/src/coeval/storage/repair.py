@@ -21,6 +21,7 @@ the run folder's exclusive lock. ``dry_run`` reports the same findings and chang
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections import Counter
@@ -36,6 +37,7 @@ from coeval.phases.base import RunView
 from coeval.records import FAILED, record_status, usable_datapoint, usable_response
 from coeval.running.ingested import merge_ingested
 from coeval.running.ledger import written_calls
+from coeval.storage.leftovers import remove_stale_scratch, sweep_temp_files
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text, utc_now
 from coeval.storage.snapshot import read_config_snapshot
 
@@ -157,6 +159,8 @@ def repair_run(
     """Repair ``run`` (or, with ``dry_run``, only report). ``config`` (default: the run's
     ``config.yaml``) decides which phases still have gaps afterwards."""
     report = RepairReport(run=str(run.root), dry_run=dry_run)
+    if not dry_run:  # the caller holds the folder alone: temporary files of killed writes go
+        sweep_temp_files(run.root)
     paid = None if _meta_readable(run) else written_calls(run)  # before failed records go
     usable_ids: dict[str, set[str]] = {}
     parent_of = {"response_collection": ("datapoint_id", "data_generation"),
@@ -280,11 +284,21 @@ def _phases_to_reopen(
 
 def _rehearse(run: RunFolder, config: Any, registries: Registries) -> list[str]:
     """The phases a real repair of ``run`` would reopen, found by repairing a scratch copy."""
-    with tempfile.TemporaryDirectory(prefix="coeval-repair-") as scratch:
+    remove_stale_scratch()  # rehearsals of repairs that were killed
+    with tempfile.TemporaryDirectory(prefix=f"coeval-repair-{os.getpid()}-") as scratch:
         copy = Path(scratch) / run.root.name
-        # the records, meta.json and config.yaml; not the lock, the log or analysis output
-        shutil.copytree(run.root, copy, ignore=shutil.ignore_patterns("*.lock", "*.log", "analysis"))
+        # the records, meta.json and config.yaml; not the lock, the log or analysis output.
+        # Hard links, not copies: repair replaces files (write and rename), never edits them
+        shutil.copytree(run.root, copy, ignore=shutil.ignore_patterns("*.lock", "*.log", "analysis"),
+                        copy_function=_link_or_copy)
         return repair_run(RunFolder(copy), config=config, registries=registries).phases_reopened
+
+
+def _link_or_copy(src: str, dest: str) -> None:
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
 
 
 def _now() -> str:
