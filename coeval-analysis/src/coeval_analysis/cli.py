@@ -14,6 +14,7 @@ from coeval.cli.errors import ERROR_PREFIX, report_user_error
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.plugins import get_plugin_manager
 from coeval_analysis.errors import AnalysisInputError
+from coeval_analysis.staged import staged_output
 
 __all__ = ["analyze_command"]
 
@@ -148,8 +149,10 @@ def _analyze(
             except OSError as exc:
                 raise AnalysisInputError(f"{out}: cannot create the output folder ({exc.strerror})") from None
             written: list[Path] = []
-            for writer in chosen.values():
-                written += list(writer(analysis, out) or [])
+            with staged_output(out) as target:  # whole or not at all: a kill never mixes old and new
+                for writer in chosen.values():
+                    written += list(writer(analysis, target) or [])
+            written = [out / p.relative_to(target) if p.is_relative_to(target) else p for p in written]
             progress.update(task, completed=len(_STAGES))
     except AnalysisInputError as exc:
         click.echo(f"{ERROR_PREFIX} {exc}", err=True)
