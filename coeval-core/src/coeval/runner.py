@@ -100,6 +100,7 @@ EXIT_USAGE = 2
 EXIT_GAPS = 3
 EXIT_INTERRUPTED = 130
 
+_RECORD_PHASES = ("data_generation", "response_collection", "evaluation")
 #: Skip causes that are a graceful stop, not a failure.
 _LIMIT_CAUSES = frozenset({"quota", "budget"})
 #: the name this check had before it moved to :mod:`coeval.running.meta`
@@ -180,6 +181,10 @@ class _Run:
         meta = run.read_meta() if run.exists() else {}
         if opts.continue_run:
             if not run.exists():
+                if run.root.is_dir() and any(run.jsonl_files(p) for p in PHASE_DIRS if p in _RECORD_PHASES):
+                    raise RunError(f"--continue needs an existing run, but {run.meta_path} does not exist (V-14); "
+                                   f"run `coeval repair --run {run.root}` to rebuild it from the records, then "
+                                   "--continue")
                 raise RunError(f"--continue needs an existing run, but {run.meta_path} does not exist (V-14); "
                                "run without --continue to start it")
         elif run.exists() and not self.only:
@@ -320,6 +325,7 @@ class _Run:
             await self._probe()
             if not lock_first:
                 self._acquire(lock, claims)
+                self._check_still_new()
             level = (self.options.log_level or self.config.experiment.log_level).upper()
             # the console shows warnings and the progress lines; run.log gets every event
             console = self.options.console_level("WARNING" if level == "INFO" else level)
@@ -336,6 +342,15 @@ class _Run:
                     await iface.aclose()
             claims.release()
             lock.release()
+
+    def _check_still_new(self) -> None:
+        """Under the lock, before anything is written: the folder was new when this run
+        started up; another run may have made it since (a start-up race). Then this one
+        must not touch it."""
+        if self.run.meta_path.exists() and not self.options.continue_run and not self.only:
+            raise RunError(f"run folder {self.run.root} already exists: another run created it while this one "
+                           "was starting (V-11); nothing was written. Pass --continue to resume it, or choose a "
+                           "new experiment.id")
 
     @staticmethod
     def _acquire(lock: RunLock, claims: ModelClaims) -> None:

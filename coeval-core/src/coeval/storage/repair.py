@@ -161,6 +161,7 @@ def repair_run(
     report = RepairReport(run=str(run.root), dry_run=dry_run)
     if not dry_run:  # the caller holds the folder alone: temporary files of killed writes go
         sweep_temp_files(run.root)
+        remove_stale_scratch()  # and the rehearsals of killed dry runs
     paid = None if _meta_readable(run) else written_calls(run)  # before failed records go
     usable_ids: dict[str, set[str]] = {}
     parent_of = {"response_collection": ("datapoint_id", "data_generation"),

@@ -55,13 +55,21 @@ def utc_now() -> str:
 def atomic_write_text(path: Path, text: str) -> None:
     """Write via a temp file in the same folder and rename: readers see old or new, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # a read-only folder, a full disk: name the file being written
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        # name the file the user knows (an immutable meta.json), not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -246,11 +254,18 @@ class RunFolder:
         return self.meta_path.is_file()
 
     def read_meta(self) -> dict[str, Any]:
+        """``meta.json`` ({} when there is none). One that is not UTF-8 or not a JSON object
+        raises :class:`json.JSONDecodeError`, as unparseable JSON does: callers handle one error."""
         try:
-            meta: dict[str, Any] = json.loads(self.meta_path.read_text(encoding="utf-8"))
-            return meta
+            text = self.meta_path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return {}
+        except UnicodeDecodeError as exc:
+            raise json.JSONDecodeError(f"not UTF-8 text ({exc.reason})", "", exc.start) from None
+        meta = json.loads(text)
+        if not isinstance(meta, dict):
+            raise json.JSONDecodeError(f"a JSON {type(meta).__name__}, not an object", text, 0)
+        return meta
 
     def _meta_lock(self) -> FileLock:
         return FileLock(str(self.root / ".meta.lock"))
