@@ -77,3 +77,15 @@ def test_an_interrupted_ingest_is_visible_answered_and_finished(started: Path, m
     assert [e["complete"] for e in mine] == [True]
     assert CliRunner().invoke(cli, ["run", "coeval.yaml", "--continue"]).exit_code == 0
     assert len(answers.read_text().splitlines()) == 10
+
+
+def test_a_row_with_a_lone_surrogate_is_a_row_error_and_nothing_is_written(started: Path) -> None:
+    bad = started.parent / "bad.jsonl"
+    rows = [*ROWS[:3], {"question": "Smile \ud83d", "answer": "x", "key": "q99"}]
+    bad.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")  # escaped: \\ud83d
+    result = _ingest(bad)
+    assert result.exit_code == 2, result.output
+    assert "row q99: text is not valid Unicode" in result.output and "Traceback" not in result.output
+    assert not (RUN / "phase3_datapoints" / "mine.mine-data.datapoints.jsonl").exists()
+    meta = json.loads((RUN / "meta.json").read_text())
+    assert not [e for e in meta["ingest_log"] if e.get("task_name") == "mine"]

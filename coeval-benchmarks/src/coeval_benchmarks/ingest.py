@@ -18,6 +18,7 @@ written are skipped, and a run that already holds everything is not touched at a
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 import uuid
@@ -288,6 +289,7 @@ def _ingest_locked(
     selected = select_items(items, limit)
     if metrics is not None:
         warnings.extend(_metric_warnings(adapter, selected, metrics))
+    _check_text(selected, adapter, task, teacher, split, source)
 
     meta = run.read_meta()
     ingest_log = [e for e in meta.get("ingest_log", []) if isinstance(e, dict)]
@@ -347,11 +349,12 @@ def _ingest_locked(
         _reopen_phases(meta)
         meta.setdefault("ingest_log", []).append(pending)
 
+    records = [_datapoint(item, adapter, task, teacher, split, now) for item in new_items]
     run.update_meta(start)
-    rows: Iterable[BenchmarkItem] = progress(new_items, len(new_items)) if progress else new_items
+    rows: Iterable[dict[str, Any]] = progress(records, len(records)) if progress else records
     with JsonlWriter(path) as writer:
-        for item in rows:
-            writer.write(_datapoint(item, adapter, task, teacher, split, now))
+        for record in rows:
+            writer.write(record)
 
     def finish(meta: dict[str, Any]) -> None:
         log = meta.setdefault("ingest_log", [])
@@ -364,6 +367,19 @@ def _ingest_locked(
     run.update_meta(finish)
     return IngestResult(adapter.name, task, teacher, split, source, len(items), len(selected), len(new_items),
                         len(selected) - len(new_items), True, tuple(warnings))
+
+
+def _check_text(items: Iterable[BenchmarkItem], adapter: BenchmarkAdapter, task: str, teacher: str, split: str,
+                source: str) -> None:
+    """Bad text (a lone UTF-16 surrogate: a cut-off emoji escape) is a row error, before
+    anything is written."""
+    for item in items:
+        try:
+            json.dumps(_datapoint(item, adapter, task, teacher, split, ""), ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise IngestError(f"{source}: row {item.native_id}: text is not valid Unicode (a lone UTF-16 "
+                              f"surrogate at character {exc.start}, e.g. a cut-off emoji escape); fix the row "
+                              "and ingest again. Nothing was written") from None
 
 
 def _reopen_phases(meta: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -80,6 +81,32 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
 
 
+#: What a record says when its text had lone UTF-16 surrogates (a cut-off emoji escape).
+TEXT_REPLACED = "lone UTF-16 surrogates replaced by U+FFFD"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings replaced by U+FFFD (they cannot be
+    written as UTF-8, nor sent to a provider)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_surrogates(v) for v in value]
+    return value
+
+
+def _loads_escaped(line: bytes) -> Any:
+    """json's parse, which accepts what orjson does not (NaN, escaped lone surrogates);
+    surrogates are replaced, so a record read can always be written and sent again."""
+    value = json.loads(line)
+    if b"\\ud" in line.lower():
+        value = without_surrogates(value)
+    return value
+
+
 try:  # orjson parses a record in a third of json's time; a run holds millions of them
     import orjson
 
@@ -87,13 +114,13 @@ try:  # orjson parses a record in a third of json's time; a run holds millions o
         """One JSON value from UTF-8 bytes; ValueError when the line is not one."""
         try:
             return orjson.loads(line)
-        except orjson.JSONDecodeError:  # NaN / Infinity, which json.dumps writes
-            return json.loads(line)
+        except orjson.JSONDecodeError:  # NaN / Infinity, which json.dumps writes; lone surrogates
+            return _loads_escaped(line)
 
 except ImportError:  # pragma: no cover - orjson is a dependency; stay correct without it
 
     def loads_record(line: bytes) -> Any:
-        return json.loads(line)
+        return _loads_escaped(line)
 
 
 def iter_jsonl(path: Path, *, on_bad_line: Callable[[int, str], None] | None = None) -> Iterator[dict[str, Any]]:
@@ -170,7 +197,12 @@ class JsonlWriter:
     def write(self, record: dict[str, Any]) -> None:
         if self._fd is None:
             raise ValueError(f"{self.path}: writer is closed")
-        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        text = json.dumps(record, ensure_ascii=False) + "\n"
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # a reply with a lone surrogate: stored replaced, and said so
+            record = {**without_surrogates(record), "text_replaced": TEXT_REPLACED}
+            data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         view = memoryview(data)
         try:
             while view:
