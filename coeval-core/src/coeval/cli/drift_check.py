@@ -7,20 +7,24 @@ import click
 from coeval.cli.errors import UserError
 from coeval.config.model import Config
 from coeval.drift import describe, find_drift, record_allowed_drift
+from coeval.shrink import find_shrink
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["check_drift"]
 
 
-def check_drift(config: Config, *, allow_drift: bool, dry_run: bool) -> None:
+def check_drift(config: Config, *, allow_drift: bool, dry_run: bool, whole: Config | None = None) -> None:
     """Raise a :class:`UserError` (exit 2) naming each changed setting, unless allowed.
 
-    With ``allow_drift`` the changes are recorded in ``meta.json`` (not on a dry run).
+    ``whole``: the config before ``--limit``/``--tasks``/``--models`` (a slice is no
+    shrink); what it leaves out of the run's records is drift too. With ``allow_drift`` the
+    changes are recorded in ``meta.json`` (not on a dry run).
     """
     run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
     if not run.exists():
         return
-    changes = find_drift(run.read_meta().get("settings"), config)
+    meta = run.read_meta()
+    changes = find_drift(meta.get("settings"), config) + find_shrink(run, meta, whole or config)
     if not changes:
         return
     lines = "\n    ".join(describe(c) for c in changes)
