@@ -50,6 +50,7 @@ from coeval.cost import estimate_and_report
 from coeval.credentials import KeyFileError, KeyStore, redact
 from coeval.drift import record_settings
 from coeval.interfaces.base import Interface
+from coeval.kept_artifacts import as_the_run_did
 from coeval.interfaces.known import providing_distribution
 from coeval.lane_figures import record_lanes
 from coeval.logging import run_logging
@@ -384,8 +385,9 @@ class _Run:
                                     bytes=cut)
             if killed_before:  # only a process that never finished can have unsaved counts
                 meta = recount_lost_calls(self.run, meta, log)
-        write_config_snapshot(self.run, self.user_config)
-        record_settings(self.run, self.user_config)
+        did = as_the_run_did(self.user_config, self.run)  # kept maps and rubrics, not edits it ignores
+        write_config_snapshot(self.run, did)
+        record_settings(self.run, did)
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
         self._warn_stale_static_artifacts(log)

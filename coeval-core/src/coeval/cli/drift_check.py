@@ -7,6 +7,7 @@ import click
 from coeval.cli.errors import UserError
 from coeval.config.model import Config
 from coeval.drift import describe, find_drift, record_allowed_drift
+from coeval.kept_artifacts import not_applied
 from coeval.shrink import find_shrink
 from coeval.storage.run_folder import RunFolder
 
@@ -35,6 +36,14 @@ def check_drift(config: Config, *, allow_drift: bool, dry_run: bool, whole: Conf
             hint="restore the old values, use a new experiment.id, or pass --allow-drift to continue "
             "anyway (the change is recorded in meta.json)",
         )
+    ignored = [c for c in changes if not_applied(run, c)]
+    applied = [c for c in changes if c not in ignored]
+    for c in ignored:  # the run keeps its own artifact: the edit is not applied, nor recorded
+        click.secho(f"warning: {describe(c)}: not applied, the run keeps its own {c.setting.split('.')[0]} "
+                    "(start a new experiment id to use the new one)", fg="yellow", err=True)
+    if not applied:
+        return
+    lines = "\n    ".join(describe(c) for c in applied)
     click.secho(f"warning: continuing with changed settings (--allow-drift):\n    {lines}", fg="yellow", err=True)
     if not dry_run:
-        record_allowed_drift(run, changes)
+        record_allowed_drift(run, applied)
