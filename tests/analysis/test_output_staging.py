@@ -63,3 +63,15 @@ def test_a_killed_analysis_leaves_the_previous_output_whole(tmp_path: Path, monk
     assert (OUT / "my-notes.txt").read_text() == "mine"
     assert set(_files(OUT)) == set(before)
     assert _files(OUT)["summary.json"] != before["summary.json"]
+
+
+def test_a_viewer_build_removes_the_part_files_of_killed_builders(tmp_path: Path) -> None:
+    from coeval_analysis.leftovers import remove_dead_parts
+
+    db = tmp_path / "run-abc.duckdb"
+    dead = [tmp_path / "run-abc.999999.part", tmp_path / "run-abc.999999.part.wal"]
+    alive = tmp_path / f"run-abc.{__import__('os').getpid()}.part"  # a build in progress
+    for path in (*dead, alive):
+        path.write_text("x")
+    assert sorted(remove_dead_parts(db)) == sorted(dead)
+    assert alive.exists() and not any(p.exists() for p in dead)
