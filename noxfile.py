@@ -65,9 +65,11 @@ def bench_gpu(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def chaos(session: nox.Session) -> None:
-    """Kill `coeval run` at random moments and check --continue finishes without duplicates."""
-    session.run(_python(session), "-m", "pytest", "-q", "-m", "slow", "tests/core/test_chaos.py", *session.posargs,
-                external=True)
+    """Kill `coeval run`, `ingest`, `repair` and `analyze` at random moments: --continue (or the
+    same command again) finishes with nothing lost or duplicated, no leftover, and meta.json's
+    calls equal to those the fake server saw."""
+    session.run(_python(session), "-m", "pytest", "-q", "-m", "slow", "tests/core/test_chaos.py",
+                "tests/e2e/test_chaos_commands.py", *session.posargs, external=True, env={"COEVAL_CHAOS": "1"})
 
 
 @nox.session(python=False)

@@ -34,6 +34,7 @@ from coeval_analysis.ranking import (
     unrelated_weight,
 )
 from coeval_analysis.run_warnings import collect_warnings
+from coeval_analysis.stale import stale_warnings
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
 from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.coverage import attribute_coverage
@@ -181,6 +182,7 @@ def analyze(
     ref_summary = reference_summary(data, model, human, headline.comparisons.pairs, boot, opts.level)
     if ref_summary is not None:
         summary["reference"] = ref_summary
+    summary["warnings"] = stale_warnings(data.path) + summary["warnings"]  # first: they change every number
     if dropped:
         gone_judges, gone_warnings = dropped_entries(dropped, rates)
         if isinstance(summary["judges"], dict):

@@ -15,6 +15,7 @@ from coeval.plugins import get_plugin_manager
 from coeval.storage.safe_files import apply_file_mode
 
 from coeval_analysis.errors import AnalysisInputError
+from coeval_analysis.staged import staged_output
 
 __all__ = ["analyze_command"]
 
@@ -149,8 +150,10 @@ def _analyze(
             except OSError as exc:
                 raise AnalysisInputError(f"{out}: cannot create the output folder ({exc.strerror})") from None
             written: list[Path] = []
-            for writer in chosen.values():
-                written += list(writer(analysis, out) or [])
+            with staged_output(out) as target:  # whole or not at all: a kill never mixes old and new
+                for writer in chosen.values():
+                    written += list(writer(analysis, target) or [])
+            written = [out / p.relative_to(target) if p.is_relative_to(target) else p for p in written]
             for path in written:  # one mode for every file in a run folder: docs/security.md
                 apply_file_mode(Path(path))
             progress.update(task, completed=len(_STAGES))

@@ -18,8 +18,10 @@ written are skipped, and a run that already holds everything is not touched at a
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
+import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,8 @@ import attrs
 import yaml
 from coeval.config._yaml import load_yaml_guarded
 from coeval.storage import JsonlWriter, RunFolder, atomic_write_json, iter_jsonl, utc_now
+from coeval.storage.leftovers import sweep_temp_files
+from coeval.storage.lock import RunFolderBusyError, RunLock
 
 from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
 from coeval_benchmarks.gold import metric_available
@@ -241,6 +245,32 @@ def ingest(
         raise IngestError(f"{run.root}: not a run folder (no meta.json); start the run with `coeval run` first")
     if limit is not None and limit < 1:
         raise IngestError(f"--limit must be at least 1, got {limit}")
+    lock = RunLock(run.root)  # never beside a run: it would end 'completed' with these unanswered
+    try:
+        lock.acquire()
+    except RunFolderBusyError as exc:
+        raise IngestError(str(exc)) from None
+    try:
+        sweep_temp_files(run.root)  # temporary files of killed writes (this folder is ours now)
+        return _ingest_locked(run, adapter, split=split, data_dir=data_dir, limit=limit, task_name=task_name,
+                              teacher_name=teacher_name, progress=progress, offline=offline, metrics=metrics)
+    finally:
+        lock.release()
+
+
+def _ingest_locked(
+    run: RunFolder,
+    adapter: BenchmarkAdapter,
+    *,
+    split: str | None,
+    data_dir: Path | None,
+    limit: int | None,
+    task_name: str | None,
+    teacher_name: str | None,
+    progress: Callable[[Iterable[Any], int], Iterable[Any]] | None,
+    offline: bool,
+    metrics: Collection[str] | None,
+) -> IngestResult:
     split = split or adapter.default_split
     task = task_name or adapter.name
     teacher = teacher_name or adapter.teacher_name
@@ -260,6 +290,7 @@ def ingest(
     selected = select_items(items, limit)
     if metrics is not None:
         warnings.extend(_metric_warnings(adapter, selected, metrics))
+    _check_text(selected, adapter, task, teacher, split, source)
 
     meta = run.read_meta()
     ingest_log = [e for e in meta.get("ingest_log", []) if isinstance(e, dict)]
@@ -285,7 +316,7 @@ def ingest(
     new_items = [i for i in selected if datapoint_id(task, teacher, i.native_id) not in existing]
     logged_before = any(
         e.get("benchmark") == adapter.name and e.get("task_name") == task and e.get("split") == split
-        and e.get("teacher_id") == teacher
+        and e.get("teacher_id") == teacher and e.get("complete", True)  # an interrupted one is finished now
         for e in ingest_log
     )
 
@@ -293,15 +324,7 @@ def ingest(
         return IngestResult(adapter.name, task, teacher, split, source, len(items), len(selected), 0,
                             len(selected), False, tuple(warnings))
 
-    # Reopen phases 4-5 before writing, so that a crash after the datapoints can never leave
-    # them without responses on the next --continue.
-    run.update_meta(_reopen_phases)
     now = utc_now()
-    rows: Iterable[BenchmarkItem] = progress(new_items, len(new_items)) if progress else new_items
-    with JsonlWriter(path) as writer:
-        for item in rows:
-            writer.write(_datapoint(item, adapter, task, teacher, split, now))
-
     entry = {
         "benchmark": adapter.name,
         "split": split,
@@ -316,10 +339,48 @@ def ingest(
         "task": task_spec,
         "owns_task": owned,
         "teacher": teacher_mapping(teacher),
+        "ingest_id": uuid.uuid4().hex[:12],
     }
-    run.update_meta(lambda m: m.setdefault("ingest_log", []).append(entry))
+    # Logged (as not complete) and phases 4-5 reopened before the first datapoint is
+    # written: a kill mid-write leaves rows that --continue answers and status reports, and
+    # running the same ingest again finishes it.
+    pending = {**entry, "complete": False}
+
+    def start(meta: dict[str, Any]) -> None:
+        _reopen_phases(meta)
+        meta.setdefault("ingest_log", []).append(pending)
+
+    records = [_datapoint(item, adapter, task, teacher, split, now) for item in new_items]
+    run.update_meta(start)
+    rows: Iterable[dict[str, Any]] = progress(records, len(records)) if progress else records
+    with JsonlWriter(path) as writer:
+        for record in rows:
+            writer.write(record)
+
+    def finish(meta: dict[str, Any]) -> None:
+        log = meta.setdefault("ingest_log", [])
+        # this entry, and any interrupted ingest of the same rows this one has finished
+        log[:] = [e for e in log if not (isinstance(e, dict) and not e.get("complete", True)
+                                          and e.get("task_name") == task and e.get("teacher_id") == teacher
+                                          and e.get("benchmark") == adapter.name)]
+        log.append({**entry, "complete": True})
+
+    run.update_meta(finish)
     return IngestResult(adapter.name, task, teacher, split, source, len(items), len(selected), len(new_items),
                         len(selected) - len(new_items), True, tuple(warnings))
+
+
+def _check_text(items: Iterable[BenchmarkItem], adapter: BenchmarkAdapter, task: str, teacher: str, split: str,
+                source: str) -> None:
+    """Bad text (a lone UTF-16 surrogate: a cut-off emoji escape) is a row error, before
+    anything is written."""
+    for item in items:
+        try:
+            json.dumps(_datapoint(item, adapter, task, teacher, split, ""), ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise IngestError(f"{source}: row {item.native_id}: text is not valid Unicode (a lone UTF-16 "
+                              f"surrogate at character {exc.start}, e.g. a cut-off emoji escape); fix the row "
+                              "and ingest again. Nothing was written") from None
 
 
 def _reopen_phases(meta: dict[str, Any]) -> None:

@@ -17,16 +17,27 @@ completed. The entry goes once a run without a cutting limit completes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from coeval.config.model import Config
+from coeval.records import load_phase_records
 from coeval.storage.run_folder import RunFolder
 
-__all__ = ["LIMIT_KEY", "completed_phases", "full_config", "limit_datapoints", "limit_note", "record_limit"]
+__all__ = [
+    "LIMIT_KEY",
+    "completed_phases",
+    "cuts_datapoints",
+    "full_config",
+    "limit_datapoints",
+    "limit_note",
+    "record_limit",
+    "within_limit",
+]
 
 LIMIT_KEY = "limit"
 
@@ -39,7 +50,39 @@ def limit_datapoints(config: Config, limit: int) -> Config:
         attrs.evolve(task, sampling=attrs.evolve(task.sampling, total=min(task.sampling.total, limit)))
         for task in config.tasks
     )
-    return attrs.evolve(config, tasks=tasks)
+    return attrs.evolve(config, tasks=tasks, datapoint_limit=limit)
+
+
+def within_limit(config: Config, datapoints: Iterable[dict[str, Any]], is_callable: Callable[[str], bool]
+                 ) -> list[dict[str, Any]]:
+    """The datapoints a ``--limit`` run answers: per (task, teacher), a config teacher's
+    slots 1..N, and the first N of any other teacher (an ingested file) in file order."""
+    limit = config.datapoint_limit
+    items = list(datapoints)
+    if limit is None:
+        return items
+    kept: Counter[tuple[Any, Any]] = Counter()
+    out = []
+    for dp in items:
+        teacher = dp.get("teacher_model_id")
+        if is_callable(str(teacher)):
+            slot = str(dp.get("id", "")).rsplit("__", 1)[-1]
+            if slot.isdigit() and int(slot) <= limit:
+                out.append(dp)
+            continue
+        group = (dp.get("task_id"), teacher)
+        if kept[group] < limit:
+            kept[group] += 1
+            out.append(dp)
+    return out
+
+
+def cuts_datapoints(run_root: Path, limit: int) -> bool:
+    """Whether some (task, teacher) of the run has more datapoints than ``limit``."""
+    per_group: Counter[tuple[Any, Any]] = Counter(
+        (dp.get("task_id"), dp.get("teacher_model_id")) for dp in load_phase_records(RunFolder(run_root), "data_generation").values()
+    )
+    return any(n > limit for n in per_group.values())
 
 
 def record_limit(run_root: Path, config: Config, limit: int | None, status: str) -> dict[str, Any] | None:
@@ -49,7 +92,7 @@ def record_limit(run_root: Path, config: Config, limit: int | None, status: str)
     if not run.meta_path.is_file():
         return None
     full = {task.name: task.sampling.total for task in config.tasks}
-    cut = limit is not None and any(total > limit for total in full.values())
+    cut = limit is not None and (any(total > limit for total in full.values()) or cuts_datapoints(run_root, limit))
     if not cut and status != "completed":
         return run.read_meta().get(LIMIT_KEY)  # an unfinished run: the slice may still show
 

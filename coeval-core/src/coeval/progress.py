@@ -115,7 +115,7 @@ class PhaseTracker:
 
 
 #: Why an item was not run, as the summary line says it.
-_SKIP_WORDS = {"cancelled": "Ctrl-C", "batch_pending": "batch pending"}
+_SKIP_WORDS = {"cancelled": "Ctrl-C", "batch_pending": "batch pending", "unwritten": "record not written"}
 
 
 def describe_skips(skips: Counter[str]) -> str:

@@ -49,6 +49,7 @@ from coeval.cost import estimate_and_report
 from coeval.credentials import KeyFileError, KeyStore, redact
 from coeval.drift import record_settings
 from coeval.interfaces.base import Interface
+from coeval.kept_artifacts import as_the_run_did
 from coeval.interfaces.known import providing_distribution
 from coeval.lane_figures import record_lanes
 from coeval.logging import run_logging
@@ -68,7 +69,9 @@ from coeval.running.ordering import batch_enabled, models_needed, phases_that_ma
 from coeval.running.signals import Interrupts, handle_signals, stop_gracefully
 from coeval.scheduler import Scheduler, SchedulerLimits
 from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
+from coeval.storage.claims import ModelClaims
 from coeval.storage.fork import fork_run
+from coeval.storage.leftovers import sweep_temp_files
 from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line, utc_now
 from coeval.storage.safe_files import folder_lock
@@ -98,6 +101,7 @@ EXIT_USAGE = 2
 EXIT_GAPS = 3
 EXIT_INTERRUPTED = 130
 
+_RECORD_PHASES = ("data_generation", "response_collection", "evaluation")
 #: Skip causes that are a graceful stop, not a failure.
 _LIMIT_CAUSES = frozenset({"quota", "budget"})
 #: the name this check had before it moved to :mod:`coeval.running.meta`
@@ -178,6 +182,10 @@ class _Run:
         meta = run.read_meta() if run.exists() else {}
         if opts.continue_run:
             if not run.exists():
+                if run.root.is_dir() and any(run.jsonl_files(p) for p in PHASE_DIRS if p in _RECORD_PHASES):
+                    raise RunError(f"--continue needs an existing run, but {run.meta_path} does not exist (V-14); "
+                                   f"run `coeval repair --run {run.root}` to rebuild it from the records, then "
+                                   "--continue")
                 raise RunError(f"--continue needs an existing run, but {run.meta_path} does not exist (V-14); "
                                "run without --continue to start it")
         elif run.exists() and not self.only:
@@ -314,16 +322,18 @@ class _Run:
         may_run = phases_that_may_run(phases, view, completed, continue_run=self.options.continue_run,
                                       surveys=self._surveys)
         lock = RunLock(self.run.root, shared=bool(self.only))
+        claims = ModelClaims(self.run.root, self.only)  # a shard claims its models: never two alike
         # an existing folder is locked before probing, so a busy one is refused at once and
         # with no call; a new one only after (a failed probe must leave nothing behind)
         lock_first = self.run.root.is_dir()
         try:
             if lock_first:
-                self._acquire(lock)
+                self._acquire(lock, claims)
             self._build_interfaces(may_run)
             await self._probe()
             if not lock_first:
-                self._acquire(lock)
+                self._acquire(lock, claims)
+                self._check_still_new()
             level = (self.options.log_level or self.config.experiment.log_level).upper()
             # the console shows warnings and the progress lines; run.log gets every event
             console = self.options.console_level("WARNING" if level == "INFO" else level)
@@ -338,12 +348,23 @@ class _Run:
             for iface in self.interfaces.values():
                 with contextlib.suppress(Exception):
                     await iface.aclose()
+            claims.release()
             lock.release()
 
+    def _check_still_new(self) -> None:
+        """Under the lock, before anything is written: the folder was new when this run
+        started up; another run may have made it since (a start-up race). Then this one
+        must not touch it."""
+        if self.run.meta_path.exists() and not self.options.continue_run and not self.only:
+            raise RunError(f"run folder {self.run.root} already exists: another run created it while this one "
+                           "was starting (V-11); nothing was written. Pass --continue to resume it, or choose a "
+                           "new experiment.id")
+
     @staticmethod
-    def _acquire(lock: RunLock) -> None:
+    def _acquire(lock: RunLock, claims: ModelClaims) -> None:
         try:
             lock.acquire()
+            claims.acquire()
         except RunFolderBusyError as exc:
             raise RunError(str(exc)) from None
 
@@ -362,6 +383,7 @@ class _Run:
         meta = self.meta.init(exp.id, continue_run=self.options.continue_run,
                               resume_from=self.options.resume_from or exp.resume_from, fork=fork)
         if not self.only:  # alone in the folder: heal files whose last line a crash cut
+            sweep_temp_files(self.run.root)  # and remove the temporary files of killed writes
             for phase in (p.name for p in phases if p.name in PHASE_DIRS):
                 for path in self.run.jsonl_files(phase):
                     cut = cut_partial_last_line(path)
@@ -370,8 +392,9 @@ class _Run:
                                     bytes=cut)
             if killed_before:  # only a process that never finished can have unsaved counts
                 meta = recount_lost_calls(self.run, meta, log)
-        write_config_snapshot(self.run, self.user_config)
-        record_settings(self.run, self.user_config)
+        did = as_the_run_did(self.user_config, self.run)  # kept maps and rubrics, not edits it ignores
+        write_config_snapshot(self.run, did)
+        record_settings(self.run, did)
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
         self._warn_stale_static_artifacts(log)
@@ -398,6 +421,10 @@ class _Run:
         except RunError:
             ledger.flush()
             self.meta.finish("failed", EXIT_USAGE)
+            raise
+        except OSError:
+            with contextlib.suppress(OSError):
+                ledger.flush()  # the calls were paid even if their records were not written
             raise
         except asyncio.CancelledError:
             ledger.flush()
@@ -453,7 +480,7 @@ class _Run:
             result = ctx.result = PhaseResult(name, mode)
             self.results[name] = result
             started = utc_now()
-            self.meta.phase_started(name)
+            self.meta.phase_started(name, self.phase_ids)
             log.info("phase started", phase=name, mode=mode)
             # shards share phases 1-2: one asks the teachers, the others then find the artifacts
             shared_lock = folder_lock(self.run.root / ".teacher_phases.lock", thread_local=False) \
@@ -563,10 +590,14 @@ async def arun_experiment(
         # record written before is complete (a cut-off last line is dropped on the next
         # open), so the user frees space or fixes permissions and runs --continue.
         message = redact(_storage_error(exc, started=run.run.exists()))
+        lost = sum(r.unwritten for r in run.results.values())
+        if lost:
+            message += f" ({lost} finished calls could not be recorded; meta.json counts them, --continue makes them again)"
         with contextlib.suppress(Exception):
             run.meta.finish("error", EXIT_USAGE)
         sys.stderr.write(f"error: {message}\n")
-        return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message)
+        return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message,
+                         phases=dict(run.results))
     finally:
         with contextlib.suppress(Exception):
             progress.close()

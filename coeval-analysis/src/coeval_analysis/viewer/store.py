@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from coeval.storage.safe_files import apply_file_mode
 
+from coeval_analysis.leftovers import remove_dead_parts
 from coeval_analysis.viewer.build import (
     JUDGMENTS_STEP,
     PHASES,
@@ -133,6 +134,7 @@ class RunStore:
         import duckdb
 
         part = self._db.with_suffix(f".{os.getpid()}.part")
+        remove_dead_parts(self._db)  # those of builders that were killed
         try:
             part.unlink(missing_ok=True)
             con = duckdb.connect(str(part), config={"memory_limit": MEMORY_LIMIT, "preserve_insertion_order": "false"})

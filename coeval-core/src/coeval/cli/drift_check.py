@@ -7,6 +7,8 @@ import click
 from coeval.cli.errors import UserError
 from coeval.config.model import Config
 from coeval.drift import Change, describe, find_drift, record_allowed_drift
+from coeval.kept_artifacts import not_applied
+from coeval.shrink import find_shrink
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["check_drift"]
@@ -35,15 +37,18 @@ def _used(run: RunFolder, change: Change) -> bool:
     return _role(change) == "teacher" and any(any((run.root / d).glob("*")) for d in early if (run.root / d).is_dir())
 
 
-def check_drift(config: Config, *, allow_drift: bool, dry_run: bool) -> None:
+def check_drift(config: Config, *, allow_drift: bool, dry_run: bool, whole: Config | None = None) -> None:
     """Raise a :class:`UserError` (exit 2) naming each changed setting, unless allowed.
 
-    With ``allow_drift`` the changes are recorded in ``meta.json`` (not on a dry run).
+    ``whole``: the config before ``--limit``/``--tasks``/``--models`` (a slice is no
+    shrink); what it leaves out of the run's records is drift too. With ``allow_drift`` the
+    changes are recorded in ``meta.json`` (not on a dry run).
     """
     run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
     if not run.exists():
         return
-    changes = find_drift(run.read_meta().get("settings"), config)
+    meta = run.read_meta()
+    changes = find_drift(meta.get("settings"), config) + find_shrink(run, meta, whole or config)
     if not changes:
         return
     unused = {c for c in changes if not _used(run, c)}
@@ -57,6 +62,14 @@ def check_drift(config: Config, *, allow_drift: bool, dry_run: bool) -> None:
             hint="restore the old values, use a new experiment.id, or pass --allow-drift to continue "
             "anyway (the change is recorded in meta.json)",
         )
+    ignored = [c for c in changes if not_applied(run, c)]
+    applied = [c for c in changes if c not in ignored]
+    for c in ignored:  # the run keeps its own artifact: the edit is not applied, nor recorded
+        click.secho(f"warning: {describe(c)}: not applied, the run keeps its own {c.setting.split('.')[0]} "
+                    "(start a new experiment id to use the new one)", fg="yellow", err=True)
+    if not applied:
+        return
+    lines = "\n    ".join(describe(c) for c in applied)
     click.secho(f"warning: continuing with changed settings (--allow-drift):\n    {lines}", fg="yellow", err=True)
     if not dry_run:
-        record_allowed_drift(run, changes)
+        record_allowed_drift(run, applied)

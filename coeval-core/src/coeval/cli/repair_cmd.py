@@ -39,13 +39,17 @@ def command(run_path: str, dry_run: bool, as_json: bool) -> None:
     """
     run = open_run_folder(run_path)
     lock = RunLock(run.root, shared=False)
-    if not dry_run:
-        try:
-            lock.acquire()
-        except RunFolderBusyError as exc:
-            raise UserError(str(exc), "wait for the run to finish, then repair") from None
     try:
+        if not dry_run:
+            lock.acquire()
         report = repair_run(run, registries=registries(), dry_run=dry_run)
+    except RunFolderBusyError as exc:
+        raise UserError(str(exc), "wait for the run to finish, then repair") from None
+    except OSError as exc:  # a read-only folder, a full disk: one line, and nothing half-written
+        where = f" {exc.filename}" if exc.filename else ""
+        raise UserError(f"cannot repair {run.root}: cannot write{where}: {exc.strerror or exc}",
+                        "fix the cause (permissions, free disk space) and run `coeval repair` again; every file "
+                        "is replaced whole, so the run is as it was or repaired") from None
     finally:
         lock.release()
     if as_json:

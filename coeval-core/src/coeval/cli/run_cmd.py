@@ -221,7 +221,7 @@ def command(
     if task_names or model_names:
         config = select(config, tasks=parse_model_list(task_names), models=parse_model_list(model_names))
     if continue_run:
-        check_drift(config, allow_drift=allow_drift, dry_run=dry_run)
+        check_drift(config, allow_drift=allow_drift, dry_run=dry_run, whole=whole)
     if dry_run:
         plan = plan_experiment(config, only_models=models)
         if continue_run:

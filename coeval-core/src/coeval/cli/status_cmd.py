@@ -30,6 +30,7 @@ from coeval.phase_order import ordered_phases
 from coeval.phases.base import RunView
 from coeval.plugins import registries as _registries
 from coeval.quality import rejections
+from coeval.record_inputs import stale_note, stale_records
 from coeval.records import load_phase_records, record_status
 from coeval.running.ingested import merge_ingested
 from coeval.storage import iter_jsonl
@@ -165,6 +166,17 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
     run_status, gap_note = survey_verdict(run_status, phases)  # gaps the records show, limit or not
     if gap_note:
         notes.append(gap_note)
+    for entry in meta.get("ingest_log") or []:
+        if isinstance(entry, dict) and entry.get("complete") is False:
+            notes.insert(0, f"ingest of {entry.get('benchmark')} into task {entry.get('task_name')} was interrupted; "
+                            "run the same `coeval ingest` again to finish it (`--continue` answers the rows written)")
+            if run_status in ("completed", "incomplete"):
+                run_status = "incomplete (ingest interrupted)"
+    stale = stale_records(run, {t.name for t in config.tasks} if config is not None else None)
+    if stale:
+        notes.insert(0, stale_note(stale))
+        if run_status == "completed":
+            run_status = "incomplete (stale records)"
     calls = meta.get("calls") or {}
     spend = meta.get("spend_usd") or {}
     models = []
@@ -204,6 +216,7 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
         "pending_batches": _pending_batches(run, notes),
         "recent_errors": _recent_errors(run),
         "notes": notes,
+        **({"stale_records": dict(stale)} if stale else {}),
     }
 
 
@@ -273,6 +286,8 @@ def _print(status: dict[str, Any]) -> None:
     console = output_console(soft_wrap=True)
     console.print(f"[bold]{status['experiment_id'] or '?'}[/bold]  {status['run']}  status: {status['status']}"
                   + (f"  (forked from {status['forked_from']})" if status.get("forked_from") else ""))
+    if status.get("stale_records"):  # first: the records below include them
+        console.print(f"[bold]{status['notes'][0]}[/bold]", highlight=False)
     table = Table(title="phases")
     for col in ("phase", "state", "expected", "ok", "failed", "missing"):
         table.add_column(col, justify="left" if col in ("phase", "state") else "right")

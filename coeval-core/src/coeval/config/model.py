@@ -165,6 +165,8 @@ class Config:
     #: Problems that do not stop a run (:class:`coeval.config.ValidationIssue` with
     #: severity "warning"), for the CLI and the run log to show.
     warnings: tuple[Any, ...] = attrs.field(default=(), eq=False)
+    #: ``--limit N``: datapoints answered per (task, teacher), every teacher (not in config.yaml).
+    datapoint_limit: int | None = None
 
     def model(self, name: str) -> ModelConfig:
         for m in self.models:

@@ -642,6 +642,8 @@ class Validator:
                     "V-14",
                     ("experiment", "id"),
                     f"--continue needs an existing run, but {folder} {what}",
+                    f"run `coeval repair --run {folder}` (it rebuilds meta.json from the records), then --continue"
+                    if _holds_a_run(folder) else
                     "run without --continue to start the experiment, or fix experiment.id / storage_folder",
                 )
                 return
@@ -667,7 +669,9 @@ class Validator:
                 "V-11",
                 ("experiment", "id"),
                 f"run folder {folder} already exists; a new run would mix its records with the old ones",
-                "pass --continue to resume it, choose a new experiment.id, or delete the folder",
+                "pass --continue to resume it, choose a new experiment.id, or delete the folder"
+                if (folder / "meta.json").exists() else
+                f"its meta.json is missing: run `coeval repair --run {folder}` to rebuild it, then --continue",
             )
 
 

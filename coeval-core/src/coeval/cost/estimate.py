@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coeval.config.model import Config, ModelConfig
-from coeval.cost.history import done_calls, measured_history
+from coeval.cost.history import measured_history
 from coeval.cost.measure import Measured
+from coeval.cost.remaining import forked_source, remaining_cells, surveyed_folder
 from coeval.cost.pricing import LOCAL_INTERFACES, Price, price_for
 from coeval.cost.requests import KNOWN_PHASES, RequestBuilder, TaskTexts, expected_output_tokens
 from coeval.cost.samples import SampleResults, run_samples
 from coeval.cost.tokens import estimate_tokens
-from coeval.limits import completed_phases
 from coeval.planning import Plan, batch_phases, plan_experiment
 from coeval.plugins import registries as installed
 from coeval.storage.run_folder import RunFolder, utc_now
@@ -213,13 +213,19 @@ def estimate_cost(
     if registries is None:
         registries = installed()
     n_samples = config.experiment.estimate_samples if samples is None else samples
-    plan = plan_experiment(config, only_models=only_models, registries=registries)
     run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
     notes: list[str] = []
-    cells = dict(plan.cells)
     history: dict[tuple[str, str], Measured] = {}
+    if continue_run or forked_source(config, run) is not None:
+        # what the run will really call: the phases' own item lists on the folder's state
+        with surveyed_folder(config, run, registries) as surveyed:
+            config, cells = remaining_cells(config, surveyed, registries, continue_run=continue_run,
+                                            only_models=only_models)
+        plan = plan_experiment(config, only_models=only_models, registries=registries)
+    else:
+        plan = plan_experiment(config, only_models=only_models, registries=registries)
+        cells = dict(plan.cells)
     if continue_run:
-        cells = _remaining(cells, run, config)
         history = measured_history(run, config, phases={phase for (_, phase, _), n in cells.items() if n})
         notes.append("remaining work only: calls whose records already exist are not counted")
     builder = RequestBuilder(config, run, registries=registries)
@@ -261,14 +267,6 @@ def estimate_cost(
         notes=tuple(dict.fromkeys(notes)),
         phase_seconds=phase_seconds,
     )
-
-
-def _remaining(
-    cells: dict[tuple[str, str, str], int], run: RunFolder, config: Config
-) -> dict[tuple[str, str, str], int]:
-    completed = completed_phases(run.read_meta())  # none after a --limit slice: count records
-    done = done_calls(run, config, skip_phases=completed)
-    return {key: 0 if key[1] in completed else max(0, n - done.get(key, 0)) for key, n in cells.items()}
 
 
 def _cells(

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from coeval.evaluators.base import EvaluationCall, EvaluationFailed, Evaluator, Scores, Scoring
+from coeval.record_inputs import RESPONSE_HASH, response_version
 from coeval.records import call_fields, evaluation_id, utc_now
 from coeval.scheduler.work import WorkOutcome
 
@@ -27,6 +28,7 @@ def record_base(resp: Mapping[str, Any], judge: str, factor: str | None = None) 
         "teacher_model_id": resp.get("teacher_model_id"),
         "student_model_id": resp.get("student_model_id"),
         "judge_model_id": judge,
+        RESPONSE_HASH: response_version(resp),
     }
 
 

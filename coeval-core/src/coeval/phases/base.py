@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -178,6 +178,10 @@ class PhaseResult:
     skipped: int = 0  # items not run (quota, budget, cancelled)
     skip_causes: Counter[str] = attrs.field(factory=Counter)
     calls: int = 0
+    #: items whose call was made (and counted) but whose record could not be written
+    unwritten: int = 0
+    #: why the first of them could not be written (``"No space left on device: path"``)
+    unwritten_error: str = ""
     survey: Survey | None = None
     message: str = ""
 
@@ -294,6 +298,9 @@ class PhaseContext(RunView):
         self.writers = WriterPool()
         self.source_run = source_run
         self.result: PhaseResult | None = None
+        #: the outcome :meth:`outcome` booked last (``on_done`` runs synchronously, one at a
+        #: time), so a write that fails after booking is not booked twice
+        self._last_booked: WorkOutcome | None = None
 
     @property
     def sharded(self) -> bool:
@@ -306,11 +313,28 @@ class PhaseContext(RunView):
     async def submit(self, phase_id: str, items: list[WorkItem]) -> SchedulerStats | None:
         if not items:
             return None
-        stats: SchedulerStats | None = await self._submit(phase_id, items)
+        stats: SchedulerStats | None = await self._submit(phase_id, _Booked(items, self))
         return stats
+
+    def unwritten(self, outcome: WorkOutcome, error: BaseException) -> None:
+        """Book an item whose record could not be written: its calls were paid, so the
+        ledger counts them (quotas and budgets hold), and the phase says it lost the record."""
+        if outcome is self._last_booked:
+            return
+        res = self.result
+        if res is not None:
+            res.calls += outcome.attempts
+            res.unwritten += 1
+            if not res.unwritten_error:
+                why = getattr(error, "strerror", None) or str(error) or type(error).__name__
+                where = getattr(error, "filename", None)
+                res.unwritten_error = f"{why}: {where}" if where else why
+        if self._record_outcome is not None:
+            self._record_outcome(outcome)
 
     def outcome(self, outcome: WorkOutcome) -> None:
         """Book one finished item (calls, spend, counts) after its record is written."""
+        self._last_booked = outcome
         res = self.result
         if res is not None:
             res.calls += outcome.attempts
@@ -323,6 +347,38 @@ class PhaseContext(RunView):
                 res.skip_causes[outcome.error_kind or "skipped"] += 1
         if self._record_outcome is not None:
             self._record_outcome(outcome)
+
+
+class _Booked:
+    """The items of one submit, each ``on_done`` guarded: when writing the record fails
+    the call is booked all the same (see :meth:`PhaseContext.unwritten`), then the error
+    goes on to the scheduler, which stops the phase."""
+
+    def __init__(self, items: Iterable[WorkItem], ctx: PhaseContext) -> None:
+        self._items = items
+        self._ctx = ctx
+
+    def __len__(self) -> int:
+        return len(self._items)  # type: ignore[arg-type]
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def __iter__(self) -> Iterator[WorkItem]:
+        for item in self._items:
+            yield attrs.evolve(item, on_done=self._guard(item.on_done))
+
+    def _guard(self, on_done: Callable[[WorkOutcome], None]) -> Callable[[WorkOutcome], None]:
+        ctx = self._ctx
+
+        def guarded(outcome: WorkOutcome) -> None:
+            try:
+                on_done(outcome)
+            except Exception as exc:
+                ctx.unwritten(outcome, exc)
+                raise
+
+        return guarded
 
 
 @runtime_checkable

@@ -42,6 +42,7 @@ from coeval.phases._evaluation_records import call_record, model_free_record
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.phases.plans import PlannedCalls, plan_evaluation
+from coeval.record_inputs import stale_evaluation
 from coeval.records import (
     ID_HEAD,
     OK,
@@ -322,7 +323,7 @@ class EvaluationPhase:
         if ctx.mode == "Keep" and existing:
             ctx.log.info("phase kept: evaluations exist", phase=self.name)
             return
-        owed = self._owed(ctx, state, evaluators, existing)
+        owed = self._owed(ctx, ctx.mode, ctx.in_scope, state, evaluators, existing, ctx.log)
         calls = sum(1 for scorings in owed for s in scorings if s.scorer.model is not None)
         ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, judge_calls=calls,
                      evaluator_records=sum(len(scorings) for scorings in owed) - calls)
@@ -332,29 +333,80 @@ class EvaluationPhase:
             if owed[index]:
                 await self._evaluate(ctx, evaluators[index], owed[index])
 
-    def _owed(
-        self, ctx: PhaseContext, state: EvaluationState, evaluators: list[Evaluator], existing: list[dict[str, Any]]
-    ) -> list[list[Scoring]]:
-        """Per evaluator, the scorings this mode asks for (in scope, not yet covered)."""
-        groups_with_records = {
+    def owed(self, view: RunView, mode: str, in_scope: Callable[[str], bool]) -> list[Scoring]:
+        """The scorings ``mode`` asks for (what ``run`` hands the evaluators), for the
+        estimate of remaining work; [] when the mode keeps the phase."""
+        state = EvaluationState(view)
+        existing = [e for e in state.evaluations.values() if e.get("task_id") in state.tasks]
+        if mode == "Keep" and existing:
+            return []
+        owed = self._owed(view, mode, in_scope, state, _evaluators(view), existing)
+        return [scoring for scorings in owed for scoring in scorings]
+
+    def calls_per_response(
+        self, view: RunView, task: TaskConfig, in_scope: Callable[[str], bool]
+    ) -> Counter[tuple[str, str]]:
+        """(scorer, model) -> calls one response of ``task`` not written yet will cost here
+        (the scorers that name a model); the rubric is the run's, or the config's static one."""
+        rubric = view.rubric(task)
+        if rubric is None:  # phase 2 has not written it: the judge scores it, one call each
+            return Counter({(j.name, j.name): 1 for j in view.callable_models("judge") if in_scope(j.name)})
+        plan = _Plan(view, _evaluators(view))
+        out: Counter[tuple[str, str]] = Counter()
+        for index in range(len(plan.evaluators)):
+            for scorer in plan.scorers(index, task, rubric, {}):
+                if scorer.model is not None and in_scope(scorer.model.name):
+                    out[(scorer.name, scorer.model.name)] += 1
+        return out
+
+    def groups_with_records(self, view: RunView) -> set[tuple[Any, Any, Any, Any]]:
+        """(task, teacher, scorer, student) groups that have evaluation records (mode Model
+        skips them)."""
+        state = EvaluationState(view)
+        return self._groups(state, [e for e in state.evaluations.values() if e.get("task_id") in state.tasks])
+
+    @staticmethod
+    def _groups(state: EvaluationState, existing: list[dict[str, Any]]) -> set[tuple[Any, Any, Any, Any]]:
+        return {
             (e.get("task_id"), e.get("teacher_model_id"), e.get("judge_model_id"), e.get("student_model_id")
              or _student_of(e, state))
             for e in existing
         }
+
+    def _owed(
+        self,
+        view: RunView,
+        mode: str,
+        in_scope: Callable[[str], bool],
+        state: EvaluationState,
+        evaluators: list[Evaluator],
+        existing: list[dict[str, Any]],
+        log: Any = None,
+    ) -> list[list[Scoring]]:
+        """Per evaluator, the scorings this mode asks for (in scope, not yet covered)."""
+        groups_with_records = self._groups(state, existing)
         owed: list[list[Scoring]] = [[] for _ in evaluators]
-        for index, scoring in self._expected(_Plan(ctx, evaluators), state):
+        stale = 0
+        for index, scoring in self._expected(_Plan(view, evaluators), state):
             scorer, resp = scoring.scorer, scoring.response
-            if scorer.model is not None and not ctx.in_scope(scorer.model.name):
+            if scorer.model is not None and not in_scope(scorer.model.name):
                 continue
             key = (scoring.task.name, resp.get("teacher_model_id"), scorer.name, resp.get("student_model_id"))
             if key in groups_with_records:
-                if ctx.mode == "Model":
+                if mode == "Model":
                     continue
-                if ctx.mode == "New" and scorer.model is not None:
+                if mode == "New" and scorer.model is not None:
                     raise PhaseRefusedError(mode_refusal(self.name, f"{key[0]} x {key[1]} x {key[2]}"))
-            if _covers(state.evaluations.get(scoring.record_id), scorer.factors):
-                continue
+            recorded = state.evaluations.get(scoring.record_id)
+            if _covers(recorded, scorer.factors):
+                assert recorded is not None
+                if not stale_evaluation(recorded, resp):
+                    continue
+                stale += 1
             owed[index].append(scoring)
+        if stale and log is not None:
+            log.warning(f"{stale} judgments scored an older version of their answer; scoring again",
+                        phase=self.name, stale=stale)
         return owed
 
     @staticmethod

@@ -104,35 +104,59 @@ class DataGenerationPhase:
         tasks = {t.name for t in view.config.tasks}
         return any(rec.get("task_id") in tasks for rec in view.run.iter_records(self.name))
 
-    async def run(self, ctx: PhaseContext) -> None:
-        if ctx.mode == "Keep" and self._phase_has_records(ctx):
-            ctx.log.info("phase kept: datapoints exist", phase=self.name)
-            return
-        write_task_data(ctx)
+    def owed(
+        self,
+        view: RunView,
+        mode: str,
+        in_scope: Callable[[str], bool],
+        *,
+        log: Any = None,
+        gate: ItemGate | None = None,
+        unplanned: dict[tuple[str, str], int] | None = None,
+    ) -> list[_Slot]:
+        """The slots ``mode`` asks for: what ``run`` calls, and what the estimate of remaining
+        work counts. ``unplanned`` receives (task, teacher) -> slots that wait for phase 1."""
+        if mode == "Keep" and self._phase_has_records(view):
+            if log is not None:
+                log.info("phase kept: datapoints exist", phase=self.name)
+            return []
         slots: list[_Slot] = []
-        gate = gate_for(ctx)
-        for task in ctx.config.tasks:
+        for task in view.config.tasks:
             if task.data is not None:
-                continue  # written from its data above; teachers write none
-            for teacher in ctx.callable_models("teacher"):
-                if not ctx.in_scope(teacher.name):
+                continue  # written from its data file; teachers write none
+            for teacher in view.callable_models("teacher"):
+                if not in_scope(teacher.name):
                     continue
-                path = ctx.run.datapoints_path(task.name, teacher.name)
+                path = view.run.datapoints_path(task.name, teacher.name)
                 records = load_file_records(path)
-                if records and ctx.mode == "Model":
+                if records and mode == "Model":
                     continue
-                if records and ctx.mode == "New":
+                if records and mode == "New":
                     raise PhaseRefusedError(mode_refusal(self.name, f"{task.name} x {teacher.name} ({path.name})"))
-                sampler = sampler_for(ctx, task, teacher.name)
+                sampler = sampler_for(view, task, teacher.name)
                 if sampler is None:
-                    ctx.log.warning("no attributes for task yet; its datapoints wait for phase 1",
+                    if log is not None:
+                        log.warning("no attributes for task yet; its datapoints wait for phase 1",
                                     phase=self.name, task=task.name)
+                    if unplanned is not None:
+                        unplanned[(task.name, teacher.name)] = task.sampling.total
                     continue
-                gate.remember(task.name, teacher.name, (str(r.get("prompt", "")) for r in records.values() if is_ok(r)))
+                if gate is not None:
+                    gate.remember(task.name, teacher.name,
+                                  (str(r.get("prompt", "")) for r in records.values() if is_ok(r)))
                 for seq in range(1, sampler.slots() + 1):
                     if is_ok(records.get(datapoint_id(task.name, teacher.name, seq))):
                         continue
                     slots.append(_Slot(task, teacher, seq, sampler.draw(seq)))
+        return slots
+
+    async def run(self, ctx: PhaseContext) -> None:
+        kept = ctx.mode == "Keep" and self._phase_has_records(ctx)
+        gate = gate_for(ctx)
+        slots = self.owed(ctx, ctx.mode, ctx.in_scope, log=ctx.log, gate=gate)
+        if kept:
+            return
+        write_task_data(ctx)
         ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=len(slots))
         await ctx.submit(self.name, LazyItems(slots, lambda s: self._item(ctx, s, gate)))  # type: ignore[arg-type]
 

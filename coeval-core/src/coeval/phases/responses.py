@@ -19,10 +19,12 @@ import attrs
 
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest, GenerateResult
+from coeval.limits import within_limit
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.phases.plans import PlannedCalls, plan_response_collection
 from coeval.prompts import render_prompt
+from coeval.record_inputs import DATAPOINT_HASH, datapoint_version, stale_response
 from coeval.records import (
     call_fields,
     is_ok,
@@ -53,13 +55,16 @@ def samples_of(view: RunView, datapoint: dict[str, Any]) -> int:
 
 
 def usable_datapoints(view: RunView) -> list[dict[str, Any]]:
-    """Datapoints of the config's tasks that students may answer, in file order."""
+    """Datapoints of the config's tasks that students may answer, in file order (under
+    ``--limit N``, N per (task, teacher))."""
     tasks = {t.name for t in view.config.tasks}
-    return [
+    callable_teachers = {m.name for m in view.callable_models("teacher")}
+    usable = (
         dp
         for dp in load_phase_records(view.run, "data_generation").values()
         if dp.get("task_id") in tasks and usable_datapoint(dp)
-    ]
+    )
+    return within_limit(view.config, usable, callable_teachers.__contains__)  # --limit: every teacher
 
 
 @attrs.frozen
@@ -101,28 +106,46 @@ class ResponseCollectionPhase:
                         s.failures[str(brief[1] or "error")] += 1
         return s
 
-    async def run(self, ctx: PhaseContext) -> None:
-        tasks = {t.name: t for t in ctx.config.tasks}
-        responses = load_phase_records(ctx.run, self.name)
+    def owed(self, view: RunView, mode: str, in_scope: Callable[[str], bool], *, log: Any = None) -> list[_Ask]:
+        """The answers ``mode`` asks for: what ``run`` calls, and what the estimate of
+        remaining work counts."""
+        tasks = {t.name: t for t in view.config.tasks}
+        responses = load_phase_records(view.run, self.name)
         existing = [r for r in responses.values() if r.get("task_id") in tasks]
-        if ctx.mode == "Keep" and existing:
-            ctx.log.info("phase kept: responses exist", phase=self.name)
-            return
+        if mode == "Keep" and existing:
+            if log is not None:
+                log.info("phase kept: responses exist", phase=self.name)
+            return []
         groups_with_records = {(r.get("task_id"), r.get("teacher_model_id"), r.get("student_model_id")) for r in existing}
-        students = [m for m in ctx.callable_models("student") if ctx.in_scope(m.name)]
+        students = [m for m in view.callable_models("student") if in_scope(m.name)]
         asks: list[_Ask] = []
-        for dp in usable_datapoints(ctx):
+        stale = 0
+        for dp in usable_datapoints(view):
             task = tasks[dp["task_id"]]
             for student in students:
                 group = (task.name, dp.get("teacher_model_id"), student.name)
                 if group in groups_with_records:
-                    if ctx.mode == "Model":
+                    if mode == "Model":
                         continue
-                    if ctx.mode == "New":
+                    if mode == "New":
                         raise PhaseRefusedError(mode_refusal(self.name, f"{task.name} x {group[1]} x {student.name}"))
                 for sample in range(1, task.samples + 1):
-                    if not is_ok(responses.get(response_id(dp["id"], student.name, sample))):
-                        asks.append(_Ask(task, student, dp, sample))
+                    rec = responses.get(response_id(dp["id"], student.name, sample))
+                    if is_ok(rec):
+                        assert rec is not None
+                        if not stale_response(rec, dp):
+                            continue
+                        stale += 1
+                    asks.append(_Ask(task, student, dp, sample))
+        if stale and log is not None:
+            log.warning(f"{stale} answers were made from an older version of their datapoint; answering again",
+                        phase=self.name, stale=stale)
+        return asks
+
+    async def run(self, ctx: PhaseContext) -> None:
+        asks = self.owed(ctx, ctx.mode, ctx.in_scope, log=ctx.log)
+        if ctx.mode == "Keep" and not asks:
+            return
         ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=len(asks))
         await ctx.submit(self.name, LazyItems(asks, lambda a: self._item(ctx, a)))  # type: ignore[arg-type]
 
@@ -160,6 +183,7 @@ class ResponseCollectionPhase:
                     "teacher_model_id": teacher,
                     "student_model_id": ask.student.name,
                     "input": dp["prompt"],
+                    DATAPOINT_HASH: datapoint_version(dp),
                     "response": outcome.value if outcome.status == "ok" else "",
                     **({"sample": ask.sample} if ask.task.samples > 1 else {}),
                     "generated_at": utc_now(),

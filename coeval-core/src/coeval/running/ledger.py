@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from coeval.scheduler import Scheduler, WorkOutcome
@@ -65,6 +65,20 @@ def recount_lost_calls(run: RunFolder, meta: dict[str, Any], log: Any) -> dict[s
     return run.update_meta(change)
 
 
+def _adder(calls: Counter[str], spend: Mapping[str, float]) -> Callable[[dict[str, Any]], None]:
+    """The change that adds ``calls`` and ``spend`` into ``meta.json``."""
+
+    def change(meta: dict[str, Any]) -> None:
+        c = meta.setdefault("calls", {})
+        for k, v in calls.items():
+            c[k] = int(c.get(k, 0)) + v
+        paid = meta.setdefault("spend_usd", {})
+        for k, usd in spend.items():
+            paid[k] = round(float(paid.get(k, 0.0)) + usd, 10)
+
+    return change
+
+
 class Ledger:
     """Calls and spend per model, flushed into ``meta.json`` as increments so that shards
     sharing a folder add up instead of overwriting each other."""
@@ -98,16 +112,13 @@ class Ledger:
         calls, spend = Counter(self._calls), dict(self._spend)
         self._calls.clear()
         self._spend.clear()
-
-        def change(meta: dict[str, Any]) -> None:
-            c = meta.setdefault("calls", {})
-            for k, v in calls.items():
-                c[k] = int(c.get(k, 0)) + v
-            paid = meta.setdefault("spend_usd", {})
+        try:
+            meta = self.run.update_meta(_adder(calls, spend))
+        except BaseException:  # meta.json not written (a full disk): keep them for the next flush
+            self._calls.update(calls)
             for k, usd in spend.items():
-                paid[k] = round(float(paid.get(k, 0.0)) + usd, 10)
-
-        meta = self.run.update_meta(change)
+                self._spend[k] += usd
+            raise
         if self.scheduler is not None:
             self._learn_others(meta, calls, sum(spend.values()))
 

@@ -56,10 +56,17 @@ class RunMeta:
 
         return self.run.update_meta(change)
 
-    def phase_started(self, name: str) -> None:
+    def phase_started(self, name: str, order: Sequence[str] = ()) -> None:
+        """Mark ``name`` in progress. The phases after it (in ``order``) are no longer
+        complete: what this phase writes may make their records stale, and a kill before
+        they run again must not leave them recorded complete."""
+        later = set(order[order.index(name) + 1:]) if name in order else set()
+
         def change(meta: dict[str, Any]) -> None:
             if name not in meta.setdefault("phases_in_progress", []):
                 meta["phases_in_progress"].append(name)
+            if later:
+                meta["phases_completed"] = [p for p in meta.get("phases_completed") or [] if p not in later]
 
         self.run.update_meta(change)
 

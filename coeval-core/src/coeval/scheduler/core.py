@@ -74,6 +74,10 @@ __all__ = ["LaneStats", "ModelError", "Scheduler", "SchedulerLimits", "Scheduler
 
 log = logging.getLogger("coeval.scheduler")
 
+#: Why an item did not count as done: its call finished but its record could not be
+#: written (a full disk, a read-only file); the phase stops with the write error.
+UNWRITTEN = "unwritten"
+
 #: Workers yield to the event loop at least this often, so zero-latency interfaces (the
 #: mock) cannot starve the progress display, signal handling or other lanes.
 _YIELD_EVERY = 32
@@ -741,16 +745,18 @@ class Scheduler:
             stats.skips[outcome.error_kind or "skipped"] += 1
         if outcome.attempts > stats.max_attempts_seen:
             stats.max_attempts_seen = outcome.attempts
-        if run.tracker is not None:
-            run.tracker.item_done(status, outcome.error_kind)
         run.remaining -= 1
         try:
             job.item.on_done(outcome)
         except Exception as exc:
+            # an item counts as done once its record is written: this one is not
+            status, outcome = "skipped", attrs.evolve(outcome, error_kind=UNWRITTEN)
             if run.on_done_error is None:
                 run.on_done_error = exc
                 log.error("could not record %s: %s; stopping the phase", job.item.key, redact(str(exc)))
-                self._stop(run, "cancelled")
+                self._stop(run, UNWRITTEN)
+        if run.tracker is not None:
+            run.tracker.item_done(status, outcome.error_kind)
         run.settle()
 
     def _stop(self, run: _PhaseRun, reason: str) -> None:

@@ -21,6 +21,7 @@ the run folder's exclusive lock. ``dry_run`` reports the same findings and chang
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections import Counter
@@ -30,10 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from coeval.drift import settings_of
 from coeval.phase_order import ordered_phases
 from coeval.phases.base import RunView
 from coeval.records import FAILED, record_status, usable_datapoint, usable_response
 from coeval.running.ingested import merge_ingested
+from coeval.running.ledger import written_calls
+from coeval.storage.leftovers import remove_stale_scratch, sweep_temp_files
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text, utc_now
 from coeval.storage.snapshot import read_config_snapshot
 
@@ -155,6 +159,10 @@ def repair_run(
     """Repair ``run`` (or, with ``dry_run``, only report). ``config`` (default: the run's
     ``config.yaml``) decides which phases still have gaps afterwards."""
     report = RepairReport(run=str(run.root), dry_run=dry_run)
+    if not dry_run:  # the caller holds the folder alone: temporary files of killed writes go
+        sweep_temp_files(run.root)
+        remove_stale_scratch()  # and the rehearsals of killed dry runs
+    paid = None if _meta_readable(run) else written_calls(run)  # before failed records go
     usable_ids: dict[str, set[str]] = {}
     parent_of = {"response_collection": ("datapoint_id", "data_generation"),
                  "evaluation": ("response_id", "response_collection")}
@@ -197,12 +205,13 @@ def repair_run(
                 if not dry_run:
                     path.unlink()
 
-    _repair_meta(run, report, dry_run, config, registries)
+    _repair_meta(run, report, dry_run, config, registries, paid)
     return report
 
 
 def _repair_meta(
-    run: RunFolder, report: RepairReport, dry_run: bool, config: Any, registries: Registries
+    run: RunFolder, report: RepairReport, dry_run: bool, config: Any, registries: Registries,
+    paid: tuple[Counter[str], Mapping[str, float]] | None = None,
 ) -> None:
     meta: dict[str, Any] | None
     try:
@@ -219,16 +228,21 @@ def _repair_meta(
             config = merge_ingested(config, meta or {})
     if meta is None:
         report.meta_rebuilt = True
+        calls, spend = paid if paid is not None else (Counter(), {})
         meta = {
             "experiment_id": config.experiment.id if config is not None else run.root.name,
             "status": "incomplete",
             "phases_completed": [],
             "phases_in_progress": [],
             "phase_log": [],
-            "calls": {},
-            "spend_usd": {},
+            # the ledger, from what the records say they cost (before failed ones were
+            # dropped): a quota or budget must not start again from zero
+            "calls": dict(calls),
+            "spend_usd": {k: round(v, 10) for k, v in spend.items()},
             "ingest_log": [],
         }
+        if config is not None:  # drift protection: the settings the snapshot describes
+            meta["settings"] = settings_of(config)
     completed = list(meta.get("phases_completed") or [])
     report.phases_reopened = reopen = _phases_to_reopen(run, report, completed, config, registries)
     if dry_run or (not reopen and not report.meta_rebuilt and not report.changed):
@@ -238,6 +252,13 @@ def _repair_meta(
         meta["status"] = "incomplete"
     meta.setdefault("repair_log", []).append({"repaired_at": _now(), **report.totals(), "phases_reopened": reopen})
     atomic_write_json(run.meta_path, meta)
+
+
+def _meta_readable(run: RunFolder) -> bool:
+    try:
+        return isinstance(json.loads(run.meta_path.read_text(encoding="utf-8")), dict)
+    except (OSError, ValueError):
+        return False
 
 
 def _phases_to_reopen(
@@ -264,11 +285,21 @@ def _phases_to_reopen(
 
 def _rehearse(run: RunFolder, config: Any, registries: Registries) -> list[str]:
     """The phases a real repair of ``run`` would reopen, found by repairing a scratch copy."""
-    with tempfile.TemporaryDirectory(prefix="coeval-repair-") as scratch:
+    remove_stale_scratch()  # rehearsals of repairs that were killed
+    with tempfile.TemporaryDirectory(prefix=f"coeval-repair-{os.getpid()}-") as scratch:
         copy = Path(scratch) / run.root.name
-        # the records, meta.json and config.yaml; not the lock, the log or analysis output
-        shutil.copytree(run.root, copy, ignore=shutil.ignore_patterns("*.lock", "*.log", "analysis"))
+        # the records, meta.json and config.yaml; not the lock, the log or analysis output.
+        # Hard links, not copies: repair replaces files (write and rename), never edits them
+        shutil.copytree(run.root, copy, ignore=shutil.ignore_patterns("*.lock", "*.log", "analysis"),
+                        copy_function=_link_or_copy)
         return repair_run(RunFolder(copy), config=config, registries=registries).phases_reopened
+
+
+def _link_or_copy(src: str, dest: str) -> None:
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
 
 
 def _now() -> str:

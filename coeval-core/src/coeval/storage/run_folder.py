@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -58,13 +59,21 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write via a temp file in the same folder and rename: readers see old or new, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     refuse_links(path.parent)  # the temp file would land wherever the link points
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # a read-only folder, a full disk: name the file being written
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        # name the file the user knows (an immutable meta.json), not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -75,6 +84,36 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2) + "\n")
 
 
+#: What a record says when its text had lone UTF-16 surrogates (a cut-off emoji escape).
+TEXT_REPLACED = "lone UTF-16 surrogates replaced by U+FFFD"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings replaced by U+FFFD (they cannot be
+    written as UTF-8, nor sent to a provider)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_surrogates(v) for v in value]
+    return value
+
+
+def _loads_escaped(line: bytes) -> Any:
+    """json's parse, which accepts what orjson does not (NaN, escaped lone surrogates);
+    surrogates are replaced, so a record read can always be written and sent again. A line
+    nested too deep to read is a ValueError (a bad line), not a RecursionError."""
+    try:
+        value = json.loads(line)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
+    if b"\\ud" in line.lower():
+        value = without_surrogates(value)
+    return value
+
+
 try:  # orjson parses a record in a third of json's time; a run holds millions of them
     import orjson
 
@@ -83,20 +122,13 @@ try:  # orjson parses a record in a third of json's time; a run holds millions o
         it is nested too deep to read: a crafted line is a bad line, not a crash)."""
         try:
             return orjson.loads(line)
-        except orjson.JSONDecodeError:  # NaN / Infinity, which json.dumps writes
-            return _loads_bounded(line)
+        except orjson.JSONDecodeError:  # NaN / Infinity, which json.dumps writes; lone surrogates
+            return _loads_escaped(line)
 
 except ImportError:  # pragma: no cover - orjson is a dependency; stay correct without it
 
     def loads_record(line: bytes) -> Any:
-        return _loads_bounded(line)
-
-
-def _loads_bounded(line: bytes | str) -> Any:
-    try:
-        return json.loads(line)
-    except RecursionError:
-        raise ValueError("JSON nested too deep") from None
+        return _loads_escaped(line)
 
 
 def iter_jsonl(path: Path, *, on_bad_line: Callable[[int, str], None] | None = None) -> Iterator[dict[str, Any]]:
@@ -174,7 +206,12 @@ class JsonlWriter:
     def write(self, record: dict[str, Any]) -> None:
         if self._fd is None:
             raise ValueError(f"{self.path}: writer is closed")
-        data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        text = json.dumps(record, ensure_ascii=False) + "\n"
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # a reply with a lone surrogate: stored replaced, and said so
+            record = {**without_surrogates(record), "text_replaced": TEXT_REPLACED}
+            data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         view = memoryview(data)
         try:
             while view:
@@ -258,11 +295,18 @@ class RunFolder:
         return self.meta_path.is_file()
 
     def read_meta(self) -> dict[str, Any]:
+        """``meta.json`` ({} when there is none). One that is not UTF-8 or not a JSON object
+        raises :class:`json.JSONDecodeError`, as unparseable JSON does: callers handle one error."""
         try:
-            meta: dict[str, Any] = json.loads(self.meta_path.read_text(encoding="utf-8"))
-            return meta
+            text = self.meta_path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return {}
+        except UnicodeDecodeError as exc:
+            raise json.JSONDecodeError(f"not UTF-8 text ({exc.reason})", "", exc.start) from None
+        meta = json.loads(text)
+        if not isinstance(meta, dict):
+            raise json.JSONDecodeError(f"a JSON {type(meta).__name__}, not an object", text, 0)
+        return meta
 
     def _meta_lock(self) -> FileLock:
         return folder_lock(self.root / ".meta.lock")
