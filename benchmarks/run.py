@@ -37,7 +37,7 @@ from typing import Any
 
 from benchmarks._common import machine, run_child
 
-FIGURES = ("throughput", "overhead", "resume", "analysis", "viewer", "queueing")
+FIGURES = ("limiter", "throughput", "overhead", "resume", "analysis", "viewer", "queueing")
 
 
 def _cold(r: dict[str, Any]) -> str:
@@ -47,6 +47,13 @@ def _cold(r: dict[str, Any]) -> str:
 
 def _throughput(quick: bool) -> dict[str, Any]:
     return run_child("pipeline:throughput", {"total": 2} if quick else {}, timeout=900)
+
+
+def _limiter(quick: bool) -> dict[str, Any]:
+    from benchmarks.pipeline import TARGET_LIMITER_S
+
+    args: dict[str, Any] = {"concurrency": None, "target_s": TARGET_LIMITER_S}
+    return run_child("pipeline:throughput", {**args, "total": 2} if quick else args, timeout=900)
 
 
 def _overhead(quick: bool) -> dict[str, Any]:
@@ -86,6 +93,7 @@ def _queueing(quick: bool) -> dict[str, Any]:
 
 
 RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
+    "limiter": _limiter,
     "throughput": _throughput,
     "overhead": _overhead,
     "resume": _resume,
@@ -108,6 +116,15 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 f"(ideal {r['ideal_s']:.1f} s, efficiency "
                 f"{r['efficiency']:.2f}); client CPU {r['client_cpu_ms_per_call']:.2f} ms/call; "
                 f"peak {r['process_peak_mb']:.0f} MB",
+                f"<= {r['target_s']:.0f} s",
+                verdict,
+            ))
+        elif name == "limiter":
+            rows.append((
+                "0. limiter, default settings",
+                f"{r['calls']:,} calls in {r['wall_s']:.1f} s through openai to a loopback server at "
+                f"{r['latency_ms']:.0f} ms, limits left to the limiter (peak {r['peak_in_flight']} in flight); "
+                f"client CPU {r['client_cpu_ms_per_call']:.2f} ms/call",
                 f"<= {r['target_s']:.0f} s",
                 verdict,
             ))
