@@ -97,3 +97,22 @@ def test_lazy_items_of_a_phase_stream_too() -> None:
     stats = asyncio.run(Scheduler({"m": iface}).run("evaluation", LazyItems(list(range(2000)), build)))
     assert stats.ok == 2000
     assert calls_when_built[-1] > 0  # the last item was built after calls had been made
+
+
+def test_a_limit_that_is_not_used_does_not_grow() -> None:
+    # an instant interface never has more than one call in flight: its limit (a worker task
+    # per unit, each a turn of the event loop) must stay where it started, not climb to 512
+    iface = ScriptedInterface(default_concurrency=4, max_concurrency=512)
+    rec = Recorder()
+    stats = asyncio.run(Scheduler({"m": iface}).run("evaluation", CountingItems(iface, 3000, rec)))
+    assert stats.ok == 3000
+    [lane] = stats.lanes.values()
+    assert lane.limit == 4 and lane.counters.increases == 0
+
+
+def test_a_used_limit_still_grows() -> None:
+    iface = ScriptedInterface(delay=0.005, default_concurrency=4, max_concurrency=64)
+    rec = Recorder()
+    stats = asyncio.run(Scheduler({"m": iface}).run("evaluation", CountingItems(iface, 1500, rec)))
+    [lane] = stats.lanes.values()
+    assert lane.limit == 64 and lane.peak_in_flight == 64

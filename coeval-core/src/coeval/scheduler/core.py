@@ -80,9 +80,12 @@ __all__ = ["LaneStats", "ModelError", "Scheduler", "SchedulerLimits", "Scheduler
 
 log = logging.getLogger("coeval.scheduler")
 
-#: Workers yield to the event loop at least this often, so zero-latency interfaces (the
-#: mock) cannot starve the progress display, signal handling or other lanes.
+#: Workers yield to the event loop at least every this many calls, or once their turn has
+#: lasted :data:`_TURN_S` seconds, so zero-latency interfaces (the mock) cannot starve the
+#: progress display, signal handling or other lanes: with 512 workers, 32 calls each made a
+#: turn of the loop last seconds, and SIGTERM waited for it.
 _YIELD_EVERY = 32
+_TURN_S = 0.002
 
 
 #: Items routed and not yet done, at least (a streamed phase): see :meth:`Scheduler._refill`.
@@ -513,6 +516,7 @@ class Scheduler:
         queue = lane.queue
         ready = queue.ready
         handled = 0
+        turn = time.perf_counter()
         try:
             while not run.stopping:
                 if lane.workers > lane.limit.current:
@@ -535,8 +539,9 @@ class Scheduler:
                     continue
                 await self._attempt(run, lane, ready.popleft())
                 handled += 1
-                if handled % _YIELD_EVERY == 0:
+                if handled >= _YIELD_EVERY or time.perf_counter() - turn > _TURN_S:
                     await asyncio.sleep(0)
+                    handled, turn = 0, time.perf_counter()
         finally:
             lane.workers -= 1
 
@@ -558,8 +563,9 @@ class Scheduler:
         run.stats.phase_calls += 1
         job.attempts += 1
         lane.in_flight += 1
-        if lane.in_flight > lane.peak:
-            lane.peak = lane.in_flight
+        load = lane.in_flight
+        if load > lane.peak:
+            lane.peak = load
         seq = lane.limit.started()
         request = item.request
         if job.correction is not None:  # a retry after a rejected reply: tell why, and sample differently
@@ -591,7 +597,7 @@ class Scheduler:
             return
         lane.in_flight -= 1
         finished = self.clock.now()
-        lane.limit.succeeded(finished - started, finished)
+        lane.limit.succeeded(finished - started, finished, load)
         job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
         self._answered(run, lane, job.latency_ms)
         job.raw, job.finish_reason = result.text, result.finish_reason
