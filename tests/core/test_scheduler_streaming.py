@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 from coeval.interfaces.base import GenerateRequest
 from coeval.phases._items import LazyItems
@@ -66,7 +67,7 @@ def test_a_stop_builds_no_more_items_and_counts_them_unstarted() -> None:
     rec = Recorder()
     items = CountingItems(iface, 100_000, rec)
 
-    async def main():  # type: ignore[no-untyped-def]
+    async def main() -> Any:
         scheduler = Scheduler({"m": iface})
         task = asyncio.ensure_future(scheduler.run("evaluation", items))
         while len(rec.outcomes) < 20:
