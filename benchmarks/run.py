@@ -1,7 +1,11 @@
 """``nox -s bench`` / ``python -m benchmarks.run``: CoEval's speed and memory figures.
 
-Four figures, each measured in a fresh process and printed beside its target:
+Figures, each measured in a fresh process and printed beside its target:
 
+0. *limiter*: the medium shape through ``openai`` against a loopback fake server at 200 ms
+   with the interface's default limits: the adaptive limiter alone decides the concurrency;
+1. *streaming*: 2,000,000 items through the scheduler on the mock: first call, peak
+   memory, and how fast SIGTERM stops it (:mod:`benchmarks.streaming`);
 a. *pipeline throughput*: the medium shape (12,400 calls) through the ``openai`` interface
    against the fake provider server at 200 ms latency (:mod:`benchmarks.pipeline`);
 b. *orchestration overhead*: the same shape on the zero-latency ``mock``: CoEval's own CPU
@@ -37,7 +41,7 @@ from typing import Any
 
 from benchmarks._common import machine, run_child
 
-FIGURES = ("throughput", "overhead", "resume", "analysis", "viewer", "queueing")
+FIGURES = ("limiter", "streaming", "throughput", "overhead", "resume", "analysis", "viewer", "queueing")
 
 
 def _cold(r: dict[str, Any]) -> str:
@@ -47,6 +51,17 @@ def _cold(r: dict[str, Any]) -> str:
 
 def _throughput(quick: bool) -> dict[str, Any]:
     return run_child("pipeline:throughput", {"total": 2} if quick else {}, timeout=900)
+
+
+def _limiter(quick: bool) -> dict[str, Any]:
+    from benchmarks.pipeline import TARGET_LIMITER_S
+
+    args: dict[str, Any] = {"concurrency": None, "target_s": TARGET_LIMITER_S}
+    return run_child("pipeline:throughput", {**args, "total": 2} if quick else args, timeout=900)
+
+
+def _streaming(quick: bool) -> dict[str, Any]:
+    return run_child("streaming:run", {"items": 20_000, "run_s": 1.0} if quick else {}, timeout=300)
 
 
 def _overhead(quick: bool) -> dict[str, Any]:
@@ -86,6 +101,8 @@ def _queueing(quick: bool) -> dict[str, Any]:
 
 
 RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
+    "limiter": _limiter,
+    "streaming": _streaming,
     "throughput": _throughput,
     "overhead": _overhead,
     "resume": _resume,
@@ -109,6 +126,25 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 f"{r['efficiency']:.2f}); client CPU {r['client_cpu_ms_per_call']:.2f} ms/call; "
                 f"peak {r['process_peak_mb']:.0f} MB",
                 f"<= {r['target_s']:.0f} s",
+                verdict,
+            ))
+        elif name == "limiter":
+            rows.append((
+                "0. limiter, default settings",
+                f"{r['calls']:,} calls in {r['wall_s']:.1f} s through openai to a loopback server at "
+                f"{r['latency_ms']:.0f} ms, limits left to the limiter (peak {r['peak_in_flight']} in flight); "
+                f"client CPU {r['client_cpu_ms_per_call']:.2f} ms/call",
+                f"<= {r['target_s']:.0f} s",
+                verdict,
+            ))
+        elif name == "streaming":
+            rows.append((
+                "1. streaming (scheduler)",
+                f"{r['items']:,} items on the mock: first call after {r['first_call_s']:.3f} s, peak {r['peak_mb']:.0f} MB, "
+                f"{r['calls_per_s']:,.0f} calls/s; SIGTERM after {r['calls']:,} calls: stopped in "
+                f"{r['stop_after_signal_s']:.2f} s, {r['unstarted']:,} items never built",
+                f"<= {r['target_first_call_s']:.0f} s, < {r['target_peak_mb'] / 1024:.0f} GB, "
+                f"<= {r['target_stop_s']:.0f} s",
                 verdict,
             ))
         elif name == "overhead":

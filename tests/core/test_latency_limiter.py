@@ -1,33 +1,45 @@
-"""The queue-aware limiter's growth rule: it grows only when the smoothed latency and the
-answering call's own latency both show a queue shorter than ``alpha``."""
+"""The queue-aware limiter grows while latency does not rise with the load, and shrinks to
+the server's capacity once it clearly does (a simulated server, answer by answer)."""
 
 from __future__ import annotations
+
+import random
 
 from coeval.scheduler import AdaptiveLimit
 
 
-def test_a_call_that_waited_in_the_queue_holds_growth_though_the_average_is_still_low() -> None:
-    limit = AdaptiveLimit(4, 64, queue_aware=True)
-    for t in range(4):  # unqueued calls of 100 ms: slow start, one more per answer
-        limit.succeeded(0.100, now=float(t))
-    assert limit.current == 8
-    # a call that waited behind others: 200 ms, so with 8 in flight its own queue is 8 x 0.5 = 4
-    # calls, while the smoothed latency (120 ms) still says 8 x (1 - 100/120) = 1.3, under alpha = 2
-    limit.succeeded(0.200, now=10.0)
-    assert limit.current == 8
-    assert limit.gradient is not None and limit.gradient.srtt is not None
-    assert abs(limit.gradient.srtt - 0.120) < 1e-9
-    limit.succeeded(0.100, now=11.0)  # an unqueued answer: growth goes on
-    assert limit.current == 9
+def _drive(limit: AdaptiveLimit, latency_at: object, answers: int) -> list[int]:
+    """Feed ``answers`` answers whose latency is ``latency_at(limit, rng)``; the limits seen."""
+    rng = random.Random(7)
+    seen = []
+    for i in range(answers):
+        limit.succeeded(latency_at(limit.current, rng), now=i * 0.01)  # type: ignore[operator]
+        seen.append(limit.current)
+    return seen
 
 
-def test_a_long_queue_cuts_the_limit_to_the_estimated_capacity_plus_alpha() -> None:
-    limit = AdaptiveLimit(16, 64, queue_aware=True)
-    limit.succeeded(0.100, now=0.0)  # min_rtt 100 ms; slow start: 17
-    assert limit.current == 17
-    # a call that waited 300 ms: srtt = 100 + 0.2 x 300 = 160 ms, queue = 17 x (1 - 100/160) = 6.4 > 2 x alpha,
-    # so the limit drops to 17 x 100/160 + alpha (2) = 12.6
-    limit.succeeded(0.400, now=1.0)
-    assert limit.current == 12 and limit.counters.decreases == 1
-    limit.succeeded(0.400, now=1.1)  # within one srtt of the cut: no second cut
-    assert limit.counters.decreases == 1
+def test_flat_but_jittery_latency_lets_the_limit_grow_to_its_bound() -> None:
+    # a server that is never full: 200 ms whatever the load, plus up to 30 ms of client-side
+    # jitter (a busy event loop); the limit must not stop short of max_concurrency
+    limit = AdaptiveLimit(4, 512, queue_aware=True)
+    _drive(limit, lambda load, rng: 0.200 + rng.uniform(0.0, 0.030), 20_000)
+    assert limit.current == 512
+    assert limit.counters.decreases == 0
+
+
+def test_latency_rising_with_load_settles_near_the_server_capacity() -> None:
+    # 8 slots of 100 ms, the rest queued: latency = 100 ms x max(1, load / 8)
+    limit = AdaptiveLimit(4, 256, queue_aware=True)
+    seen = _drive(limit, lambda load, rng: 0.100 * max(1.0, load / 8.0), 5_000)
+    assert max(seen) <= 24  # slow start does not flood it
+    assert 8 <= limit.current <= 16  # the 8 slots plus a short queue
+    assert min(seen[1000:]) >= 8  # and the server is never left idle once settled
+
+
+def test_a_server_that_starts_queueing_later_is_cut_back() -> None:
+    limit = AdaptiveLimit(4, 256, queue_aware=True)
+    _drive(limit, lambda load, rng: 0.100, 3_000)  # no queue: grows to the bound
+    assert limit.current == 256
+    # now it serves 16 at once and queues the rest
+    _drive(limit, lambda load, rng: 0.100 * max(1.0, load / 16.0), 3_000)
+    assert 16 <= limit.current <= 40 and limit.counters.decreases >= 1

@@ -17,6 +17,8 @@ from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval_providers.fake_server import FakeServer
 from coeval_providers.fake_server._state import FakeConfig
 
+from tests.providers.conftest import model_and_credentials
+
 
 def _model(name: str, base_url: Any, **params: Any) -> ModelConfig:
     return ModelConfig(name=name, interface="vllm", roles=("student",),
@@ -55,6 +57,30 @@ def test_a_queueing_server_is_driven_near_capacity_without_timeouts() -> None:
     assert lane.peak_in_flight <= 24  # never floods the queue (a rate-limit-only limiter reached 256)
     assert 8 <= lane.limit <= 16  # settled near the server's 8 slots plus a short queue
     assert lane.counters.decreases > 0  # latency, not a 429, shrank it
+
+
+def test_a_loopback_server_that_does_not_queue_is_not_capped(tmp_path: Any) -> None:
+    # `openai` on 127.0.0.1 gets the latency-aware limiter; the server answers in 400-480 ms
+    # whatever the load, so the limit must keep growing (with a 5% margin it stopped near 20)
+    with FakeServer(FakeConfig(latency_ms=400, jitter_ms=80, log_bodies=False)) as fake:
+        model, creds = model_and_credentials("openai", fake.url, tmp_path, max_concurrency=48, max_tokens=16)
+        iface = registries().interfaces.get("openai")(model, creds)
+        assert iface.queue_aware
+        outcomes: list[WorkOutcome] = []
+        items = [WorkItem(key=f"i{i}", phase="response_collection", model=model, on_done=outcomes.append,
+                          request=GenerateRequest(prompt=f"question {i}", params=model.parameters)) for i in range(600)]
+
+        async def go() -> Any:
+            try:
+                return await Scheduler({model.name: iface}, SchedulerLimits()).run("response_collection", items)
+            finally:
+                await iface.aclose()
+
+        stats = asyncio.run(go())
+        peak = fake.state.peak_in_flight
+    assert all(o.status == "ok" for o in outcomes) and len(outcomes) == 600, {o.error for o in outcomes}
+    lane = next(iter(stats.lanes.values()))
+    assert peak >= 40 and lane.limit == 48  # the old 5% margin held it near 20
 
 
 def test_two_models_on_two_servers_keep_their_own_limits() -> None:

@@ -70,6 +70,11 @@ class PhaseTracker:
             self.skipped += 1
             self.skips[reason or "cancelled"] += 1
 
+    def items_skipped(self, count: int, reason: str) -> None:
+        """Count ``count`` items never started (a stopped phase's items not yet built)."""
+        self.skipped += count
+        self.skips[reason or "cancelled"] += count
+
     def retried(self) -> None:
         self.retries += 1
 

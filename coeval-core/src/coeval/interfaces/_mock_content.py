@@ -7,6 +7,10 @@ so the same request always gets the same answer, in any order and under any conc
   additionalProperties, arrays, enums, consts, strings, integers, numbers, booleans,
   ``$ref``/``anyOf``), shaped by ``schema_name`` so attribute maps, rubrics and datapoints
   read like the real thing.
+* Datapoints follow the task: the item's prompt is built from the task description and
+  characteristics the generation prompt names, and the reference answer is as long as
+  the output description asks ("at least 80 words", "3-5 sentences", "a paragraph", read
+  the way the item-quality gate reads them), so mock datapoints pass that gate.
 * Students answer in sentences whose share of "solid" ones is the student's ``quality``;
   mock judges read that share back from the answer quoted in their prompt, so their
   High/Medium/Low scores separate good mock students from weak ones (a judge's own
@@ -90,6 +94,42 @@ def topic_words(prompt: str, n: int = 4) -> list[str]:
     return seen or ["the", "subject"]
 
 
+_TASK_LINE = re.compile(r"^Task: (.+)$", re.MULTILINE)
+_GOOD_ANSWER_LINE = re.compile(r"^(?:A good answer(?: to the task)?|Answer format): (.+)$", re.MULTILINE)
+_CHARACTERISTICS = re.compile(r"characteristics: (\{[^\n]*\})")
+
+
+def task_of(prompt: str) -> str | None:
+    """The task description a phase prompt names (its ``Task:`` line), if any."""
+    found = _TASK_LINE.search(prompt)
+    return found.group(1).strip() if found else None
+
+
+def wanted_words(prompt: str) -> int:
+    """How many words the prompt's output description asks for, read as the item-quality
+    gate reads it (0 when it names no length)."""
+    found = _GOOD_ANSWER_LINE.search(prompt)
+    if found is None:
+        return 0
+    from coeval.quality.checks import implied_min_words
+
+    return implied_min_words(found.group(1))
+
+
+def _sentences(dice: Dice, topic: str, words: int, label: str) -> str:
+    """Plain sentences about ``topic`` adding up to at least ``words`` words."""
+    out: list[str] = []
+    count = 0
+    i = 0
+    while count < words:
+        sentence = (f"The {dice.pick(_WORDS, f'{label}{i}a')} part of {topic} matters because it shapes the "
+                    f"{dice.pick(_WORDS, f'{label}{i}b')} step that follows.")
+        out.append(sentence)
+        count += sentence.count(" ") + 1
+        i += 1
+    return " ".join(out)
+
+
 # ---------------------------------------------------------------------- free text
 
 
@@ -99,7 +139,8 @@ def free_text(dice: Dice, prompt: str, role: str, quality: float) -> str:
     if role != "student":
         return f"Here is a considered reply about {topic}: the main points are {dice.pick(_WORDS, 'w1')} and {dice.pick(_WORDS, 'w2')}."
     sentences = []
-    for i in range(6):
+    need = wanted_words(prompt)
+    for i in range(max(6, -(-need // 11))):
         if dice.u(f"s{i}") < quality:
             sentences.append(f"{SOLID_MARK} {topic} is handled step {i + 1} with a checked result ({dice.pick(_WORDS, f'w{i}')}).")
         else:
@@ -150,7 +191,7 @@ class _Context:
         self.schema_name = schema_name
         self.root = root
         self.quality = quality
-        self.topic = " ".join(topic_words(prompt, 3))
+        self.topic = " ".join(topic_words(task_of(prompt) or prompt, 3))
 
 
 def schema_instance(
@@ -386,15 +427,33 @@ def _string_content(ctx: _Context, key: str | None, path: str) -> str:
     if name == "rubric" or k in ("description", "criterion", "criteria"):
         return f"The response handles {key or 'this aspect'} well for a request about {ctx.topic}."
     if any(s in k for s in ("prompt", "question", "input", "instruction")):
+        task = task_of(ctx.prompt)
+        if task is not None:  # an item for the task the generation prompt names
+            found = _CHARACTERISTICS.search(ctx.prompt)
+            traits = ""
+            if found:
+                try:
+                    traits = ", ".join(f"{a} {v}" for a, v in json.loads(found.group(1)).items())
+                except (ValueError, AttributeError):
+                    traits = ""
+            # the task's own words, not its sentence: an item that copies the description is rejected
+            subject = " ".join(topic_words(task, 8))
+            return (f"A {subject} case{f' ({traits})' if traits else ''}: it involves "
+                    f"{dice.pick(_WORDS, path + 'a')}, {dice.pick(_WORDS, path + 'b')} and "
+                    f"{dice.pick(_WORDS, path + 'c')} (case {dice.between(1, 99_999, path + 'n')}).")
         return (
             f"Regarding {ctx.topic}: explain how {dice.pick(_WORDS, path + 'a')} relates to "
             f"{dice.pick(_WORDS, path + 'b')}, and give one example."
         )
     if any(s in k for s in ("response", "answer", "output", "reference", "solution")):
-        return (
+        text = (
             f"{dice.pick(_WORDS, path + 'a').capitalize()} relates to {dice.pick(_WORDS, path + 'b')} "
             f"through {ctx.topic}; for example, one feeds the other step by step."
         )
+        need = wanted_words(ctx.prompt)
+        if need > 15:  # as long as the task's output description asks, with a margin
+            text = f"{text} {_sentences(dice, ctx.topic, need - 15 + max(3, need // 10), path)}"
+        return text
     if any(s in k for s in ("reason", "explanation", "rationale", "justification", "comment")):
         return f"Judged against the rubric for {ctx.topic}."
     if k in ("id", "name", "label"):

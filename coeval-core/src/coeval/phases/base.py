@@ -314,6 +314,9 @@ class PhaseContext(RunView):
         if not items:
             return None
         stats: SchedulerStats | None = await self._submit(phase_id, _Booked(items, self))
+        if stats is not None and stats.unstarted and self.result is not None:  # a stopped streamed phase
+            self.result.skipped += stats.unstarted
+            self.result.skip_causes["cancelled"] += stats.unstarted
         return stats
 
     def unwritten(self, outcome: WorkOutcome, error: BaseException) -> None:

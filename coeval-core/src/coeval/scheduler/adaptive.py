@@ -93,9 +93,12 @@ class AdaptiveLimit:
         self._next_start = seq + 1
         return seq
 
-    def succeeded(self, latency_s: float | None = None, now: float = 0.0) -> None:
+    def succeeded(self, latency_s: float | None = None, now: float = 0.0, in_flight: int | None = None) -> None:
         """A call answered; ``latency_s`` (its wall time, at time ``now``) feeds the
-        queue-aware mode."""
+        queue-aware mode. ``in_flight`` is how many calls were in flight when it started:
+        a limit less than half used does not grow (an instant interface, or a phase's tail,
+        would otherwise raise it to its bound without ever using it, and each unit of limit
+        is a worker task the event loop must turn)."""
         if self.gradient is not None and latency_s is not None:
             verdict = self.gradient.observe(latency_s, self._limit, now)
             if verdict < 0 and self.gradient.target is not None:
@@ -103,7 +106,7 @@ class AdaptiveLimit:
                 return
             if verdict == 0:
                 return
-        if self._limit >= self.maximum:
+        if self._limit >= self.maximum or (in_flight is not None and 2 * in_flight < self._limit):
             return
         before = int(self._limit)
         if self._limit < self.threshold:

@@ -18,6 +18,13 @@ How it runs (see DESIGN.md section 3):
   the queue, so a phase of 10,000 items costs a few dozen tasks, not 10,000. A model
   served by several replicas gets one lane per replica sharing one queue
   (:mod:`coeval.scheduler.lanes`), so each replica's limit follows its own capacity.
+* **Streaming.** Items are taken from ``items`` as the lanes need them: the scheduler
+  keeps at most a few times the lanes' concurrency routed and not yet done, so a phase of
+  millions of items starts its first call at once and holds O(concurrency) items in
+  memory. (A list or tuple, already built, and any phase with a batch executor -- a batch
+  job needs all its items at once -- are routed whole before the first call.) When the
+  phase stops early, items never taken from the iterable are not built: they get no
+  ``on_done`` and are counted in ``SchedulerStats.unstarted``.
 * **Retries** follow :class:`RetryPolicy`. An item waiting for its backoff leaves the
   queue (its worker moves on to the next item) and rejoins it when the wait is over. A
   ``Retry-After`` also pauses the whole lane: the provider said the key is over its limit.
@@ -41,7 +48,7 @@ import logging
 import random
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sized
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -78,9 +85,18 @@ log = logging.getLogger("coeval.scheduler")
 #: written (a full disk, a read-only file); the phase stops with the write error.
 UNWRITTEN = "unwritten"
 
-#: Workers yield to the event loop at least this often, so zero-latency interfaces (the
-#: mock) cannot starve the progress display, signal handling or other lanes.
+#: Workers yield to the event loop at least every this many calls, or once their turn has
+#: lasted :data:`_TURN_S` seconds, so zero-latency interfaces (the mock) cannot starve the
+#: progress display, signal handling or other lanes: with 512 workers, 32 calls each made a
+#: turn of the loop last seconds, and SIGTERM waited for it.
 _YIELD_EVERY = 32
+_TURN_S = 0.002
+
+
+#: Items routed and not yet done, at least (a streamed phase): see :meth:`Scheduler._refill`.
+_MIN_BUFFER = 256
+#: ... and at most this many times the lanes' current limits together.
+_BUFFER_PER_SLOT = 4
 
 
 #: Calls per item at most, all causes together, unless generation_retries asks for more.
@@ -147,6 +163,10 @@ class SchedulerStats:
     cancelled: bool = False
     wall_s: float = 0.0
     lanes: dict[str, LaneStats] = attrs.field(factory=dict)
+    #: Items of a streamed phase never taken from the iterable because the phase stopped
+    #: (cancelled, or a record could not be written): not built, no ``on_done``. Counted
+    #: when the iterable has a length.
+    unstarted: int = 0
 
 
 class _Job:
@@ -203,8 +223,13 @@ class _PhaseRun:
         self.phase_id = phase_id
         self.stats = stats
         self.tracker = tracker
-        self.jobs: list[_Job] = []
+        #: Items routed and not yet done (their jobs).
+        self.live: set[_Job] = set()
+        self.routed = 0
         self.remaining = 0
+        #: Where further items come from (a streamed phase); None once exhausted.
+        self.source: Iterator[WorkItem] | None = None
+        self.refilling = False
         self.stopping = False
         self.stop_reason = "cancelled"
         self.finished = asyncio.Event()
@@ -217,7 +242,7 @@ class _PhaseRun:
 
     def settle(self) -> None:
         """Wake ``run`` when nothing is left to wait for."""
-        if self.remaining == 0 or (self.stopping and not self.batch_running and all(ln.in_flight == 0 for ln in self.lanes.values())):
+        if (self.remaining == 0 and self.source is None) or (self.stopping and not self.batch_running and all(ln.in_flight == 0 for ln in self.lanes.values())):
             self.finished.set()
 
 
@@ -282,13 +307,20 @@ class Scheduler:
         tracker = self.progress.start_phase(phase_id, 0) if self.progress is not None else None
         run = _PhaseRun(phase_id, stats, tracker)
         self._runs.add(run)
+        expected = len(items) if isinstance(items, Sized) else None
         try:
-            batch_items = self._route(run, items)
-            stats.total = len(run.jobs)
+            if self.batch_executor is not None or isinstance(items, (list, tuple)):
+                batch_items = self._route(run, items)
+            else:  # streamed: items are built as the lanes need them
+                batch_items = []
+                self._prepare_lanes()
+                run.source = iter(items)
+            stats.total = expected if expected is not None else run.routed
             if tracker is not None:
                 tracker.total = stats.total
             if batch_items:
                 self._start_batch(run, batch_items)
+            self._refill(run)
             for lane in run.lanes.values():
                 self._spawn_workers(run, lane)
             run.settle()
@@ -305,6 +337,14 @@ class Scheduler:
             await self._cancel_tasks(run)
         finally:
             self._runs.discard(run)
+            if run.source is not None:  # stopped before every item was taken
+                run.source = None
+                if expected is not None:
+                    stats.unstarted = max(0, expected - run.routed)
+                    if tracker is not None and stats.unstarted:
+                        tracker.items_skipped(stats.unstarted, run.stop_reason)
+            if expected is None:
+                stats.total = run.routed
             stats.calls = Counter(self.calls)
             stats.spend_usd = self.spend_usd
             stats.cancelled = run.stopping and run.stop_reason == "cancelled"
@@ -335,38 +375,84 @@ class Scheduler:
         """Put each item in its lane's queue, or aside for the batch executor."""
         executor = self.batch_executor
         batch: list[_Job] = []
-        entries = run.entries
-        lane_keys = self._lane_keys
-        interfaces = self.interfaces
         unroutable: list[_Job] = []
         self._prepare_lanes()
         for item in items:
-            name = item.model.name
-            iface = interfaces.get(name)
-            job = _Job(item, iface)
-            if item.prior is not None:
-                _carry_over(job, item.prior)
-            run.jobs.append(job)
+            job = self._job(run, item)
             if executor is not None and executor.wants(item):
                 batch.append(job)
                 continue
-            if iface is None:
+            if job.iface is None:
                 unroutable.append(job)
                 continue
-            key = lane_keys.get(name)
-            if key is None:
-                key = lane_keys[name] = iface.connection_key()
-            lane = entries.get(key)
-            if lane is None:
-                lane = entries[key] = self._open_lanes(run, key, iface)
-            if name not in lane.models:
-                self._add_model(lane, name, iface)
-            lane.queue.ready.append(job)
-        run.remaining = len(run.jobs)
+            self._lane_of(run, item.model.name, job.iface).queue.ready.append(job)
         for job in unroutable:
-            job.last_kind, job.last_error = "fatal", f"no interface is loaded for model {job.item.model.name!r}"
-            self._finish(run, job, "failed")
+            self._unroutable(run, job)
         return batch
+
+    def _job(self, run: _PhaseRun, item: WorkItem) -> _Job:
+        """A routed item's job, counted as live until it is done."""
+        job = _Job(item, self.interfaces.get(item.model.name))
+        if item.prior is not None:
+            _carry_over(job, item.prior)
+        run.live.add(job)
+        run.routed += 1
+        run.remaining += 1
+        return job
+
+    def _lane_of(self, run: _PhaseRun, name: str, iface: Interface) -> Lane:
+        """The lane whose queue model ``name``'s items join (opened on first use)."""
+        key = self._lane_keys.get(name)
+        if key is None:
+            key = self._lane_keys[name] = iface.connection_key()
+        lane = run.entries.get(key)
+        if lane is None:
+            lane = run.entries[key] = self._open_lanes(run, key, iface)
+        if name not in lane.models:
+            self._add_model(lane, name, iface)
+        return lane
+
+    def _unroutable(self, run: _PhaseRun, job: _Job) -> None:
+        job.last_kind, job.last_error = "fatal", f"no interface is loaded for model {job.item.model.name!r}"
+        self._finish(run, job, "failed")
+
+    def _refill(self, run: _PhaseRun) -> None:
+        """Take items from a streamed phase's iterable into their lanes' queues until the
+        items routed and not yet done reach :data:`_BUFFER_PER_SLOT` times the lanes'
+        current limits (at least :data:`_MIN_BUFFER`), and start workers for them. An item
+        that cannot be built stops the phase; ``run`` re-raises its error."""
+        if run.source is None or run.refilling or run.stopping:
+            return
+        run.refilling = True
+        touched: set[Lane] = set()
+        try:
+            cap = max(_MIN_BUFFER, _BUFFER_PER_SLOT * sum(lane.limit.current for lane in run.lanes.values()))
+            source = run.source
+            while run.remaining < cap:
+                try:
+                    item = next(source)
+                except StopIteration:
+                    run.source = None
+                    break
+                job = self._job(run, item)
+                if job.iface is None:
+                    self._unroutable(run, job)
+                    continue
+                lane = self._lane_of(run, item.model.name, job.iface)
+                lane.queue.ready.append(job)
+                touched.add(lane)
+        except Exception as exc:
+            run.source = None
+            if run.on_done_error is None:
+                run.on_done_error = exc
+                log.error("could not build the next item of %s: %s; stopping the phase", run.phase_id, redact(str(exc)))
+            run.refilling = False
+            self._stop(run, "cancelled")
+            return
+        run.refilling = False
+        for lane in touched:
+            self._spawn_workers(run, lane)
+        run.settle()
 
     def _prepare_lanes(self) -> None:
         """Key every model's lane once, so each lane's bound is the smallest
@@ -434,6 +520,7 @@ class Scheduler:
         queue = lane.queue
         ready = queue.ready
         handled = 0
+        turn = time.perf_counter()
         try:
             while not run.stopping:
                 if lane.workers > lane.limit.current:
@@ -446,6 +533,8 @@ class Scheduler:
                         await clock.sleep(wait)
                         continue
                     lane.paused_until = 0.0
+                if not ready and run.source is not None:
+                    self._refill(run)
                 if not ready:
                     if queue.delayed == 0:
                         return
@@ -454,8 +543,9 @@ class Scheduler:
                     continue
                 await self._attempt(run, lane, ready.popleft())
                 handled += 1
-                if handled % _YIELD_EVERY == 0:
+                if handled >= _YIELD_EVERY or time.perf_counter() - turn > _TURN_S:
                     await asyncio.sleep(0)
+                    handled, turn = 0, time.perf_counter()
         finally:
             lane.workers -= 1
 
@@ -477,8 +567,9 @@ class Scheduler:
         run.stats.phase_calls += 1
         job.attempts += 1
         lane.in_flight += 1
-        if lane.in_flight > lane.peak:
-            lane.peak = lane.in_flight
+        load = lane.in_flight
+        if load > lane.peak:
+            lane.peak = load
         seq = lane.limit.started()
         request = item.request
         if job.correction is not None:  # a retry after a rejected reply: tell why, and sample differently
@@ -517,7 +608,7 @@ class Scheduler:
             return
         lane.in_flight -= 1
         finished = self.clock.now()
-        lane.limit.succeeded(finished - started, finished)
+        lane.limit.succeeded(finished - started, finished, load)
         job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
         self._answered(run, lane, job.latency_ms)
         job.raw, job.finish_reason = result.text, result.finish_reason
@@ -746,6 +837,7 @@ class Scheduler:
         if outcome.attempts > stats.max_attempts_seen:
             stats.max_attempts_seen = outcome.attempts
         run.remaining -= 1
+        run.live.discard(job)
         try:
             job.item.on_done(outcome)
         except Exception as exc:
@@ -757,6 +849,8 @@ class Scheduler:
                 self._stop(run, UNWRITTEN)
         if run.tracker is not None:
             run.tracker.item_done(status, outcome.error_kind)
+        if run.source is not None:
+            self._refill(run)
         run.settle()
 
     def _stop(self, run: _PhaseRun, reason: str) -> None:
@@ -773,7 +867,7 @@ class Scheduler:
 
     def _sweep(self, run: _PhaseRun) -> None:
         """Report every item still not done as skipped (cancelled, or left by the batch executor)."""
-        for job in run.jobs:
+        for job in list(run.live):
             if not job.done:
                 self._skip(run, job, run.stop_reason)
 
