@@ -248,8 +248,9 @@ def _print_ranking(summary: dict[str, Any]) -> None:
     if any(s["robust_score"] is not None for s in students.values()):
         output_console().print(table)
         click.echo(
-            "robust: conflict-aware headline (a judge's scores of its own family left out); "
-            "mean: every judgment counts equally; '4-5': not told apart at this level."
+            "robust: the headline (judges weighted by how well they tell answers apart; family bias "
+            "estimated, or bounded by a prior); mean: every judgment counts equally; "
+            "'4-5': the ranks the data allow."
         )
     elif any(s["score"] is not None for s in students.values()):
         output_console().print(table)

@@ -315,6 +315,8 @@ def _overview_section(p: PageContext) -> Section | None:
     s, pct = p.summary, p.pct
     students = s["students"]
     best = next(iter(students), None)
+    if best is not None and students[best].get("rank_range") != [1, 1]:
+        best = None  # no "Top student" while the top rank is not determined
     keys = [
         ("students", str(len(students))),
         ("LLM judges", str(len(s["agreement"]["judges"]))),
@@ -327,7 +329,7 @@ def _overview_section(p: PageContext) -> Section | None:
     ]
     intro = (
         f"Experiment <b>{html.escape(s['experiment_id'])}</b>. "
-        + (f"Top student by the conflict-aware robust score: <b>{html.escape(best)}</b>. " if best else "")
+        + (f"Top student by the headline score: <b>{html.escape(best)}</b>. " if best else "")
         + "Scores run from 0 (every factor Low) to 1 (every factor High); "
         + (
             f"intervals are {pct} bootstrap intervals over datapoints ({s['settings']['n_boot']} resamples)."
