@@ -23,6 +23,7 @@ from coeval_analysis.judge_quality import (
     dropped_entries,
     with_degenerate_rates,
 )
+from coeval_analysis.headline_notes import headline_notes
 from coeval_analysis.judge_replies import judge_replies
 from coeval_analysis.ranking import (
     MIN_INTERVAL_DATAPOINTS,
@@ -183,6 +184,7 @@ def analyze(
     )
     if isinstance(summary["judges"], dict):
         flag_constant_raters(summary)
+    summary["headline_notes"] = headline_notes(summary)
     if dropped:
         gone_judges, gone_warnings = dropped_entries(dropped, rates)
         if isinstance(summary["judges"], dict):

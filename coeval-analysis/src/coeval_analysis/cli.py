@@ -261,6 +261,8 @@ def _print_ranking(summary: dict[str, Any]) -> None:
         click.echo(
             "No usable score in this run: every record failed or could not be used (see data quality)."
         )
+    for note in summary.get("headline_notes") or []:
+        click.echo(f"note: {note}")
     for w in summary.get("warnings", []):
         click.echo(f"warning: {w['message']}")
     q = summary["data_quality"]

@@ -169,8 +169,9 @@ def _start(lay: Layout) -> Fit:
     mu = np.bincount(lay.cell_item, cell_mean, lay.n_items) / np.maximum(cnt_i, 1)
     dev = cell_mean - mu[lay.cell_item]
     v = max(float(np.mean(dev**2)) if len(dev) else 0.01, 1e-3)
-    dx = np.where(lay.seen, lay.x - mean, 0.0)
-    noise = np.maximum((dx**2).sum(0) / np.maximum(n, 1), NOISE_FLOOR)
+    # every judge starts equal (scale 1, noise v): the first round checks each judge against
+    # the plain consensus of the others, so a flat but consistent judge cannot set the scene
+    noise = np.full(K, v)
     loc = mean - mu.mean() if lay.n_items else mean
     z = np.zeros(K)
     return Fit(loc, np.ones(K), noise, z.copy(), np.full(K, TAU**2), np.ones(K), np.full(K, TASTE_FLOOR**2),
@@ -513,7 +514,7 @@ def info_share(lay: Layout, f: Fit, stretch: float) -> tuple[np.ndarray, np.ndar
 
 
 def bootstrap(lay: Layout, f: Fit, sc: Scores, sub: Layout, share: float, weights: list[np.ndarray],
-              seed: int) -> Replicates:  # fmt: skip
+              seed: int, budget: float = REFIT_BUDGET) -> Replicates:  # fmt: skip
     """Scores over datapoint resamples (``weights``: chunks of (rows, n_items) multiplicities)
     that refit the whole model, plus the spread the data cannot show: each judge's family
     bias drawn from its posterior's prior part, and each judge's per-student taste.
@@ -528,7 +529,7 @@ def bootstrap(lay: Layout, f: Fit, sc: Scores, sub: Layout, share: float, weight
     rng = np.random.default_rng([seed, 29])
     fixed = _fixed_scores(W, sc, f)
     entries = max(int(sub.seen.sum()), 1)
-    R = min(B, max(REFIT_MIN, int(REFIT_BUDGET / (entries * REFIT_ROUNDS))))
+    R = min(B, max(REFIT_MIN, int(budget / (entries * REFIT_ROUNDS))))
     resample_judges = lay.n_judges >= JUDGE_RESAMPLE_MIN
     delta = np.zeros((R, S))
     info = np.zeros((R, K))
