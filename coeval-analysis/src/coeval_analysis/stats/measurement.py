@@ -61,6 +61,7 @@ __all__ = [
 TAU = 0.10  #: prior standard deviation of a judge's bias toward its family (0-1 score scale)
 NOISE_FLOOR = 1e-4  #: judge noise variance floor (a judge giving one level has noise 0)
 V_FLOOR = 1e-6
+TEACHER_FLOOR = 0.05  #: least weight of a teacher whose datapoints do not separate students like the others'
 COMPETENT = 0.05  #: reliability from which an unrelated judge's view can measure a family bias
 NOISE_SHARE = 0.05  #: a judge's noise variance is at least this share of its own within-datapoint variance
 VERIFY = 0.05  #: share of the answers' quality the other judges must pin down to check a judge
@@ -97,6 +98,7 @@ class Layout:
     n_students: int
     n_judges: int  #: LLM judges (K, less the reference)
     has_reference: bool
+    item_teacher: np.ndarray | None = None  #: teacher code per item (-1: unknown)
 
     @property
     def K(self) -> int:
@@ -157,7 +159,8 @@ def layout_of(j: Judgments, reference: Reference | None = None) -> Layout:
     cf = np.bincount(key, conf.astype(np.float64), C * K).reshape(C, K) > 0
     seen = cnt > 0
     x = np.where(seen, tot / np.maximum(cnt, 1), 0.0)
-    return Layout(x, seen, cf & seen, cells // max(S, 1), cells % max(S, 1), j.n_items, S, k, has_ref)
+    return Layout(x, seen, cf & seen, cells // max(S, 1), cells % max(S, 1), j.n_items, S, k, has_ref,
+                  np.asarray(j.item_teacher, np.int64))
 
 
 def _start(lay: Layout) -> Fit:
@@ -393,6 +396,35 @@ class Scores:
     cell: np.ndarray  #: (items, S) GLS answer quality on the reported scale (NaN: none)
 
 
+def teacher_weights(num: np.ndarray, den: np.ndarray, item_teacher: np.ndarray | None) -> np.ndarray:
+    """Per item: its teacher's weight, the correlation across students between the student
+    effects its datapoints give and those the other teachers' datapoints give, floored at
+    ``TEACHER_FLOOR``: a teacher whose datapoints ignore quality counts little. Refitted
+    with everything else in every bootstrap refit."""
+    n_items = num.shape[0]
+    out = np.ones(n_items)
+    if item_teacher is None or len(item_teacher) != n_items:
+        return out
+    codes = np.unique(item_teacher[item_teacher >= 0])
+    if len(codes) < 2 or num.shape[1] < 3:
+        return out
+    tn, td = num.sum(0), den.sum(0)
+    for t in codes:
+        mine = item_teacher == t
+        n_t, d_t = num[mine].sum(0), den[mine].sum(0)
+        ok = (d_t > 1e-12) & (td - d_t > 1e-12)
+        if ok.sum() < 3:
+            continue
+        own = n_t[ok] / d_t[ok]
+        rest = (tn - n_t)[ok] / (td - d_t)[ok]
+        if own.std() < 1e-12 or rest.std() < 1e-12:
+            r = 0.0
+        else:
+            r = float(np.corrcoef(own, rest)[0, 1])
+        out[mine] = max(r, TEACHER_FLOOR)
+    return out
+
+
 def _reported_scale(lay: Layout, f: Fit) -> tuple[float, float]:
     """(stretch, shift) taking theta to the scale of an average informative judge, or to
     the reference judge's (scale 1, location 0) when there is one the others can check."""
@@ -423,6 +455,8 @@ def student_scores(lay: Layout, f: Fit, w_judge: np.ndarray | None = None) -> Sc
     flat = lay.cell_item * S + lay.cell_student
     num = np.bincount(flat, num_c, n_items * S).reshape(n_items, S)
     den = np.bincount(flat, den_c, n_items * S).reshape(n_items, S)
+    weight = teacher_weights(num, den, lay.item_teacher)
+    num, den = num * weight[:, None], den * weight[:, None]
     has_item = np.bincount(lay.cell_item, minlength=n_items) > 0
     grand = float(f.mu[has_item].mean()) if has_item.any() else float("nan")
     stretch, shift = _reported_scale(lay, f)
@@ -462,7 +496,7 @@ def subsample(lay: Layout, cap: int = FIT_CELLS, seed: int = 0) -> tuple[Layout,
     keep_item = np.random.default_rng([seed, 7]).random(lay.n_items) < share
     rows = keep_item[lay.cell_item]
     sub = Layout(lay.x[rows], lay.seen[rows], lay.conflicted[rows], lay.cell_item[rows], lay.cell_student[rows],
-                 lay.n_items, lay.n_students, lay.n_judges, lay.has_reference)  # fmt: skip
+                 lay.n_items, lay.n_students, lay.n_judges, lay.has_reference, lay.item_teacher)  # fmt: skip
     return sub, float(keep_item.mean())
 
 
