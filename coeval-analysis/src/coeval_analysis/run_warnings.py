@@ -26,8 +26,9 @@ STUDENTS_ALIKE = 0.05
 INFLATED_ALPHA = 0.4
 
 
-def _preference(self_pref: dict[str, Any]) -> list[dict[str, Any]]:
+def _preference(self_pref: dict[str, Any], judges: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     out = []
+    judges = judges or {}
     for kind, what in (("judge_is_student", "its own answers"), ("same_family", "its family's answers")):
         for judge, v in self_pref.get(kind, {}).items():
             bias, se = v.get("bias"), v.get("se")
@@ -39,7 +40,12 @@ def _preference(self_pref: dict[str, Any]) -> list[dict[str, Any]]:
                     "subject": judge,
                     "message": (
                         f"judge {judge} scores {what} {bias:+.2f} higher than unrelated judges do "
-                        f"(z {bias / se:.0f}); the headline subtracts the bias it estimates for these judgments"
+                        f"(z {bias / se:.0f}); "
+                        + (
+                            "no competent unrelated judge can measure it in the headline, which bounds it by a prior"
+                            if (judges.get(judge, {}).get("family_bias_prior_share") or 0) > 0.5
+                            else "the headline subtracts the bias it estimates for these judgments"
+                        )
                     ),
                 }
             )
@@ -246,7 +252,7 @@ def collect_warnings(
     model: ScoreModel, summary: dict[str, Any], converged: bool, iterations: int, gap: float
 ) -> list[dict[str, Any]]:
     """Every warning of a summary (students, self_preference and robust fields filled)."""
-    out = _preference(summary.get("self_preference", {}))
+    out = _preference(summary.get("self_preference", {}), summary.get("judges") or {})
     out += _one_level(model)
     out += _few_datapoints(summary["students"], model.n_items)
     out += _missing(summary["students"], gap)
