@@ -150,3 +150,23 @@ def test_a_reference_judge_fixes_a_family_biased_ranking() -> None:
     rho_ref = spearmanr(fixed, sim.quality)[0]
     assert rho_ref > rho_plain + 0.2
     assert int(np.argmax(fixed)) == int(np.argmax(sim.quality)) != int(np.argmax(plain))
+
+
+def test_a_teacher_whose_datapoints_do_not_separate_students_is_warned(
+    make_run: Callable[..., Path], tmp_path: Path
+) -> None:
+    run = make_run(teacher_spread={"tea-z": 0.0}, difficulty_sd=0.0, datapoints_per_teacher=10)
+    s, _ = _analyze(run, tmp_path / "out", "--report", "summary")
+    alike = {w["subject"] for w in s["warnings"] if w["kind"] == "students_alike"}
+    assert alike == {"tea-z"}
+
+
+def test_judges_and_a_ranking_that_disagree_with_gold_are_warned() -> None:
+    from coeval_analysis.run_warnings import _gold
+
+    gold = {
+        "judges_vs_gold": {"good": {"spearman": 0.6}, "backwards": {"spearman": -0.3}},
+        "ranking_vs_gold": {"spearman": -0.5, "n_students": 4},
+    }
+    assert {(w["kind"], w["subject"]) for w in _gold(gold)} == {("judge_vs_gold", "backwards"), ("ranking_vs_gold", None)}
+    assert _gold(None) == []

@@ -176,4 +176,5 @@ def test_conflict_aware_ranking_of_the_reference_run(analysed: tuple[Path, dict[
         ("flat_judge", "smollm2-1b7"),
         ("flat_judge", "qwen2p5-0b5"),
         ("one_level", "qwen2p5-0b5"),
+        ("students_alike", "qwen2p5-0b5"),  # the teacher: its students' means spread 0.049
     } == kinds

@@ -210,7 +210,7 @@ def conflict_aware_ranking(
         judge_n=f.n_fit[:k] if len(f.n_fit) else np.zeros(k),
         converged=f.converged,
         iterations=f.iterations,
-        item_weight=np.ones(model.n_items),
+        item_weight=sc.item_weight if sc is not None and len(sc.item_weight) else np.ones(model.n_items),
         item_discrimination=np.full(model.n_items, np.nan),
         cell=sc.cell if sc is not None else np.full((model.n_items, S), np.nan),
         grand=(stretch * sc.grand + shift) if sc is not None else float("nan"),

@@ -20,7 +20,7 @@ PREFERENCE_MIN = 0.05  #: and the bias itself at least this (on the 0..1 score s
 ONE_LEVEL_SHARE = 0.95  #: a judge giving one level to more than this share of answers
 MIN_LEVELS = 10  #: ... judged on at least this many (answer, factor) units
 MIN_DATAPOINTS = 20  #: intervals resting on fewer datapoints than this are flagged
-#: a teacher whose datapoints' student scores spread less than this (discrimination) is flagged
+#: a teacher on whose datapoints the students' means spread less than this (separation) is flagged
 STUDENTS_ALIKE = 0.05
 #: agreement at least this high that includes a one-level judge is flagged as inflated
 INFLATED_ALPHA = 0.4
@@ -206,13 +206,13 @@ def _students_alike(teachers: dict[str, Any]) -> list[dict[str, Any]]:
     """Teachers whose datapoints do not separate the students."""
     out = []
     for name, t in teachers.items():
-        d = t.get("discrimination")
+        d = t.get("separation")
         if d is not None and d < STUDENTS_ALIKE:
             out.append({
                 "kind": "students_alike",
                 "subject": name,
                 "message": (
-                    f"students score alike on teacher {name}'s datapoints (discrimination {d:.3f}, below "
+                    f"students score alike on teacher {name}'s datapoints (their means spread {d:.3f}, below "
                     f"{STUDENTS_ALIKE}): they say little about who is better"
                 ),
             })  # fmt: skip

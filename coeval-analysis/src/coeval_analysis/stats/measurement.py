@@ -394,6 +394,7 @@ class Scores:
     bias_gradient: np.ndarray  #: (S, K) d score / d delta_j (reported units)
     taste_var: np.ndarray  #: (S,) variance of the score from the judges' taste (reported units)
     cell: np.ndarray  #: (items, S) GLS answer quality on the reported scale (NaN: none)
+    item_weight: np.ndarray = field(default_factory=lambda: np.zeros(0))  #: per item, its teacher's weight
 
 
 def teacher_weights(num: np.ndarray, den: np.ndarray, item_teacher: np.ndarray | None) -> np.ndarray:
@@ -417,10 +418,8 @@ def teacher_weights(num: np.ndarray, den: np.ndarray, item_teacher: np.ndarray |
             continue
         own = n_t[ok] / d_t[ok]
         rest = (tn - n_t)[ok] / (td - d_t)[ok]
-        if own.std() < 1e-12 or rest.std() < 1e-12:
-            r = 0.0
-        else:
-            r = float(np.corrcoef(own, rest)[0, 1])
+        flat = own.std() < 1e-12 or rest.std() < 1e-12
+        r = 0.0 if flat else float(np.corrcoef(own, rest)[0, 1])
         out[mine] = max(r, TEACHER_FLOOR)
     return out
 
@@ -475,7 +474,7 @@ def student_scores(lay: Layout, f: Fit, w_judge: np.ndarray | None = None) -> Sc
     taste_var = stretch**2 * (np.where(ok[:, None], g_sk / tds, 0.0) ** 2 * f.taste[None, :]).sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
         cell = np.where(den > 1e-12, stretch * (f.mu[:, None] + num / den) + shift, np.nan)
-    return Scores(score, num, den, grand, stretch, shift, share, bias_grad, taste_var, cell)
+    return Scores(score, num, den, grand, stretch, shift, share, bias_grad, taste_var, cell, weight)
 
 
 FIT_CELLS = 20_000  #: judge parameters are fitted on at most about this many answers
