@@ -151,8 +151,16 @@ def test_conflict_aware_ranking_of_the_reference_run(analysed: tuple[Path, dict[
     assert s["robust"]["converged"] is True
     assert s["robust"]["n_conflicted"] == 2776
     assert s["robust"]["families"]["gpt-4o-mini"] == s["robust"]["families"]["gpt-3.5-turbo"] == "openai"
+    # the two openai judges are the only ones that tell answers apart; the others are flagged
+    assert s["judges"]["gpt-4o-mini"]["weight"] + s["judges"]["gpt-3.5-turbo"]["weight"] > 0.99
+    for judge in ("qwen2p5-1b5", "smollm2-1b7", "qwen2p5-0b5"):
+        assert s["judges"][judge]["reliability"] < 0.05
+    # their bias on openai answers cannot be measured (no competent unrelated judge): prior only
+    assert s["judges"]["gpt-4o-mini"]["family_bias_prior_share"] == 1.0
     order = sorted(s["students"], key=lambda x: s["students"][x]["robust_rank"])
-    assert order == ["qwen2p5-1b5", "smollm2-1b7", "gpt-4o-mini", "gpt-3.5-turbo", "qwen2p5-0b5"]
+    assert order[0] == "gpt-4o-mini" and order[-1] == "qwen2p5-0b5"
+    assert s["students"]["gpt-4o-mini"]["rank_range"] == [1, 4]
+    assert s["students"]["qwen2p5-0b5"]["rank_range"] == [4, 5]
     unadjusted = sorted(s["students"], key=lambda x: s["students"][x]["robust_unadjusted_rank"])
     assert unadjusted[:2] == ["gpt-4o-mini", "gpt-3.5-turbo"]
     assert len(s["comparisons"]) == 10
@@ -162,6 +170,11 @@ def test_conflict_aware_ranking_of_the_reference_run(analysed: tuple[Path, dict[
         ("self_preference", "gpt-3.5-turbo"),
         ("family_preference", "gpt-4o-mini"),
         ("family_preference", "gpt-3.5-turbo"),
-        ("weak_unrelated_judges", "gpt-3.5-turbo, gpt-4o-mini"),
+        ("not_determined", "gpt-4o-mini"),
+        ("not_determined", "gpt-3.5-turbo"),
+        ("flat_judge", "qwen2p5-1b5"),
+        ("flat_judge", "smollm2-1b7"),
+        ("flat_judge", "qwen2p5-0b5"),
+        ("one_level", "qwen2p5-0b5"),
+        ("students_alike", "qwen2p5-0b5"),  # the teacher: its students' means spread 0.049
     } == kinds
-    assert max(j["weight"] for j in s["judges"].values()) < 0.5

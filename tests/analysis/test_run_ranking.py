@@ -94,14 +94,17 @@ def test_one_level_judge_and_few_datapoints_are_warned(make_run: Callable[..., P
     )
     s, output, _ = _run_cli(run)
     kinds = {(w["kind"], w["subject"]) for w in s["warnings"]}
-    assert kinds == {("one_level", "j-high"), ("few_datapoints", None)}
+    assert kinds == {("one_level", "j-high"), ("flat_judge", "j-high"), ("few_datapoints", None)}
     assert "warning: judge j-high gives High to 100% of answers" in output
     assert "18 datapoints" in output
 
 
-def test_students_with_no_judge_outside_their_family_keep_the_plain_mean_and_a_warning(
+def test_students_with_no_judge_outside_their_family_keep_their_judges_and_a_wider_interval(
     make_run: Callable[..., Path],
 ) -> None:
+    """Every judge is of the students' family: the headline keeps their scores, with the
+    family-bias prior's spread in the intervals; the bias is common to both students, so
+    their difference is still measured."""
     students = {"stu-a": 0.75, "stu-b": 0.5}
     judges = {"judge-1": 0.08, "judge-2": 0.1}
     run = make_run(
@@ -110,8 +113,10 @@ def test_students_with_no_judge_outside_their_family_keep_the_plain_mean_and_a_w
     )
     s, output, _ = _run_cli(run)
     for name in students:
-        assert s["students"][name]["score"] is not None
-        assert s["students"][name]["robust_score"] is None
-    assert ("no_unrelated_judge", "stu-a, stu-b") in {(w["kind"], w["subject"]) for w in s["warnings"]}
+        entry = s["students"][name]
+        assert entry["score"] is not None and entry["robust_score"] is not None
+        width = entry["robust_ci"][1] - entry["robust_ci"][0]
+        assert width > 2 * (entry["ci"][1] - entry["ci"][0])  # the prior's spread is in it
+    (pair,) = s["comparisons"]
+    assert (pair["a"], pair["b"]) == ("stu-a", "stu-b") and pair["ci"][0] > 0
     assert "No usable score" not in output
-    assert "no judge outside the family of stu-a, stu-b" in output

@@ -134,7 +134,8 @@ def test_a_stale_analysis_ranking_is_not_shown(make_run: Callable[..., Path]) ->
     (run / "analysis").mkdir()
     path = run / "analysis" / "summary.json"
     path.write_text(json.dumps({"students": {"stu-a": {"score": 0.7, "robust_score": 0.5}}}), encoding="utf-8")
-    assert analysis_ranking(run) == [{"student": "stu-a", "mean": 0.7, "robust": 0.5}]
+    assert analysis_ranking(run) == [{"student": "stu-a", "mean": 0.7, "robust": 0.5, "robust_ci": None,
+                                      "rank_label": None, "rank_range": None, "not_determined": None}]
     newest = max(p.stat().st_mtime_ns for p in (run / "phase5_evaluations").glob("*.jsonl"))
     os.utime(path, ns=(newest - 10**9, newest - 10**9))  # written before the last records
     assert analysis_ranking(run) == []

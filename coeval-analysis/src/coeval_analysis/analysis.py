@@ -18,22 +18,30 @@ import pandas as pd
 from coeval_analysis.data import LLM_JUDGE, RunData
 from coeval_analysis.human_labels import HumanLabel, run_labels
 from coeval_analysis.item_quality import with_rejections
-from coeval_analysis.judge_quality import degenerate_rates, drop_judges, dropped_entries, with_degenerate_rates
+from coeval_analysis.judge_quality import (
+    degenerate_rates,
+    drop_judges,
+    dropped_entries,
+    with_degenerate_rates,
+)
+from coeval_analysis.headline_notes import headline_notes
 from coeval_analysis.judge_replies import judge_replies
 from coeval_analysis.pass_rates import pass_rate_summary, pass_rate_table
 from coeval_analysis.teacher_diversity import with_diversity
 from coeval_analysis.ranking import (
+    MIN_INTERVAL_DATAPOINTS,
     MISSING_GAP,
     ConflictAwareRanking,
     all_students,
     common_items,
     conflict_aware_ranking,
+    determination,
     rank_label,
     student_missing,
     teacher_weights,
     unrelated_weight,
 )
-from coeval_analysis.run_warnings import collect_warnings
+from coeval_analysis.run_warnings import collect_warnings, flag_constant_raters
 from coeval_analysis.stale import stale_warnings
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
 from coeval_analysis.stats.bootstrap import Bootstrap
@@ -41,9 +49,11 @@ from coeval_analysis.stats.coverage import attribute_coverage
 from coeval_analysis.stats.diagnostics import self_preference, teacher_discrimination, verbosity
 from coeval_analysis.stats.icc_bootstrap import icc_intervals
 from coeval_analysis.reference_judge import reference_summary, reference_table
+from coeval_analysis.stats.measurement import TAU
 from coeval_analysis.stats.reference import evaluator_scores, gold_report, label_report
 from coeval_analysis.stats.robust import RobustRanking, robust_ranking
 from coeval_analysis.stats.scores import ScoreModel
+from coeval_analysis.teacher_diversity import with_diversity
 
 __all__ = ["SCHEMA_VERSION", "Analysis", "AnalysisOptions", "analyze"]
 
@@ -104,25 +114,34 @@ def analyze(
     options: AnalysisOptions | None = None,
     progress: Callable[[str], None] | None = None,
     human_labels: Sequence[HumanLabel] | None = None,
+    reference: pd.DataFrame | None = None,
 ) -> Analysis:
     """Every statistic of ``data``. ``human_labels``: human labels of its answers (None: the run
     folder's ``human_labels.jsonl``, if any; ``[]``: none), checked against today's answers
-    so that a label of a regenerated answer is reported stale and not used."""
+    so that a label of a regenerated answer is reported stale and not used.
+
+    ``reference``: scores of a judge of known scale, columns ``datapoint_id, student, factor,
+    score`` in [0, 1] and ``source`` ("human" or "gold"); the headline treats it as a judge of
+    scale 1, location 0 and no family (see :func:`coeval_analysis.ranking.reference_of`).
+    None: made from ``human_labels`` and the run's gold answers."""
     opts = options or AnalysisOptions()
     step = progress or (lambda _msg: None)
     human = run_labels(data.path, human_labels)
     #: the reference judge (human labels and gold) of the measurement model
-    reference = reference_table(data, human)
+    if reference is None:
+        reference = reference_table(data, human)
     replies = judge_replies(data)
     rates = degenerate_rates(data.units, replies)
     data, dropped = drop_judges(data, rates) if opts.drop_degenerate_judges else (data, [])
     step("scores")
     model = ScoreModel.build(data)
     boot = Bootstrap(model.n_items, opts.n_boot, opts.seed)
-    slices = model.student_table(boot, opts.level)
+    # below MIN_INTERVAL_DATAPOINTS a bootstrap interval means nothing: none is shown
+    few = model.n_items < MIN_INTERVAL_DATAPOINTS
+    slices = model.student_table(Bootstrap(model.n_items, 0, opts.seed) if few else boot, opts.level)
     step("robust ranking")
     robust = robust_ranking(model, boot, opts.level)
-    headline = conflict_aware_ranking(model, data, boot, opts.level)
+    headline = conflict_aware_ranking(model, data, boot, opts.level, reference)
     step("judge agreement")
     agreement, pairs = _agreement(model, opts, boot)
     step("teachers and diagnostics")
@@ -183,6 +202,9 @@ def analyze(
     if ref_summary is not None:
         summary["reference"] = ref_summary
     summary["warnings"] = stale_warnings(data.path) + summary["warnings"]  # first: they change every number
+    if isinstance(summary["judges"], dict):
+        flag_constant_raters(summary)
+    summary["headline_notes"] = headline_notes(summary)
     if dropped:
         gone_judges, gone_warnings = dropped_entries(dropped, rates)
         if isinstance(summary["judges"], dict):
@@ -332,6 +354,7 @@ def _judges(
                     "weight_ci": [_num(headline.weight_ci[0][j]), _num(headline.weight_ci[1][j])],
                     "consensus_r": _num(h.judge_r[j]),
                     "leniency": _num(h.judge_leniency[j]),
+                    **_judge_model(headline, j),
                     "family": headline.families.get(name),
                     "n_conflicted": int(h.n_conflicted[j]),
                     "unadjusted_weight": _num(robust.judge_weight[j]),
@@ -364,6 +387,24 @@ def _judges(
     return out, others, table
 
 
+def _judge_model(r: ConflictAwareRanking, j: int) -> dict[str, Any]:
+    """A judge's measurement-model parameters (reported scale: 1 = an average informative judge)."""
+    m = r.measurement
+    f = m.fit
+    if j >= len(f.scale):
+        return {}
+    return {
+        "scale": _num(m.scale[j]),
+        "reliability": _num(f.reliability[j]),
+        "noise_sd": _num(np.sqrt(f.noise[j])),
+        "taste_sd": _num(np.sqrt(f.taste[j])),
+        "family_bias": _num(f.bias[j]) if r.headline.n_conflicted[j] else None,
+        "family_bias_sd": _num(np.sqrt(f.bias_var[j])) if r.headline.n_conflicted[j] else None,
+        "family_bias_prior_share": _num(f.bias_prior_share[j]) if r.headline.n_conflicted[j] else None,
+        "checked": bool(f.checked[j]) if j < len(f.checked) else False,
+    }
+
+
 def _students(
     model: ScoreModel,
     slices: pd.DataFrame,
@@ -386,6 +427,7 @@ def _students(
     comp = headline.comparisons
     n_items = (~np.isnan(h.cell)).sum(0) if h.cell.size else np.zeros(model.n_students, np.int64)
     unrelated = unrelated_weight(headline)
+    why_not = determination(headline)
     out: dict[str, Any] = {}
     rows = []
     for i, s in enumerate(model.students):
@@ -408,6 +450,8 @@ def _students(
             "n_responses": int(row["n"]) if row is not None else 0,
             "n_items": int(n_items[i]),
             "unrelated_judge_weight": _num(unrelated[i]),
+            "determined": why_not[i] is None if scored else None,
+            "not_determined": why_not[i],
             **missing.get(s, {}),
         }
         if gold and s in gold["students"]:
@@ -441,7 +485,13 @@ def _robust_summary(r: ConflictAwareRanking) -> dict[str, Any]:
     """How the headline ranking was fitted (``summary.json`` ``robust``)."""
     h = r.headline
     return {
-        "method": "conflict-aware",
+        "method": "measurement-model",
+        "bias_prior_sd": TAU,
+        "n_refits": r.measurement.replicates.n_refits if r.measurement.replicates else 0,
+        "judges_resampled": bool(r.measurement.replicates.judges_resampled) if r.measurement.replicates else False,
+        "n_datapoints": r.measurement.n_items,
+        "intervals": r.measurement.intervals,
+        "reference_judge": r.measurement.layout.has_reference,
         "converged": bool(h.converged),
         "iterations": int(h.iterations),
         "scorers": list(r.judges),

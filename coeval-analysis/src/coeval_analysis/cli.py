@@ -255,8 +255,9 @@ def _print_ranking(summary: dict[str, Any]) -> None:
     if any(s["robust_score"] is not None for s in students.values()):
         output_console().print(table)
         click.echo(
-            "robust: conflict-aware headline (a judge's scores of its own family left out); "
-            "mean: every judgment counts equally; '4-5': not told apart at this level."
+            "robust: the headline (judges weighted by how well they tell answers apart; family bias "
+            "estimated, or bounded by a prior); mean: every judgment counts equally; "
+            "'4-5': the ranks the data allow."
         )
     elif any(s["score"] is not None for s in students.values()):
         output_console().print(table)
@@ -267,6 +268,8 @@ def _print_ranking(summary: dict[str, Any]) -> None:
         click.echo(
             "No usable score in this run: every record failed or could not be used (see data quality)."
         )
+    for note in summary.get("headline_notes") or []:
+        click.echo(f"note: {note}")
     for w in summary.get("warnings", []):
         click.echo(f"warning: {plain(w['message'])}")
     if summary.get("reference"):  # human labels and gold: how many, and how many more would settle it

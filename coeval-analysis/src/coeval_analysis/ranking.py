@@ -12,20 +12,27 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from coeval_analysis.data import LLM_JUDGE, RunData
 from coeval_analysis.families import model_families
-from coeval_analysis.stats._correlation import correlation_from_moments
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.comparisons import Comparisons, compare_students, rank_label
-from coeval_analysis.stats.headline import (
-    CORR_SHRINK,
-    Headline,
-    Judgments,
-    snr_weight,
-    fit_headline,
-    shrinkage,
-    weighted_judge_consensus,
+from coeval_analysis.stats.headline import Headline, Judgments
+from coeval_analysis.stats.measurement import (
+    TAU,
+    Fit,
+    Layout,
+    Reference,
+    Replicates,
+    Scores,
+    bootstrap,
+    fit_all,
+    info_share,
+    layout_of,
+    student_scores,
 )
 from coeval_analysis.stats.scores import ScoreModel, pair_mean
 
@@ -35,8 +42,10 @@ __all__ = [
     "all_students",
     "common_items",
     "conflict_aware_ranking",
+    "determination",
     "judgments_of",
     "rank_label",
+    "reference_of",
     "student_missing",
     "teacher_weights",
     "unrelated_weight",
@@ -44,6 +53,13 @@ __all__ = [
 
 #: failure rates of students differing by more than this share a warning and a common-items ranking
 MISSING_GAP = 0.05
+#: below this many datapoints no interval, p-value or rank range is shown ("too few datapoints")
+MIN_INTERVAL_DATAPOINTS = 10
+#: below this many, bootstrap intervals are widened to the t distribution's
+WIDEN_BELOW = 30
+#: a judge whose reliability (share of its score variance answer quality explains) is below
+#: this barely tells answers apart
+RELIABILITY_FLOOR = 0.05
 
 
 @dataclass
@@ -56,6 +72,20 @@ class ConflictAwareRanking:
     comparisons: Comparisons
     weight_ci: tuple[np.ndarray, np.ndarray]
     judgments: Judgments
+    measurement: MeasurementSummary
+
+
+@dataclass
+class MeasurementSummary:
+    """The fitted measurement model behind the headline."""
+
+    layout: Layout
+    fit: Fit
+    scores: Scores | None
+    replicates: Replicates | None
+    scale: np.ndarray  #: per LLM judge, on the reported scale (1: an average informative judge)
+    n_items: int  #: datapoints the headline rests on
+    intervals: bool  #: False: too few datapoints for any interval
 
 
 def judgments_of(model: ScoreModel, families: dict[str, str]) -> tuple[Judgments, list[str]]:
@@ -89,72 +119,152 @@ def judgments_of(model: ScoreModel, families: dict[str, str]) -> tuple[Judgments
     return j, names
 
 
-def _weight_ci(
-    h: Headline, j: Judgments, boot: Bootstrap, level: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Judge-weight intervals: resample datapoints, recompute each judge's correlation with
-    the fixed leave-one-out consensus from resampled moment sums, then the weights."""
-    k = j.n_judges
-    keep = ~j.conflicted & ~np.isnan(j.value)
-    if k < 2 or not keep.any() or boot.n_boot == 0:
-        return np.full(k, np.nan), np.full(k, np.nan)
-    S = j.n_students
-    cell = j.item[keep] * S + j.student[keep]
-    judge, value, item = j.judge[keep], j.value[keep], j.item[keep]
-    w, b = h.judge_weight, h.judge_leniency
-    num, den = weighted_judge_consensus(cell, judge, value, w, b, j.n_items * S)
-    wj = w[judge]
-    rest = den[cell] - wj
-    ok = rest > 1e-12
-    loo = np.where(ok, (num[cell] - wj * (value - b[judge])) / np.where(ok, rest, 1.0), 0.0)
-    x = np.where(ok, value, 0.0)
-    one = ok.astype(np.float64)
-    cols = []
-    for jdx in range(k):
-        mine = judge == jdx
-        for v in (one, x, loo * one, x * x, loo * loo * one, x * loo * one):
-            cols.append(np.bincount(item[mine], weights=v[mine], minlength=j.n_items))
-    sums = boot.sums(np.stack(cols, 1)).reshape(boot.n_boot, k, 6)
-    n = sums[:, :, 0]
-    r = correlation_from_moments(sums, var_floor=1e-12)
-    snr = snr_weight(r * n / (n + CORR_SHRINK), n)
-    tot = snr.sum(1, keepdims=True)
-    wt = np.where(tot > 0, snr / np.where(tot > 0, tot, 1.0), 1.0 / k)
-    lam = shrinkage(h.judge_n)
-    wt = (1 - lam) * wt + lam / k
-    wt = wt / wt.sum(1, keepdims=True)
-    # r^2 of a resample is biased upward (most for weak judges), so the replicates sit off
-    # the estimate: keep their spread, centred on the estimate (median-shifted percentiles)
-    lo, hi = percentile_interval(wt, level)
-    mid = np.median(wt, 0)
-    floor = lam / k  # the shrinkage share every judge keeps
-    return np.clip(w + (lo - mid), floor, 1.0), np.clip(w + (hi - mid), floor, 1.0)
+def reference_of(model: ScoreModel, table: pd.DataFrame | None) -> Reference | None:
+    """The reference judge's scores (human labels or gold answers) in the model's codes:
+    ``table`` has columns ``datapoint_id, student, factor, score`` (in [0, 1]) and ``source``
+    ("human" or "gold"); factors of one answer are averaged, as a judge's are. Rows naming a
+    datapoint or student the run does not score are ignored."""
+    if table is None or not len(table):
+        return None
+    missing = {"datapoint_id", "student", "factor", "score", "source"} - set(table.columns)
+    if missing:
+        raise ValueError(f"reference scores lack the column(s) {', '.join(sorted(missing))}")
+    ids = np.asarray(model.data.datapoint_ids, dtype=object)[model.items]
+    item_of = {str(d): i for i, d in enumerate(ids)}
+    student_of = {s: i for i, s in enumerate(model.students)}
+    score = pd.to_numeric(table["score"], errors="coerce").to_numpy(np.float64)
+    if np.any((score < 0) | (score > 1)):
+        raise ValueError("reference scores must lie in [0, 1]")
+    item = np.array([item_of.get(str(d), -1) for d in table["datapoint_id"]], np.int64)
+    student = np.array([student_of.get(str(s), -1) for s in table["student"]], np.int64)
+    ok = (item >= 0) & (student >= 0) & np.isfinite(score)
+    if not ok.any():
+        return None
+    key = item[ok] * model.n_students + student[ok]
+    uniq, inv = np.unique(key, return_inverse=True)
+    mean = np.bincount(inv, score[ok]) / np.bincount(inv)
+    return Reference(uniq // model.n_students, uniq % model.n_students, mean)
+
+
+def _small_sample_widen(reps: np.ndarray, score: np.ndarray, n_items: int, level: float) -> np.ndarray:
+    """Below ``WIDEN_BELOW`` datapoints a percentile interval is too narrow: stretch the
+    replicates about the estimate by t(n - 1) / z and the n / (n - 1) variance correction."""
+    if n_items >= WIDEN_BELOW or not len(reps):
+        return reps
+    q = 0.5 + level / 2
+    factor = float(student_t.ppf(q, n_items - 1) / norm.ppf(q) * np.sqrt(n_items / (n_items - 1)))
+    out: np.ndarray = score[None, :] + factor * (reps - score[None, :])
+    return out
 
 
 def conflict_aware_ranking(
-    model: ScoreModel, data: RunData, boot: Bootstrap, level: float
+    model: ScoreModel, data: RunData, boot: Bootstrap, level: float, reference: pd.DataFrame | None = None
 ) -> ConflictAwareRanking:
+    """The headline: the measurement model of :mod:`coeval_analysis.stats.measurement`, its
+    bootstrap, comparisons and rank ranges. ``reference``: see :func:`reference_of`."""
     families = model_families(data.config, [*model.judges, *model.scorers, *model.students])
     j, names = judgments_of(model, families)
-    h = fit_headline(j)
-    reps = h.replicates(boot)
-    ci = percentile_interval(reps, level) if len(reps) else (
-        np.full(model.n_students, np.nan),
-        np.full(model.n_students, np.nan),
+    lay = layout_of(j, reference_of(model, reference))
+    S, k = model.n_students, len(names)
+    if lay.K == 0 or not lay.seen.any():
+        f = Fit(np.zeros(lay.K), np.zeros(lay.K), np.ones(lay.K), np.zeros(lay.K), np.zeros(lay.K),
+                np.zeros(lay.K), np.zeros(lay.K), np.zeros(model.n_items), 0.01, True, 0, np.zeros(lay.K))  # fmt: skip
+        sub, share = lay, 1.0
+        sc = student_scores(lay, f) if lay.K else None
+    else:
+        f, sub, share = fit_all(lay)
+        sc = student_scores(lay, f)
+    score = sc.score if sc is not None else np.full(S, np.nan)
+    n_items = int(((sc.den > 0).any(1)).sum()) if sc is not None else 0
+    enough = n_items >= MIN_INTERVAL_DATAPOINTS
+    reps = np.zeros((0, S))
+    refits: Replicates | None = None
+    if sc is not None and boot.n_boot and enough:
+        refits = bootstrap(lay, f, sc, sub, share, list(boot.weights()), boot.seed)
+        reps = _small_sample_widen(refits.score, score, n_items, level)
+    ci = percentile_interval(reps, level) if len(reps) else (np.full(S, np.nan), np.full(S, np.nan))
+    comp = compare_students(list(model.students), score, reps, level)
+    if not enough and boot.n_boot:  # too few datapoints: no place is known
+        n_scored = int(np.isfinite(score).sum())
+        comp.rank_range = [(1, n_scored) if np.isfinite(score[i]) else None for i in range(S)]
+        comp.rank_ci = list(comp.rank_range)
+    share_info, scale = (np.zeros(lay.K), np.zeros(lay.K))
+    if lay.K:
+        stretch = sc.stretch if sc is not None else 1.0
+        share_info, scale = info_share(lay, f, stretch)
+    if refits is not None and refits.n_refits >= MIN_INTERVAL_DATAPOINTS:
+        wlo, whi = percentile_interval(refits.judge_info[:, :k], level)
+    else:
+        wlo, whi = np.full(k, np.nan), np.full(k, np.nan)
+    n_conf = np.bincount(j.judge[j.conflicted].astype(np.int64), minlength=k)[:k]
+    stretch, shift = (sc.stretch, sc.shift) if sc is not None else (1.0, 0.0)
+    rel = f.reliability[:k] if lay.K else np.zeros(0)
+    h = Headline(
+        judge_weight=share_info[:k],
+        judge_leniency=(f.location[:k] - shift * f.scale[:k] / stretch) if lay.K else np.zeros(0),
+        # the signed root of the reliability; undefined (NaN) for a judge whose scale could
+        # not be measured (no judge checks it, or it gives one level)
+        judge_r=np.where(scale[:k] != 0, np.sign(f.scale[:k]) * np.sqrt(np.clip(rel, 0, 1)), np.nan)
+        if lay.K
+        else np.zeros(0),
+        judge_n=f.n_fit[:k] if len(f.n_fit) else np.zeros(k),
+        converged=f.converged,
+        iterations=f.iterations,
+        item_weight=sc.item_weight if sc is not None and len(sc.item_weight) else np.ones(model.n_items),
+        item_discrimination=np.full(model.n_items, np.nan),
+        cell=sc.cell if sc is not None else np.full((model.n_items, S), np.nan),
+        grand=(stretch * sc.grand + shift) if sc is not None else float("nan"),
+        score=score,
+        n_conflicted=n_conf.astype(np.int64),
     )
-    comp = compare_students(list(model.students), h.score, reps, level)
-    return ConflictAwareRanking(h, names, families, ci, reps, comp, _weight_ci(h, j, boot, level), j)
+    m = MeasurementSummary(lay, f, sc, refits, scale[:k], n_items, enough)
+    return ConflictAwareRanking(h, names, families, ci, reps, comp, (wlo, whi), j, m)
 
 
 def unrelated_weight(r: ConflictAwareRanking) -> np.ndarray:
-    """Per student: the share of the judge weight that may score it (judges unrelated to
-    it that scored at least one of its answers). Low: its headline score rests on the
-    judges the ensemble trusts least."""
-    j, w = r.judgments, r.headline.judge_weight
-    keep = ~j.conflicted & ~np.isnan(j.value)
-    scored_by = np.zeros((j.n_students, j.n_judges), bool)
-    scored_by[j.student[keep], j.judge[keep]] = True
-    out: np.ndarray = scored_by.astype(np.float64) @ w if j.n_judges else np.zeros(j.n_students)
+    """Per student: the share of its headline information that comes from judges unrelated
+    to it that tell answers apart (reliability at least ``RELIABILITY_FLOOR``). Low: its
+    place rests on related judges, whose family bias is bounded only by the prior, or on
+    judges that barely tell answers apart."""
+    m = r.measurement
+    lay, f = m.layout, m.fit
+    S = lay.n_students
+    if lay.K == 0 or not lay.seen.any():
+        return np.zeros(S)
+    h = lay.seen * (f.scale**2 / f.noise)
+    good = lay.seen & ~lay.conflicted & (f.reliability >= RELIABILITY_FLOOR)[None, :]
+    tot = np.bincount(lay.cell_student, h.sum(1), S)
+    mine = np.bincount(lay.cell_student, (h * good).sum(1), S)
+    out: np.ndarray = np.where(tot > 0, mine / np.where(tot > 0, tot, 1.0), 0.0)
+    return out
+
+
+#: a student whose information from unrelated judges that tell answers apart is below this
+#: share, and whose rank range is wider than one place, is "not determined"
+UNRELATED_INFO_FLOOR = 0.25
+
+
+def determination(r: ConflictAwareRanking) -> list[str | None]:
+    """Per student: None when its place is determined (or it is unscored), else why not, in
+    words a user can act on."""
+    m = r.measurement
+    scored = np.isfinite(r.headline.score)
+    if not m.intervals:
+        why = (f"too few datapoints ({m.n_items}, fewer than {MIN_INTERVAL_DATAPOINTS}) for an interval "
+               "or a rank; add datapoints")  # fmt: skip
+        return [why if scored[i] else None for i in range(len(scored))]
+    unrelated = unrelated_weight(r)
+    out: list[str | None] = []
+    for i, rr in enumerate(r.comparisons.rank_range):
+        if not scored[i] or rr is None or rr[0] == rr[1] or unrelated[i] >= UNRELATED_INFO_FLOOR:
+            out.append(None)
+            continue
+        out.append(
+            "no unrelated judge that tells answers apart graded it (they hold "
+            f"{unrelated[i]:.0%} of its information): its place rests on judges of its family, whose "
+            f"bias is bounded only by a prior of +/-{TAU:.2f}, or on judges that barely tell answers apart; "
+            "add an unrelated judge, or label a few answers"
+        )
     return out
 
 

@@ -10,21 +10,25 @@ from typing import Any
 
 import numpy as np
 
+from coeval_analysis.ranking import MIN_INTERVAL_DATAPOINTS, RELIABILITY_FLOOR
 from coeval_analysis.stats.scores import ScoreModel
 
-__all__ = ["MIN_DATAPOINTS", "ONE_LEVEL_SHARE", "PREFERENCE_Z", "collect_warnings"]
+__all__ = ["MIN_DATAPOINTS", "ONE_LEVEL_SHARE", "PREFERENCE_Z", "collect_warnings", "flag_constant_raters"]
 
 PREFERENCE_Z = 3.0  #: bias / standard error above which a self- or family preference is reported
 PREFERENCE_MIN = 0.05  #: and the bias itself at least this (on the 0..1 score scale)
 ONE_LEVEL_SHARE = 0.95  #: a judge giving one level to more than this share of answers
-MIN_LEVELS = 50  #: ... judged on at least this many (answer, factor) units
+MIN_LEVELS = 10  #: ... judged on at least this many (answer, factor) units
 MIN_DATAPOINTS = 20  #: intervals resting on fewer datapoints than this are flagged
-#: a student whose unrelated judges hold less than this share of the weight is flagged
-UNRELATED_WEIGHT_FLOOR = 0.25
+#: a teacher on whose datapoints the students' means spread less than this (separation) is flagged
+STUDENTS_ALIKE = 0.05
+#: agreement at least this high that includes a one-level judge is flagged as inflated
+INFLATED_ALPHA = 0.4
 
 
-def _preference(self_pref: dict[str, Any]) -> list[dict[str, Any]]:
+def _preference(self_pref: dict[str, Any], judges: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     out = []
+    judges = judges or {}
     for kind, what in (("judge_is_student", "its own answers"), ("same_family", "its family's answers")):
         for judge, v in self_pref.get(kind, {}).items():
             bias, se = v.get("bias"), v.get("se")
@@ -36,7 +40,12 @@ def _preference(self_pref: dict[str, Any]) -> list[dict[str, Any]]:
                     "subject": judge,
                     "message": (
                         f"judge {judge} scores {what} {bias:+.2f} higher than unrelated judges do "
-                        f"(z {bias / se:.0f}); these judgments are left out of the headline ranking"
+                        f"(z {bias / se:.0f}); "
+                        + (
+                            "no competent unrelated judge can measure it in the headline, which bounds it by a prior"
+                            if (judges.get(judge, {}).get("family_bias_prior_share") or 0) > 0.5
+                            else "the headline subtracts the bias it estimates for these judgments"
+                        )
                     ),
                 }
             )
@@ -69,6 +78,17 @@ def _one_level(model: ScoreModel) -> list[dict[str, Any]]:
 
 def _few_datapoints(students: dict[str, Any], n_items: int) -> list[dict[str, Any]]:
     thin = sorted(s for s, v in students.items() if 0 < v.get("n_items", n_items) < MIN_DATAPOINTS)
+    if n_items and n_items < MIN_INTERVAL_DATAPOINTS:
+        return [
+            {
+                "kind": "few_datapoints",
+                "subject": None,
+                "message": (
+                    f"too few datapoints ({n_items}, fewer than {MIN_INTERVAL_DATAPOINTS}): no interval, p-value "
+                    "or rank is shown, since resampling so few cannot say how far the scores would move"
+                ),
+            }
+        ]
     if n_items and n_items < MIN_DATAPOINTS:
         return [
             {
@@ -107,25 +127,6 @@ def _missing(students: dict[str, Any], gap: float) -> list[dict[str, Any]]:
     ]
 
 
-def _weak_judges(students: dict[str, Any], floor: float) -> list[dict[str, Any]]:
-    weak = {s: v["unrelated_judge_weight"] for s, v in students.items()
-            if v.get("unrelated_judge_weight") is not None and v.get("robust_score") is not None
-            and v["unrelated_judge_weight"] < floor}  # fmt: skip
-    if not weak:
-        return []
-    names = ", ".join(f"{s} ({w:.0%})" for s, w in sorted(weak.items()))
-    return [
-        {
-            "kind": "weak_unrelated_judges",
-            "subject": ", ".join(sorted(weak)),
-            "message": (
-                f"the judges unrelated to {names} hold little of the judge weight: their headline "
-                "scores rest on the least trusted judges; add an unrelated judge"
-            ),
-        }
-    ]
-
-
 def _no_unrelated_judge(students: dict[str, Any]) -> list[dict[str, Any]]:
     """Students the plain mean scores but the headline cannot: every judge is of their family."""
     alone = sorted(s for s, v in students.items() if v.get("score") is not None and v.get("robust_score") is None)
@@ -144,15 +145,121 @@ def _no_unrelated_judge(students: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _judge_quality(judges: dict[str, Any]) -> list[dict[str, Any]]:
+    """Judges whose scores barely move with answer quality, or move against it."""
+    out = []
+    for name, j in judges.items():
+        rel, scale, n = j.get("reliability"), j.get("scale"), j.get("n_units") or 0
+        if rel is None or scale is None:
+            continue
+        if rel < RELIABILITY_FLOOR and not j.get("checked", True):
+            out.append({
+                "kind": "flat_judge",
+                "subject": name,
+                "message": (
+                    f"judge {name} cannot be shown to tell answers apart: no other judge that does graded "
+                    "enough of the same answers to check it; it counts for almost nothing in the headline "
+                    "(add a judge, or label a few answers)"
+                ),
+            })  # fmt: skip
+        elif rel < RELIABILITY_FLOOR:
+            out.append({
+                "kind": "flat_judge",
+                "subject": name,
+                "message": (
+                    f"judge {name} barely tells answers apart: answer quality explains {rel:.0%} of the spread "
+                    f"of its scores (scale {scale:+.2f}, 1 = an average informative judge)"
+                    + (f" on the {n} units it graded" if n < 50 else "")
+                    + "; it counts for almost nothing in the headline"
+                ),
+            })  # fmt: skip
+        elif scale < 0:
+            out.append({
+                "kind": "contrary_judge",
+                "subject": name,
+                "message": (
+                    f"judge {name} scores better answers lower (scale {scale:+.2f}): the headline counts its "
+                    "scores reversed; check its prompt and parsing"
+                ),
+            })  # fmt: skip
+    return out
+
+
+def _gold(gold: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Judges, and the headline ranking, that disagree with benchmark gold answers."""
+    if not gold:
+        return []
+    out = []
+    for name, v in (gold.get("judges_vs_gold") or {}).items():
+        rho = v.get("spearman")
+        if rho is not None and rho < 0:
+            out.append({"kind": "judge_vs_gold", "subject": name,
+                        "message": f"judge {name} disagrees with the gold answers (Spearman {rho:+.2f})"})  # fmt: skip
+    rho = (gold.get("ranking_vs_gold") or {}).get("spearman")
+    if rho is not None and rho < 0:
+        out.append({"kind": "ranking_vs_gold", "subject": None,
+                    "message": f"the headline ranking disagrees with the gold ranking (Spearman {rho:+.2f})"})  # fmt: skip
+    return out
+
+
+def _students_alike(teachers: dict[str, Any]) -> list[dict[str, Any]]:
+    """Teachers whose datapoints do not separate the students."""
+    out = []
+    for name, t in teachers.items():
+        d = t.get("separation")
+        if d is not None and d < STUDENTS_ALIKE:
+            out.append({
+                "kind": "students_alike",
+                "subject": name,
+                "message": (
+                    f"students score alike on teacher {name}'s datapoints (their means spread {d:.3f}, below "
+                    f"{STUDENTS_ALIKE}): they say little about who is better"
+                ),
+            })  # fmt: skip
+    return out
+
+
+def _not_determined(students: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"kind": "not_determined", "subject": s, "message": f"{s}: not determined: {v['not_determined']}"}
+        for s, v in students.items()
+        if v.get("not_determined") and v.get("n_items", 0) >= MIN_INTERVAL_DATAPOINTS
+    ]
+
+
+def flag_constant_raters(summary: dict[str, Any]) -> None:
+    """Agreement statistics count agreeing on a constant rating as reliability: say so
+    (``agreement.constant_raters_note`` and a warning) when a judge gives one level."""
+    flat = sorted(w["subject"] for w in summary["warnings"] if w["kind"] == "one_level")
+    agreement = summary["agreement"]
+    flat = [j for j in flat if j in agreement.get("judges", [])]
+    if not flat:
+        return
+    alpha = agreement.get("krippendorff_alpha")
+    note = (
+        f"{', '.join(flat)} give(s) one level to nearly every answer: agreement with a constant rating "
+        "is not evidence of reliability, so alpha, kappa and ICC overstate it"
+    )
+    agreement["constant_raters_note"] = note
+    if alpha is not None and alpha < INFLATED_ALPHA:
+        return  # low anyway: nobody reads it as reliability
+    shown = f" (Krippendorff's alpha {alpha:.2f})" if alpha is not None else ""
+    summary["warnings"].append({"kind": "agreement_inflated", "subject": ", ".join(flat),
+                                "message": f"judge agreement{shown} is inflated: {note}"})  # fmt: skip
+
+
 def collect_warnings(
     model: ScoreModel, summary: dict[str, Any], converged: bool, iterations: int, gap: float
 ) -> list[dict[str, Any]]:
     """Every warning of a summary (students, self_preference and robust fields filled)."""
-    out = _preference(summary.get("self_preference", {}))
+    out = _preference(summary.get("self_preference", {}), summary.get("judges") or {})
     out += _one_level(model)
     out += _few_datapoints(summary["students"], model.n_items)
     out += _missing(summary["students"], gap)
-    out += _weak_judges(summary["students"], UNRELATED_WEIGHT_FLOOR)
+    out += _not_determined(summary["students"])
+    out += _judge_quality(summary.get("judges") or {})
+    out += _gold(summary.get("gold"))
+    out += _students_alike(summary.get("teachers") or {})
     out += _no_unrelated_judge(summary["students"])
     if not converged:
         out.append(

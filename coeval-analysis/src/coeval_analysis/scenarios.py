@@ -17,7 +17,7 @@ import numpy as np
 
 from coeval_analysis.stats.headline import Judgments
 
-__all__ = ["SCENARIOS", "Scenario", "Simulated", "plain_scores", "simulate"]
+__all__ = ["NOISE_ONLY", "REFERENCE_SHAPED", "SCENARIOS", "Scenario", "Simulated", "plain_scores", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,11 @@ class Scenario:
     difficulty_sd: float = 0.12
     #: fixed student quality (None: drawn uniformly in 0.4..0.7 per seed)
     quality: Sequence[float] | None = None
+    #: judge index -> how strongly its scores follow answer quality (1: fully; 0: a flat
+    #: judge that sees every answer alike; negative: a contrary judge)
+    judge_scale: Mapping[int, float] = field(default_factory=dict)
+    #: judge index -> shift added before the level thresholds (a lenient or harsh judge)
+    judge_shift: Mapping[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -69,6 +74,27 @@ SCENARIOS: dict[str, Scenario] = {
     "bad_teacher": Scenario("bad_teacher", teacher_spread={2: 0.0}),
 }
 
+#: the reference run's shape: the only judges that tell answers apart are of one family,
+#: whose two students are truly the best; the unrelated judges are flat or contrary, and one
+#: of them has a family student of its own
+_BEST_TWO = (0.40, 0.42, 0.45, 0.47, 0.50, 0.52, 0.55, 0.58, 0.66, 0.70)
+REFERENCE_SHAPED: dict[str, Scenario] = {
+    "family_top_flat": Scenario(
+        "family_top_flat", judge_noise=(0.06, 0.06, 0.05, 0.1), quality=_BEST_TWO,
+        judge_scale={2: 0.0, 3: 0.1}, judge_shift={2: 0.25, 3: 0.1},
+        favours={0: ((8, 9), 0.10), 1: ((8, 9), 0.10), 3: ((0,), 0.10)},
+    ),
+    "family_top_contrary": Scenario(
+        "family_top_contrary", judge_noise=(0.06, 0.06, 0.08, 0.15), quality=_BEST_TWO,
+        judge_scale={2: 0.0, 3: -0.4}, judge_shift={2: 0.2},
+        favours={0: ((8, 9), 0.10), 1: ((8, 9), 0.10), 2: ((0,), 0.10)},
+    ),
+}
+SCENARIOS.update(REFERENCE_SHAPED)
+
+#: judges whose scores do not depend on the answer at all
+NOISE_ONLY = Scenario("noise_only", judge_noise=(), random_judges=4, quality=_BEST_TWO)
+
 
 def simulate(sc: Scenario, seed: int) -> Simulated:
     """Draw one run of ``sc``; conflicted = a judge's scores of the students it favours."""
@@ -92,7 +118,8 @@ def simulate(sc: Scenario, seed: int) -> Simulated:
         if jdx >= len(sc.judge_noise):
             levels = rng.integers(0, 3, latent.shape)
         else:
-            seen = latent + rng.normal(0.0, sc.judge_noise[jdx], latent.shape)
+            scale, shift = sc.judge_scale.get(jdx, 1.0), sc.judge_shift.get(jdx, 0.0)
+            seen = 0.5 + shift + scale * (latent - 0.5) + rng.normal(0.0, sc.judge_noise[jdx], latent.shape)
             if jdx in sc.taste_sd:
                 seen += rng.normal(0.0, sc.taste_sd[jdx], S)[None, :, None]
             if jdx in sc.favours:

@@ -318,6 +318,8 @@ def _overview_section(p: PageContext) -> Section | None:
     s, pct = p.summary, p.pct
     students = s["students"]
     best = next(iter(students), None)
+    if best is not None and students[best].get("rank_range") != [1, 1]:
+        best = None  # no "Top student" while the top rank is not determined
     others = sum(e["n_records"] for e in s.get("evaluator_records", {}).values())
     keys = [
         ("students", str(len(students))),
@@ -332,7 +334,7 @@ def _overview_section(p: PageContext) -> Section | None:
     ]
     intro = (
         f"Experiment <b>{html.escape(s['experiment_id'])}</b>. "
-        + (f"Top student by the conflict-aware robust score: <b>{html.escape(best)}</b>. " if best else "")
+        + (f"Top student by the headline score: <b>{html.escape(best)}</b>. " if best else "")
         + "Scores run from 0 (every factor Low) to 1 (every factor High); "
         + (
             f"intervals are {pct} bootstrap intervals over datapoints ({s['settings']['n_boot']} resamples)."
@@ -364,20 +366,24 @@ def _ranking_section(p: PageContext) -> Section | None:
     ]
     if any("gold_score" in r for r in rank_rows):
         cols += [("gold_score", "gold score"), ("gold_ci", f"gold {pct} CI")]
+    notes = s.get("headline_notes") or []
+    why = Text(Markup("<ul class=\"headline-notes\">" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"))
     return (
         Section(
             "ranking",
             "Student ranking",
-            "Robust score (the headline): a judge's scores of its own answers and of its family's are left "
-            "out, judges are corrected for leniency and weighted by their agreement with the others, "
-            "datapoints by how well they separate students. Rank: a range such as 2-3 when the students' "
-            "difference interval contains 0 (see Comparisons). Mean score: every judgment counts equally. "
-            "Agreement-weighted score: the earlier robust score, without the conflict and leniency handling.",
+            "Robust score (the headline): each judge has a location, a scale (how strongly its scores follow "
+            "answer quality) and a noise, measured on answers other judges also grade; each counts by how well "
+            "it tells answers apart, and a judge's bias toward its own family is estimated where competent "
+            "unrelated judges grade the same answers, else bounded by a prior whose spread is in the interval. "
+            "Rank: the range of ranks the data allow, such as 2-3 (see Comparisons). Mean score: every judgment "
+            "counts equally. Agreement-weighted score: an earlier robust score, without conflict handling.",
             [
                 b
                 for b in (
                     fig("fig-ranking", _ranking_figure(students, pct), max(220, 90 + 45 * len(students))),
                     Table(cols, rank_rows),
+                    why if notes else None,
                 )
                 if b
             ],

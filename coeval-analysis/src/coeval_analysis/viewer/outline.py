@@ -46,7 +46,8 @@ def run_outline(run: Path) -> dict[str, list[str]]:
 
 
 def analysis_ranking(run: Path) -> list[dict[str, Any]]:
-    """``[{"student", "mean", "robust"}, ...]`` in the order of ``<run>/analysis/summary.json``
+    """``[{"student", "mean", "robust", "robust_ci", "rank_label", "rank_range", "not_determined"}, ...]``
+    in the order of ``<run>/analysis/summary.json``
     (the analysis ranks its students); empty when there is none, or records changed since."""
     path = run / "analysis" / "summary.json"
     try:
@@ -59,7 +60,9 @@ def analysis_ranking(run: Path) -> list[dict[str, Any]]:
     if not isinstance(students, dict):
         return []
     return [
-        {"student": str(name), "mean": s.get("score"), "robust": s.get("robust_score")}
+        {"student": str(name), "mean": s.get("score"), "robust": s.get("robust_score"),
+         "robust_ci": s.get("robust_ci"), "rank_label": s.get("rank_label"), "rank_range": s.get("rank_range"),
+         "not_determined": s.get("not_determined")}
         for name, s in students.items()
         if isinstance(s, dict)
     ]

@@ -90,7 +90,8 @@ def _links(base: str, facets: Mapping[str, Sequence[str]]) -> str:
 
 
 def start_page(name: str, base: str, ranking: Sequence[Mapping[str, Any]], facets: Mapping[str, Sequence[str]],
-               rows: Sequence[Mapping[str, Any]], total: int, f: Filters, *, notice: str = "") -> str:
+               rows: Sequence[Mapping[str, Any]], total: int, f: Filters, *, notice: str = "",
+               headline: str = "") -> str:
     body_rows = "".join(
         f'<tr><td><a class="dp-link" href="{base}/datapoint/{quote(str(r["datapoint_id"]), safe="")}">'
         f'{_e(r["datapoint_id"])}</a></td><td>{_e(r["task"])}</td><td>{_e(r["teacher"])}</td>'
@@ -106,7 +107,8 @@ def start_page(name: str, base: str, ranking: Sequence[Mapping[str, Any]], facet
     if f.page < pages:
         nav.append(f'<a id="next-page" href="{_link(base, {**params, "page": str(f.page + 1)})}">next</a>')
     body = (
-        f"{notice}<h2>Ranking</h2>{ranking_table(ranking, base)}{_links(base, facets)}"
+        f"{notice}{headline}<h2>Mean score of the judgments</h2><p>Every judgment counts equally; follows the "
+        f"filters below.</p>{ranking_table(ranking, base)}{_links(base, facets)}"
         f"<h2>Datapoints</h2>{_filter_form(facets, f)}"
         f'<p id="count">{total} datapoints, page {f.page} of {pages}</p>'
         '<table id="datapoints"><tr><th>Datapoint</th><th>Task</th><th>Teacher</th><th>Factor scores</th>'

@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from coeval_analysis.viewer import labelling, pages, queries, routes
 from coeval_analysis.viewer.guard import SECURITY_HEADERS, ViewGuard, idle_timeout_s
+from coeval_analysis.viewer.headline import headline_section
 from coeval_analysis.viewer.outline import analysis_ranking, run_outline
 from coeval_analysis.viewer.store import RunStore, StoreError
 
@@ -215,5 +216,5 @@ class _Handler(BaseHTTPRequestHandler):
         notice = "" if store.ready else pages.indexing_notice(store.status()).replace(
             "This page reloads itself until they are all read.", "Datapoint pages wait until they are.")
         html = pages.start_page(store.name, f"/r/{k}", queries.ranking(store, f), self.server.facets(k), rows, total, f,
-                                notice=notice)
+                                notice=notice, headline=headline_section(store.run))
         return HTTPStatus.OK, html, "html"
