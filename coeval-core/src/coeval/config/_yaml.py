@@ -150,11 +150,35 @@ def _not_yaml(exc: yaml.YAMLError) -> YamlProblem:
     )
 
 
+def _hostile_shape(text: str) -> YamlProblem | None:
+    """A document too deep or too big, found first by libyaml's parser (milliseconds where
+    the line-tracking pure-Python parser takes seconds); None when it is not, or when only
+    the full parse below can say what is wrong (its messages name the line)."""
+    if _GuardedLoader is yaml.SafeLoader:
+        return None
+    try:
+        loader = _GuardedLoader(text)
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        return _too_deep() if "nesting depth" in str(exc) else None
+    except RecursionError:
+        return _too_deep()
+    except (ValueError, OverflowError):
+        return None
+    return _shape_problem(data)
+
+
 def read_yaml(text: str) -> tuple[Any, LineMap, list[YamlProblem]]:
     """Parse one YAML document. Returns the data, its line map and any problems found.
 
     A syntax error returns ``(None, LineMap(), [problem])``.
     """
+    hostile = _hostile_shape(text)
+    if hostile is not None:
+        return None, LineMap(), [hostile]
     try:
         loader = _TrackingLoader(text)  # the reader refuses some characters at once
     except yaml.YAMLError as exc:
