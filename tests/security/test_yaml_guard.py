@@ -60,7 +60,7 @@ def test_the_guarded_loader_refuses_bombs_and_deep_documents() -> None:
 
     with pytest.raises(yaml.YAMLError, match="expands to more than"):
         load_yaml_guarded(alias_bomb(), "bomb.yaml")
-    with pytest.raises(yaml.YAMLError, match="nested more than"):
+    with pytest.raises(yaml.YAMLError, match="nest"):
         load_yaml_guarded("[" * 5000 + "]" * 5000, "deep.yaml")
     with pytest.raises(yaml.YAMLError, match=r"deep\.yaml"):
         load_yaml_guarded("a: [1, 2", "deep.yaml")

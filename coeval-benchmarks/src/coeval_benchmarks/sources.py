@@ -142,6 +142,8 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     raise DatasetFileError(f"{path} line {lineno}: not valid JSON ({exc.msg})") from None
                 except RecursionError:
                     raise DatasetFileError(f"{path} line {lineno}: JSON nested too deep to read") from None
+                except ValueError as exc:  # a number past Python's digit limit
+                    raise DatasetFileError(f"{path} line {lineno}: not valid JSON ({exc})") from None
                 if not isinstance(row, dict):
                     raise DatasetFileError(f"{path} line {lineno}: each line must be a JSON object")
                 yield lineno, row
@@ -166,6 +168,8 @@ def _json_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield from _jsonl_rows(path)
             return
         raise DatasetFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except ValueError as exc:
+        raise DatasetFileError(f"{path}: not valid JSON ({exc})") from None
     if isinstance(doc, dict):
         for key in ("data", "rows", "examples"):
             if isinstance(doc.get(key), list):
@@ -182,6 +186,7 @@ def _json_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
@@ -189,8 +194,16 @@ def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except Exception as exc:  # pyarrow raises several types for a bad file
         raise DatasetFileError(f"{path}: not a readable Parquet file ({exc})") from None
     number = 0
-    for batch in parquet.iter_batches(batch_size=2048):
-        for row in batch.to_pylist():
+    batches = parquet.iter_batches(batch_size=2048)
+    while True:
+        try:  # a damaged file can fail at any batch: rows read so far were good
+            batch = next(batches, None)
+            rows = batch.to_pylist() if batch is not None else []
+        except (pa.ArrowException, OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+            raise DatasetFileError(f"{path}: damaged Parquet file after row {number} ({exc})") from None
+        if batch is None:
+            return
+        for row in rows:
             number += 1
             yield number, row
 

@@ -62,6 +62,11 @@ def normalize_score(value: Any) -> str:
     raise OutputParseError(f"score must be High, Medium or Low, got {_short(value)}")
 
 
+#: brackets tried as the start of an embedded JSON value, per candidate text: each failed
+#: try costs up to the text's length, so a reply of thousands of brackets would take minutes
+_MAX_JSON_STARTS = 200
+
+
 class _TooDeep(OutputParseError):
     """The reply is JSON nested deeper than the parser's recursion limit (no judge writes
     that: a broken or hostile reply, failed as such rather than read as prose)."""
@@ -84,7 +89,9 @@ def extract_json(text: str) -> Any:
             too_deep = True
     decoder = json.JSONDecoder()
     for source in candidates:
-        for match in re.finditer(r"[{\[]", source):
+        for attempt, match in enumerate(re.finditer(r"[{\[]", source)):
+            if attempt >= _MAX_JSON_STARTS:
+                break
             try:
                 value, _ = decoder.raw_decode(source, match.start())
             except (json.JSONDecodeError, ValueError):
@@ -141,8 +148,10 @@ def _parse_lines(text: str, factors: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for factor in factors:
         words = [re.escape(w) for w in re.split(r"[^0-9A-Za-z]+", factor) if w]
+        # the separator run is matched atomically: a reply with a long run of spaces or
+        # colons after the factor name would otherwise backtrack for minutes
         pattern = re.compile(
-            r"^[\W_]*" + r"[\W_]+".join(words) + r"[\W_]*\s*[:=\-]\s*[\W_]*(high|medium|low)\b",
+            r"^[\W_]*" + r"[\W_]+".join(words) + r"(?>[\W_]*[:=\-][\W_]*)(high|medium|low)\b",
             re.IGNORECASE | re.MULTILINE,
         )
         found = {_BY_FOLDED[m.group(1).casefold()] for m in pattern.finditer(text or "")}

@@ -139,29 +139,56 @@ def _shape_problem(data: Any) -> YamlProblem | None:
     return None
 
 
+def _not_yaml(exc: yaml.YAMLError) -> YamlProblem:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return YamlProblem(
+        f"not valid YAML: {problem}",
+        "check indentation, colons and quotes on that line (a value containing ': ' or '#' needs quotes)",
+        line,
+    )
+
+
+def _hostile_shape(text: str) -> YamlProblem | None:
+    """A document too deep or too big, found first by libyaml's parser (milliseconds where
+    the line-tracking pure-Python parser takes seconds); None when it is not, or when only
+    the full parse below can say what is wrong (its messages name the line)."""
+    if _GuardedLoader is yaml.SafeLoader:
+        return None
+    try:
+        loader = _GuardedLoader(text)
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        return _too_deep() if "nesting depth" in str(exc) else None
+    except RecursionError:
+        return _too_deep()
+    except (ValueError, OverflowError):
+        return None
+    return _shape_problem(data)
+
+
 def read_yaml(text: str) -> tuple[Any, LineMap, list[YamlProblem]]:
     """Parse one YAML document. Returns the data, its line map and any problems found.
 
     A syntax error returns ``(None, LineMap(), [problem])``.
     """
-    loader = _TrackingLoader(text)
+    hostile = _hostile_shape(text)
+    if hostile is not None:
+        return None, LineMap(), [hostile]
+    try:
+        loader = _TrackingLoader(text)  # the reader refuses some characters at once
+    except yaml.YAMLError as exc:
+        return None, LineMap(), [_not_yaml(exc)]
     try:
         data = loader.get_single_data()
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return (
-            None,
-            LineMap(),
-            [
-                YamlProblem(
-                    f"not valid YAML: {problem}",
-                    "check indentation, colons and quotes on that line (a value containing ': ' or '#' needs quotes)",
-                    line,
-                )
-            ],
-        )
+        return None, LineMap(), [_not_yaml(exc)]
+    except (ValueError, OverflowError) as exc:  # a scalar PyYAML cannot build: 2001-02-30, a huge integer
+        return None, LineMap(), [YamlProblem(f"not valid YAML: {exc}", "quote the value to keep it as text", None)]
     except RecursionError:
         return None, LineMap(), [_too_deep()]
     finally:
@@ -222,14 +249,32 @@ class UnreadableYaml(yaml.YAMLError):
         self.line = line
 
 
+#: libyaml's parser when PyYAML was built with it: a hundred times faster on hostile input
+#: (deep or huge documents take seconds in the pure-Python one) and as safe
+_GuardedLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_yaml_guarded(text: str, source: str) -> Any:
     """Every YAML the tool reads (run-folder snapshots, key files, pricing tables...), read
     with the same guards as ``--config``: safe tags only, no alias bomb, no deep nesting.
     Raises :class:`UnreadableYaml` naming ``source``; a key written twice keeps the last
-    value, as PyYAML does (only ``--config`` reports it)."""
-    data, _lines, problems = read_yaml(text)
-    if data is None and problems:
-        problem = problems[0]
+    value, as PyYAML does (only ``--config`` reports it, with lines)."""
+    problem = None
+    try:
+        loader = _GuardedLoader(text)
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        problem = _not_yaml(exc)
+    except (ValueError, OverflowError) as exc:  # 2001-02-30, a huge integer, text that is not UTF-8
+        problem = YamlProblem(f"not valid YAML: {exc}", "quote the value to keep it as text", None)
+    except RecursionError:
+        problem = _too_deep()
+    else:
+        problem = _shape_problem(data)
+    if problem is not None:
         where = f"{source} line {problem.line}" if problem.line else source
         raise UnreadableYaml(f"{where}: {problem.message}", problem.line)
     return data
