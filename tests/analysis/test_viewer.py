@@ -140,7 +140,7 @@ def test_failure_explorer_shows_an_unparseable_reply(served: tuple[str, Path], p
     page.wait_for_load_state()
     section = page.locator('section.cause[data-cause="unparseable"]')
     assert section.count() == 1
-    assert re.fullmatch(r"unparseable \(\d+ failed calls, \d+ distinct errors\)", section.locator("h2").inner_text())
+    assert re.fullmatch(r"unparseable \(\d+ failed calls?, \d+ distinct errors?\)", section.locator("h2").inner_text())
     raw = section.locator("pre.failure-raw").first.inner_text()
     assert raw.strip()  # the reply the judge actually sent, kept although it did not parse
     assert "judge-flaky" in section.locator("table").inner_text()

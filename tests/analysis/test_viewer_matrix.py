@@ -189,8 +189,10 @@ def test_failures_group_identical_errors_and_list_rejected_teacher_replies(serve
     meta_path.write_text(json.dumps(meta), encoding="utf-8")
     page.goto(base + "/failures")
     section = page.locator('section.cause[data-cause="unparseable"]')
-    assert section.locator("h2").inner_text() == (f"unparseable ({len(failed)} failed calls, "
-                                                 f"{len(by_error)} distinct errors)")
+    distinct = f"{len(by_error)} distinct error" + ("s" if len(by_error) > 1 else "")
+    assert section.locator("h2").inner_text() == f"unparseable ({len(failed)} failed calls, {distinct})"
+    first = sorted(r["id"] for r in failed if r["error"] == by_error.most_common(1)[0][0])
+    assert section.locator("tr.error-group").first.locator("span.record-id").all_inner_texts() == first[:10]
     assert sorted(int(t) for t in section.locator("td.times").all_inner_texts()) == sorted(by_error.values())
     rejected = page.locator("section#rejected")
     assert rejected.locator("h2").inner_text() == "Rejected teacher replies (4 replies)"

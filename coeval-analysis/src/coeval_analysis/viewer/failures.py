@@ -26,18 +26,22 @@ _FAILED_UNION = (
     "CAST(attempt_errors AS VARCHAR) FROM evals WHERE status = 'failed'"
 )
 _CAUSE = "coalesce(error_kind, 'no error recorded')"
+#: record ids listed per group of identical errors (the rest are counted)
+IDS_SHOWN = 10
 
 
 def failure_groups(store: RunStore, per_cause: int = PAGE_SIZE) -> list[dict[str, Any]]:
     """Failed calls by cause (``error_kind``), most common first: ``{"cause", "n", "rows"}``,
     each row one distinct error of one phase (``n`` calls, the models that made it, the
-    first record's id, raw reply and attempt errors as an example)."""
+    first :data:`IDS_SHOWN` record ids, and the first record's raw reply and attempt
+    errors as an example)."""
     groups = store.query_dicts(f"SELECT {_CAUSE} AS cause, count(*) AS n FROM ({_FAILED_UNION}) "
                                "GROUP BY 1 ORDER BY n DESC, cause")
     for group in groups:
         group["rows"] = store.query_dicts(
             "SELECT phase, error, count(*) AS n, string_agg(DISTINCT model, ', ' ORDER BY model) AS models, "
-            "arg_min(id, id) AS id, arg_min(raw, id) AS raw, arg_min(attempt_errors, id) AS attempt_errors "
+            f"list(id ORDER BY id)[1:{IDS_SHOWN}] AS ids, arg_min(raw, id) AS raw, "
+            "arg_min(attempt_errors, id) AS attempt_errors "
             f"FROM ({_FAILED_UNION}) WHERE {_CAUSE} = ? GROUP BY phase, error "
             "ORDER BY n DESC, phase, error LIMIT ?",
             [group["cause"], per_cause])
@@ -66,8 +70,13 @@ def _rejected_section(rejected: Mapping[str, Mapping[str, int]]) -> str:
             f"<table><tr><th>Teacher</th><th>Rule</th><th>Replies rejected</th></tr>{body}</table></section>")
 
 
-def _more(n: int) -> str:
-    return f" and {n - 1} more" if n > 1 else ""
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _records(ids: list[str], n: int) -> str:
+    shown = ", ".join(f'<span class="record-id">{_e(i)}</span>' for i in ids)
+    return shown + (f" and {n - len(ids)} more" if n > len(ids) else "")
 
 
 def failures_page(name: str, base: str, groups: Sequence[Mapping[str, Any]],
@@ -76,16 +85,16 @@ def failures_page(name: str, base: str, groups: Sequence[Mapping[str, Any]],
     for g in groups:
         rows = "".join(
             f'<tr class="error-group"><td>{_e(r["phase"])}</td><td class="times">{r["n"]}</td><td>{_e(r["models"])}</td>'
-            f'<td>{_e(r["id"])}{_more(r["n"])}</td>'
+            f'<td>{_records(list(r["ids"]), int(r["n"]))}</td>'
             f'<td>{_pre(r["error"])}{_pre(r["attempt_errors"])}</td><td>{_pre(r["raw"], "failure-raw")}</td></tr>'
             for r in g["rows"]
         )
         shown = len(g["rows"])
         more = f"<p>{g['distinct'] - shown} more distinct errors not shown.</p>" if g["distinct"] > shown else ""
         sections.append(
-            f'<section class="cause" data-cause="{_e(g["cause"])}"><h2>{_e(g["cause"])} ({g["n"]} failed calls, '
-            f'{g["distinct"]} distinct errors)</h2><table><tr><th>Phase</th><th>Calls</th><th>Models</th>'
-            f"<th>Records (first)</th><th>Error</th><th>Raw reply (first)</th></tr>{rows}</table>{more}</section>"
+            f'<section class="cause" data-cause="{_e(g["cause"])}"><h2>{_e(g["cause"])} ({_count(g["n"], "failed call")}, '
+            f'{_count(g["distinct"], "distinct error")})</h2><table><tr><th>Phase</th><th>Calls</th><th>Models</th>'
+            f"<th>Records</th><th>Error</th><th>Raw reply (first)</th></tr>{rows}</table>{more}</section>"
         )
     if not groups:
         sections.append('<p id="no-failures">No failed or unparseable call.</p>')
