@@ -163,5 +163,11 @@ def test_conflict_aware_ranking_of_the_reference_run(analysed: tuple[Path, dict[
         ("family_preference", "gpt-4o-mini"),
         ("family_preference", "gpt-3.5-turbo"),
         ("weak_unrelated_judges", "gpt-3.5-turbo, gpt-4o-mini"),
+        # three datapoints of teacher smollm2-1b7 (code_explanation 00020, data_interpretation
+        # 00019 and 00020) were written again with another prompt after students had answered
+        # the old ones: those 9 answers and their 36 judgments are stale
+        ("stale_records", None),
     } == kinds
+    stale = next(w for w in s["warnings"] if w["kind"] == "stale_records")
+    assert stale["counts"] == {"response_collection": 9, "evaluation": 36}
     assert max(j["weight"] for j in s["judges"].values()) < 0.5
