@@ -177,5 +177,10 @@ def test_conflict_aware_ranking_of_the_reference_run(analysed: tuple[Path, dict[
         ("flat_judge", "qwen2p5-0b5"),
         ("one_level", "qwen2p5-0b5"),
         ("students_alike", "qwen2p5-0b5"),  # the teacher: its students' means spread 0.049
-        ("stale_records", None),  # 3 of smollm2-1b7's datapoints were rewritten after they were answered
+        # three datapoints of teacher smollm2-1b7 (code_explanation 00020, data_interpretation
+        # 00019 and 00020) were written again with another prompt after students had answered
+        # the old ones: those 9 answers and their 36 judgments are stale
+        ("stale_records", None),
     } == kinds
+    stale = next(w for w in s["warnings"] if w["kind"] == "stale_records")
+    assert stale["counts"] == {"response_collection": 9, "evaluation": 36}
