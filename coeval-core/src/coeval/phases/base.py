@@ -210,15 +210,11 @@ class RunView:
         self.registries = registries
 
     # ---- models -------------------------------------------------------------------------
-    def interface_options(self, model: ModelConfig) -> dict[str, Any]:
-        if model.interface in self.registries.interfaces:
-            return dict(self.registries.interfaces.entry(model.interface).options)
-        return {}
-
     def is_virtual(self, model: ModelConfig) -> bool:
-        """Models that make no calls (``benchmark``: their datapoints come from ingest)."""
-        opts = self.interface_options(model)
-        return bool(opts.get("virtual_teacher") or opts.get("virtual")) or model.interface == "benchmark"
+        """Models that make no calls: their interface registered as a virtual teacher (their
+        datapoints come from ``coeval ingest``)."""
+        facts = self.registries.interface_facts(model.interface)
+        return facts is not None and facts.virtual_teacher
 
     def callable_models(self, role: str) -> list[ModelConfig]:
         return [m for m in self.config.models_with_role(role) if not self.is_virtual(m)]
