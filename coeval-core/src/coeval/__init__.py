@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from coeval.phases.base import Phase, PhaseContext, PhaseError, PlannedCalls, RunView, Survey
     from coeval.scheduler.work import OutputParseError, WorkOutcome
     from coeval.config.model import Config, ModelConfig, TaskConfig
-    from coeval.credentials import Credentials
+    from coeval.credentials import Credentials, redact
     from coeval.records import load_phase_records, usable_response
     from coeval.storage.run_folder import RunFolder
 
@@ -101,6 +101,7 @@ _LAZY: dict[str, str] = {
     "ModelConfig": "coeval.config.model",
     "TaskConfig": "coeval.config.model",
     "Credentials": "coeval.credentials",
+    "redact": "coeval.credentials",
     "load_phase_records": "coeval.records",
     "usable_response": "coeval.records",
     "RunFolder": "coeval.storage.run_folder",
@@ -177,6 +178,7 @@ __all__ = [
     "load_config",
     "load_phase_records",
     "plan_experiment",
+    "redact",
     "routed_factors",
     "run_experiment",
     "usable_response",

@@ -87,7 +87,10 @@ __all__ = [
     "disabled_plugin_names",
     "get_plugin_manager",
     "collect",
+    "collect_registries",
+    "new_plugin_manager",
     "registries",
+    "use_plugin_manager",
     "reset_plugins",
 ]
 
@@ -196,6 +199,8 @@ class Registries:
 
 _pm: pluggy.PluginManager | None = None
 _registries: Registries | None = None
+#: the plugins ``_registries`` were collected from (a plugin registered since makes them stale)
+_collected_from: frozenset[int] = frozenset()
 
 
 def disabled_plugin_names() -> set[str]:
@@ -207,11 +212,14 @@ def get_plugin_manager() -> pluggy.PluginManager:
     """The process-wide plugin manager, loading plugins on first use."""
     global _pm
     if _pm is None:
-        _pm = _load_plugin_manager()
+        _pm = new_plugin_manager()
     return _pm
 
 
-def _load_plugin_manager() -> pluggy.PluginManager:
+def new_plugin_manager(*, entry_points: bool = True) -> pluggy.PluginManager:
+    """A plugin manager with the core plugin and, unless ``entry_points`` is False, the
+    installed ones, minus those ``COEVAL_DISABLE_PLUGINS`` names. Tests build one per test
+    (and make it the process's with :func:`use_plugin_manager`), as pluggy's ``pm`` fixture does."""
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     disabled = disabled_plugin_names()
@@ -219,17 +227,33 @@ def _load_plugin_manager() -> pluggy.PluginManager:
         pm.set_blocked(name)
     if CORE_PLUGIN not in disabled:
         pm.register(builtin_plugin, name=CORE_PLUGIN)
-    pm.load_setuptools_entrypoints(hookspecs.PROJECT_NAME)
+    if entry_points:
+        pm.load_setuptools_entrypoints(hookspecs.PROJECT_NAME)
     pm.check_pending()
     return pm
 
 
+def use_plugin_manager(pm: pluggy.PluginManager | None) -> None:
+    """Make ``pm`` the process-wide plugin manager (None: the installed plugins, loaded again
+    on next use)."""
+    global _pm, _registries
+    _pm, _registries = pm, None
+
+
 def registries() -> Registries:
-    """Call every registration hook once and return the filled registries."""
-    global _registries
-    if _registries is None:
-        _registries = _collect(get_plugin_manager())
+    """Call every registration hook once and return the filled registries (collected again
+    when a plugin was registered with, or removed from, the plugin manager since)."""
+    global _registries, _collected_from
+    pm = get_plugin_manager()
+    plugins = frozenset(id(p) for p in pm.get_plugins())
+    if _registries is None or plugins != _collected_from:
+        _registries, _collected_from = _collect(pm), plugins
     return _registries
+
+
+def collect_registries(pm: pluggy.PluginManager) -> Registries:
+    """Every registration hook of ``pm``'s plugins, collected into new registries."""
+    return _collect(pm)
 
 
 def _collect(pm: pluggy.PluginManager) -> Registries:

@@ -55,8 +55,14 @@ from coeval.lane_figures import record_lanes
 from coeval.logging import run_logging
 from coeval.phase_info import configured_mode
 from coeval.phase_order import ordered_phases
-from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
-from coeval.phases.mapping import _TeacherMappingPhase
+from coeval.phases.base import (
+    PhaseContext,
+    PhaseError,
+    PhaseRefusedError,
+    PhaseResult,
+    RunView,
+    StaticArtifactPhase,
+)
 from coeval.plugin_status import missing_interface
 from coeval.plugins import registries as installed
 from coeval.probe import ProbeFailed, ProbeResult, models_to_probe, probe_with_retries
@@ -281,7 +287,7 @@ class _Run:
         view = RunView(self.config, self.run, self.registries)
         for entry in self.registries.phases:
             phase = entry.value
-            if not isinstance(phase, _TeacherMappingPhase) or self._mode(phase) == "New":
+            if not isinstance(phase, StaticArtifactPhase) or self._mode(phase) == "New":
                 continue
             for task in self.config.tasks:
                 for kind, path in phase.artifacts(view, task):
