@@ -56,6 +56,7 @@ from coeval.logging import run_logging
 from coeval.phase_info import configured_mode
 from coeval.phase_order import ordered_phases
 from coeval.phases.base import (
+    Phase,
     PhaseContext,
     PhaseError,
     PhaseRefusedError,
@@ -210,7 +211,7 @@ class _Run:
             raise RunError("resume_from names this run itself; use --continue to resume it in place")
         return RunFolder(folder)
 
-    def _mode(self, phase: Any) -> str:
+    def _mode(self, phase: Phase) -> str:
         return run_mode(self.config, phase, continue_run=self.options.continue_run)
 
     def _build_interfaces(self, phases_that_may_run: list[str]) -> None:
@@ -346,7 +347,7 @@ class _Run:
         except RunFolderBusyError as exc:
             raise RunError(str(exc)) from None
 
-    async def _locked(self, phases: list[Any], completed: set[str], source: RunFolder | None, log: Any) -> RunResult:
+    async def _locked(self, phases: list[Phase], completed: set[str], source: RunFolder | None, log: Any) -> RunResult:
         fork = None
         if source is not None and not self.run.exists():
             copy = [p.name for p in phases if p.name in PHASE_DIRS and configured_mode(self.config, p) != "New"]
@@ -419,7 +420,7 @@ class _Run:
                          message=message)
 
     async def _phases(
-        self, phases: list[Any], completed: set[str], source: RunFolder | None, ledger: Ledger, log: Any
+        self, phases: list[Phase], completed: set[str], source: RunFolder | None, ledger: Ledger, log: Any
     ) -> tuple[str, int, str]:
         assert self.scheduler is not None
         scheduler = self.scheduler
@@ -508,7 +509,7 @@ class _Run:
         # the console's summary line already says how the phase ended: run.log keeps the details
         log.info("phase finished", **fields)
 
-    def _verdict(self, phases: list[Any]) -> tuple[str, int, str]:
+    def _verdict(self, phases: list[Phase]) -> tuple[str, int, str]:
         if self.stop_requested:
             return "interrupted", EXIT_INTERRUPTED, "interrupted"
         ran = [self.results[p.name] for p in phases if p.name in self.results]

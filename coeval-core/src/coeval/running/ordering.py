@@ -13,7 +13,7 @@ from typing import Any
 from coeval.config.model import Config, ModelConfig
 from coeval.phase_info import configured_mode
 from coeval.phase_modes import phase_modes
-from coeval.phases.base import RunView, Survey
+from coeval.phases.base import Phase, RunView, Survey
 
 __all__ = ["batch_enabled", "models_needed", "phase_roles", "phases_that_may_run", "run_mode"]
 
@@ -21,7 +21,7 @@ __all__ = ["batch_enabled", "models_needed", "phase_roles", "phases_that_may_run
 _RECORD_PHASES = ("data_generation", "response_collection", "evaluation")
 
 
-def run_mode(config: Config, phase: Any, *, continue_run: bool) -> str:
+def run_mode(config: Config, phase: Phase, *, continue_run: bool) -> str:
     """The mode ``phase`` runs in: the config's, or on ``--continue`` the one the phase
     declares in ``continue_mode`` (the mapping phases: Keep), else Extend when it accepts
     it (a phase that has no Extend keeps its configured mode)."""
@@ -35,7 +35,7 @@ def run_mode(config: Config, phase: Any, *, continue_run: bool) -> str:
 
 
 def phases_that_may_run(
-    phases: Sequence[Any],
+    phases: Sequence[Phase],
     view: RunView,
     completed: Collection[str],
     *,
@@ -54,13 +54,13 @@ def phases_that_may_run(
     return []
 
 
-def phase_roles(phase: Any) -> tuple[str, ...]:
+def phase_roles(phase: Phase) -> tuple[str, ...]:
     """The roles whose models a phase calls, as it declares them in ``roles`` (none when it
     does not: it makes no call)."""
     return tuple(getattr(phase, "roles", ()) or ())
 
 
-def models_needed(view: RunView, phases: Iterable[Any], only: Collection[str]) -> dict[str, ModelConfig]:
+def models_needed(view: RunView, phases: Iterable[Phase], only: Collection[str]) -> dict[str, ModelConfig]:
     """The models whose interfaces the given phases call (``--only-models`` narrows phases
     3-5 and plugin phases; phases 1-2 ask every teacher)."""
     needed: dict[str, ModelConfig] = {}
