@@ -45,7 +45,7 @@ import attrs
 from filelock import FileLock
 
 from coeval.config.model import Config
-from coeval.config.validate import resolve_run_reference
+from coeval.config.validate import disk_issues, resolve_run_reference
 from coeval.cost import estimate_and_report
 from coeval.credentials import KeyFileError, KeyStore, redact
 from coeval.drift import record_settings
@@ -182,17 +182,12 @@ class _Run:
         unknown = sorted(self.only - names)
         if unknown:
             raise RunError(f"--only-models names models that are not in the config: {', '.join(unknown)}")
+        # the disk rules of config/validate.py, asked again now: the disk may have changed since loading
+        experiment = {"id": exp.id, "storage_folder": exp.storage_folder,
+                      "resume_from": opts.resume_from or exp.resume_from}
+        for issue in disk_issues(experiment, continue_run=opts.continue_run, allow_existing_run=bool(self.only)):
+            raise RunError(f"{issue.message} ({issue.rule}); {issue.fix}")
         meta = run.read_meta() if run.exists() else {}
-        if opts.continue_run:
-            if not run.exists():
-                raise RunError(f"--continue needs an existing run, but {run.meta_path} does not exist (V-14); "
-                               "run without --continue to start it")
-        elif run.exists() and not self.only:
-            raise RunError(f"run folder {run.root} already exists (V-11); pass --continue to resume it, "
-                           "or choose a new experiment.id")
-        recorded = meta.get("experiment_id")
-        if recorded and recorded != exp.id:
-            raise RunError(f"{run.meta_path} belongs to experiment {recorded!r}, not {exp.id!r} (V-14)")
         source = self._source_run(meta)
         return meta, source
 
@@ -203,10 +198,7 @@ class _Run:
         ref = self.options.resume_from or self.config.experiment.resume_from
         if not ref:
             return None
-        folder = resolve_run_reference(self.config.experiment.storage_folder, ref)
-        if not folder.is_dir():
-            raise RunError(f"resume_from: earlier run {ref!r} not found (looked for "
-                           f"{Path(self.config.experiment.storage_folder) / ref} and {folder}) (V-10)")
+        folder = resolve_run_reference(self.config.experiment.storage_folder, ref)  # found: the preflight asked V-10
         if folder.resolve() == self.run.root.resolve():
             raise RunError("resume_from names this run itself; use --continue to resume it in place")
         return RunFolder(folder)

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ALL_RULES",
     "ENVIRONMENT_RULES",
+    "disk_issues",
     "KNOWN_METRICS",
     "Validator",
     "judged_factors",
@@ -677,6 +678,19 @@ class Validator:
                 f"run folder {folder} already exists; a new run would mix its records with the old ones",
                 "pass --continue to resume it, choose a new experiment.id, or delete the folder",
             )
+
+
+def disk_issues(
+    experiment: Mapping[str, Any], *, continue_run: bool, allow_existing_run: bool = False
+) -> list[ValidationIssue]:
+    """V-10, V-11 and V-14, the rules about the disk: ``resume_from`` exists, a new run's
+    folder holds no run, a continued one is this experiment's. Loading a config checks them;
+    the runner asks again just before it writes, since the disk may have changed since."""
+    validator = Validator({"experiment": dict(experiment)}, continue_run=continue_run,
+                          allow_existing_run=allow_existing_run)
+    validator._resume_source()
+    validator._run_folder()
+    return validator.issues
 
 
 def _holds_a_run(folder: Path) -> bool:
