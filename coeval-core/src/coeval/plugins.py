@@ -155,10 +155,11 @@ class Registries:
     benchmarks: Registry[BenchmarkAdapter] = attrs.field(factory=lambda: Registry("benchmark"))
     reports: Registry[ReportWriter] = attrs.field(factory=lambda: Registry("report"))
     item_checks: Registry[ItemCheck] = attrs.field(factory=lambda: Registry("item check"))
-    run_end: Registry[RunEndAction] = attrs.field(factory=lambda: Registry("run-end action"))
 
     def by_hook(self) -> dict[str, Registry[Any]]:
-        """Registration hook name -> the registry it fills."""
+        """Registration hook name -> the registry it fills. ``register_run_end`` is collected
+        only when a run ends (``collect("register_run_end")``): its hooks may import what a
+        run-end action needs, which no other command should pay for."""
         return {
             "register_interfaces": self.interfaces,
             "register_batch_runners": self.batch_runners,
@@ -168,7 +169,6 @@ class Registries:
             "register_benchmarks": self.benchmarks,
             "register_reports": self.reports,
             "register_item_checks": self.item_checks,
-            "register_run_end": self.run_end,
         }
 
     def interface_facts(self, name: str) -> InterfaceFacts | None:
