@@ -83,7 +83,7 @@ MetricFactory = Callable[[], Metric]
 class ReportWriter(Protocol):
     """Writes report files for an analysis into ``out_dir`` and returns their paths."""
 
-    def __call__(self, analysis: Any, out_dir: Path) -> Sequence[Path]: ...
+    def __call__(self, analysis: Any, out_dir: Path, /) -> Sequence[Path]: ...
 
 
 @runtime_checkable
@@ -113,8 +113,9 @@ class InterfaceFacts:
 
 #: ``check(candidate, context)`` -> None to accept, or the reason to reject (:mod:`coeval.quality`).
 ItemCheck = Callable[..., "str | None"]
-#: ``action(run_folder)``, called once when ``coeval run`` ends after writing records.
-RunEndAction = Callable[[Path], None]
+#: ``action(run_folder)``, called once when ``coeval run`` ends after writing records (what it
+#: returns is ignored).
+RunEndAction = Callable[[Path], object]
 
 
 class RegisterInterface(Protocol):
