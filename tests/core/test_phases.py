@@ -6,7 +6,7 @@ import itertools
 import json
 
 import pytest
-from coeval.plugins import Entry, registries
+from coeval import hookimpl
 
 from .pipeline_support import (
     RecordingMock,
@@ -27,12 +27,9 @@ RUBRIC_PROMPT = "scoring criteria"  # autorubric
 
 
 @pytest.fixture
-def recording(monkeypatch):
+def recording(recording_mock):
     """Route every `mock` model through RecordingMock."""
-    entries = registries().interfaces._entries
-    monkeypatch.setitem(entries, "mock", Entry("mock", RecordingMock, "core", dict(entries["mock"].options)))
-    RecordingMock.requests = []
-    return RecordingMock.requests
+    return recording_mock
 
 
 def test_auto_attributes_and_rubric_merge_teachers_and_keep_seeds(tmp_path, recording):
@@ -173,9 +170,14 @@ class _LengthRatio:
         return [min(len(c), len(r)) / max(len(c), len(r), 1) for c, r in zip(candidates, references, strict=True)]
 
 
-def test_metric_factors_use_the_registered_metric(tmp_path, monkeypatch):
-    monkeypatch.setitem(registries().metrics._entries, "length_ratio",
-                        Entry("length_ratio", _LengthRatio, "test", {}))
+class _LengthRatioPlugin:
+    @hookimpl
+    def register_metrics(self, register):
+        register("length_ratio", _LengthRatio)
+
+
+def test_metric_factors_use_the_registered_metric(tmp_path, pm):
+    pm.register(_LengthRatioPlugin(), name="test")
     cfg = make_config(tmp_path, [mock_model("m")], [task(total=2, rubric={
         "clarity": "Clear.", "closeness": {"metric": "length_ratio", "description": "Close to the reference."}})])
     assert run(cfg).exit_code == 0
@@ -219,11 +221,12 @@ def test_failed_datapoints_are_never_answered_and_failed_responses_never_judged(
     assert meta(rf)["phases_completed"] == ["attribute_mapping", "rubric_mapping"]
 
 
-def test_a_metric_nobody_registered_stops_phase_5_before_any_judge_call(tmp_path, monkeypatch):
-    monkeypatch.setitem(registries().metrics._entries, "length_ratio", Entry("length_ratio", _LengthRatio, "test", {}))
+def test_a_metric_nobody_registered_stops_phase_5_before_any_judge_call(tmp_path, pm):
+    plugin = _LengthRatioPlugin()
+    pm.register(plugin, name="test")
     cfg = make_config(tmp_path, [mock_model("m")], [task(total=1, rubric={
         "clarity": "Clear.", "closeness": {"metric": "length_ratio", "description": "Close."}})])
-    monkeypatch.delitem(registries().metrics._entries, "length_ratio")
+    pm.unregister(plugin)
     result = run(cfg)
     assert result.exit_code == 1
     assert "length_ratio" in result.message and "coeval-analysis" in result.message

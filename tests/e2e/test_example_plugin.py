@@ -84,13 +84,36 @@ def example_run(example_env: dict[str, str], tmp_path_factory: pytest.TempPathFa
     return where / "runs" / "example"
 
 
-def test_plugins_json_lists_the_four_contributions(example_env: dict[str, str], tmp_path: Path) -> None:
+def test_plugins_json_lists_the_contributions(example_env: dict[str, str], tmp_path: Path) -> None:
     done = _coeval(example_env, tmp_path, "plugins", "--json")
     assert done.returncode == 0, done.stderr
     entry = next(p for p in json.loads(done.stdout) if p["name"] == "example")
     assert entry["distribution"] == "coeval-example 0.1.0"
-    assert (entry["metrics"], entry["interfaces"], entry["evaluators"], entry["phases"]) == (
-        ["length_ratio"], ["echo"], ["pairwise"], ["answer_lengths"])
+    assert (entry["metrics"], entry["interfaces"], entry["evaluators"], entry["phases"], entry["batch_runners"]) == (
+        ["length_ratio"], ["echo"], ["pairwise"], ["answer_lengths"], ["echo"])
+
+
+def test_a_config_batches_the_plugins_interface_through_its_batch_runner(
+    example_env: dict[str, str], tmp_path: Path
+) -> None:
+    """``experiment.batch.echo`` is accepted because the plugin registered a batch runner for
+    echo (no core list of batchable interfaces), the plan shows it, and the run sends
+    parrot's answers through that runner's jobs: one job, every answer the prompt."""
+    jobs = tmp_path / "echo-jobs"
+    env = {**example_env, "COEVAL_EXAMPLE_BATCH_DIR": str(jobs)}
+    _write_config(tmp_path, batch={"echo": {"response_collection": True}})
+    plan = _coeval(env, tmp_path, "plan", "--config", "exp.yaml", "--json")
+    assert plan.returncode == 0, plan.stderr
+    batch = {name: m["batch_phases"] for name, m in json.loads(plan.stdout)["models"].items()}
+    assert batch == {"mock-a": [], "parrot": ["response_collection"]}
+    done = _coeval(env, tmp_path, "run", "--config", "exp.yaml")
+    assert done.returncode == 0, done.stderr
+    submitted = [json.loads(path.read_text()) for path in jobs.glob("echo-batch-*.json")]
+    assert len(submitted) == 1 and len(submitted[0]) == 3
+    parrot = [r for r in _records(tmp_path / "runs" / "example" / "phase4_responses")
+              if r["student_model_id"] == "parrot"]
+    assert sorted(r["request"]["prompt"] for r in parrot) == sorted(submitted[0].values())
+    assert all(r["status"] == "ok" and r["response"] == r["request"]["prompt"].strip() for r in parrot)
 
 
 def test_echo_interface_answered_with_the_prompt(example_run: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import click
 from coeval.cli.errors import ERROR_PREFIX, report_user_error
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
-from coeval.plugins import get_plugin_manager
+from coeval.plugins import collect
 from coeval.storage.safe_files import apply_file_mode
 
 from coeval_analysis.errors import AnalysisInputError
@@ -178,20 +178,13 @@ def _analyze(
 
 
 def _report_writers() -> tuple[dict[str, Any], set[str]]:
-    """Report writers of every plugin, in registration order, and the names of those run
-    only when asked for (registered with ``default=False``). Only the ``register_reports``
-    hook is called (``registries()`` would also set up interfaces and evaluators, which
-    analysis does not need)."""
-    writers: dict[str, Any] = {}
-    optional: set[str] = set()
-
-    def register(name: str, writer: Any, **options: Any) -> None:
-        if name not in writers and options.get("default") is False:
-            optional.add(name)
-        writers.setdefault(name, writer)
-
-    for impl in reversed(get_plugin_manager().hook.register_reports.get_hookimpls()):
-        impl.function(register=register)
+    """Report writers of every plugin and the names of those run only when asked for
+    (registered with ``default=False``). Only the ``register_reports`` hook is called
+    (``registries()`` would also set up interfaces and evaluators, which analysis does not
+    need); a name registered twice is an error, as in every registry."""
+    reports = collect("register_reports")
+    writers = {entry.name: entry.value for entry in reports}
+    optional = {entry.name for entry in reports if entry.options.get("default") is False}
     return writers, optional
 
 

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 import yaml
 from coeval.config._yaml import load_yaml_guarded
 from coeval.storage.listing import storage_folder_hint
+from coeval.storage.run_folder import PHASE_DIRS, RunFolder
 
 from coeval_analysis._arrow import Vocabulary, encode
 from coeval_analysis._jsonl import JSON_TEXT, MAP, TEXT, map_entries, read_records
@@ -46,9 +47,10 @@ from coeval_analysis.reply_flags import REPLY_FLAG_COLUMNS, replies_frame
 
 __all__ = ["llm_factors", "load_run", "parse_score"]
 
-PHASE3 = "phase3_datapoints"
-PHASE4 = "phase4_responses"
-PHASE5 = "phase5_evaluations"
+# the run-folder layout is the core storage layer's: read through it, never spelt again here
+PHASE3 = PHASE_DIRS["data_generation"]
+PHASE4 = PHASE_DIRS["response_collection"]
+PHASE5 = PHASE_DIRS["evaluation"]
 
 _LEVELS = {"low": (0.0, 0), "medium": (0.5, 1), "high": (1.0, 2)}
 #: a 64-bit hash of each record's id, computed by DuckDB while it reads (see _id_codes)
@@ -126,7 +128,7 @@ def _read_json(path: Path) -> Any:
 
 
 def _read_config(root: Path) -> dict[str, Any]:
-    path = root / "config.yaml"
+    path = RunFolder(root).config_path
     if not path.exists():
         return {}
     try:
@@ -146,13 +148,11 @@ def _task_rubrics(root: Path, config: dict[str, Any]) -> dict[str, dict[str, Any
     for task in _config_tasks(config):
         if isinstance(task.get("rubric"), dict):
             rubrics[str(task.get("name"))] = dict(task["rubric"])
-    folder = root / "phase2_rubric"
-    if folder.is_dir():
-        for path in sorted(folder.glob("*.rubric.json")):
-            data = _read_json(path)
-            if not isinstance(data, dict):
-                raise AnalysisInputError(f"{path}: a rubric must be a JSON object of factor -> criterion")
-            rubrics[path.name[: -len(".rubric.json")]] = data
+    for name, path in _task_files(RunFolder(root).rubric_path("*")):
+        data = _read_json(path)
+        if not isinstance(data, dict):
+            raise AnalysisInputError(f"{path}: a rubric must be a JSON object of factor -> criterion")
+        rubrics[name] = data
     return rubrics
 
 
@@ -164,15 +164,20 @@ def _target_attributes(root: Path, config: dict[str, Any]) -> dict[str, dict[str
                 str(k): [str(v) for v in (vs if isinstance(vs, list) else [vs])]
                 for k, vs in task["target_attributes"].items()
             }
-    folder = root / "phase1_attributes"
-    if folder.is_dir():
-        for path in sorted(folder.glob("*.target_attrs.json")):
-            data = _read_json(path)
-            if isinstance(data, dict):
-                out[path.name[: -len(".target_attrs.json")]] = {
-                    str(k): [str(v) for v in (vs if isinstance(vs, list) else [vs])] for k, vs in data.items()
-                }
+    for name, path in _task_files(RunFolder(root).target_attrs_path("*")):
+        data = _read_json(path)
+        if isinstance(data, dict):
+            out[name] = {str(k): [str(v) for v in (vs if isinstance(vs, list) else [vs])] for k, vs in data.items()}
     return out
+
+
+def _task_files(pattern: Path) -> list[tuple[str, Path]]:
+    """(task, path) of each per-task artifact matching the storage layer's path for task
+    ``*`` (``phase2_rubric/*.rubric.json``)."""
+    if not pattern.parent.is_dir():
+        return []
+    suffix = pattern.name[1:]
+    return [(path.name[: -len(suffix)], path) for path in sorted(pattern.parent.glob(pattern.name))]
 
 
 def _label_attributes(config: dict[str, Any]) -> dict[str, list[str]]:
@@ -414,9 +419,10 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     """Load a run folder. Raises :class:`AnalysisInputError` when it is not one."""
     root = Path(path)
     eval_files = evaluation_files(root)
-    meta = _read_json(root / "meta.json") or {}
+    meta_path = RunFolder(root).meta_path
+    meta = _read_json(meta_path) or {}
     if not isinstance(meta, dict):
-        raise AnalysisInputError(f"{root / 'meta.json'}: must be a JSON object")
+        raise AnalysisInputError(f"{meta_path}: must be a JSON object")
     config = _read_config(root)
     rubrics = _task_rubrics(root, config)
     target_attrs = _target_attributes(root, config)

@@ -8,9 +8,12 @@ plotly and torch load only when a command or metric runs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coeval.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from coeval import RegisterMetric, RegisterReport, RegisterRunEnd
 
 
 @hookimpl
@@ -28,7 +31,7 @@ def register_commands(cli: Any) -> None:
 
 
 @hookimpl
-def register_metrics(register: Any) -> None:
+def register_metrics(register: RegisterMetric) -> None:
     from coeval_analysis.metrics import STANDARD_METRICS
 
     for name, factory in STANDARD_METRICS.items():
@@ -36,7 +39,7 @@ def register_metrics(register: Any) -> None:
 
 
 @hookimpl
-def register_reports(register: Any) -> None:
+def register_reports(register: RegisterReport) -> None:
     from coeval_analysis.reports import OPTIONAL_REPORTS, lazy_writers
 
     for name, writer in lazy_writers().items():
@@ -44,7 +47,7 @@ def register_reports(register: Any) -> None:
 
 
 @hookimpl
-def register_run_end(register: Any) -> None:
+def register_run_end(register: RegisterRunEnd) -> None:
     from coeval_analysis.viewer.prebuild import prebuild
 
     register("viewer-database", prebuild)

@@ -7,13 +7,16 @@ plugins costs nothing until something is used.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coeval.hookspecs import hookimpl
 
+if TYPE_CHECKING:
+    from coeval import RegisterBenchmark, RegisterEvaluator, RegisterInterface
+
 
 @hookimpl
-def register_benchmarks(register: Any) -> None:
+def register_benchmarks(register: RegisterBenchmark) -> None:
     from coeval_benchmarks.adapters import builtin_adapters
 
     for adapter in builtin_adapters():
@@ -21,14 +24,14 @@ def register_benchmarks(register: Any) -> None:
 
 
 @hookimpl
-def register_interfaces(register: Any) -> None:
+def register_interfaces(register: RegisterInterface) -> None:
     from coeval_benchmarks.interface import BenchmarkInterface
 
     register("benchmark", BenchmarkInterface, requires_model=False, virtual_teacher=True)
 
 
 @hookimpl
-def register_evaluators(register: Any) -> None:
+def register_evaluators(register: RegisterEvaluator) -> None:
     from coeval_benchmarks.code_tests import CodeTestsEvaluator
     from coeval_benchmarks.gold import GoldEvaluator
 

@@ -1,35 +1,186 @@
 """CoEval: benchmark language models with language models.
 
-Public API for embedding (see docs/python-api.md)::
+One import gives both faces of the package (see docs/python-api.md and docs/plugins.md)::
 
     import coeval
     config = coeval.load_config("experiment.yaml")     # raises ConfigError (all problems at once)
     plan = coeval.plan_experiment(config)               # call counts per phase, no calls
     result = coeval.run_experiment(config)              # runs the five phases
+
+and the whole plugin contract, as a plugin author uses it::
+
+    @coeval.hookimpl
+    def register_interfaces(register: coeval.RegisterInterface) -> None:
+        register("acme", AcmeInterface)
+
+Names are loaded on first use, so ``import coeval`` stays cheap.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "load_config": "coeval.config",
+if TYPE_CHECKING:
+    from coeval.config import ConfigError, ValidationIssue, load_config, validate_config
+    from coeval.planning import plan_experiment
+    from coeval.runner import run_experiment
+    from coeval.hookspecs import hookimpl, hookspec
+    from coeval.plugin_types import BatchRunnerFactory, BenchmarkAdapter, InterfaceFactory, InterfaceFacts, ItemCheck, Metric, MetricFactory, RegisterBatchRunner, RegisterBenchmark, RegisterEvaluator, RegisterInterface, RegisterItemCheck, RegisterMetric, RegisterPhase, RegisterReport, RegisterRunEnd, ReportWriter, RunEndAction
+    from coeval.evaluators.base import EvaluationCall, EvaluationFailed, EvaluationRequest, EvaluationResult, Evaluator, ModelFreeEvaluator, Scorer, Scoring, SubmitCalls
+    from coeval.evaluators.routing import routed_factors
+    from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, Interface, MalformedResponseError, ModelError, RateLimitError, TransientModelError, Usage
+    from coeval.batching.base import BatchJobStatus, BatchRunner
+    from coeval.phases.base import Phase, PhaseContext, PhaseError, PlannedCalls, RunView, Survey
+    from coeval.scheduler.work import OutputParseError, WorkOutcome
+    from coeval.config.model import Config, ModelConfig, TaskConfig
+    from coeval.credentials import Credentials, redact
+    from coeval.records import load_phase_records, usable_response
+    from coeval.storage.run_folder import RunFolder
+
+#: public name -> the module that defines it
+_LAZY: dict[str, str] = {
     "ConfigError": "coeval.config",
     "ValidationIssue": "coeval.config",
+    "load_config": "coeval.config",
     "validate_config": "coeval.config",
     "plan_experiment": "coeval.planning",
     "run_experiment": "coeval.runner",
+    "hookimpl": "coeval.hookspecs",
+    "hookspec": "coeval.hookspecs",
+    "BatchRunnerFactory": "coeval.plugin_types",
+    "BenchmarkAdapter": "coeval.plugin_types",
+    "InterfaceFacts": "coeval.plugin_types",
+    "InterfaceFactory": "coeval.plugin_types",
+    "ItemCheck": "coeval.plugin_types",
+    "Metric": "coeval.plugin_types",
+    "MetricFactory": "coeval.plugin_types",
+    "RegisterBatchRunner": "coeval.plugin_types",
+    "RegisterBenchmark": "coeval.plugin_types",
+    "RegisterEvaluator": "coeval.plugin_types",
+    "RegisterInterface": "coeval.plugin_types",
+    "RegisterItemCheck": "coeval.plugin_types",
+    "RegisterMetric": "coeval.plugin_types",
+    "RegisterPhase": "coeval.plugin_types",
+    "RegisterReport": "coeval.plugin_types",
+    "RegisterRunEnd": "coeval.plugin_types",
+    "ReportWriter": "coeval.plugin_types",
+    "RunEndAction": "coeval.plugin_types",
+    "EvaluationCall": "coeval.evaluators.base",
+    "EvaluationFailed": "coeval.evaluators.base",
+    "EvaluationRequest": "coeval.evaluators.base",
+    "EvaluationResult": "coeval.evaluators.base",
+    "Evaluator": "coeval.evaluators.base",
+    "ModelFreeEvaluator": "coeval.evaluators.base",
+    "Scorer": "coeval.evaluators.base",
+    "Scoring": "coeval.evaluators.base",
+    "SubmitCalls": "coeval.evaluators.base",
+    "routed_factors": "coeval.evaluators.routing",
+    "FatalModelError": "coeval.interfaces.base",
+    "GenerateRequest": "coeval.interfaces.base",
+    "GenerateResult": "coeval.interfaces.base",
+    "Interface": "coeval.interfaces.base",
+    "MalformedResponseError": "coeval.interfaces.base",
+    "ModelError": "coeval.interfaces.base",
+    "RateLimitError": "coeval.interfaces.base",
+    "TransientModelError": "coeval.interfaces.base",
+    "Usage": "coeval.interfaces.base",
+    "BatchJobStatus": "coeval.batching.base",
+    "BatchRunner": "coeval.batching.base",
+    "Phase": "coeval.phases.base",
+    "PhaseContext": "coeval.phases.base",
+    "PhaseError": "coeval.phases.base",
+    "PlannedCalls": "coeval.phases.base",
+    "RunView": "coeval.phases.base",
+    "Survey": "coeval.phases.base",
+    "OutputParseError": "coeval.scheduler.work",
+    "WorkOutcome": "coeval.scheduler.work",
+    "Config": "coeval.config.model",
+    "ModelConfig": "coeval.config.model",
+    "TaskConfig": "coeval.config.model",
+    "Credentials": "coeval.credentials",
+    "redact": "coeval.credentials",
+    "load_phase_records": "coeval.records",
+    "usable_response": "coeval.records",
+    "RunFolder": "coeval.storage.run_folder",
 }
 
 
 def __getattr__(name: str) -> Any:  # lazy so `import coeval` stays cheap
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(name)
+        raise AttributeError(f"module 'coeval' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["ConfigError", "ValidationIssue", "load_config", "plan_experiment", "run_experiment", "validate_config"]
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
+__all__ = [
+    "BatchJobStatus",
+    "BatchRunner",
+    "BatchRunnerFactory",
+    "BenchmarkAdapter",
+    "Config",
+    "ConfigError",
+    "Credentials",
+    "EvaluationCall",
+    "EvaluationFailed",
+    "EvaluationRequest",
+    "EvaluationResult",
+    "Evaluator",
+    "FatalModelError",
+    "GenerateRequest",
+    "GenerateResult",
+    "Interface",
+    "InterfaceFactory",
+    "InterfaceFacts",
+    "ItemCheck",
+    "MalformedResponseError",
+    "Metric",
+    "MetricFactory",
+    "ModelConfig",
+    "ModelError",
+    "ModelFreeEvaluator",
+    "OutputParseError",
+    "Phase",
+    "PhaseContext",
+    "PhaseError",
+    "PlannedCalls",
+    "RateLimitError",
+    "RegisterBatchRunner",
+    "RegisterBenchmark",
+    "RegisterEvaluator",
+    "RegisterInterface",
+    "RegisterItemCheck",
+    "RegisterMetric",
+    "RegisterPhase",
+    "RegisterReport",
+    "RegisterRunEnd",
+    "ReportWriter",
+    "RunEndAction",
+    "RunFolder",
+    "RunView",
+    "Scorer",
+    "Scoring",
+    "SubmitCalls",
+    "Survey",
+    "TaskConfig",
+    "TransientModelError",
+    "Usage",
+    "ValidationIssue",
+    "WorkOutcome",
+    "hookimpl",
+    "hookspec",
+    "load_config",
+    "load_phase_records",
+    "plan_experiment",
+    "redact",
+    "routed_factors",
+    "run_experiment",
+    "usable_response",
+    "validate_config",
+]

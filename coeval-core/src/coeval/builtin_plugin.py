@@ -6,13 +6,16 @@ command, ``coeval --help`` included, while these hooks run only once registries 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from coeval.hookspecs import hookimpl
 
+if TYPE_CHECKING:
+    from coeval.plugin_types import RegisterEvaluator, RegisterInterface, RegisterItemCheck, RegisterPhase
+
 
 @hookimpl
-def register_interfaces(register: Any) -> None:
+def register_interfaces(register: RegisterInterface) -> None:
     from coeval.interfaces.mock import MockInterface
 
     # The mock answers the same prompt the same way by design, and phase 3 prompts repeat
@@ -21,7 +24,7 @@ def register_interfaces(register: Any) -> None:
 
 
 @hookimpl
-def register_phases(register: Any) -> None:
+def register_phases(register: RegisterPhase) -> None:
     from coeval.phases.standard import standard_phases
 
     for phase in standard_phases():
@@ -29,7 +32,7 @@ def register_phases(register: Any) -> None:
 
 
 @hookimpl
-def register_evaluators(register: Any) -> None:
+def register_evaluators(register: RegisterEvaluator) -> None:
     from coeval.evaluators import standard_evaluators
 
     for name, evaluator in standard_evaluators().items():
@@ -37,7 +40,7 @@ def register_evaluators(register: Any) -> None:
 
 
 @hookimpl
-def register_item_checks(register: Any) -> None:
+def register_item_checks(register: RegisterItemCheck) -> None:
     from coeval.quality import register_builtin_checks
 
     register_builtin_checks(register)

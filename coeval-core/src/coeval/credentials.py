@@ -22,7 +22,7 @@ import attrs
 import yaml
 
 from coeval.config._yaml import load_yaml_guarded
-from coeval.interfaces.known import KNOWN_INTERFACES
+from coeval.interfaces.known import SHIPPED_INTERFACES
 
 __all__ = [
     "KEYS_ENV",
@@ -265,7 +265,7 @@ def _reject_misspelled_providers(path: Path, entries: Mapping[str, Any]) -> None
     """A provider name one typo away from a known one (``opneai``) would leave that provider
     without its key and fail later, far from the cause; stop now and name the fix. Names
     close to nothing known are kept: a plugin may provide them."""
-    known = sorted(set(KNOWN_INTERFACES) | set(PROVIDER_ENV_VARS))
+    known = sorted(set(SHIPPED_INTERFACES) | set(PROVIDER_ENV_VARS))
     for name in entries:
         if str(name) in known:
             continue

@@ -16,7 +16,6 @@ through the ``coeval`` entry-point group::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -28,9 +27,11 @@ if TYPE_CHECKING:
         RegisterBenchmark,
         RegisterEvaluator,
         RegisterInterface,
+        RegisterItemCheck,
         RegisterMetric,
         RegisterPhase,
         RegisterReport,
+        RegisterRunEnd,
     )
 
 PROJECT_NAME = "coeval"
@@ -45,8 +46,12 @@ def register_interfaces(register: RegisterInterface) -> None:
 
     Call ``register(name, factory)`` where ``factory(model, credentials)`` returns an
     :class:`coeval.interfaces.Interface`. ``name`` is the value users write in
-    ``models[].interface``. Pass ``requires_model=False`` for interfaces that need no
-    ``parameters.model`` (virtual ones such as ``benchmark``).
+    ``models[].interface``. Keyword options declare the interface's facts, which validation
+    and planning ask (the core keeps no table of interfaces): ``requires_model=False`` when
+    its models need no ``parameters.model``, ``virtual_teacher=True`` when its models make no
+    calls (their datapoints come from ``coeval ingest``), ``exempt_item_checks=(rule, ...)``
+    for item-quality rules that say nothing about its teachers. It batches when a batch
+    runner is registered under the same name (:func:`register_batch_runners`).
     """
 
 
@@ -55,7 +60,9 @@ def register_batch_runners(register: RegisterBatchRunner) -> None:
     """Register provider batch runners.
 
     Call ``register(interface_name, factory)`` where ``factory(model, credentials)``
-    returns a :class:`coeval.batching.BatchRunner`. At most one runner per interface.
+    returns a :class:`coeval.batching.BatchRunner`. At most one runner per interface. A
+    config may then batch that interface (``experiment.batch.<interface>`` or a model's
+    ``batch_enabled: true``), whichever plugin provides it.
     """
 
 
@@ -109,7 +116,7 @@ def register_benchmarks(register: RegisterBenchmark) -> None:
 
 
 @hookspec
-def register_item_checks(register: Any) -> None:
+def register_item_checks(register: RegisterItemCheck) -> None:
     """Register item-quality checks for teacher replies in phases 1-3.
 
     Call ``register(rule_id, check, kinds=("datapoint",), options={...})`` where
@@ -125,14 +132,15 @@ def register_commands(cli: click.Group) -> None:
 
 @hookspec
 def register_reports(register: RegisterReport) -> None:
-    """Register analysis report writers: ``register(name, writer)``.
+    """Register analysis report writers: ``register(name, writer, default=True)``; a writer
+    registered with ``default=False`` runs only when ``coeval analyze --report NAME`` asks.
 
     ``writer(analysis, out_dir)`` writes files into ``out_dir`` and returns their paths.
     """
 
 
 @hookspec
-def register_run_end(register: Callable[[str, Callable[[Path], None]], None]) -> None:
+def register_run_end(register: RegisterRunEnd) -> None:
     """Register actions run when ``coeval run`` ends on its own after writing records (not a
     ``--continue`` that found nothing to do): ``register(name, action)``;
     ``action(run_folder)`` is called once per run (the analysis distribution builds the

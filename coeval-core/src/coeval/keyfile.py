@@ -19,7 +19,7 @@ import yaml
 from coeval.config._schema_check import did_you_mean
 from coeval.config._yaml import load_yaml_guarded
 from coeval.credentials import PROVIDER_ENV_VARS, KeyStore, find_keys_file, register_secret
-from coeval.interfaces.known import KNOWN_INTERFACES
+from coeval.interfaces.known import SHIPPED_INTERFACES
 from coeval.storage.run_folder import atomic_write_text
 
 __all__ = [
@@ -63,7 +63,7 @@ class KeySource:
 def known_providers(extra: list[str] | None = None) -> list[str]:
     """Providers a key can be set for: the known interfaces, those with a conventional
     environment variable, and ``extra`` (interfaces plugins registered), less keyless ones."""
-    return sorted((set(KNOWN_INTERFACES) | set(PROVIDER_ENV_VARS) | set(extra or ())) - _KEYLESS)
+    return sorted((set(SHIPPED_INTERFACES) | set(PROVIDER_ENV_VARS) | set(extra or ())) - _KEYLESS)
 
 
 def check_provider(name: str, known: list[str]) -> None:

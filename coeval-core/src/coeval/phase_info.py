@@ -12,22 +12,22 @@ from typing import Any
 
 from coeval.config.model import Config
 from coeval.phase_modes import default_mode, phase_modes
-from coeval.phases.base import PlannedCalls, RunView
+from coeval.phases.base import Phase, PlannedCalls, RunView
 
 __all__ = ["configured_mode", "phase_short", "phase_title", "planned_calls"]
 
 
-def phase_title(phase: Any) -> str:
+def phase_title(phase: Phase) -> str:
     """How pages and tables name a phase (``"5 evaluation"``); its id when it has no title."""
     return str(getattr(phase, "title", "") or phase.name)
 
 
-def phase_short(phase: Any) -> str:
+def phase_short(phase: Phase) -> str:
     """The short column label of a phase (``"5 evaluations"``); its title otherwise."""
     return str(getattr(phase, "short", "") or phase_title(phase))
 
 
-def planned_calls(phase: Any, view: RunView) -> PlannedCalls:
+def planned_calls(phase: Phase, view: RunView) -> PlannedCalls:
     """``phase.plan(view)``. A phase without ``plan`` (or whose ``plan`` returns something
     else) counts 0 calls, with a note saying so: the plan of the rest still prints."""
     plan = getattr(phase, "plan", None)
@@ -41,7 +41,7 @@ def planned_calls(phase: Any, view: RunView) -> PlannedCalls:
     return PlannedCalls(phase.name, notes=(f"phase {phase.name}: calls unknown ({why}); counted as 0",))
 
 
-def configured_mode(config: Config, phase: Any) -> str:
+def configured_mode(config: Config, phase: Phase) -> str:
     """The mode ``experiment.phases`` gives ``phase`` (its default when the config was
     loaded without knowing the phase)."""
     default = default_mode(phase_modes(phase), resumed=bool(config.experiment.resume_from))

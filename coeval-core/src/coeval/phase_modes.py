@@ -7,7 +7,10 @@ check ``experiment.phases`` and fill in defaults for phases it has no fixed list
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from coeval.phases.base import Phase
 
 __all__ = ["ALL_MODES", "default_mode", "phase_modes", "registered_modes"]
 
@@ -15,7 +18,7 @@ __all__ = ["ALL_MODES", "default_mode", "phase_modes", "registered_modes"]
 ALL_MODES = ("New", "Keep", "Extend", "Model")
 
 
-def phase_modes(phase: Any) -> tuple[str, ...]:
+def phase_modes(phase: Phase) -> tuple[str, ...]:
     """The modes ``phase`` accepts."""
     modes = getattr(phase, "modes", None)
     return tuple(str(m) for m in modes) if modes else ALL_MODES
@@ -31,6 +34,6 @@ def default_mode(modes: Iterable[str], *, resumed: bool) -> str:
     return accepted[0]
 
 
-def registered_modes(phases: Iterable[Any]) -> dict[str, tuple[str, ...]]:
+def registered_modes(phases: Iterable[Phase]) -> dict[str, tuple[str, ...]]:
     """Phase id -> accepted modes, for every registered phase (in the order given)."""
     return {str(p.name): phase_modes(p) for p in phases}

@@ -24,7 +24,6 @@ from rich.table import Table
 from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.config.validate import judged_factors, run_folder_path
 from coeval.console import output_console
-from coeval.interfaces.known import BATCHABLE_INTERFACES
 from coeval.phase_info import configured_mode, phase_short, phase_title, planned_calls
 from coeval.phase_order import ordered_phases
 from coeval.phases.base import PlannedCalls, RunView
@@ -195,9 +194,10 @@ def batch_phases(config: Config, model: ModelConfig) -> tuple[str, ...]:
     """Phases whose calls for ``model`` go through its provider's batch API.
 
     ``batch_enabled: false`` on the model turns batch off; ``true`` turns it on for phases
-    3-5; unset follows ``experiment.batch[interface]``.
+    3-5; unset follows ``experiment.batch[interface]``. Validation let these settings
+    through only for interfaces with a registered batch runner (V-13, V-26).
     """
-    if model.interface not in BATCHABLE_INTERFACES or model.batch_enabled is False:
+    if model.batch_enabled is False:
         return ()
     if model.batch_enabled is True:
         return _BATCH_PHASES

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -18,7 +18,7 @@ import click
 import pluggy
 
 from coeval import builtin_plugin, hookspecs
-from coeval.phases.base import PlannedCalls
+from coeval.phases.base import Phase, PlannedCalls
 from coeval.plugin_errors import DISABLE_ENV, DuplicateRegistrationError
 from coeval.plugin_types import (
     BatchRunnerFactory,
@@ -28,7 +28,9 @@ from coeval.plugin_types import (
     EvaluationRequest,
     EvaluationResult,
     Evaluator,
+    InterfaceFacts,
     InterfaceFactory,
+    ItemCheck,
     Metric,
     MetricFactory,
     ModelFreeEvaluator,
@@ -36,10 +38,13 @@ from coeval.plugin_types import (
     RegisterBenchmark,
     RegisterEvaluator,
     RegisterInterface,
+    RegisterItemCheck,
     RegisterMetric,
     RegisterPhase,
     RegisterReport,
+    RegisterRunEnd,
     ReportWriter,
+    RunEndAction,
     Scorer,
     Scoring,
     SubmitCalls,
@@ -54,7 +59,9 @@ __all__ = [
     "EvaluationRequest",
     "EvaluationResult",
     "Evaluator",
+    "InterfaceFacts",
     "InterfaceFactory",
+    "ItemCheck",
     "Metric",
     "MetricFactory",
     "ModelFreeEvaluator",
@@ -63,10 +70,13 @@ __all__ = [
     "RegisterBenchmark",
     "RegisterEvaluator",
     "RegisterInterface",
+    "RegisterItemCheck",
     "RegisterMetric",
     "RegisterPhase",
     "RegisterReport",
+    "RegisterRunEnd",
     "ReportWriter",
+    "RunEndAction",
     "Scorer",
     "Scoring",
     "SubmitCalls",
@@ -76,7 +86,11 @@ __all__ = [
     "Registry",
     "disabled_plugin_names",
     "get_plugin_manager",
+    "collect",
+    "collect_registries",
+    "new_plugin_manager",
     "registries",
+    "use_plugin_manager",
     "reset_plugins",
 ]
 
@@ -133,14 +147,42 @@ class Registry(Generic[T]):
 class Registries:
     """Everything all enabled plugins registered."""
 
-    interfaces: Registry[Callable[..., Any]] = attrs.field(factory=lambda: Registry("interface"))
-    batch_runners: Registry[Callable[..., Any]] = attrs.field(factory=lambda: Registry("batch runner"))
-    phases: Registry[Any] = attrs.field(factory=lambda: Registry("phase"))
-    evaluators: Registry[Any] = attrs.field(factory=lambda: Registry("evaluator"))
-    metrics: Registry[Callable[..., Any]] = attrs.field(factory=lambda: Registry("metric"))
-    benchmarks: Registry[Any] = attrs.field(factory=lambda: Registry("benchmark"))
-    reports: Registry[Callable[..., Any]] = attrs.field(factory=lambda: Registry("report"))
-    item_checks: Registry[Callable[..., Any]] = attrs.field(factory=lambda: Registry("item check"))
+    interfaces: Registry[InterfaceFactory] = attrs.field(factory=lambda: Registry("interface"))
+    batch_runners: Registry[BatchRunnerFactory] = attrs.field(factory=lambda: Registry("batch runner"))
+    phases: Registry[Phase] = attrs.field(factory=lambda: Registry("phase"))
+    evaluators: Registry[Evaluator] = attrs.field(factory=lambda: Registry("evaluator"))
+    metrics: Registry[MetricFactory] = attrs.field(factory=lambda: Registry("metric"))
+    benchmarks: Registry[BenchmarkAdapter] = attrs.field(factory=lambda: Registry("benchmark"))
+    reports: Registry[ReportWriter] = attrs.field(factory=lambda: Registry("report"))
+    item_checks: Registry[ItemCheck] = attrs.field(factory=lambda: Registry("item check"))
+
+    def by_hook(self) -> dict[str, Registry[Any]]:
+        """Registration hook name -> the registry it fills. ``register_run_end`` is collected
+        only when a run ends (``collect("register_run_end")``): its hooks may import what a
+        run-end action needs, which no other command should pay for."""
+        return {
+            "register_interfaces": self.interfaces,
+            "register_batch_runners": self.batch_runners,
+            "register_phases": self.phases,
+            "register_evaluators": self.evaluators,
+            "register_metrics": self.metrics,
+            "register_benchmarks": self.benchmarks,
+            "register_reports": self.reports,
+            "register_item_checks": self.item_checks,
+        }
+
+    def interface_facts(self, name: str) -> InterfaceFacts | None:
+        """What the interface registered as ``name`` declared; None when no plugin did."""
+        if name not in self.interfaces:
+            return None
+        options = self.interfaces.entry(name).options
+        return InterfaceFacts(
+            name=name,
+            requires_model=options.get("requires_model", True) is not False,
+            virtual_teacher=bool(options.get("virtual_teacher", False)),
+            batches=name in self.batch_runners,
+            exempt_item_checks=tuple(options.get("exempt_item_checks", ())),
+        )
 
     def all(self) -> dict[str, Registry[Any]]:
         return {
@@ -157,6 +199,8 @@ class Registries:
 
 _pm: pluggy.PluginManager | None = None
 _registries: Registries | None = None
+#: the plugins ``_registries`` were collected from (a plugin registered since makes them stale)
+_collected_from: frozenset[int] = frozenset()
 
 
 def disabled_plugin_names() -> set[str]:
@@ -168,11 +212,14 @@ def get_plugin_manager() -> pluggy.PluginManager:
     """The process-wide plugin manager, loading plugins on first use."""
     global _pm
     if _pm is None:
-        _pm = _load_plugin_manager()
+        _pm = new_plugin_manager()
     return _pm
 
 
-def _load_plugin_manager() -> pluggy.PluginManager:
+def new_plugin_manager(*, entry_points: bool = True) -> pluggy.PluginManager:
+    """A plugin manager with the core plugin and, unless ``entry_points`` is False, the
+    installed ones, minus those ``COEVAL_DISABLE_PLUGINS`` names. Tests build one per test
+    (and make it the process's with :func:`use_plugin_manager`), as pluggy's ``pm`` fixture does."""
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     disabled = disabled_plugin_names()
@@ -180,42 +227,53 @@ def _load_plugin_manager() -> pluggy.PluginManager:
         pm.set_blocked(name)
     if CORE_PLUGIN not in disabled:
         pm.register(builtin_plugin, name=CORE_PLUGIN)
-    pm.load_setuptools_entrypoints(hookspecs.PROJECT_NAME)
+    if entry_points:
+        pm.load_setuptools_entrypoints(hookspecs.PROJECT_NAME)
     pm.check_pending()
     return pm
 
 
+def use_plugin_manager(pm: pluggy.PluginManager | None) -> None:
+    """Make ``pm`` the process-wide plugin manager (None: the installed plugins, loaded again
+    on next use)."""
+    global _pm, _registries
+    _pm, _registries = pm, None
+
+
 def registries() -> Registries:
-    """Call every registration hook once and return the filled registries."""
-    global _registries
-    if _registries is None:
-        _registries = _collect(get_plugin_manager())
+    """Call every registration hook once and return the filled registries (collected again
+    when a plugin was registered with, or removed from, the plugin manager since)."""
+    global _registries, _collected_from
+    pm = get_plugin_manager()
+    plugins = frozenset(id(p) for p in pm.get_plugins())
+    if _registries is None or plugins != _collected_from:
+        _registries, _collected_from = _collect(pm), plugins
     return _registries
+
+
+def collect_registries(pm: pluggy.PluginManager) -> Registries:
+    """Every registration hook of ``pm``'s plugins, collected into new registries."""
+    return _collect(pm)
 
 
 def _collect(pm: pluggy.PluginManager) -> Registries:
     regs = Registries()
-    hooks: dict[str, Registry[Any]] = {
-        "register_interfaces": regs.interfaces,
-        "register_batch_runners": regs.batch_runners,
-        "register_evaluators": regs.evaluators,
-        "register_metrics": regs.metrics,
-        "register_benchmarks": regs.benchmarks,
-        "register_reports": regs.reports,
-        "register_item_checks": regs.item_checks,
-    }
-    for hook_name, registry in hooks.items():
-        for impl in getattr(pm.hook, hook_name).get_hookimpls():
-            impl.function(register=_registrar(registry, impl.plugin_name))
-    for impl in pm.hook.register_phases.get_hookimpls():
-        plugin = impl.plugin_name
-
-        def register_phase(phase: Any, _plugin: str = plugin, **options: Any) -> None:
-            regs.phases.add(phase.name, phase, _plugin, **options)
-
-        impl.function(register=register_phase)
+    for hook_name, registry in regs.by_hook().items():
+        collect(hook_name, pm, into=registry)
     _bind_evaluators(regs)
     return regs
+
+
+def collect(hook_name: str, pm: pluggy.PluginManager | None = None, *, into: Registry[Any] | None = None) -> Registry[Any]:
+    """Call one registration hook of every plugin and return what they registered: the one
+    way the core collects hooks. A name registered twice raises
+    :class:`DuplicateRegistrationError`, whichever hook it is."""
+    pm = pm if pm is not None else get_plugin_manager()
+    registry = into if into is not None else Registry(_KIND_OF_HOOK[hook_name])
+    registrar = _REGISTRARS.get(hook_name, _registrar)
+    for impl in getattr(pm.hook, hook_name).get_hookimpls():
+        impl.function(register=registrar(registry, impl.plugin_name))
+    return registry
 
 
 def _bind_evaluators(regs: Registries) -> None:
@@ -227,10 +285,80 @@ def _bind_evaluators(regs: Registries) -> None:
 
 
 def _registrar(registry: Registry[Any], plugin: str) -> Callable[..., None]:
-    def register(name: str, value: Any, **options: Any) -> None:
-        registry.add(name, value, plugin, **options)
+    def register(name: str, value: Any, /) -> None:
+        registry.add(name, value, plugin)
 
     return register
+
+
+def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterface:
+    def register(
+        name: str,
+        factory: InterfaceFactory,
+        /,
+        *,
+        requires_model: bool = True,
+        virtual_teacher: bool = False,
+        exempt_item_checks: Sequence[str] = (),
+    ) -> None:
+        options: dict[str, Any] = {}
+        if not requires_model:
+            options["requires_model"] = False
+        if virtual_teacher:
+            options["virtual_teacher"] = True
+        if exempt_item_checks:
+            options["exempt_item_checks"] = tuple(exempt_item_checks)
+        registry.add(name, factory, plugin, **options)
+
+    return register
+
+
+def _phase_registrar(registry: Registry[Any], plugin: str) -> RegisterPhase:
+    def register(phase: Phase, /) -> None:
+        registry.add(phase.name, phase, plugin)
+
+    return register
+
+
+def _report_registrar(registry: Registry[Any], plugin: str) -> RegisterReport:
+    def register(name: str, writer: ReportWriter, /, *, default: bool = True) -> None:
+        registry.add(name, writer, plugin, **({} if default else {"default": False}))
+
+    return register
+
+
+def _item_check_registrar(registry: Registry[Any], plugin: str) -> RegisterItemCheck:
+    def register(
+        rule_id: str,
+        check: ItemCheck,
+        /,
+        *,
+        kinds: Sequence[str] = ("datapoint",),
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        registry.add(rule_id, check, plugin, kinds=tuple(kinds), options=dict(options or {}))
+
+    return register
+
+
+_REGISTRARS: dict[str, Callable[[Registry[Any], str], Callable[..., None]]] = {
+    "register_interfaces": _interface_registrar,
+    "register_phases": _phase_registrar,
+    "register_reports": _report_registrar,
+    "register_item_checks": _item_check_registrar,
+}
+
+_KIND_OF_HOOK: dict[str, str] = {
+    "register_interfaces": "interface",
+    "register_batch_runners": "batch runner",
+    "register_phases": "phase",
+    "register_evaluators": "evaluator",
+    "register_metrics": "metric",
+    "register_benchmarks": "benchmark",
+    "register_reports": "report",
+    "register_item_checks": "item check",
+    "register_run_end": "run-end action",
+}
 
 
 def plugin_distributions() -> dict[str, str]:

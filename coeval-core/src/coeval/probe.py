@@ -69,12 +69,8 @@ class ProbeFailed(RuntimeError):
 
 
 def _is_virtual(model: ModelConfig, registries: Registries) -> bool:
-    if model.interface == "benchmark":
-        return True
-    if model.interface in registries.interfaces:
-        opts = registries.interfaces.entry(model.interface).options
-        return bool(opts.get("virtual") or opts.get("virtual_teacher"))
-    return False
+    facts = registries.interface_facts(model.interface)
+    return facts is not None and facts.virtual_teacher
 
 
 def models_to_probe(config: Config, mode: str, registries: Registries) -> list[ModelConfig]:

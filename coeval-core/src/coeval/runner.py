@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coeval.config.model import Config
-from coeval.config.validate import resolve_run_reference
+from coeval.config.validate import disk_issues, resolve_run_reference
 from coeval.cost import estimate_and_report
 from coeval.credentials import KeyFileError, KeyStore, redact
 from coeval.drift import record_settings
@@ -55,8 +55,15 @@ from coeval.lane_figures import record_lanes
 from coeval.logging import run_logging
 from coeval.phase_info import configured_mode
 from coeval.phase_order import ordered_phases
-from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
-from coeval.phases.mapping import _TeacherMappingPhase
+from coeval.phases.base import (
+    Phase,
+    PhaseContext,
+    PhaseError,
+    PhaseRefusedError,
+    PhaseResult,
+    RunView,
+    StaticArtifactPhase,
+)
 from coeval.plugin_status import missing_interface
 from coeval.plugins import registries as installed
 from coeval.probe import ProbeFailed, ProbeResult, models_to_probe, probe_with_retries
@@ -179,21 +186,12 @@ class _Run:
         unknown = sorted(self.only - names)
         if unknown:
             raise RunError(f"--only-models names models that are not in the config: {', '.join(unknown)}")
+        # the disk rules of config/validate.py, asked again now: the disk may have changed since loading
+        experiment = {"id": exp.id, "storage_folder": exp.storage_folder,
+                      "resume_from": opts.resume_from or exp.resume_from}
+        for issue in disk_issues(experiment, continue_run=opts.continue_run, allow_existing_run=bool(self.only)):
+            raise RunError(f"{issue.message} ({issue.rule}); {issue.fix}")
         meta = run.read_meta() if run.exists() else {}
-        if opts.continue_run:
-            if not run.exists():
-                if run.root.is_dir() and any(run.jsonl_files(p) for p in PHASE_DIRS if p in _RECORD_PHASES):
-                    raise RunError(f"--continue needs an existing run, but {run.meta_path} does not exist (V-14); "
-                                   f"run `coeval repair --run {run.root}` to rebuild it from the records, then "
-                                   "--continue")
-                raise RunError(f"--continue needs an existing run, but {run.meta_path} does not exist (V-14); "
-                               "run without --continue to start it")
-        elif run.exists() and not self.only:
-            raise RunError(f"run folder {run.root} already exists (V-11); pass --continue to resume it, "
-                           "or choose a new experiment.id")
-        recorded = meta.get("experiment_id")
-        if recorded and recorded != exp.id:
-            raise RunError(f"{run.meta_path} belongs to experiment {recorded!r}, not {exp.id!r} (V-14)")
         source = self._source_run(meta)
         return meta, source
 
@@ -204,15 +202,12 @@ class _Run:
         ref = self.options.resume_from or self.config.experiment.resume_from
         if not ref:
             return None
-        folder = resolve_run_reference(self.config.experiment.storage_folder, ref)
-        if not folder.is_dir():
-            raise RunError(f"resume_from: earlier run {ref!r} not found (looked for "
-                           f"{Path(self.config.experiment.storage_folder) / ref} and {folder}) (V-10)")
+        folder = resolve_run_reference(self.config.experiment.storage_folder, ref)  # found: the preflight asked V-10
         if folder.resolve() == self.run.root.resolve():
             raise RunError("resume_from names this run itself; use --continue to resume it in place")
         return RunFolder(folder)
 
-    def _mode(self, phase: Any) -> str:
+    def _mode(self, phase: Phase) -> str:
         return run_mode(self.config, phase, continue_run=self.options.continue_run)
 
     def _build_interfaces(self, phases_that_may_run: list[str]) -> None:
@@ -296,7 +291,7 @@ class _Run:
         view = RunView(self.config, self.run, self.registries)
         for entry in self.registries.phases:
             phase = entry.value
-            if not isinstance(phase, _TeacherMappingPhase) or self._mode(phase) == "New":
+            if not isinstance(phase, StaticArtifactPhase) or self._mode(phase) == "New":
                 continue
             for task in self.config.tasks:
                 for kind, path in phase.artifacts(view, task):
@@ -368,7 +363,7 @@ class _Run:
         except RunFolderBusyError as exc:
             raise RunError(str(exc)) from None
 
-    async def _locked(self, phases: list[Any], completed: set[str], source: RunFolder | None, log: Any) -> RunResult:
+    async def _locked(self, phases: list[Phase], completed: set[str], source: RunFolder | None, log: Any) -> RunResult:
         fork = None
         if source is not None and not self.run.exists():
             copy = [p.name for p in phases if p.name in PHASE_DIRS and configured_mode(self.config, p) != "New"]
@@ -447,7 +442,7 @@ class _Run:
                          message=message)
 
     async def _phases(
-        self, phases: list[Any], completed: set[str], source: RunFolder | None, ledger: Ledger, log: Any
+        self, phases: list[Phase], completed: set[str], source: RunFolder | None, ledger: Ledger, log: Any
     ) -> tuple[str, int, str]:
         assert self.scheduler is not None
         scheduler = self.scheduler
@@ -536,7 +531,7 @@ class _Run:
         # the console's summary line already says how the phase ended: run.log keeps the details
         log.info("phase finished", **fields)
 
-    def _verdict(self, phases: list[Any]) -> tuple[str, int, str]:
+    def _verdict(self, phases: list[Phase]) -> tuple[str, int, str]:
         if self.stop_requested:
             return "interrupted", EXIT_INTERRUPTED, "interrupted"
         ran = [self.results[p.name] for p in phases if p.name in self.results]

@@ -13,12 +13,16 @@ from coeval.config._schema_check import did_you_mean
 from coeval.config.errors import ConfigError, ValidationIssue
 from coeval.config.model import Config
 
-__all__ = ["select"]
+__all__ = ["select", "unknown_names"]
 
 _ROLES = ("teacher", "student", "judge")
 
 
-def _unknown(option: str, names: tuple[str, ...], known: list[str], field: str, config: Config) -> list[ValidationIssue]:
+def unknown_names(
+    option: str, names: tuple[str, ...], known: list[str], field: str, config: Config
+) -> list[ValidationIssue]:
+    """V-36, the one check of a command-line option naming tasks or models: each name of
+    ``names`` that is not one of ``known`` (the config's ``field``), with the closest guess."""
     issues = []
     for name in names:
         if name in known:
@@ -40,8 +44,8 @@ def _unknown(option: str, names: tuple[str, ...], known: list[str], field: str, 
 def select(config: Config, *, tasks: tuple[str, ...] = (), models: tuple[str, ...] = ()) -> Config:
     """``config`` with only ``tasks`` and ``models`` (empty: all). Unknown names, or a model
     choice that leaves a role empty, raise :class:`ConfigError` (exit 2)."""
-    issues = _unknown("--tasks", tasks, [t.name for t in config.tasks], "tasks[].name", config)
-    issues += _unknown("--models", models, [m.name for m in config.models], "models[].name", config)
+    issues = unknown_names("--tasks", tasks, [t.name for t in config.tasks], "tasks[].name", config)
+    issues += unknown_names("--models", models, [m.name for m in config.models], "models[].name", config)
     if issues:
         raise ConfigError(issues, source=config.source)
     chosen_tasks = tuple(t for t in config.tasks if not tasks or t.name in tasks)

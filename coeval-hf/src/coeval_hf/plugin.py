@@ -6,13 +6,16 @@ when a model is first loaded.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from coeval.hookspecs import hookimpl
 
+if TYPE_CHECKING:
+    from coeval import RegisterInterface
+
 
 @hookimpl
-def register_interfaces(register: Any) -> None:
+def register_interfaces(register: RegisterInterface) -> None:
     from coeval_hf.huggingface import HuggingFaceInterface
     from coeval_hf.llamacpp import LlamaCppInterface
 

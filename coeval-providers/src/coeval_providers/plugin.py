@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coeval.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from coeval import RegisterBatchRunner, RegisterInterface
 
 log = logging.getLogger("coeval.providers")
 
@@ -27,7 +30,7 @@ BATCH_RUNNERS: dict[str, str] = {
 
 
 @hookimpl
-def register_interfaces(register: Callable[..., None]) -> None:
+def register_interfaces(register: RegisterInterface) -> None:
     from coeval_providers.interfaces import INTERFACES, lazy_factory
 
     for name, path in INTERFACES.items():
@@ -35,7 +38,7 @@ def register_interfaces(register: Callable[..., None]) -> None:
 
 
 @hookimpl
-def register_batch_runners(register: Callable[..., None]) -> None:
+def register_batch_runners(register: RegisterBatchRunner) -> None:
     from coeval_providers.interfaces import lazy_factory
 
     for name, path in BATCH_RUNNERS.items():

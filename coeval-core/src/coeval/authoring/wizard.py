@@ -24,7 +24,8 @@ from coeval.config.model import PHASE_IDS, PHASE_MODES, ROLES
 from coeval.config.yaml_out import dump_config_yaml
 from coeval.credentials import KeyStore, redact
 from coeval.interfaces.base import GenerateRequest
-from coeval.interfaces.known import AUTO_INTERFACE, KNOWN_INTERFACES, MODEL_OPTIONAL_INTERFACES
+from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
+from coeval.plugins import registries
 from coeval.judging import extract_json
 from coeval.plugin_status import missing_interface
 from coeval.plugins import registries
@@ -71,16 +72,22 @@ def parse_attribute_spec(text: str) -> dict[str, list[str]] | str:
     return out
 
 
+def _needs_model(interface: str) -> bool:
+    """What the registered interface declared (an interface no plugin here registers needs one)."""
+    facts = registries().interface_facts(interface)
+    return facts is None or facts.requires_model
+
+
 def parse_model_spec(spec: str) -> dict[str, Any]:
     """``interface:model-id`` (or ``interface``) -> a model entry with all three roles."""
     interface, _, model_id = spec.strip().partition(":")
     interface = interface.strip()
-    if interface not in KNOWN_INTERFACES and interface != AUTO_INTERFACE:
+    if interface not in SHIPPED_INTERFACES and interface != AUTO_INTERFACE:
         raise WizardError(f"--models: unknown interface {interface!r} in {spec!r}; write INTERFACE:MODEL_ID")
     entry: dict[str, Any] = {"name": safe_name(model_id or interface), "interface": interface}
     if model_id:
         entry["parameters"] = {"model": model_id.strip()}
-    elif interface not in MODEL_OPTIONAL_INTERFACES:
+    elif _needs_model(interface):
         raise WizardError(f"--models: {interface} needs a model id: write {interface}:MODEL_ID")
     entry["roles"] = list(ROLES)
     return entry
@@ -123,12 +130,12 @@ def _range_prompt(label: str, default: str) -> list[int]:
 
 
 def _model_interactively(taken: Sequence[str]) -> dict[str, Any]:
-    interfaces = [*sorted(KNOWN_INTERFACES), AUTO_INTERFACE]
+    interfaces = [*sorted(SHIPPED_INTERFACES), AUTO_INTERFACE]
     interface = click.prompt(
         "  interface", type=click.Choice(interfaces), default="openai", show_choices=False
     )
     model: dict[str, Any] = {}
-    if interface not in MODEL_OPTIONAL_INTERFACES:
+    if _needs_model(interface):
         model_id = click.prompt("  provider model id (e.g. gpt-4o-mini)").strip()
         model = {"model": model_id}
     default_name = safe_name(model.get("model", interface))

@@ -46,12 +46,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coeval.batching.base import BatchJobStatus, BatchRunner
+from coeval.batching.outcomes import fail_all, item_outcome, missing_reason, read_results
 from coeval.batching.pending import PendingJob, PendingStore
-from coeval.batching.realtime import realtime_scheduler, retry_rejected, retryable
+from coeval.batching.realtime import realtime_scheduler, retry_rejected, retryable, run_in_real_time
+from coeval.batching.submit import chunks, submit_job
 from coeval.batching.watch import BatchWatch, WaitingJob, epoch_of
 from coeval.credentials import KeyStore, redact
-from coeval.interfaces.base import GenerateResult, ModelError, TransientModelError
-from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
+from coeval.interfaces.base import ModelError
+from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.run_folder import RunFolder, utc_now
 
 if TYPE_CHECKING:
@@ -110,6 +112,23 @@ class _Log:
             getattr(self._log, level)(event, **kw)
         except TypeError:  # a stdlib logger
             getattr(self._log, level)(redact(f"{event} " + " ".join(f"{k}={v}" for k, v in kw.items())))
+
+
+def _poll_settings(model: ModelConfig, runner: BatchRunner, policy: PollPolicy) -> tuple[float, float]:
+    """First poll interval and deadline (seconds) for ``model``'s jobs: its parameters, else the policy."""
+    params = model.parameters
+    interval = params.get("batch_poll_interval_s", policy.interval_s)
+    deadline = params.get("batch_deadline_s", policy.deadline_s)
+    return float(interval if interval is not None else runner.poll_interval_s), float(deadline)
+
+
+def _report_retries(log: _Log, watch: BatchWatch, job: PendingJob, tally: Counter[str]) -> None:
+    """One line for the console and run.log: how many of a job's items were retried in real time."""
+    n = sum(tally.values())
+    log("info", "batch items retried in real time", job=job.job_id, model=job.model, phase=job.phase,
+        items=n, ok=tally["ok"], failed=tally["failed"])
+    watch.note(f"{job.phase}: {n} {job.model} batch replies failed their parse and were retried in "
+               f"real time (real-time price): {tally['ok']} ok, {tally['failed']} failed")
 
 
 class BatchExecutor:
@@ -195,7 +214,9 @@ class BatchExecutor:
         """Batch-enabled model with a registered runner; in collect-only mode, only items of
         pending jobs."""
         if not self.may_submit:
-            return item.key in self._pending_item_keys().get(item.phase, set())
+            if self._pending_keys is None:
+                self._pending_keys = self.store.item_keys_by_phase()
+            return item.key in self._pending_keys.get(item.phase, set())
         key = (item.model.name, item.phase)
         decision = self._wants.get(key)
         if decision is None:
@@ -242,40 +263,13 @@ class BatchExecutor:
             runner = self._runners[model.name] = factory(model, self.keys.for_provider(model.interface, model.access_key))
         return runner
 
-    def _model(self, name: str) -> ModelConfig | None:
-        try:
-            return self.config.model(name)
-        except KeyError:
-            return None
-
-    def _pending_item_keys(self) -> dict[str, set[str]]:
-        if self._pending_keys is None:
-            keys: dict[str, set[str]] = defaultdict(set)
-            for job in self.store.load():
-                keys[job.phase].update(job.items.values())
-            self._pending_keys = dict(keys)
-        return self._pending_keys
-
-    def _poll_settings(self, model: ModelConfig, runner: BatchRunner) -> tuple[float, float]:
-        params = model.parameters
-        interval = params.get("batch_poll_interval_s", self.poll_policy.interval_s)
-        deadline = params.get("batch_deadline_s", self.poll_policy.deadline_s)
-        return float(interval if interval is not None else runner.poll_interval_s), float(deadline)
-
     # ---- submitting --------------------------------------------------------------------------
-    def _chunks(self, runner: BatchRunner, pairs: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:
-        split = getattr(runner, "chunk_requests", None)
-        if callable(split):
-            return [list(c) for c in split(pairs)]
-        size = max(1, int(runner.max_requests_per_job))
-        return [pairs[i : i + size] for i in range(0, len(pairs), size)]
-
     async def _submit_and_follow(self, phase_id: str, items: list[WorkItem], on_outcome: Callable[[WorkOutcome], None]) -> None:
         model = items[0].model
         try:
             runner = self.runner_for(model)
         except Exception as exc:
-            self._fail_all(items, "fatal", f"batch runner for {model.interface}: {redact(str(exc))}", on_outcome)
+            fail_all(items, "fatal", f"batch runner for {model.interface}: {redact(str(exc))}", on_outcome)
             return
         minimum = int(getattr(runner, "min_requests_per_job", 0) or 0)
         if len(items) < minimum:
@@ -284,26 +278,20 @@ class BatchExecutor:
             await self._realtime(phase_id, items, on_outcome)
             return
         by_key = {item.key: item for item in items}
-        chunks = self._chunks(runner, [(item.key, item.request) for item in items])
+        cuts = chunks(runner, [(item.key, item.request) for item in items])
         await asyncio.gather(*(self._submit_chunk(phase_id, model, runner, [by_key[key] for key, _ in chunk], on_outcome)
-                               for chunk in chunks))
+                               for chunk in cuts))
 
     async def _submit_chunk(self, phase_id: str, model: ModelConfig, runner: BatchRunner,
                             chunk: list[WorkItem], on_outcome: Callable[[WorkOutcome], None]) -> None:
         # custom ids numbered within the job: short, valid for every provider, unique per job
         numbered = {f"r{i}": item for i, item in enumerate(chunk)}
         requests = [(cid, item.request) for cid, item in numbered.items()]
-        job_id = None
-        for attempt in range(3):
-            try:
-                job_id = await runner.submit(requests)
-                break
-            except ModelError as exc:
-                if not exc.retryable or attempt == 2:
-                    self._fail_all(list(numbered.values()), exc.kind, f"batch submission failed: {redact(str(exc))}", on_outcome)
-                    return
-                await asyncio.sleep(exc.retry_after or 2.0 * (attempt + 1))
-        assert job_id is not None
+        try:
+            job_id = await submit_job(runner, requests)
+        except ModelError as exc:
+            fail_all(list(numbered.values()), exc.kind, f"batch submission failed: {redact(str(exc))}", on_outcome)
+            return
         job = PendingJob(job_id=job_id, interface=model.interface, model=model.name, phase=phase_id,
                          items={cid: item.key for cid, item in numbered.items()})
         self.store.add(job)  # before the first poll: a crash from here on never re-submits
@@ -335,7 +323,7 @@ class BatchExecutor:
                          error=redact(str(exc)))
                 self.left_pending.append(job.job_id)
                 return
-        interval, deadline_s = self._poll_settings(model, runner)
+        interval, deadline_s = _poll_settings(model, runner, self.poll_policy)
         deadline = time.monotonic() + deadline_s
         status: BatchJobStatus | None = None
         failures = 0
@@ -354,7 +342,7 @@ class BatchExecutor:
                     return
                 if not exc.retryable:
                     self.log("error", "batch job cannot be polled", job=job.job_id, error=redact(str(exc)))
-                    self._fail_all(list(items.values()), exc.kind, f"batch job {job.job_id}: {redact(str(exc))}", on_outcome)
+                    fail_all(list(items.values()), exc.kind, f"batch job {job.job_id}: {redact(str(exc))}", on_outcome)
                     self.store.remove(job.job_id)
                     return
                 failures += 1
@@ -382,40 +370,17 @@ class BatchExecutor:
 
     async def _collect(self, job: PendingJob, items: Mapping[str, WorkItem], status: BatchJobStatus, runner: BatchRunner,
                        on_outcome: Callable[[WorkOutcome], None]) -> None:
-        results: Mapping[str, GenerateResult | ModelError] = {}
-        if status.state in ("completed", "expired", "cancelled", "failed"):
-            for attempt in range(3):
-                try:
-                    results = await runner.collect(job.job_id)
-                    break
-                except ModelError as exc:
-                    if not exc.retryable or attempt == 2:
-                        if exc.retryable:
-                            self.log("warning", "batch results could not be read; the job stays pending",
-                                     job=job.job_id, error=redact(str(exc)))
-                            self.left_pending.append(job.job_id)
-                            return
-                        results = {}
-                        status = attrs.evolve(status, message=f"{status.message} {redact(str(exc))}".strip())
-                        break
-                    await asyncio.sleep(2.0 * (attempt + 1))
-        missing_reason = {
-            "failed": f"batch job {job.job_id} failed" + (f": {status.message}" if status.message else ""),
-            "expired": f"batch job {job.job_id} expired before this request ran",
-            "cancelled": f"batch job {job.job_id} was cancelled before this request ran",
-        }.get(status.state, f"batch job {job.job_id} returned no result for this request")
+        results, status, error = await read_results(runner, job, status)
+        if results is None:
+            self.log("warning", "batch results could not be read; the job stays pending", job=job.job_id, error=error)
+            self.left_pending.append(job.job_id)
+            return
+        missing = missing_reason(job, status)
         ok = failed = 0
         rejected: list[WorkOutcome] = []
         iface = self.interfaces.get(job.model)
         for cid, item in items.items():
-            result = results.get(cid)
-            if result is None:
-                error: ModelError = TransientModelError(missing_reason)
-                outcome = WorkOutcome(item, "failed", error_kind=error.kind, error=missing_reason, attempts=1)
-            elif isinstance(result, ModelError):
-                outcome = WorkOutcome(item, "failed", error_kind=result.kind, error=redact(str(result)), attempts=1)
-            else:
-                outcome = self._parsed(item, result)
+            outcome = item_outcome(item, results.get(cid), missing)
             # after a first Ctrl-C (self.wait off) no new call starts: the batch reply's record stands
             if iface is not None and self.wait and retryable(outcome, self.generation_retries):
                 rejected.append(outcome)
@@ -434,7 +399,8 @@ class BatchExecutor:
         self.log("info", "batch job collected", job=job.job_id, model=job.model, state=status.state, ok=ok, failed=failed,
                  retried_in_real_time=len(rejected))
         if retried:
-            self._report_retries(job, Counter(o.status for o in retried))
+            self.retried_in_real_time += len(retried)
+            _report_retries(self.log, self.watch, job, Counter[str](o.status for o in retried))
 
     async def _retry_rejected(self, job: PendingJob, rejected: list[WorkOutcome], iface: Interface | None) -> list[WorkOutcome]:
         """Give the items whose batch reply was rejected their remaining attempts in real time."""
@@ -449,53 +415,11 @@ class BatchExecutor:
         finally:
             self._retrying.discard(scheduler)
 
-    def _report_retries(self, job: PendingJob, tally: Counter[str]) -> None:
-        """One line for the console and run.log: how many batch items were retried in real time."""
-        n = sum(tally.values())
-        self.retried_in_real_time += n
-        self.log("info", "batch items retried in real time", job=job.job_id, model=job.model, phase=job.phase,
-                 items=n, ok=tally["ok"], failed=tally["failed"])
-        self.watch.note(f"{job.phase}: {n} {job.model} batch replies failed their parse and were retried in "
-                        f"real time (real-time price): {tally['ok']} ok, {tally['failed']} failed")
-
-    @staticmethod
-    def _parsed(item: WorkItem, result: GenerateResult) -> WorkOutcome:
-        try:
-            value = item.parse(result) if item.parse is not None else result.text
-        except OutputParseError as exc:
-            kind, reason = getattr(exc, "error_kind", "unparseable"), redact(str(exc))
-            return WorkOutcome(item, "failed", result=result, error_kind=kind, error=reason, attempts=1,
-                               usage=result.usage, cost_usd=result.cost_usd, raw=result.text,
-                               finish_reason=result.finish_reason, attempt_errors=(f"{kind}: {reason}",))
-        except Exception as exc:
-            return WorkOutcome(item, "failed", result=result, error_kind="parse_error",
-                               error=redact(f"{type(exc).__name__}: {exc}"), attempts=1, usage=result.usage,
-                               cost_usd=result.cost_usd)
-        return WorkOutcome(item, "ok", value=value, result=result, attempts=1, usage=result.usage, cost_usd=result.cost_usd)
-
-    @staticmethod
-    def _fail_all(items: Sequence[WorkItem], kind: str, message: str, on_outcome: Callable[[WorkOutcome], None]) -> None:
-        for item in items:
-            on_outcome(WorkOutcome(item, "failed", error_kind=kind, error=message, attempts=0))
-
     # ---- real-time fallback ------------------------------------------------------------------
     async def _realtime(self, phase_id: str, items: list[WorkItem], on_outcome: Callable[[WorkOutcome], None]) -> None:
         """Items too few for a batch job go through a scheduler of their own (same retry policy)."""
-        model = items[0].model
-        iface = self.interfaces.get(model.name)
-        if iface is None:
-            self._fail_all(items, "batch", f"{len(items)} items are too few for a {model.interface} batch job and no "
-                           "real-time interface was given; set batch_enabled: false for this model", on_outcome)
-            return
-        originals = {item.key: item for item in items}
-
-        def forward(outcome: WorkOutcome) -> None:
-            on_outcome(attrs.evolve(outcome, item=originals[outcome.item.key]))
-
-        wrapped = [attrs.evolve(item, on_done=forward) for item in items]
-        # the run's scheduler reserved these items' first calls already: no quota counted twice
-        scheduler = realtime_scheduler(model.name, iface, self.generation_retries, self._parent, share_quota=False)
-        await scheduler.run(phase_id, wrapped)
+        await run_in_real_time(phase_id, items, self.interfaces.get(items[0].model.name), self.generation_retries,
+                               self._parent, on_outcome)
 
     async def aclose(self) -> None:
         for runner in self._runners.values():

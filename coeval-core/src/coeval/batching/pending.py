@@ -91,6 +91,13 @@ class PendingStore:
         raw.setdefault("jobs", [])
         return raw
 
+    def item_keys_by_phase(self) -> dict[str, set[str]]:
+        """Phase -> the keys of the items its pending jobs hold (collect-only runs take only those)."""
+        keys: dict[str, set[str]] = {}
+        for job in self.load():
+            keys.setdefault(job.phase, set()).update(job.items.values())
+        return keys
+
     def load(self) -> list[PendingJob]:
         jobs = []
         self.unreadable = []

@@ -17,7 +17,7 @@ counter and see its spend, so a quota or budget holds across batch and real-time
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -26,7 +26,7 @@ from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS, Scheduler, SchedulerLimi
 from coeval.scheduler.prior import PriorAttempts
 from coeval.scheduler.work import WorkItem, WorkOutcome
 
-__all__ = ["prior_of", "realtime_scheduler", "retry_rejected", "retryable"]
+__all__ = ["prior_of", "realtime_scheduler", "retry_rejected", "retryable", "run_in_real_time"]
 
 
 def realtime_scheduler(name: str, iface: Interface, generation_retries: int, parent: Scheduler | None, *,
@@ -97,3 +97,25 @@ async def retry_rejected(phase_id: str, rejected: Sequence[WorkOutcome], schedul
     items: list[WorkItem] = [attrs.evolve(o.item, on_done=keep, prior=prior_of(o)) for o in rejected]
     await scheduler.run(phase_id, items)
     return finals
+
+
+async def run_in_real_time(phase_id: str, items: list[WorkItem], iface: Interface | None, generation_retries: int,
+                           parent: Scheduler | None, on_outcome: Callable[[WorkOutcome], None]) -> None:
+    """A model's items too few for a batch job, through a scheduler of their own; each
+    outcome is reported for the item the batch executor was handed."""
+    model = items[0].model
+    if iface is None:
+        for item in items:
+            on_outcome(WorkOutcome(item, "failed", error_kind="batch", attempts=0, error=(
+                f"{len(items)} items are too few for a {model.interface} batch job and no real-time interface was "
+                "given; set batch_enabled: false for this model")))
+        return
+    originals = {item.key: item for item in items}
+
+    def forward(outcome: WorkOutcome) -> None:
+        on_outcome(attrs.evolve(outcome, item=originals[outcome.item.key]))
+
+    wrapped = [attrs.evolve(item, on_done=forward) for item in items]
+    # the run's scheduler reserved these items' first calls already: no quota counted twice
+    scheduler = realtime_scheduler(model.name, iface, generation_retries, parent, share_quota=False)
+    await scheduler.run(phase_id, wrapped)

@@ -18,15 +18,14 @@ from coeval.cli.run_end import run_end_actions
 from coeval.cli.run_summary import run_summary_json
 from coeval.cli.spend_check import DEFAULT_CONFIRM_ABOVE_USD, check_spend
 from coeval.cli.verbosity import verbosity, verbosity_options
-from coeval.config._schema_check import did_you_mean
-from coeval.config.errors import ConfigError, ValidationIssue
+from coeval.config.errors import ConfigError
 from coeval.config.loader import load_config
 from coeval.credentials import KeyStore
 from coeval.limits import limit_datapoints, limit_note, record_limit
 from coeval.planning import format_plan, plan_experiment
 from coeval.sandbox.policy import ALLOW_UNSANDBOXED_ENV
 from coeval.run_options import RunOptions
-from coeval.selection import select
+from coeval.selection import select, unknown_names
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -40,21 +39,7 @@ def parse_model_list(value: str | None) -> tuple[str, ...]:
 
 def check_only_models(config: Any, names: tuple[str, ...]) -> None:
     """V-36: ``--only-models`` must name models of the config."""
-    known = [m.name for m in config.models]
-    issues = []
-    for name in names:
-        if name not in known:
-            guess = did_you_mean(name, known)
-            issues.append(
-                ValidationIssue(
-                    "V-36",
-                    "--only-models",
-                    f"'{name}' is not a model of this config"
-                    + (f" (did you mean '{guess}'?)" if guess else ""),
-                    f"use names from models[].name: {', '.join(known)}",
-                    source=config.source,
-                )
-            )
+    issues = unknown_names("--only-models", names, [m.name for m in config.models], "models[].name", config)
     if issues:
         raise ConfigError(issues, source=config.source)
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coeval.plugins import get_plugin_manager
+from coeval.plugins import collect
 
 if TYPE_CHECKING:
     from coeval.runner import RunResult
@@ -30,13 +28,8 @@ def run_end_actions(result: RunResult) -> None:
     one that fails is logged."""
     if not _wrote_records(result):
         return
-    actions: dict[str, Callable[[Path], None]] = {}
-
-    def register(name: str, action: Callable[[Path], None]) -> None:
-        actions.setdefault(name, action)
-
-    get_plugin_manager().hook.register_run_end(register=register)
-    for name, action in actions.items():
+    for entry in collect("register_run_end"):
+        name, action = entry.name, entry.value
         try:
             action(result.run_folder)
         except Exception as exc:  # an extra must never turn a run into a failure

@@ -24,7 +24,7 @@ from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
 from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
 from coeval.credentials import KeyStore
-from coeval.interfaces.known import AUTO_INTERFACE, KNOWN_INTERFACES
+from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
 from coeval.phase_modes import default_mode, registered_modes
 from coeval.phase_order import ordered_phases
 from coeval.secret_settings import register_setting_secrets
@@ -165,7 +165,7 @@ def load_config(
             experiment["resume_from"] = resume_from
 
     regs = _resolve(registries)
-    interfaces = {entry.name: dict(entry.options) for entry in regs.interfaces}
+    interfaces = {name: facts for name in regs.interfaces.names() if (facts := regs.interface_facts(name))}
     phases = registered_modes(ordered_phases(regs))
     validator = Validator(
         raw,
@@ -184,7 +184,7 @@ def load_config(
     issues += validator.run()
     if not any(i.is_error for i in issues):
         already = len(validator.issues)
-        _resolve_auto_interfaces(raw, validator, keys_file, set(KNOWN_INTERFACES) | set(interfaces))
+        _resolve_auto_interfaces(raw, validator, keys_file, set(SHIPPED_INTERFACES) | set(interfaces))
         issues += validator.issues[already:]
     if isinstance(raw, Mapping):  # header and URL credentials are masked wherever text is printed
         register_setting_secrets(raw.get("models"))

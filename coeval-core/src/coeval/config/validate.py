@@ -47,7 +47,7 @@ import collections
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -59,19 +59,18 @@ from coeval.config.errors import Severity, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, ROLES
 from coeval.config.names import close_name
 from coeval.config.parameter_keys import TIMEOUT_KEYS, bad_timeout, known_keys
-from coeval.interfaces.known import (
-    AUTO_INTERFACE,
-    BATCHABLE_INTERFACES,
-    KNOWN_INTERFACES,
-    MODEL_OPTIONAL_INTERFACES,
-)
+from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
 from coeval.interfaces.mock import parameter_problem as mock_parameter_problem
 from coeval.prompts import TEMPLATE_VARIABLES, template_fields
 from coeval.storage.run_folder import PHASE_DIRS
 
+if TYPE_CHECKING:
+    from coeval.plugin_types import InterfaceFacts
+
 __all__ = [
     "ALL_RULES",
     "ENVIRONMENT_RULES",
+    "disk_issues",
     "KNOWN_METRICS",
     "Validator",
     "judged_factors",
@@ -155,7 +154,8 @@ class Validator:
     check_filesystem: bool = True
     allow_existing_run: bool = False
     environment_as_warnings: bool = False
-    interfaces: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)  # registered name -> options
+    #: registered interface name -> what it declared (requires_model, virtual_teacher, batches...)
+    interfaces: Mapping[str, InterfaceFacts] = attrs.field(factory=dict)
     metrics: Iterable[str] = ()
     evaluators: Iterable[str] = KNOWN_EVALUATORS
     item_checks: Iterable[str] | None = None  # registered item-check rule ids (None: not checked)
@@ -250,7 +250,7 @@ class Validator:
         return [m["name"] for _, m in self.models if isinstance(m.get("name"), str)]
 
     def _known_interfaces(self) -> set[str]:
-        return set(KNOWN_INTERFACES) | set(self.interfaces)
+        return set(SHIPPED_INTERFACES) | set(self.interfaces)
 
     # ---- rules ------------------------------------------------------------------------------
     def _unique_names(self) -> None:
@@ -360,15 +360,29 @@ class Validator:
                     "set experiment.resume_from to the earlier run, or use rubric: auto",
                 )
 
+    def _batchable(self) -> list[str]:
+        """Interfaces with a registered batch runner, whichever plugin provides them."""
+        return sorted(name for name, facts in self.interfaces.items() if facts.batches)
+
+    def _batch_unknowable(self, iface: str) -> bool:
+        """A shipped interface whose distribution is not loaded here: its batch runner is
+        unknown until it is (running such a model fails anyway, naming the distribution)."""
+        return iface not in self.interfaces and iface in SHIPPED_INTERFACES
+
+    def _batch_fix(self) -> str:
+        batchable = self._batchable()
+        return f"batch works with: {', '.join(batchable)}" if batchable else "no installed plugin registers a batch runner"
+
     def _batch(self) -> None:
         batch = self.experiment.get("batch")
+        batchable = self._batchable()
         if isinstance(batch, dict):
             for iface in batch:
-                if iface in BATCHABLE_INTERFACES:
+                if iface in batchable or self._batch_unknowable(str(iface)):
                     continue
                 if iface in self._known_interfaces():
                     message = f"interface '{iface}' has no batch API"
-                    fix = f"remove '{iface}'; batch works with: {', '.join(sorted(BATCHABLE_INTERFACES))}"
+                    fix = f"remove '{iface}'; {self._batch_fix()}"
                     self.add("V-13", ("experiment", "batch", iface), message, fix)
                 else:
                     self._add_unknown(
@@ -376,7 +390,7 @@ class Validator:
                         ("experiment", "batch", iface),
                         f"'{iface}' is not a batchable interface",
                         str(iface),
-                        sorted(BATCHABLE_INTERFACES),
+                        batchable,
                     )
         for i, model in self.models:
             iface = model.get("interface")
@@ -384,13 +398,14 @@ class Validator:
                 model.get("batch_enabled") is True
                 and isinstance(iface, str)
                 and iface != AUTO_INTERFACE
-                and iface not in BATCHABLE_INTERFACES
+                and iface not in batchable
+                and not self._batch_unknowable(iface)
             ):
                 self.add(
                     "V-26",
                     ("models", i, "batch_enabled"),
                     f"batch_enabled is true but interface '{iface}' has no batch API",
-                    f"remove batch_enabled; batch works with: {', '.join(sorted(BATCHABLE_INTERFACES))}",
+                    f"remove batch_enabled; {self._batch_fix()}",
                 )
 
     def _label_attributes(self) -> None:
@@ -456,10 +471,12 @@ class Validator:
                     self.add("V-25", ("experiment", "quota", name), message, f"use one of: {', '.join(names)}")
 
     def _requires_model(self, interface: str) -> bool:
-        if interface in MODEL_OPTIONAL_INTERFACES:
-            return False
-        options = self.interfaces.get(interface)
-        return not (options is not None and options.get("requires_model") is False)
+        """What the registered interface declared; a shipped interface whose distribution is
+        not loaded here is not checked (its declaration is unknown until it is)."""
+        if interface == AUTO_INTERFACE:
+            return True
+        facts = self.interfaces.get(interface)
+        return facts is not None and facts.requires_model
 
     def _model_parameter(self) -> None:
         for i, model in self.models:
@@ -673,6 +690,19 @@ class Validator:
                 if (folder / "meta.json").exists() else
                 f"its meta.json is missing: run `coeval repair --run {folder}` to rebuild it, then --continue",
             )
+
+
+def disk_issues(
+    experiment: Mapping[str, Any], *, continue_run: bool, allow_existing_run: bool = False
+) -> list[ValidationIssue]:
+    """V-10, V-11 and V-14, the rules about the disk: ``resume_from`` exists, a new run's
+    folder holds no run, a continued one is this experiment's. Loading a config checks them;
+    the runner asks again just before it writes, since the disk may have changed since."""
+    validator = Validator({"experiment": dict(experiment)}, continue_run=continue_run,
+                          allow_existing_run=allow_existing_run)
+    validator._resume_source()
+    validator._run_folder()
+    return validator.issues
 
 
 def _holds_a_run(folder: Path) -> bool:

@@ -11,11 +11,10 @@ from coeval.interfaces.base import (
     TransientModelError,
     Usage,
 )
-from coeval.interfaces.known import BATCHABLE_INTERFACES, KNOWN_INTERFACES, providing_distribution
+from coeval.interfaces.known import SHIPPED_INTERFACES, providing_distribution
 
 __all__ = [
-    "BATCHABLE_INTERFACES",
-    "KNOWN_INTERFACES",
+    "SHIPPED_INTERFACES",
     "FatalModelError",
     "GenerateRequest",
     "GenerateResult",

@@ -1,13 +1,15 @@
-"""Every interface name a config may use, and the distribution that provides it.
+"""The interface names CoEval's own distributions ship, and which distribution ships each.
 
-Validation (V-06) accepts these even when the providing distribution is not installed, so
-that ``--dry-run`` and ``plan`` work anywhere; only running such a model fails, naming the
-distribution to install.
+This is no table of interface facts: what an interface needs, whether it batches and
+whether it makes calls are declared by the plugin that registers it (see
+:meth:`coeval.plugins.Registries.interface_facts`). The names are kept here only so that
+validation (V-06) accepts them when their distribution is not installed (``--dry-run`` and
+``plan`` work anywhere) and a run names the distribution to install.
 """
 
 from __future__ import annotations
 
-KNOWN_INTERFACES: dict[str, str] = {
+SHIPPED_INTERFACES: dict[str, str] = {
     # the seed documentation's 18 identifiers
     "openai": "coeval-providers",
     "anthropic": "coeval-providers",
@@ -36,14 +38,5 @@ KNOWN_INTERFACES: dict[str, str] = {
 #: Resolved at load time to a concrete interface (coeval-providers' routing table).
 AUTO_INTERFACE = "auto"
 
-#: Interfaces whose provider has a batch API (V-13).
-BATCHABLE_INTERFACES: frozenset[str] = frozenset(
-    {"openai", "anthropic", "azure_openai", "gemini", "bedrock", "vertex", "mistral"}
-)
-
-#: Interfaces that need no ``parameters.model``.
-MODEL_OPTIONAL_INTERFACES: frozenset[str] = frozenset({"mock", "benchmark", "llamacpp"})
-
-
 def providing_distribution(interface: str) -> str | None:
-    return KNOWN_INTERFACES.get(interface)
+    return SHIPPED_INTERFACES.get(interface)

@@ -214,15 +214,11 @@ class RunView:
         self.registries = registries
 
     # ---- models -------------------------------------------------------------------------
-    def interface_options(self, model: ModelConfig) -> dict[str, Any]:
-        if model.interface in self.registries.interfaces:
-            return dict(self.registries.interfaces.entry(model.interface).options)
-        return {}
-
     def is_virtual(self, model: ModelConfig) -> bool:
-        """Models that make no calls (``benchmark``: their datapoints come from ingest)."""
-        opts = self.interface_options(model)
-        return bool(opts.get("virtual_teacher") or opts.get("virtual")) or model.interface == "benchmark"
+        """Models that make no calls: their interface registered as a virtual teacher (their
+        datapoints come from ``coeval ingest``)."""
+        facts = self.registries.interface_facts(model.interface)
+        return facts is not None and facts.virtual_teacher
 
     def callable_models(self, role: str) -> list[ModelConfig]:
         return [m for m in self.config.models_with_role(role) if not self.is_virtual(m)]
@@ -393,7 +389,10 @@ class Phase(Protocol):
     * ``plan(view) -> PlannedCalls``: the calls it expects to make, from the config alone
       (no record read, no call). A phase without it is counted as 0 calls, with a note;
     * ``roles``: the roles (``"judge"``, ...) whose models it calls through ``ctx.submit``,
-      so the run opens their interfaces even when only this phase is left to run.
+      so the run opens their interfaces even when only this phase is left to run;
+    * ``asks_every_model``: True when ``--only-models`` does not narrow the models it calls;
+    * ``continue_mode``: the mode ``--continue`` runs it in (default ``Extend`` when it
+      accepts it, else its configured mode).
     """
 
     #: Phase id, the key of ``experiment.phases`` (e.g. ``"evaluation"``).
@@ -410,6 +409,22 @@ class Phase(Protocol):
     async def run(self, ctx: PhaseContext) -> None:
         """Make the calls ``ctx.mode`` asks for; write one record per finished item and
         report it through ``ctx.outcome``."""
+        ...
+
+
+@runtime_checkable
+class StaticArtifactPhase(Protocol):
+    """A phase whose artifacts a config may also give statically (the task's attribute maps
+    and rubric): the run warns when the config's differ from the ones it keeps."""
+
+    name: str
+
+    def artifacts(self, view: RunView, task: TaskConfig) -> list[tuple[str, Path]]:
+        """(kind, path) of each artifact the phase writes for ``task``."""
+        ...
+
+    def static_value(self, view: RunView, task: TaskConfig, kind: str) -> Mapping[str, Any] | None:
+        """What the config gives for the artifact ``kind`` of ``task``, if anything."""
         ...
 
 

@@ -218,6 +218,8 @@ class _Plan:
 
 class EvaluationPhase:
     name = "evaluation"
+    #: the models it calls
+    roles = ("judge",)
     after: tuple[str, ...] = ("response_collection",)
     modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
     title = "5 evaluation"

@@ -67,6 +67,8 @@ class _Slot:
 
 class DataGenerationPhase:
     name = "data_generation"
+    #: the models it calls
+    roles = ("teacher",)
     after: tuple[str, ...] = ("rubric_mapping",)
     modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
     title = "3 data generation"

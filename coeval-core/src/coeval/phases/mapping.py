@@ -94,6 +94,11 @@ class _TeacherMappingPhase:
     name = ""
     after: tuple[str, ...] = ()
     modes: tuple[str, ...] = ("New", "Keep", "Extend")
+    #: the models it calls: every teacher, whatever ``--only-models`` narrows
+    roles = ("teacher",)
+    asks_every_model = True
+    #: ``--continue`` keeps the artifacts it wrote (a map is never extended in place)
+    continue_mode = "Keep"
 
     # -- to specialise -------------------------------------------------------------------
     def artifacts(self, view: RunView, task: TaskConfig) -> list[tuple[str, Path]]:

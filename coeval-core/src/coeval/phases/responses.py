@@ -77,6 +77,8 @@ class _Ask:
 
 class ResponseCollectionPhase:
     name = "response_collection"
+    #: the models it calls
+    roles = ("student",)
     after: tuple[str, ...] = ("data_generation",)
     modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
     title = "4 response collection"

@@ -5,13 +5,16 @@ See docs/item-quality.md for the rule ids, their thresholds and ``experiment.ite
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coeval.phases.base import PhaseError
 from coeval.quality.checks import BUILTIN_CHECKS
 from coeval.quality.gate import QUALITY_KIND, ItemGate, QualityRejection, UnknownCheckError, resolve_checks
 from coeval.quality.ledger import rejections
 from coeval.quality.model import DATAPOINT, MAP_KINDS, Candidate, CheckContext
+
+if TYPE_CHECKING:
+    from coeval.plugin_types import RegisterItemCheck
 
 __all__ = [
     "BUILTIN_CHECKS",
@@ -29,7 +32,7 @@ __all__ = [
 ]
 
 
-def register_builtin_checks(register: Any) -> None:
+def register_builtin_checks(register: RegisterItemCheck) -> None:
     """What the core plugin's ``register_item_checks`` hook registers."""
     for rule, (check, kinds, options) in BUILTIN_CHECKS.items():
         register(rule, check, kinds=kinds, options=options)
@@ -41,6 +44,12 @@ def gate_for(view: Any) -> ItemGate:
         checks = resolve_checks(view.registries.item_checks, view.config.experiment.item_checks)
     except UnknownCheckError as exc:
         raise PhaseError(str(exc)) from None
-    exempt = {m.name: tuple(view.interface_options(m).get("exempt_item_checks") or ())
+    exempt = {m.name: _exempt_checks(view, m.interface)
               for m in view.config.models_with_role("teacher")}
     return ItemGate(checks, view.run, exempt)
+
+
+def _exempt_checks(view: Any, interface: str) -> tuple[str, ...]:
+    """The rule ids the teacher's interface declared say nothing about it."""
+    facts = view.registries.interface_facts(interface)
+    return facts.exempt_item_checks if facts is not None else ()

@@ -13,35 +13,29 @@ from typing import Any
 from coeval.config.model import Config, ModelConfig
 from coeval.phase_info import configured_mode
 from coeval.phase_modes import phase_modes
-from coeval.phases.base import RunView, Survey
+from coeval.phases.base import Phase, RunView, Survey
 
-__all__ = ["ROLE_OF_PHASE", "batch_enabled", "models_needed", "phase_roles", "phases_that_may_run", "run_mode"]
+__all__ = ["batch_enabled", "models_needed", "phase_roles", "phases_that_may_run", "run_mode"]
 
-#: The role whose models each standard phase calls.
-ROLE_OF_PHASE = {
-    "attribute_mapping": "teacher",
-    "rubric_mapping": "teacher",
-    "data_generation": "teacher",
-    "response_collection": "student",
-    "evaluation": "judge",
-}
-_MAPPING_PHASES = ("attribute_mapping", "rubric_mapping")
+#: the phases whose calls ``batch_enabled: true`` sends through a batch API
 _RECORD_PHASES = ("data_generation", "response_collection", "evaluation")
 
 
-def run_mode(config: Config, phase: Any, *, continue_run: bool) -> str:
-    """The mode ``phase`` runs in: the config's, or on ``--continue`` Keep for phases 1-2
-    and Extend for the others (a plugin phase that has no Extend keeps its configured mode)."""
+def run_mode(config: Config, phase: Phase, *, continue_run: bool) -> str:
+    """The mode ``phase`` runs in: the config's, or on ``--continue`` the one the phase
+    declares in ``continue_mode`` (the mapping phases: Keep), else Extend when it accepts
+    it (a phase that has no Extend keeps its configured mode)."""
     if continue_run:
-        if phase.name in _MAPPING_PHASES:
-            return "Keep"
-        if phase.name in ROLE_OF_PHASE or "Extend" in phase_modes(phase):
+        declared = getattr(phase, "continue_mode", None)
+        if isinstance(declared, str):
+            return declared
+        if "Extend" in phase_modes(phase):
             return "Extend"
     return configured_mode(config, phase)
 
 
 def phases_that_may_run(
-    phases: Sequence[Any],
+    phases: Sequence[Phase],
     view: RunView,
     completed: Collection[str],
     *,
@@ -60,21 +54,20 @@ def phases_that_may_run(
     return []
 
 
-def phase_roles(phase: Any) -> tuple[str, ...]:
-    """The roles whose models a phase calls: a standard phase's own, or what a plugin phase
-    declares in ``roles`` (none when it does not: it makes no call)."""
-    role = ROLE_OF_PHASE.get(phase.name)
-    return (role,) if role is not None else tuple(getattr(phase, "roles", ()) or ())
+def phase_roles(phase: Phase) -> tuple[str, ...]:
+    """The roles whose models a phase calls, as it declares them in ``roles`` (none when it
+    does not: it makes no call)."""
+    return tuple(getattr(phase, "roles", ()) or ())
 
 
-def models_needed(view: RunView, phases: Iterable[Any], only: Collection[str]) -> dict[str, ModelConfig]:
+def models_needed(view: RunView, phases: Iterable[Phase], only: Collection[str]) -> dict[str, ModelConfig]:
     """The models whose interfaces the given phases call (``--only-models`` narrows phases
     3-5 and plugin phases; phases 1-2 ask every teacher)."""
     needed: dict[str, ModelConfig] = {}
     for phase in phases:
         for role in phase_roles(phase):
             for m in view.callable_models(role):
-                if phase.name in _MAPPING_PHASES or not only or m.name in only:
+                if getattr(phase, "asks_every_model", False) or not only or m.name in only:
                     needed[m.name] = m
     return needed
 

@@ -2,7 +2,8 @@
 
 Useful as a baseline student (an answer that only repeats the question should score low)
 and to try a configuration offline. Registered with ``requires_model=False``, so a model
-entry needs no ``parameters.model``::
+entry needs no ``parameters.model``; its batch runner (:mod:`coeval_example.batch`) lets a
+config batch it::
 
     - name: parrot
       interface: echo
@@ -11,17 +12,22 @@ entry needs no ``parameters.model``::
 
 from __future__ import annotations
 
-from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface, Usage
+from coeval import GenerateRequest, GenerateResult, Interface, Usage
 
-__all__ = ["EchoInterface"]
+__all__ = ["EchoInterface", "echo"]
+
+
+def echo(prompt: str) -> GenerateResult:
+    """The answer to ``prompt``: the prompt itself (its batch runner answers the same)."""
+    text = prompt.strip()
+    # token counts estimated as the mock does: four characters a token
+    tokens = max(1, len(text) // 4)
+    return GenerateResult(text=text, usage=Usage(input_tokens=tokens, output_tokens=tokens), cost_usd=0.0,
+                          model="echo", finish_reason="stop")
 
 
 class EchoInterface(Interface):
     name = "echo"
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
-        text = request.prompt.strip()
-        # token counts estimated as the mock does: four characters a token
-        tokens = max(1, len(text) // 4)
-        return GenerateResult(text=text, usage=Usage(input_tokens=tokens, output_tokens=tokens), cost_usd=0.0,
-                              model="echo", finish_reason="stop")
+        return echo(request.prompt)

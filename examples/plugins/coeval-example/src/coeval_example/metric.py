@@ -11,7 +11,7 @@ __all__ = ["LengthRatio"]
 
 
 class LengthRatio:
-    """A :class:`coeval.plugins.Metric`: one score in [0, 1] per (candidate, reference)."""
+    """A :class:`coeval.Metric`: one score in [0, 1] per (candidate, reference)."""
 
     def score(self, candidates: list[str], references: list[str]) -> list[float]:
         out = []

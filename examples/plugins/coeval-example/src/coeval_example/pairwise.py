@@ -24,18 +24,21 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coeval.config.model import ModelConfig, TaskConfig
-from coeval.evaluators.routing import routed_factors
-from coeval.interfaces.base import GenerateRequest, GenerateResult
-from coeval.plugins import (
+from coeval import (
     EvaluationCall,
     EvaluationRequest,
     EvaluationResult,
+    GenerateRequest,
+    GenerateResult,
+    ModelConfig,
+    OutputParseError,
+    routed_factors,
     Scorer,
     Scoring,
     SubmitCalls,
+    TaskConfig,
+    WorkOutcome,
 )
-from coeval.scheduler import OutputParseError, WorkOutcome
 
 __all__ = ["VERDICT_SCORES", "PairwiseJudge"]
 
@@ -79,7 +82,7 @@ def parse_verdict(text: str) -> str:
 
 
 class PairwiseJudge:
-    """A :class:`coeval.plugins.Evaluator` whose scorers are the run's judge models."""
+    """A :class:`coeval.Evaluator` whose scorers are the run's judge models."""
 
     name = "pairwise"
     kind = "pairwise"

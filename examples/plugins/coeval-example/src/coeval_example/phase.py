@@ -14,9 +14,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from coeval.phases.base import PhaseContext, PlannedCalls, RunView, Survey
-from coeval.records import load_phase_records, usable_response
-from coeval.storage.run_folder import RunFolder
+from coeval import (
+    load_phase_records,
+    PhaseContext,
+    PlannedCalls,
+    RunFolder,
+    RunView,
+    Survey,
+    usable_response,
+)
 
 __all__ = ["SUMMARY_FILE", "AnswerLengthsPhase", "answer_lengths"]
 
@@ -45,7 +51,7 @@ def answer_lengths(run: RunFolder) -> dict[str, dict[str, float]]:
 
 
 class AnswerLengthsPhase:
-    """A :class:`coeval.phases.Phase`, registered through ``register_phases``."""
+    """A :class:`coeval.Phase`, registered through ``register_phases``."""
 
     name = "answer_lengths"
     after: tuple[str, ...] = ("response_collection",)

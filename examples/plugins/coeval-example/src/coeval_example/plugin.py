@@ -5,9 +5,16 @@ Each hook only registers; heavy imports would go inside the registered objects.
 
 from __future__ import annotations
 
-from coeval.hookspecs import hookimpl
-from coeval.plugins import RegisterEvaluator, RegisterInterface, RegisterMetric, RegisterPhase
+from coeval import (
+    RegisterBatchRunner,
+    RegisterEvaluator,
+    RegisterInterface,
+    RegisterMetric,
+    RegisterPhase,
+    hookimpl,
+)
 
+from coeval_example.batch import EchoBatchRunner
 from coeval_example.interface import EchoInterface
 from coeval_example.metric import LengthRatio
 from coeval_example.pairwise import PairwiseJudge
@@ -22,6 +29,11 @@ def register_metrics(register: RegisterMetric) -> None:
 @hookimpl
 def register_interfaces(register: RegisterInterface) -> None:
     register("echo", EchoInterface, requires_model=False)
+
+
+@hookimpl
+def register_batch_runners(register: RegisterBatchRunner) -> None:
+    register("echo", EchoBatchRunner)   # a config may now batch echo: experiment.batch.echo
 
 
 @hookimpl
