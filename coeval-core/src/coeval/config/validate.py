@@ -36,6 +36,7 @@ V-37   model names differ from phase-5 evaluator names (``label``, ``metric``, `
 V-38   ``experiment.item_checks`` names registered item checks
 V-45   ``parameters`` keys the interface understands  V-46  timeouts in (0, 24 h]
 V-47   a rubric factor's ``evaluator:`` names a registered evaluator
+V-55   ``parameters.cluster`` keys and values, and Ray installed (config/cluster_block.py)
 =====  =====================================================================================
 """
 
@@ -51,6 +52,7 @@ import attrs
 
 from coeval.config._schema_check import did_you_mean, schema_issues
 from coeval.config._yaml import LineMap
+from coeval.config.cluster_block import check_cluster_blocks
 from coeval.config.errors import Severity, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, ROLES
 from coeval.config.parameter_keys import TIMEOUT_KEYS, bad_timeout, known_keys
@@ -219,6 +221,7 @@ class Validator:
             self._role_parameters,
             self._item_checks,
             self._parameter_keys,
+            lambda: check_cluster_blocks(self),  # V-55, parameters.cluster (config/cluster_block.py)
         ]
         if self.check_filesystem:
             checks += [self._resume_source, self._run_folder]
