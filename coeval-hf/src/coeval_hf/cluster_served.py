@@ -13,12 +13,13 @@ already live when the run began or ``keep_serving: true``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from coeval.config.cluster_block import cluster_problems, read_cluster
 from coeval.config.model import ModelConfig
-from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, Interface
+from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, Interface, TransientModelError
 
 from coeval_hf import ray_serving
 
@@ -29,6 +30,9 @@ __all__ = ["ClusterServedInterface", "cluster_aware"]
 
 #: Seconds a deployment may take to become ready unless ``connect_wait_s`` says otherwise.
 DEFAULT_READY_WAIT_S = 300.0
+#: Seconds a call waits for a deployment in progress before it reports the server as not
+#: there yet (and is tried again after the scheduler's pause).
+_READY_POLL_S = 10.0
 #: Calls in flight per replica the lane starts with (slow start grows it by latency).
 _START_PER_REPLICA = 4
 #: Sampling and connection keys passed on to the ``vllm`` client.
@@ -55,14 +59,13 @@ class ClusterServedInterface(Interface):
         params = model.parameters
         self.connect_wait_s = float(params.get("connect_wait_s", DEFAULT_READY_WAIT_S))
         timeout = float(params.get("timeout", 300.0)) + float(params.get("connect_timeout", 30.0)) + 5.0
-        # the first call waits for the deployment as well as for its answer
-        self.call_timeout_s = float(params.get("call_timeout") or timeout + self.connect_wait_s)
+        self.call_timeout_s = float(params.get("call_timeout") or timeout)
         replicas = self.spec.max_replicas or self.spec.replicas
         self.default_concurrency = int(params.get("concurrency") or _START_PER_REPLICA * max(1, self.spec.replicas))
         self.max_concurrency = max(self.default_concurrency, 64 * replicas)
         self.deployment: ray_serving.Deployment | None = None
         self._client: Interface | None = None
-        self._ready = asyncio.Lock()
+        self._deploying: asyncio.Future[ray_serving.Deployment] | None = None
 
     @property
     def app_name(self) -> str:
@@ -77,15 +80,30 @@ class ClusterServedInterface(Interface):
 
     async def serve(self) -> ray_serving.Deployment:
         """Deploy (or find) the application and wait until it is ready; once per interface."""
-        async with self._ready:
-            if self.deployment is None:
-                try:
-                    self.deployment = await asyncio.to_thread(
-                        ray_serving.deploy, self._model_mapping(), self.spec, wait_s=self.connect_wait_s)
-                except ray_serving.ServeError as exc:
-                    raise FatalModelError(str(exc)) from None
-                self._client = self._openai_client(self.deployment.base_url)
-            return self.deployment
+        if self._deploying is None:
+            self._deploying = asyncio.ensure_future(
+                asyncio.to_thread(ray_serving.deploy, self._model_mapping(), self.spec, wait_s=self.connect_wait_s))
+        try:
+            deployment = await asyncio.shield(self._deploying)
+        except ray_serving.ServeError as exc:
+            raise FatalModelError(str(exc)) from None
+        if self._client is None:
+            self.deployment = deployment
+            self._client = self._openai_client(deployment.base_url)
+        return deployment
+
+    async def _ready_client(self) -> Interface:
+        """The client, once the application is ready. Until then a call fails as a server
+        that cannot be reached yet, which the scheduler (and the probe) wait for up to
+        ``connect_wait_s`` without using up the item's attempts."""
+        if self._client is None:
+            try:
+                await asyncio.wait_for(self.serve(), _READY_POLL_S)
+            except TimeoutError:
+                raise TransientModelError(
+                    f"Ray Serve application {self.app_name!r} is being deployed") from ConnectionError("not ready yet")
+        assert self._client is not None
+        return self._client
 
     def _openai_client(self, base_url: str) -> Interface:
         from coeval_providers.interfaces.openai_compat import VLLMInterface
@@ -98,10 +116,8 @@ class ClusterServedInterface(Interface):
         return VLLMInterface(config)
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
-        if self._client is None:
-            await self.serve()
-        assert self._client is not None
-        return await self._client.generate(request)
+        client = await self._ready_client()
+        return await client.generate(request)
 
     def classify_error(self, exc: BaseException) -> Any:
         return self._client.classify_error(exc) if self._client is not None else super().classify_error(exc)
@@ -113,6 +129,13 @@ class ClusterServedInterface(Interface):
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        if self._deploying is not None and not self._deploying.done():
+            with contextlib.suppress(Exception):
+                await self._deploying  # a deployment under way is finished, so it can be removed
+        if self._deploying is not None and self._deploying.done() and not self._deploying.cancelled() \
+                and self._deploying.exception() is None:
+            self.deployment = self._deploying.result()
+        self._deploying = None
         deployment, self.deployment = self.deployment, None
         if deployment is not None and deployment.created and not self.spec.keep_serving:
             await asyncio.to_thread(ray_serving.remove, [deployment.name])
