@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("ray.serve", reason="the Ray tests need coeval-hf[ray]")
+from tests.cluster.conftest import LocalCluster, cluster_config, coeval
 
-from tests.cluster.conftest import LocalCluster, cluster_config, coeval  # noqa: E402
+#: a cluster start, a deployment and a five-phase run on a busy 2-core machine: minutes each
+pytestmark = pytest.mark.timeout(900)
 
 PHASES = ("attribute_mapping", "rubric_mapping", "data_generation", "response_collection", "evaluation")
 
