@@ -46,6 +46,7 @@ def dry_run(path: Path) -> tuple[int, str]:
         ({"num_cpus": -1}, "llamacpp", "cluster.num_cpus", "number >= 0"),
         ({"engine": "transformers"}, "llamacpp", "cluster.engine", "runs on engine llamacpp"),
         ({"engine": "tensorrt"}, "huggingface", "cluster.engine", "one of transformers, vllm, llamacpp"),
+        ({"engine": "vllm"}, "huggingface", "cluster.engine", "vllm is not supported in cluster serving yet"),
         ({"keep_serving": "yes"}, "llamacpp", "cluster.keep_serving", "true or false"),
         ({"replica": 2}, "llamacpp", "cluster.replica", "unknown key 'replica'"),
         ("two", "llamacpp", "parameters.cluster", "must be a mapping"),
