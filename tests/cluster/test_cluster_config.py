@@ -73,3 +73,20 @@ def test_without_ray_a_cluster_block_fails_with_the_install_hint(tmp_path: Path,
     assert code == 2, out
     assert "V-55" in out and "needs Ray, which is not installed" in out
     assert "pip install 'coeval-hf[ray]'" in out and "Traceback" not in out
+
+
+def test_without_ray_coeval_serve_stops_with_the_install_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    result = CliRunner().invoke(cli, ["serve", "--config", str(config(tmp_path, {"replicas": 2}))])
+    assert result.exit_code == 2, result.output
+    assert "coeval serve needs Ray" in result.output and "pip install 'coeval-hf[ray]'" in result.output
+
+
+def test_coeval_serve_says_when_a_config_has_nothing_to_serve(tmp_path: Path) -> None:
+    path = config(tmp_path, {"replicas": 2})
+    raw = yaml.safe_load(path.read_text())
+    del raw["models"][0]["parameters"]["cluster"]
+    path.write_text(yaml.safe_dump(raw))
+    result = CliRunner().invoke(cli, ["serve", str(path)])
+    assert result.exit_code == 2, result.output
+    assert "no model has parameters.cluster" in result.output

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 from coeval.cli.config_arg import choose_config_path
-from coeval.cli.errors import UserError
+from coeval.cli.errors import UserError, user_errors
 from coeval.config.cluster_block import INSTALL_HINT, ray_installed, read_cluster
 from coeval.config.loader import load_config
 
@@ -34,6 +34,7 @@ def _cluster_models(config_path: str) -> list[dict[str, Any]]:
 @click.option("--stop", is_flag=True, help="Remove the served applications (the config's, or every CoEval one).")
 @click.option("--address", default=None, metavar="ADDR",
               help="Ray cluster to use with --stop and no config: auto (default) or ray://host:port.")
+@user_errors
 def command(config_file: str | None, config_option: str | None, stop: bool, address: str | None) -> None:
     """Serve a config's local models on Ray and print their OpenAI-compatible URLs.
 
