@@ -17,6 +17,8 @@ e. *viewer*: ``coeval view`` on the same run: start page, filtered page and serv
    cold (first look: DuckDB builds its cache behind the server) and warm (:mod:`benchmarks.viewer`).
 f. *queueing server*: 420 items against a server with 8 slots of 100 ms that queues the
    rest, ``timeout: 1`` (:mod:`benchmarks.queueing`).
+g. *Ray-served*: the embedded model served on a local Ray cluster against the same model
+   in-process: throughput each way and Ray's overhead per call (:mod:`benchmarks.ray_serving`).
 
 Results go to ``bench-results.json`` (with the machine they were measured on). The exit
 code is 0 when every figure is within its target. ``--quick`` runs small sizes (a smoke
@@ -41,7 +43,7 @@ from typing import Any
 
 from benchmarks._common import machine, run_child
 
-FIGURES = ("limiter", "streaming", "throughput", "overhead", "resume", "analysis", "viewer", "queueing")
+FIGURES = ("limiter", "streaming", "throughput", "overhead", "resume", "analysis", "viewer", "queueing", "ray")
 
 
 def _cold(r: dict[str, Any]) -> str:
@@ -100,6 +102,14 @@ def _queueing(quick: bool) -> dict[str, Any]:
     return run_child("queueing:run", {"items": 40} if quick else {}, timeout=300)
 
 
+def _ray(quick: bool) -> dict[str, Any]:
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        return {"name": "ray", "ok": False, "error": "unavailable: Ray is not installed (pip install 'coeval-hf[ray]')"}
+    return run_child("ray_serving:run", {"calls": 4, "latency_calls": 3} if quick else {}, timeout=600)
+
+
 RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "limiter": _limiter,
     "streaming": _streaming,
@@ -109,6 +119,7 @@ RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "analysis": _analysis,
     "viewer": _viewer,
     "queueing": _queueing,
+    "ray": _ray,
 }
 
 
@@ -189,6 +200,17 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 f"{r['ok_items']}/{r['items']} ok, {r['requests']} requests, {r['capacity_share']:.0%} of capacity "
                 f"(limit settled at {r['final_limit']})",
                 "all ok, <= 110% requests, >= 85% capacity",
+                verdict,
+            ))
+        elif name == "ray":
+            local, served = r["in_process"], r["ray_served"]
+            rows.append((
+                "g. Ray-served (CPU)",
+                f"{r['calls']} calls: in-process {local['calls_per_s']:.2f} calls/s ({local['tokens_per_s']:.0f} tok/s), "
+                f"Ray Serve 1 replica {served['calls_per_s']:.2f} calls/s ({served['tokens_per_s']:.0f} tok/s), "
+                f"ratio {r['throughput_ratio']:.2f}; overhead {r['overhead_ms_per_call']:.0f} ms/call "
+                f"(one-token call {served['one_token_ms']:.0f} vs {local['one_token_ms']:.0f} ms)",
+                "reported (no target)",
                 verdict,
             ))
     return rows

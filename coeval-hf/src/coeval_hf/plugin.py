@@ -1,12 +1,12 @@
 """Hook implementations of coeval-hf (registered through the `coeval` entry point).
 
-Only names and classes are registered here; torch, transformers and xllamacpp are imported
-when a model is first loaded.
+Only names and classes are registered here; torch, transformers, xllamacpp and Ray are
+imported when a model is first loaded or served.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from coeval.hookspecs import hookimpl
 
@@ -16,8 +16,17 @@ if TYPE_CHECKING:
 
 @hookimpl
 def register_interfaces(register: RegisterInterface) -> None:
+    from coeval_hf.cluster_served import cluster_aware
     from coeval_hf.huggingface import HuggingFaceInterface
     from coeval_hf.llamacpp import LlamaCppInterface
 
-    register("huggingface", HuggingFaceInterface)
-    register("llamacpp", LlamaCppInterface, requires_model=False)
+    # a model with parameters.cluster is served on Ray (coeval_hf.cluster_served)
+    register("huggingface", cluster_aware(HuggingFaceInterface))
+    register("llamacpp", cluster_aware(LlamaCppInterface), requires_model=False)
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    from coeval_hf.serve_cmd import command
+
+    cli.add_command(command)

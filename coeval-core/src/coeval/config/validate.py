@@ -36,6 +36,7 @@ V-37   model names differ from phase-5 evaluator names (``label``, ``metric``, `
 V-38   ``experiment.item_checks`` names registered item checks
 V-45   ``parameters`` keys the interface understands  V-46  timeouts in (0, 24 h]
 V-47   a rubric factor's ``evaluator:`` names a registered evaluator
+V-55   ``parameters.cluster`` keys and values, and Ray installed (config/cluster_block.py)
 V-60   a check factor's ``params`` (contains, regex, json_schema, python...) work
 V-61   a task's ``data`` can be read: file or dataset, its columns, its rows
 =====  =====================================================================================
@@ -55,6 +56,7 @@ from coeval.config._schema_check import did_you_mean, schema_issues
 from coeval.config._yaml import LineMap
 from coeval.config.check_rules import check_factor_params
 from coeval.config.data_rules import check_task_data, every_task_has_data
+from coeval.config.cluster_block import check_cluster_blocks
 from coeval.config.errors import Severity, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, ROLES
 from coeval.config.names import close_name
@@ -226,6 +228,7 @@ class Validator:
             self._role_parameters,
             self._item_checks,
             self._parameter_keys,
+            lambda: check_cluster_blocks(self),  # V-55, parameters.cluster (config/cluster_block.py)
         ]
         if self.check_filesystem:
             checks += [self._resume_source, self._run_folder]
