@@ -25,6 +25,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from coeval.prompts.lengths import implied_min_words
+
 __all__ = ["SCORE_VALUES", "Dice", "answer_quality", "free_text", "malformed_text", "schema_instance"]
 
 SCORE_VALUES = ("High", "Medium", "Low")
@@ -111,8 +113,6 @@ def wanted_words(prompt: str) -> int:
     found = _GOOD_ANSWER_LINE.search(prompt)
     if found is None:
         return 0
-    from coeval.quality.checks import implied_min_words
-
     return implied_min_words(found.group(1))
 
 

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from coeval.prompts.lengths import implied_min_words
 from coeval.quality.model import DATAPOINT, MAP_KINDS, Candidate, CheckContext
 from coeval.quality.placeholders import template_instructions
 from coeval.quality.text import has_word_run, normalise, words
@@ -52,31 +53,6 @@ def reference_empty(c: Candidate, ctx: CheckContext) -> str | None:
     if len(compact) <= _FRAGMENT_MAX_CHARS and symbols > sum(ch.isalnum() for ch in compact):
         return f"the reference answer {ref!r} is a code fragment, not an answer; write a complete reference answer"
     return None
-
-
-_AT_LEAST = re.compile(r"(?:at least|minimum of|no fewer than)\s+(\d+)\s+words")
-_RANGE = re.compile(r"(\d+)\s*(?:-|–|to)\s*\d+\s+(words|sentences|paragraphs)")
-_COUNT = re.compile(r"(\d+)\s+(words|sentences|paragraphs)")
-_UNIT_WORDS = {"words": 1, "sentences": 10, "paragraphs": 40}
-_KEYWORDS = (("essay", 150), ("paragraphs", 80), ("paragraph", 40), ("summary", 10), ("explanation", 10))
-
-
-def implied_min_words(output_description: str) -> int:
-    """Words an answer must have at least, read from the task's ``output_description``:
-    "at least N words", "N-M words/sentences/paragraphs", "N sentences", else a keyword
-    (essay 150, paragraphs 80, paragraph 40, summary/explanation 10), else 1."""
-    text = output_description.casefold()
-    m = _AT_LEAST.search(text)
-    if m:
-        return int(m.group(1))
-    for pattern in (_RANGE, _COUNT):
-        m = pattern.search(text)
-        if m:
-            return int(m.group(1)) * _UNIT_WORDS[m.group(2)]
-    for keyword, n in _KEYWORDS:
-        if keyword in text:
-            return n
-    return 1
 
 
 def reference_short(c: Candidate, ctx: CheckContext) -> str | None:
