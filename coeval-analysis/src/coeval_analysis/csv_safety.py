@@ -9,8 +9,10 @@ number). Parquet and JSONL keep the text exactly. docs/security.md says so.
 
 from __future__ import annotations
 
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pyarrow is imported on use: `coeval export` and `--help` must start fast
+    import pyarrow as pa
 
 __all__ = ["FORMULA_PATTERN", "neutralise_arrow", "neutralise_sql"]
 
@@ -20,6 +22,9 @@ FORMULA_PATTERN = r"^([=+@\x09\x0d-])"
 
 def neutralise_arrow(table: pa.Table) -> pa.Table:
     """``table`` with every text column's formula-like cells prefixed by ``'``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     for i, field in enumerate(table.schema):
         kind = field.type
         if pa.types.is_dictionary(kind) and _is_text(kind.value_type):
@@ -34,6 +39,8 @@ def neutralise_arrow(table: pa.Table) -> pa.Table:
 
 
 def _is_text(kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
     return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
 
 
