@@ -173,4 +173,4 @@ def test_plugins_json_lists_commands_per_plugin(clashing_plugin):
     assert {"run", "status", "plan", "plugins", "describe"} <= set(report["core"]["commands"])
     assert "clash" not in report
     if "analysis" in report:  # coeval-analysis installed
-        assert report["analysis"]["commands"] == ["analyze", "export", "view"]
+        assert report["analysis"]["commands"] == ["analyze", "export", "label", "view"]

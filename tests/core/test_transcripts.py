@@ -15,8 +15,9 @@ from coeval.cli.main import cli
 _CONFIG: dict[str, Any] = {
     "models": [
         {"name": "mock-a", "interface": "mock", "parameters": {"seed": 1}, "roles": ["teacher", "student", "judge"]},
-        # seed 1: of its judge items, one gets two unreadable replies (a retry draws a new mock seed)
-        {"name": "mock-bad", "interface": "mock", "parameters": {"seed": 1, "malformed_rate": 1.0},
+        # seed 5: of its three judge items, two get two unreadable replies (a retry draws a new
+        # mock seed) and one a cut-off reply that can still be read
+        {"name": "mock-bad", "interface": "mock", "parameters": {"seed": 5, "malformed_rate": 1.0},
          "roles": ["judge"]},
     ],
     "tasks": [{

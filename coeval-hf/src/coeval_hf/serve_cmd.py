@@ -10,15 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from coeval.cli.config_arg import choose_config_path
 from coeval.cli.errors import UserError, user_errors
 from coeval.config.cluster_block import INSTALL_HINT, ray_installed, read_cluster
-from coeval.config.loader import load_config
 
 __all__ = ["command"]
 
 
 def _cluster_models(config_path: str) -> list[dict[str, Any]]:
+    from coeval.config.loader import load_config  # on use: `coeval --help` lists this command
+
     config = load_config(config_path, check_filesystem=False)
     models = [{"name": m.name, "interface": m.interface, "parameters": dict(m.parameters)}
               for m in config.models if "cluster" in m.parameters]
@@ -48,6 +48,8 @@ def command(config_file: str | None, config_option: str | None, stop: bool, addr
 
     models: list[dict[str, Any]] = []
     if config_file or config_option or not stop:
+        from coeval.cli.config_arg import choose_config_path  # loads the config loader: on use
+
         models = _cluster_models(choose_config_path(config_file, config_option, "serve"))
     specs = [(m, read_cluster(m["parameters"]["cluster"], m["interface"])) for m in models]
     try:

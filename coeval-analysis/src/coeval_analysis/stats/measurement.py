@@ -398,10 +398,13 @@ class Scores:
 
 
 def teacher_weights(num: np.ndarray, den: np.ndarray, item_teacher: np.ndarray | None) -> np.ndarray:
-    """Per item: its teacher's weight, the correlation across students between the student
-    effects its datapoints give and those the other teachers' datapoints give, floored at
-    ``TEACHER_FLOOR``: a teacher whose datapoints ignore quality counts little. Refitted
-    with everything else in every bootstrap refit."""
+    """Per item: its teacher's weight, floored at ``TEACHER_FLOOR``, so a teacher whose
+    datapoints ignore quality counts little. The weight is the correlation across students
+    between the student effects its datapoints give and those the other teachers' give,
+    times the split-half reliability of its own student effects relative to the most
+    reliable teacher's: with two teachers the correlation is the same for both, and only
+    the reliability tells the one that separates students from the one that does not.
+    Refitted with everything else in every bootstrap refit."""
     n_items = num.shape[0]
     out = np.ones(n_items)
     if item_teacher is None or len(item_teacher) != n_items:
@@ -410,18 +413,45 @@ def teacher_weights(num: np.ndarray, den: np.ndarray, item_teacher: np.ndarray |
     if len(codes) < 2 or num.shape[1] < 3:
         return out
     tn, td = num.sum(0), den.sum(0)
+    agreement: dict[int, float] = {}
+    reliability: dict[int, float] = {}
     for t in codes:
         mine = item_teacher == t
         n_t, d_t = num[mine].sum(0), den[mine].sum(0)
         ok = (d_t > 1e-12) & (td - d_t > 1e-12)
         if ok.sum() < 3:
             continue
-        own = n_t[ok] / d_t[ok]
-        rest = (tn - n_t)[ok] / (td - d_t)[ok]
-        flat = own.std() < 1e-12 or rest.std() < 1e-12
-        r = 0.0 if flat else float(np.corrcoef(own, rest)[0, 1])
-        out[mine] = max(r, TEACHER_FLOOR)
+        agreement[int(t)] = _correlation(n_t[ok] / d_t[ok], (tn - n_t)[ok] / (td - d_t)[ok])
+        reliability[int(t)] = _split_half(num[mine], den[mine])
+    top = max(reliability.values(), default=0.0)
+    for t, r in agreement.items():
+        relative = reliability[t] / top if top > 1e-12 else 1.0
+        out[item_teacher == t] = max(r * relative, TEACHER_FLOOR)
     return out
+
+
+def _correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation, 0 when either side does not vary."""
+    if a.std() < 1e-12 or b.std() < 1e-12:
+        return 0.0
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def _split_half(num: np.ndarray, den: np.ndarray) -> float:
+    """Spearman-Brown reliability of the student effects of one teacher's datapoints, from
+    the correlation of the effects its odd and its even datapoints give (1 when it has too
+    few datapoints to split: nothing says it is unreliable)."""
+    if num.shape[0] < 4:
+        return 1.0
+    halves = []
+    for part in (slice(0, None, 2), slice(1, None, 2)):
+        n, d = num[part].sum(0), den[part].sum(0)
+        halves.append(np.where(d > 1e-12, n / np.where(d > 1e-12, d, 1.0), np.nan))
+    ok = ~np.isnan(halves[0]) & ~np.isnan(halves[1])
+    if ok.sum() < 3:
+        return 1.0
+    r = _correlation(halves[0][ok], halves[1][ok])
+    return max(0.0, 2 * r / (1 + r)) if r > -1 else 0.0
 
 
 def _reported_scale(lay: Layout, f: Fit) -> tuple[float, float]:
