@@ -27,8 +27,9 @@ from coeval.storage.run_folder import RunFolder
 from .pipeline_support import make_config, mock_model, run, task
 
 PHASES = ("data_generation", "response_collection", "evaluation")
-#: Fields that legitimately differ between two runs of the same config.
-VOLATILE = {"generated_at", "evaluated_at", "latency_ms"}  # wall time differs between runs
+#: Fields that legitimately differ between two runs of the same config: wall time, and the
+#: input versions, which hash the input's time of making.
+VOLATILE = {"generated_at", "evaluated_at", "latency_ms", "datapoint_hash", "response_hash"}
 
 
 def chaos_models() -> list[dict[str, Any]]:
