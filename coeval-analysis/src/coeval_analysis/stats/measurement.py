@@ -68,6 +68,9 @@ VERIFY = 0.05  #: share of the answers' quality the other judges must pin down t
 LAMBDA_FLOOR = 1e-3  #: scale of a judge with no evidence of telling answers apart (theta units)
 TASTE_FLOOR = 0.02  #: a judge's per-student taste is at least this (0-1 scale): 5 students cannot show less
 MAX_ITER = 300
+#: a judge starts reversed when its loading on the judges' principal axis is below minus this
+#: share of the largest loading
+CONTRARY_LOADING = 0.5
 DAMP_AFTER = 0  #: rounds after which the scales and biases are damped (half old, half new)
 TOL = 1e-4
 _EPS = 1e-9
@@ -193,9 +196,13 @@ def _start_signs(lay: Layout, mu: np.ndarray) -> np.ndarray:
     both = lay.seen.astype(np.float64)
     cov = (dev.T @ dev) / np.maximum(both.T @ both, 1.0)
     u = np.linalg.eigh(cov)[1][:, -1]
-    signs: np.ndarray = np.where(u < 0, -1.0, 1.0)
     anchor = u[K - 1] if lay.has_reference else float(np.sum(u))
-    return -signs if anchor < 0 else signs
+    if anchor < 0:
+        u = -u
+    # only a judge that clearly loads against the axis starts reversed; a flat or weak one
+    # (small loading, sign set by noise) starts forward, as before
+    signs: np.ndarray = np.where(u < -CONTRARY_LOADING * np.abs(u).max(initial=0.0), -1.0, 1.0)
+    return signs
 
 
 def measured(scale: np.ndarray) -> np.ndarray:
