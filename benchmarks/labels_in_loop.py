@@ -14,10 +14,11 @@ random answers. Per policy, over many seeds: mean Spearman's rho between truth a
 ranking that uses the labels, how often the GPT-like students' rank ranges hold their
 true places, and the ranking by the labels alone.
 
-The ranking that uses the labels is :func:`fit_with_reference`: today the labels enter the
-conflict-aware headline as one more unrelated judge (its weight fitted like any judge's).
-The measurement model that treats them as a reference judge of known scale replaces this
-one function.
+The ranking that uses the labels is :func:`measure`: the path of ``coeval analyze``
+(:func:`coeval_analysis.ranking.conflict_aware_ranking`), the measurement model with the
+labels as its reference judge, its bootstrap and rank ranges. The suggestion order reads
+the headline without labels (rank ranges, each student's ``unrelated_judge_weight`` and
+each judge's ``family_bias_prior_share``), as the viewer does before the first label.
 
     python -m benchmarks.labels_in_loop                 # 40 labelled answers, 20 seeds
     python -m benchmarks.labels_in_loop --labels 40 --seeds 40
