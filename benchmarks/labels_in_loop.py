@@ -14,10 +14,11 @@ random answers. Per policy, over many seeds: mean Spearman's rho between truth a
 ranking that uses the labels, how often the GPT-like students' rank ranges hold their
 true places, and the ranking by the labels alone.
 
-The ranking that uses the labels is :func:`fit_with_reference`: today the labels enter the
-conflict-aware headline as one more unrelated judge (its weight fitted like any judge's).
-The measurement model that treats them as a reference judge of known scale replaces this
-one function.
+The ranking that uses the labels is :func:`measure`: the path of ``coeval analyze``
+(:func:`coeval_analysis.ranking.conflict_aware_ranking`), the measurement model with the
+labels as its reference judge, its bootstrap and rank ranges. The suggestion order reads
+the headline without labels (rank ranges, each student's ``unrelated_judge_weight`` and
+each judge's ``family_bias_prior_share``), as the viewer does before the first label.
 
     python -m benchmarks.labels_in_loop                 # 40 labelled answers, 20 seeds
     python -m benchmarks.labels_in_loop --labels 40 --seeds 40
@@ -26,15 +27,16 @@ one function.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from coeval_analysis.label_suggestions import Candidate, suggest, uncertainty_from_summary
+from coeval_analysis.ranking import unrelated_share
 from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.comparisons import compare_students
-from coeval_analysis.stats.headline import Judgments, fit_headline
+from coeval_analysis.stats.headline import Judgments
+from coeval_analysis.stats.measurement import Reference, bootstrap, fit_all, layout_of, student_scores
 from scipy.stats import spearmanr
 
 THRESHOLDS = (0.4, 0.6)  #: Low below 0.4, High from 0.6 (the synthetic judges' rubric levels)
@@ -95,32 +97,40 @@ def simulate_labels(
     return np.asarray(np.digitize(cells + rng.normal(0, noise, cells.shape), THRESHOLDS).mean(1) / 2.0)
 
 
-def with_reference(j: Judgments, picks: list[tuple[int, int]], labels: np.ndarray) -> Judgments:
-    """``j`` plus the labels as one more judge, unrelated to every student."""
-    if not picks:
-        return j
-    p = np.array(picks)
-    return replace(
-        j,
-        item=np.concatenate([j.item, p[:, 0]]),
-        student=np.concatenate([j.student, p[:, 1]]),
-        judge=np.concatenate([j.judge, np.full(len(p), j.n_judges)]),
-        value=np.concatenate([j.value, labels]),
-        conflicted=np.concatenate([j.conflicted, np.zeros(len(p), bool)]),
-        n_judges=j.n_judges + 1,
-    )
+@dataclass
+class Measured:
+    """The headline of one synthetic run as ``coeval analyze`` computes it: scores, rank
+    ranges, and per student whether its place is determined."""
+
+    score: np.ndarray
+    rank_range: list[tuple[int, int] | None]
+    summary: dict[str, Any]  #: the parts of ``summary.json`` the suggestion order reads
 
 
-def fit_with_reference(j: Judgments, picks: list[tuple[int, int]], labels: np.ndarray) -> np.ndarray:
-    """Student scores using the labels: today, the labels as one more unrelated judge of the
-    conflict-aware headline. (The measurement model takes them as its reference judge.)"""
-    return fit_headline(with_reference(j, picks, labels)).score
-
-
-def rank_ranges(j: Judgments, n_boot: int, seed: int) -> list[tuple[int, int] | None]:
-    h = fit_headline(j)
-    reps = h.replicates(Bootstrap(j.n_items, n_boot, seed))
-    return compare_students(list(STUDENTS), h.score, reps).rank_range
+def measure(j: Judgments, picks: list[tuple[int, int]], labels: np.ndarray, n_boot: int, seed: int) -> Measured:
+    """The analysis path of :func:`coeval_analysis.ranking.conflict_aware_ranking` on
+    judgment arrays: the measurement model with the labels as its reference judge (scale 1,
+    location 0, no family), its bootstrap, comparisons and rank ranges."""
+    ref = None
+    if picks:
+        p = np.array(picks, np.int64)
+        ref = Reference(p[:, 0], p[:, 1], np.asarray(labels, np.float64))
+    lay = layout_of(j, ref)
+    f, sub, share = fit_all(lay)
+    sc = student_scores(lay, f)
+    boot = Bootstrap(j.n_items, n_boot, seed)
+    reps = bootstrap(lay, f, sc, sub, share, list(boot.weights()), boot.seed).score if n_boot else np.zeros((0, len(STUDENTS)))
+    comp = compare_students(list(STUDENTS), sc.score, reps)
+    k = j.n_judges
+    n_conf = np.bincount(j.judge[j.conflicted].astype(np.int64), minlength=k)[:k]
+    unrelated = unrelated_share(lay, f)
+    summary: dict[str, Any] = {
+        "students": {s: {"rank_range": list(r) if r else None, "unrelated_judge_weight": float(unrelated[i])}
+                     for i, (s, r) in enumerate(zip(STUDENTS, comp.rank_range, strict=True))},
+        "judges": {name: {"family_bias_prior_share": float(f.bias_prior_share[i]) if n_conf[i] else None}
+                   for i, name in enumerate(JUDGES)},
+    }  # fmt: skip
+    return Measured(sc.score, comp.rank_range, summary)
 
 
 def _candidates(j: Judgments) -> list[Candidate]:
@@ -135,12 +145,9 @@ def _candidates(j: Judgments) -> list[Candidate]:
 
 
 def suggestion_picks(run: Run, n: int, n_boot: int, seed: int) -> list[tuple[int, int]]:
-    """The first ``n`` answers of the viewer's suggestion order for this run."""
-    ranges = rank_ranges(run.judgments, n_boot, seed)
-    summary: dict[str, Any] = {
-        "students": {s: {"rank_range": list(r) if r else None} for s, r in zip(STUDENTS, ranges, strict=True)},
-        "judges": {name: {} for name in JUDGES},
-    }
+    """The first ``n`` answers of the viewer's suggestion order for this run, chosen from
+    its headline without labels (as the viewer does before the first label)."""
+    summary = measure(run.judgments, [], np.zeros(0), n_boot, seed).summary
     picks = suggest(_candidates(run.judgments), uncertainty_from_summary(summary), {}, n)
     return [(int(c.datapoint_id[1:]), STUDENTS.index(c.student)) for c in picks]
 
@@ -157,15 +164,15 @@ def _human_only(run: Run, picks: list[tuple[int, int]], labels: np.ndarray) -> n
     return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
 
 
-def evaluate(
-    n_labels: int, seeds: int, n_boot: int = 200, fit: Callable[..., np.ndarray] = fit_with_reference
-) -> dict[str, dict[str, float]]:
-    """Per policy (none, suggested, random): mean Spearman with truth of the ranking that
-    uses the labels, its top-1 rate, the share of runs whose GPT-like students' rank ranges
-    (headline with labels) hold their true places, and the labels-only Spearman."""
+def evaluate(n_labels: int, seeds: int, n_boot: int = 200) -> dict[str, dict[str, float]]:
+    """Per policy (none, suggested, random): mean Spearman with truth of the headline that
+    uses the labels (:func:`measure`), its top-1 rate, the share of runs whose GPT-like
+    students' rank ranges hold their true places, the share where those ranges are exactly
+    their true places, the GPT-like ranges' mean width (places beyond one), and the
+    labels-only Spearman."""
     true_rank = 1 + np.argsort(np.argsort(-np.asarray(QUALITY)))
-    out: dict[str, dict[str, list[float]]] = {p: {"rho": [], "top1": [], "gpt_places": [], "human_rho": []}
-                                              for p in ("none", "suggested", "random")}  # fmt: skip
+    keys = ("rho", "top1", "gpt_places", "gpt_exact", "gpt_width", "human_rho")
+    out: dict[str, dict[str, list[float]]] = {p: {k: [] for k in keys} for p in ("none", "suggested", "random")}
     for seed in range(seeds):
         run = simulate_run(seed)
         rng = np.random.default_rng(10_000 + seed)
@@ -173,12 +180,15 @@ def evaluate(
                     "random": random_picks(run, n_labels, rng)}  # fmt: skip
         for name, picks in policies.items():
             labels = simulate_labels(run.latent, picks, rng)
-            score = fit(run.judgments, picks, labels)
-            out[name]["rho"].append(float(spearmanr(score, run.quality)[0]))
-            out[name]["top1"].append(float(np.nanargmax(score) == 0))
-            ranges = _ranges_with(run, picks, labels, n_boot, seed)
+            m = measure(run.judgments, picks, labels, n_boot, seed)
+            out[name]["rho"].append(float(spearmanr(m.score, run.quality)[0]))
+            out[name]["top1"].append(float(np.nanargmax(m.score) == 0))
+            gpt = [m.rank_range[i] for i in GPT_LIKE]
             out[name]["gpt_places"].append(float(all(
-                ranges[i] is not None and ranges[i][0] <= true_rank[i] <= ranges[i][1] for i in GPT_LIKE)))  # type: ignore[index]
+                r is not None and r[0] <= true_rank[i] <= r[1] for i, r in zip(GPT_LIKE, gpt, strict=True))))
+            out[name]["gpt_exact"].append(float(all(
+                r is not None and r[0] == r[1] == true_rank[i] for i, r in zip(GPT_LIKE, gpt, strict=True))))
+            out[name]["gpt_width"].append(float(np.mean([r[1] - r[0] if r else len(STUDENTS) - 1 for r in gpt])))
             if picks:
                 human = _human_only(run, picks, labels)
                 ok = ~np.isnan(human)
@@ -187,17 +197,19 @@ def evaluate(
     return {p: {k: float(np.nanmean(v)) if v else float("nan") for k, v in m.items()} for p, m in out.items()}
 
 
-def _ranges_with(
-    run: Run, picks: list[tuple[int, int]], labels: np.ndarray, n_boot: int, seed: int
-) -> list[tuple[int, int] | None]:
-    return rank_ranges(with_reference(run.judgments, picks, labels), n_boot, seed)
-
-
-def with_labels_rows(n_labels: int = 40, seeds: int = 20) -> list[str]:
-    """Markdown rows for ``ranking_accuracy``'s table: the reference shape with labels."""
-    res = evaluate(n_labels, seeds)
-    return [f"| reference shape, {n_labels} labels by {p} | {r['rho']:.3f} ({r['top1']:.0%}) |"
-            for p, r in res.items()]  # fmt: skip
+def with_labels_rows(n_labels: int = 40, seeds: int = 10, n_boot: int = 150) -> list[str]:
+    """Rows for ``ranking_accuracy``'s figure table (``| figure | measured | target |``):
+    the reference shape with ``n_labels`` labels chosen by the suggestion order or at random."""
+    res = evaluate(n_labels, seeds, n_boot)
+    sug, rnd, none = res["suggested"], res["random"], res["none"]
+    return [
+        f"| reference shape, Spearman: no labels / {n_labels} suggested / {n_labels} random ({seeds} seeds) "
+        f"| {none['rho']:.3f} / {sug['rho']:.3f} / {rnd['rho']:.3f} | suggested >= 0.95 |",
+        f"| reference shape, GPT-like rank ranges' mean width: no labels / suggested / random "
+        f"| {none['gpt_width']:.2f} / {sug['gpt_width']:.2f} / {rnd['gpt_width']:.2f} | suggested < random |",
+        f"| reference shape, GPT-like rank ranges hold their true places: suggested / random "
+        f"| {sug['gpt_places']:.0%} / {rnd['gpt_places']:.0%} | 100% |",
+    ]
 
 
 def main() -> None:
@@ -208,10 +220,12 @@ def main() -> None:
     args = parser.parse_args()
     res = evaluate(args.labels, args.seeds, args.bootstrap)
     print(f"reference shape, {args.labels} labelled answers, {args.seeds} seeds")
-    print("| labels | Spearman with truth | top-1 | GPT-like rank ranges hold their places | labels alone: Spearman |")
-    print("|---|---|---|---|---|")
+    print("| labels | Spearman with truth | top-1 | GPT-like rank ranges hold their places | are exactly them "
+          "| their mean width | labels alone: Spearman |")
+    print("|---|---|---|---|---|---|---|")
     for name, r in res.items():
-        print(f"| {name} | {r['rho']:.3f} | {r['top1']:.0%} | {r['gpt_places']:.0%} | {r['human_rho']:.3f} |")
+        print(f"| {name} | {r['rho']:.3f} | {r['top1']:.0%} | {r['gpt_places']:.0%} | {r['gpt_exact']:.0%} "
+              f"| {r['gpt_width']:.2f} | {r['human_rho']:.3f} |")
 
 
 if __name__ == "__main__":

@@ -137,6 +137,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seeds", type=int, default=40, help="seeds per scenario for accuracy")
     parser.add_argument("--interval-seeds", type=int, default=10, help="seeds per scenario with intervals")
+    parser.add_argument("--label-seeds", type=int, default=10, help="seeds of the reference shape with labels")
     args = parser.parse_args()
     acc = _accuracy(args.seeds)
     print()
@@ -154,6 +155,10 @@ def main() -> None:
     print(f"| wrong sign among {int(q['n_significant'])} significant comparisons | {q['wrong_sign']:.1%} | <= 5% |")
     print(f"| pure-noise judges: pairs called different | {q['noise_significant']:.1%} | <= 10% |")
     print(f"| pure-noise judges: judges flagged | {q['noise_flagged']:.0%} | 100% |")
+    from benchmarks.labels_in_loop import with_labels_rows  # with labels: the reference judge
+
+    for row in with_labels_rows(40, args.label_seeds):
+        print(row)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval_analysis import analyze, load_run
@@ -45,6 +46,17 @@ def _comparable(summary: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _headline(summary: dict[str, Any]) -> dict[str, Any]:
+    """The conflict-aware headline (``robust_*``: the measurement model) and its judge scales."""
+    students = summary["students"]
+    return {
+        "scores": {s: v["robust_score"] for s, v in students.items()},
+        "ranks": {s: v["robust_rank"] for s, v in students.items()},
+        "rank_ranges": {s: v["rank_range"] for s, v in students.items()},
+        "reference_scale": {j: v["scale"] for j, v in summary["judges"].items()},
+    }
+
+
 def test_csv_import_changes_the_analysis_as_viewer_labels_do(make_run: Callable[..., Path], tmp_path: Path) -> None:
     by_csv = make_run("csv", datapoints_per_teacher=4)
     by_view = tmp_path / "view"
@@ -65,6 +77,17 @@ def test_csv_import_changes_the_analysis_as_viewer_labels_do(make_run: Callable[
     assert a["reference"]["n_labels"] == 90 and a["reference"]["human_ranking"] is not None
     assert _comparable(a) == _comparable(b)
     assert _comparable(a) != _comparable(before)
+    # the labels are the headline's reference judge: they move its scores, and both ways alike
+    assert _headline(a) == _headline(b)
+    assert _headline(a)["scores"] != _headline(before)["scores"]
+    # and so does the next `coeval analyze`
+    for run in (by_csv, by_view):
+        result = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--out", str(run / "out"), "--bootstrap", "100"])
+        assert result.exit_code == 0, result.output
+    by_cli = [_headline(json.loads((run / "out" / "summary.json").read_text())) for run in (by_csv, by_view)]
+    assert by_cli[0] == by_cli[1]
+    assert by_cli[0]["ranks"] == _headline(a)["ranks"] and by_cli[0]["rank_ranges"] == _headline(a)["rank_ranges"]
+    assert by_cli[0]["scores"] == pytest.approx(_headline(a)["scores"], abs=1e-5)  # summary.json rounds
     strip = [{k: v for k, v in json.loads(x).items() if k != "labelled_at"}
              for x in (by_csv / LABELS_FILE).read_text().splitlines()]  # fmt: skip
     strip_v = [{k: v for k, v in json.loads(x).items() if k != "labelled_at"}

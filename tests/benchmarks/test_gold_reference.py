@@ -3,7 +3,12 @@ headline calibrates judges against) and each judge's agreement with gold is repo
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from coeval.storage import RunFolder
 from coeval_analysis import analyze, load_run
@@ -28,3 +33,47 @@ def test_gold_of_an_ingested_run_is_the_reference(mixed_run: tuple[Path, RunFold
     summary = analyze(data, AnalysisOptions(n_boot=0)).summary["reference"]
     assert summary["n_gold"] == 10 and summary["n_labels"] == 0
     assert {j: v["gold"]["n"] for j, v in summary["judges"].items()} == {"author": 10, "critic": 10}
+
+
+def _script_benchmark_scores(run: Path, judge: str, good: str, weak: str) -> None:
+    """Every score ``judge`` gave the benchmark answers: ``good`` for the good student's,
+    ``weak`` for the weak student's (a judge that agrees with gold, or one that is contrary)."""
+    for path in (run / "phase5_evaluations").glob(f"*-benchmark.{judge}.evaluations.jsonl"):
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        for r in rows:
+            level = good if r["student_model_id"] == "good-student" else weak
+            r["scores"] = dict.fromkeys(r["scores"], level)
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_gold_sets_the_judge_scales_and_a_contrary_judge_counts_against_its_own_view(
+    mixed_run: tuple[Path, RunFolder], tmp_path: Path
+) -> None:
+    """``author`` agrees with gold, ``critic`` sees every benchmark answer upside down.
+    Without gold the two cancel: neither has a measured scale. With gold, judges_vs_gold
+    says which is contrary and the headline's scales follow it: ``author`` counts forward,
+    ``critic`` reversed, so the contrary judge's pull toward its own view is gone."""
+    config, run = mixed_run
+    coeval("ingest", "--run", str(run.root), "-b", "gsm8k,sciq", "--data-dir", str(FIXTURES))
+    coeval("run", "--config", str(config), "--continue")
+    _script_benchmark_scores(run.root, "author", "High", "Low")
+    _script_benchmark_scores(run.root, "critic", "Low", "High")
+    without = tmp_path / "without-gold"
+    shutil.copytree(run.root, without)
+    for path in (without / "phase5_evaluations").glob("*.gold.evaluations.jsonl"):
+        path.unlink()
+
+    gold = analyze(load_run(run.root), AnalysisOptions(n_boot=0)).summary
+    plain = analyze(load_run(without), AnalysisOptions(n_boot=0)).summary
+
+    vs_gold = gold["reference"]["judges"]
+    assert vs_gold["author"]["gold"]["pearson"] == 1.0 and vs_gold["critic"]["gold"]["pearson"] == -1.0
+
+    def signed_weight(summary: dict[str, Any], judge: str) -> float:
+        j = summary["judges"][judge]
+        return float(j["weight"]) * float(np.sign(j["scale"] or 0.0))
+
+    assert plain["judges"]["critic"]["scale"] == 0.0 and plain["judges"]["author"]["scale"] == 0.0
+    assert gold["judges"]["author"]["scale"] > 0.5 and gold["judges"]["critic"]["scale"] < -0.5
+    assert signed_weight(gold, "critic") < -0.1 < 0.0 <= signed_weight(plain, "critic")
+    assert signed_weight(gold, "author") > signed_weight(plain, "author")

@@ -65,3 +65,31 @@ def test_allow_drift_says_what_is_kept_and_left_out(finished: Path) -> None:
 def test_a_limit_or_a_subset_is_not_a_shrink(finished: Path) -> None:
     assert CliRunner().invoke(cli, ["run", "c.yaml", "--continue", "--limit", "1"]).exit_code == 0
     assert CliRunner().invoke(cli, ["run", "c.yaml", "--continue", "--models", "a"]).exit_code == 0
+
+
+def test_analyze_leaves_out_a_model_removed_with_allow_drift(work: Path) -> None:
+    """After --allow-drift on a config without model c, status counts a and b only; the
+    analysis ranks a and b only too, and warns naming c, whose records stay on disk."""
+    import json
+
+    three = copy.deepcopy(BASE)
+    three["models"].append(mock_model("c", seed=3))
+    path = work / "c.yaml"
+    path.write_text(yaml.safe_dump(three))
+    assert CliRunner().invoke(cli, ["run", "c.yaml"]).exit_code == 0
+    result = _continue(path, BASE, "--allow-drift")
+    assert result.exit_code == 0, result.output
+    run = work / "runs" / "exp"
+    on_disk = sum(1 for f in (run / "phase5_evaluations").glob("*.jsonl") for line in f.read_text().splitlines()
+                  if '"c"' in line)  # fmt: skip
+    assert on_disk > 0
+    result = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--out", str(work / "out"), "--bootstrap", "0"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((work / "out" / "summary.json").read_text())
+    assert set(summary["students"]) == {"a", "b"}
+    assert set(summary["judges"]) == {"a", "b"}
+    assert summary["data_quality"]["left_out_models"] == {"judge": ["c"], "student": ["c"], "teacher": ["c"]}
+    assert summary["data_quality"]["n_left_out_by_config"] > 0
+    left = [w for w in summary["warnings"] if w["kind"] == "left_out_by_config"]
+    assert {w["subject"] for w in left} == {"c"} and "no longer a judge" in " ".join(w["message"] for w in left)
+    assert "c: no longer a" in result.output

@@ -58,6 +58,9 @@ class DataQuality:
     unknown_factors: dict[str, int] = field(default_factory=dict)
     n_duplicate_scores: int = 0  #: same (response, judge, factor) scored by two records: last kept
     n_failed_responses_scored: int = 0  #: valid judge records of responses whose phase-4 record failed
+    #: records of models the run's config no longer has in that role (after --allow-drift)
+    n_left_out_by_config: int = 0
+    left_out_models: dict[str, list[str]] = field(default_factory=dict)  #: role -> models
     phase3: PhaseQuality = field(default_factory=PhaseQuality)
     phase4: PhaseQuality = field(default_factory=PhaseQuality)
 
@@ -77,6 +80,8 @@ class DataQuality:
             "unknown_factors": dict(self.unknown_factors),
             "n_duplicate_scores": self.n_duplicate_scores,
             "n_failed_responses_scored": self.n_failed_responses_scored,
+            "n_left_out_by_config": self.n_left_out_by_config,
+            "left_out_models": {k: list(v) for k, v in self.left_out_models.items()},
             "datapoints": self.phase3.as_dict(),
             "responses": self.phase4.as_dict(),
         }

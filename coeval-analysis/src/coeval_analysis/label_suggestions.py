@@ -52,6 +52,9 @@ JUDGE_SHARE = 0.25
 PAIR_BOOST = 1.5
 #: shared reference units at which a judge counts as half known
 _HALF_KNOWN = 20.0
+#: share of a student's openness that information from unrelated judges which tell answers
+#: apart removes (a student they fully inform keeps the rest: labels still narrow it)
+_SETTLED_BY_UNRELATED = 0.75
 
 
 @dataclass(frozen=True)
@@ -85,16 +88,22 @@ def uncertainty_from_summary(summary: Mapping[str, Any]) -> Uncertainty:
         if isinstance(r, list) and len(r) == 2:
             ranges[s] = (int(r[0]), int(r[1]))
     others = max(len(ranges) - 1, 1)
-    student_open = {
-        s: sum(1 for t, (lo2, hi2) in ranges.items() if t != s and lo2 <= hi and lo <= hi2) / others
-        for s, (lo, hi) in ranges.items()
-    }
+    student_open: dict[str, float] = {}
+    for s, (lo, hi) in ranges.items():
+        overlap = sum(1 for t, (lo2, hi2) in ranges.items() if t != s and lo2 <= hi and lo <= hi2) / others
+        unrelated = students[s].get("unrelated_judge_weight") if isinstance(students[s], dict) else None
+        if isinstance(unrelated, int | float):  # what unrelated judges already settle, a label settles less
+            overlap *= 1.0 - _SETTLED_BY_UNRELATED * min(max(float(unrelated), 0.0), 1.0)
+        student_open[s] = overlap
     judge_open: dict[str, float] = {}
     ref_judges = (summary.get("reference") or {}).get("judges") or {}
-    for j in summary.get("judges") or {}:
+    for j, v in (summary.get("judges") or {}).items():
         entry = ref_judges.get(j) or {}
         shared = sum(int((entry.get(src) or {}).get("n") or 0) for src in ("human", "gold"))
-        judge_open[j] = _HALF_KNOWN / (_HALF_KNOWN + shared)
+        prior = v.get("family_bias_prior_share") if isinstance(v, dict) else None
+        unknown = _HALF_KNOWN / (_HALF_KNOWN + shared)
+        # a family bias that rests on the prior stays open however many answers it shares
+        judge_open[j] = max(unknown, float(prior)) if isinstance(prior, int | float) else unknown
     return Uncertainty(student_open, judge_open)
 
 

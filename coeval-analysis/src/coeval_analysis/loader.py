@@ -415,6 +415,43 @@ def evaluation_files(root: Path) -> list[Path]:
     )
 
 
+_ROLE_FIELD = {"teacher": "teacher_model_id", "student": "student_model_id", "judge": "judge_model_id"}
+
+
+def left_out_by_config(meta: dict[str, Any], config: dict[str, Any]) -> dict[str, set[str]]:
+    """role -> models that made records in that role (``meta.json`` settings) but that the
+    run's config snapshot no longer has in it (removed, or the role taken away, and let
+    through with ``--allow-drift``): their records stay on disk, and status and analysis
+    both leave them out."""
+    recorded = (meta.get("settings") or {}).get("models") if isinstance(meta.get("settings"), dict) else None
+    models = config.get("models")
+    if not isinstance(recorded, dict) or not recorded or not isinstance(models, list):
+        return {}
+    current = {str(m.get("name")): {str(r) for r in (m.get("roles") or [])} for m in models if isinstance(m, dict)}
+    out: dict[str, set[str]] = {}
+    for name, entry in recorded.items():
+        roles = entry.get("roles") if isinstance(entry, dict) else None
+        for role in roles or ():
+            if role in _ROLE_FIELD and role not in current.get(str(name), set()):
+                out.setdefault(role, set()).add(str(name))
+    return out
+
+
+def _without_models(table: pa.Table, left_out: dict[str, set[str]]) -> tuple[pa.Table, int]:
+    """``table`` less the rows made by a left-out model in its left-out role, and how many."""
+    drop = None
+    for role, names in left_out.items():
+        field = _ROLE_FIELD[role]
+        if field not in table.column_names or not names:
+            continue
+        hit = pc.fill_null(pc.is_in(table.column(field), value_set=pa.array(sorted(names), pa.string())), False)
+        drop = hit if drop is None else pc.or_(drop, hit)
+    if drop is None:
+        return table, 0
+    n = int(pc.sum(drop).as_py() or 0)
+    return (table.filter(pc.invert(drop)), n) if n else (table, 0)
+
+
 def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     """Load a run folder. Raises :class:`AnalysisInputError` when it is not one."""
     root = Path(path)
@@ -434,6 +471,9 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
         eval_files, {**_EVAL_COLUMNS, "rationale": JSON_TEXT}, {**_ID_HASH, **REPLY_FLAG_COLUMNS}, hidden=("rationale",)
     )
     quality.n_records, quality.n_bad_lines = ev.num_rows, ev_bad
+    left_out = left_out_by_config(meta, config)
+    ev, quality.n_left_out_by_config = _without_models(ev, left_out)
+    quality.left_out_models = {role: sorted(names) for role, names in sorted(left_out.items())}
     if ev.num_rows == 0:
         raise AnalysisInputError(f"{root / PHASE5}: the evaluation files hold no records")
     has_labels = bool(pc.any(pc.equal(ev.column("evaluator"), "label")).as_py())
@@ -445,6 +485,7 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
         hidden=() if want_text else ("response",),
     )
     dps, dp_bad = read_records(jsonl_files(root, PHASE3), _DP_COLUMNS, _ID_HASH)
+    resp, dps = _without_models(resp, left_out)[0], _without_models(dps, left_out)[0]
 
     # ---- vocabularies shared by all tables ---------------------------------------------
     models = Vocabulary(

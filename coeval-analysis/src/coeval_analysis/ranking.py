@@ -48,6 +48,7 @@ __all__ = [
     "reference_of",
     "student_missing",
     "teacher_weights",
+    "unrelated_share",
     "unrelated_weight",
 ]
 
@@ -226,8 +227,11 @@ def unrelated_weight(r: ConflictAwareRanking) -> np.ndarray:
     to it that tell answers apart (reliability at least ``RELIABILITY_FLOOR``). Low: its
     place rests on related judges, whose family bias is bounded only by the prior, or on
     judges that barely tell answers apart."""
-    m = r.measurement
-    lay, f = m.layout, m.fit
+    return unrelated_share(r.measurement.layout, r.measurement.fit)
+
+
+def unrelated_share(lay: Layout, f: Fit) -> np.ndarray:
+    """:func:`unrelated_weight` from the fitted model's layout and parameters alone."""
     S = lay.n_students
     if lay.K == 0 or not lay.seen.any():
         return np.zeros(S)

@@ -248,6 +248,17 @@ def flag_constant_raters(summary: dict[str, Any]) -> None:
                                 "message": f"judge agreement{shown} is inflated: {note}"})  # fmt: skip
 
 
+def _left_out_by_config(quality: dict[str, Any]) -> list[dict[str, Any]]:
+    """Models the run's config no longer has: their records are not ranked (as status does)."""
+    left = quality.get("left_out_models") or {}
+    return [
+        {"kind": "left_out_by_config", "subject": name,
+         "message": f"{name}: no longer a {role} in the run's config.yaml: its records as {role} stay on disk "
+                    "and are left out of the analysis (as coeval status leaves them out)"}
+        for role, names in sorted(left.items()) for name in names
+    ]  # fmt: skip
+
+
 def collect_warnings(
     model: ScoreModel, summary: dict[str, Any], converged: bool, iterations: int, gap: float
 ) -> list[dict[str, Any]]:
@@ -261,6 +272,7 @@ def collect_warnings(
     out += _gold(summary.get("gold"))
     out += _students_alike(summary.get("teachers") or {})
     out += _no_unrelated_judge(summary["students"])
+    out += _left_out_by_config(summary.get("data_quality") or {})
     if not converged:
         out.append(
             {

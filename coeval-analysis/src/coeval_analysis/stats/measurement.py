@@ -68,6 +68,9 @@ VERIFY = 0.05  #: share of the answers' quality the other judges must pin down t
 LAMBDA_FLOOR = 1e-3  #: scale of a judge with no evidence of telling answers apart (theta units)
 TASTE_FLOOR = 0.02  #: a judge's per-student taste is at least this (0-1 scale): 5 students cannot show less
 MAX_ITER = 300
+#: a judge starts reversed when its loading on the judges' principal axis is below minus this
+#: share of the largest loading
+CONTRARY_LOADING = 0.5
 DAMP_AFTER = 0  #: rounds after which the scales and biases are damped (half old, half new)
 TOL = 1e-4
 _EPS = 1e-9
@@ -177,8 +180,29 @@ def _start(lay: Layout) -> Fit:
     noise = np.full(K, v)
     loc = mean - mu.mean() if lay.n_items else mean
     z = np.zeros(K)
-    return Fit(loc, np.ones(K), noise, z.copy(), np.full(K, TAU**2), np.ones(K), np.full(K, TASTE_FLOOR**2),
+    return Fit(loc, _start_signs(lay, mu), noise, z.copy(), np.full(K, TAU**2), np.ones(K), np.full(K, TASTE_FLOOR**2),
                mu, v, False, 0, np.zeros(K))  # fmt: skip
+
+
+def _start_signs(lay: Layout, mu: np.ndarray) -> np.ndarray:
+    """+1 or -1 per judge: the sign of its loading on the judges' leading principal axis of
+    within-datapoint deviations, turned so the reference judge (else most loading) is +1.
+    Starting a contrary judge at +1 would let it cancel the judges it contradicts in every
+    other judge's first consensus, and the fit would settle where no judge tells answers apart."""
+    K = lay.K
+    if K < 2 or not len(lay.cell_item):
+        return np.ones(K)
+    dev = np.where(lay.seen, lay.x - mu[lay.cell_item][:, None], 0.0)
+    both = lay.seen.astype(np.float64)
+    cov = (dev.T @ dev) / np.maximum(both.T @ both, 1.0)
+    u = np.linalg.eigh(cov)[1][:, -1]
+    anchor = u[K - 1] if lay.has_reference else float(np.sum(u))
+    if anchor < 0:
+        u = -u
+    # only a judge that clearly loads against the axis starts reversed; a flat or weak one
+    # (small loading, sign set by noise) starts forward, as before
+    signs: np.ndarray = np.where(u < -CONTRARY_LOADING * np.abs(u).max(initial=0.0), -1.0, 1.0)
+    return signs
 
 
 def measured(scale: np.ndarray) -> np.ndarray:
@@ -461,6 +485,15 @@ def _reported_scale(lay: Layout, f: Fit) -> tuple[float, float]:
         return float(f.scale[-1]), float(f.location[-1])
     n = lay.seen.sum(0)
     info = np.where(n > 0, f.scale**2 / f.noise, 0.0)
+    # the direction most measured judges agree on is "better": a single highly consistent
+    # contrary judge must not turn the ranking upside down, so only the majority side counts
+    pos, neg = measured(f.scale) & (f.scale > 0) & (n > 0), measured(f.scale) & (f.scale < 0) & (n > 0)
+    if pos.sum() != neg.sum():
+        side = pos if pos.sum() > neg.sum() else neg
+    else:
+        side = pos if (info * f.scale).sum() >= 0 else neg
+    if (info * side).sum() > 0:
+        info = info * side
     if info.sum() <= 0:
         return 1.0, 0.0
     stretch = float((info * f.scale).sum() / info.sum())
