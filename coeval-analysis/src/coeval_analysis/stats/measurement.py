@@ -195,6 +195,12 @@ def _start_signs(lay: Layout, mu: np.ndarray) -> np.ndarray:
     dev = np.where(lay.seen, lay.x - mu[lay.cell_item][:, None], 0.0)
     both = lay.seen.astype(np.float64)
     cov = (dev.T @ dev) / np.maximum(both.T @ both, 1.0)
+    sd = np.sqrt(np.maximum(np.diag(cov), _EPS))
+    # no shared axis above what noise alone gives (the Marchenko-Pastur edge for the number
+    # of answers): nothing to turn a judge against, and flipping noise would invent one
+    edge = (1.0 + np.sqrt(K / max(len(lay.cell_item), 1))) ** 2
+    if np.linalg.eigvalsh(cov / np.outer(sd, sd))[-1] < 1.2 * edge:
+        return np.ones(K)
     u = np.linalg.eigh(cov)[1][:, -1]
     anchor = u[K - 1] if lay.has_reference else float(np.sum(u))
     if anchor < 0:
