@@ -12,7 +12,9 @@ from tests.core.pipeline_support import duplicate_ids, folder, make_config, mock
 
 
 def test_a_second_identical_shard_refuses_and_nothing_is_paid_twice(tmp_path: Path) -> None:
-    models = [mock_model("a", latency_ms=20), mock_model("b", latency_ms=20)]
+    # calls slow enough that the first shard is still at work, whatever the machine, when the
+    # second starts (with 20 ms it could finish first, and the second then had nothing to do)
+    models = [mock_model("a", latency_ms=300), mock_model("b", latency_ms=20)]
     config = make_config(tmp_path, models, [task(total=6)])
     results: list[RunResult] = []
 

@@ -452,6 +452,17 @@ def _without_models(table: pa.Table, left_out: dict[str, set[str]]) -> tuple[pa.
     return (table.filter(pc.invert(drop)), n) if n else (table, 0)
 
 
+def _leave_out_removed(
+    ev: pa.Table, meta: dict[str, Any], config: dict[str, Any], quality: DataQuality
+) -> tuple[pa.Table, dict[str, set[str]]]:
+    """The evaluation records less those of models the config snapshot left out (counted in
+    ``quality``), and what was left out, for the other phases' records."""
+    left_out = left_out_by_config(meta, config)
+    ev, quality.n_left_out_by_config = _without_models(ev, left_out)
+    quality.left_out_models = {role: sorted(names) for role, names in sorted(left_out.items())}
+    return ev, left_out
+
+
 def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     """Load a run folder. Raises :class:`AnalysisInputError` when it is not one."""
     root = Path(path)
@@ -471,9 +482,7 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
         eval_files, {**_EVAL_COLUMNS, "rationale": JSON_TEXT}, {**_ID_HASH, **REPLY_FLAG_COLUMNS}, hidden=("rationale",)
     )
     quality.n_records, quality.n_bad_lines = ev.num_rows, ev_bad
-    left_out = left_out_by_config(meta, config)
-    ev, quality.n_left_out_by_config = _without_models(ev, left_out)
-    quality.left_out_models = {role: sorted(names) for role, names in sorted(left_out.items())}
+    ev, left_out = _leave_out_removed(ev, meta, config, quality)
     if ev.num_rows == 0:
         raise AnalysisInputError(f"{root / PHASE5}: the evaluation files hold no records")
     has_labels = bool(pc.any(pc.equal(ev.column("evaluator"), "label")).as_py())
