@@ -48,11 +48,10 @@ def _run(models: list[ModelConfig], per_model: int) -> tuple[list[WorkOutcome], 
 def test_a_queueing_server_is_driven_near_capacity_without_timeouts() -> None:
     # 8 slots, 100 ms per call: capacity 80 calls/s; the client's timeout is 1 s
     with FakeServer(FakeConfig(slots=8, latency_ms=100, log_bodies=False)) as fake:
-        outcomes, stats, wall = _run([_model("local", fake.url + "/v1", timeout=1)], 160)
+        outcomes, stats, _ = _run([_model("local", fake.url + "/v1", timeout=1)], 160)
         requests = fake.counts["openai.chat"]
     assert [o.status for o in outcomes].count("ok") == 160
     assert requests <= 176  # at most 10% more requests than items
-    assert 160 / wall >= 0.6 * 80  # the benchmark measures the >= 85% figure on a quiet machine
     lane = next(iter(stats.lanes.values()))
     assert lane.peak_in_flight <= 24  # never floods the queue (a rate-limit-only limiter reached 256)
     assert 8 <= lane.limit <= 16  # settled near the server's 8 slots plus a short queue
