@@ -1,6 +1,6 @@
 """Speed and peak memory of ``coeval analyze`` on a synthetic run of N judge records.
 
-The run folder is written by :func:`coeval_analysis.synthetic.write_synthetic_run` (five
+The run folder is written by :func:`coeval_testing.synthetic.write_synthetic_run` (five
 students, four judges plus one answering at random, three teachers, two tasks; failures
 and duplicate lines included; each judge record carries its prompt, raw reply and rationale,
 about 2 KB as ``coeval run`` writes them) and cached between calls under the system temp folder.
@@ -34,7 +34,7 @@ _CACHE_VERSION = 2  # 2: judge records carry transcripts (prompt, raw reply, rat
 def build_run(n_records: int, root: Path | None = None) -> tuple[Path, float]:
     """A synthetic run folder of about ``n_records`` judge records (cached), and the
     seconds spent writing it (0 when cached)."""
-    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+    from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
     base = root or Path(tempfile.gettempdir()) / "coeval-bench-analysis"
     path = base / f"run-{n_records}-v{_CACHE_VERSION}"

@@ -1,7 +1,7 @@
 """The pipeline end to end: throughput against the fake provider server, and our overhead.
 
 *throughput*: the medium shape (12,400 calls) through the ``openai`` interface -- the real
-``openai`` SDK over HTTP -- against ``coeval_providers.fake_server`` started as a separate
+``openai`` SDK over HTTP -- against ``coeval_testing.fake_server`` started as a separate
 process with 200 ms latency per call. All five models share one API key, so one
 connection with a concurrency limit of ``concurrency`` (64: a typical provider limit)
 carries every call; the ideal time of a phase is ``calls x latency / concurrency``, and
@@ -52,10 +52,10 @@ def _proc_cpu_seconds(pid: int) -> float | None:
 def _run(config_path: Path, keys_file: Path | None) -> tuple[Any, Any, float, float]:
     """Run the experiment in this process; (result, progress, wall s, cpu s)."""
     from coeval.config import load_config
-    from coeval.plugins import registries
-    from coeval.progress import ProgressReporter
-    from coeval.run_options import RunOptions
-    from coeval.runner import arun_experiment
+    from coeval.contract.manager import registries
+    from coeval.console.progress import ProgressReporter
+    from coeval.run.options import RunOptions
+    from coeval.run.runner import arun_experiment
 
     keys = str(keys_file) if keys_file else None
     config = load_config(config_path, keys_file=keys)
@@ -88,7 +88,7 @@ def _phases(progress: Any, latency_s: float, concurrency: int) -> tuple[list[dic
 
 def _peak_in_flight(run_root: Path) -> int:
     """The most calls any lane of the run had in flight (from ``lanes.json``)."""
-    from coeval.lane_figures import read_lanes
+    from coeval.console.lane_figures import read_lanes
 
     phases = read_lanes(run_root)["phases"].values()
     return max((int(row.get("peak_in_flight") or 0) for p in phases for row in p.get("lanes", [])), default=0)
@@ -103,7 +103,7 @@ def throughput(latency_ms: float = 200.0, concurrency: int | None = 64, total: i
     with tempfile.TemporaryDirectory(prefix="coeval-bench-tp-") as tmp:
         work = Path(tmp)
         server = subprocess.Popen(
-            [sys.executable, "-m", "coeval_providers.fake_server", "--port", "0", "--latency-ms", str(latency_ms),
+            [sys.executable, "-m", "coeval_testing.fake_server", "--port", "0", "--latency-ms", str(latency_ms),
              "--no-log-bodies"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )

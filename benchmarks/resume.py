@@ -66,9 +66,9 @@ def build_run(datapoints: int) -> tuple[Path, Path, float]:
 def _seed_run(root: Path) -> None:
     """A real run of the medium shape with 2 datapoints per teacher, on the mock."""
     from coeval.config import load_config
-    from coeval.progress import NullProgress
-    from coeval.run_options import RunOptions
-    from coeval.runner import arun_experiment
+    from coeval.console.progress import NullProgress
+    from coeval.run.options import RunOptions
+    from coeval.run.runner import arun_experiment
 
     config = load_config(_config(root, _SEED_TOTAL))
     result = asyncio.run(arun_experiment(config, RunOptions(progress=False), progress=NullProgress()))

@@ -34,7 +34,7 @@ def run(items: int = 2_000_000, run_s: float = 10.0) -> dict[str, Any]:
     from coeval.interfaces.base import GenerateRequest
     from coeval.interfaces.mock import MockInterface
     from coeval.phases._items import LazyItems
-    from coeval.running.signals import Interrupts, handle_signals, stop_gracefully
+    from coeval.run.signals import Interrupts, handle_signals, stop_gracefully
     from coeval.scheduler import Scheduler, WorkItem, WorkOutcome
 
     model = ModelConfig(name="judge", interface="mock", roles=("judge",), parameters={"latency_ms": 0})

@@ -65,8 +65,8 @@ MOVES: dict[str, str] = {
     # key files and credentials with the config
     "coeval.credentials": "coeval.config.credentials",
     "coeval.keyfile": "coeval.config.keyfile",
-    # the label rule with the evaluators
-    "coeval.labels": "coeval.evaluators.labels",
+    # the label rule with the answer checks, below the evaluators that use it
+    "coeval.labels": "coeval.answer_checks.labels",
     # modules added beside the old layout
     "coeval.kept_artifacts": "coeval.run.kept_artifacts",
     "coeval.shrink": "coeval.run.shrink",
@@ -171,12 +171,13 @@ def make_testing_distribution(root: Path, dry: bool) -> None:
             dist.mkdir(exist_ok=True)
             (dist / "pyproject.toml").write_text(TESTING_PYPROJECT, encoding="utf-8")
             subprocess.run(["git", "-C", str(root), "add", str(dist / "pyproject.toml")], check=True)
-    editable = root / "requirements" / "editable.txt"
-    if editable.exists() and "coeval-testing" not in editable.read_text(encoding="utf-8"):
-        print("add coeval-testing to requirements/editable.txt (test support: the test script installs it)")
+    testing = root / "requirements" / "testing.txt"
+    if not testing.exists():
+        print("create requirements/testing.txt (test support: the test script installs it, the product does not)")
         if not dry:
-            with editable.open("a", encoding="utf-8") as fh:
-                fh.write("-e ./coeval-testing\n")
+            testing.write_text("# Test support, installed by scripts/test.sh only: never by a product install.\n"
+                               "-e ./coeval-testing\n", encoding="utf-8")
+            subprocess.run(["git", "-C", str(root), "add", str(testing)], check=True)
     pyproject = root / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8")
     if "coeval-testing/src" not in text:
@@ -309,7 +310,8 @@ def text_files(root: Path) -> list[Path]:
         if base.is_dir():
             files += [p for p in base.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES
                       and ".venv" not in p.parts and "__pycache__" not in p.parts and ".egg-info" not in str(p)]
-    return sorted(files)
+    this_script = Path(__file__).resolve()  # its table names the old modules on purpose
+    return sorted(p for p in files if p.resolve() != this_script)
 
 
 def rewrite(root: Path, dry: bool) -> int:

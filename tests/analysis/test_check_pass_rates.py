@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from coeval.config import load_config
-from coeval.run_options import RunOptions
-from coeval.runner import run_experiment
+from coeval.run.options import RunOptions
+from coeval.run.runner import run_experiment
 from coeval_analysis import analyze, load_run
 from coeval_analysis.pass_rates import wilson_interval
 from coeval_analysis.reports.html import write_html

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 from coeval_analysis.metrics import Bleu, ExactMatch
 
 

@@ -87,7 +87,7 @@ def test_the_loader_works_out_the_same_frame_as_a_separate_read(judged_run: Path
 
 
 def test_a_synthetic_run_with_transcripts_has_every_ok_judge_reply_explained(tmp_path: Path) -> None:
-    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+    from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
     spec = SyntheticSpec(datapoints_per_teacher=2, transcripts=True, failure_rate=0.1, seed=3)
     data = load_run(write_synthetic_run(tmp_path / "run", spec))

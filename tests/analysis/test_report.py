@@ -14,7 +14,7 @@ from coeval.cli.main import cli
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+    from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
     root = tmp_path_factory.mktemp("report")
     run = write_synthetic_run(
@@ -97,7 +97,7 @@ def test_report_renders_in_headless_chromium(report: Path, browser, tmp_path: Pa
 
 def test_intervals_are_labelled_with_the_level_asked_for(tmp_path: Path) -> None:
     """`--level 0.9` gives 90% intervals: the report and the printed ranking say 90%, not 95%."""
-    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+    from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
     run = write_synthetic_run(tmp_path / "run", SyntheticSpec(seed=4, datapoints_per_teacher=5))
     out = tmp_path / "analysis"
@@ -114,7 +114,7 @@ def test_intervals_are_labelled_with_the_level_asked_for(tmp_path: Path) -> None
 
 
 def test_no_bootstrap_says_there_are_no_intervals(tmp_path: Path) -> None:
-    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+    from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
     run = write_synthetic_run(tmp_path / "run", SyntheticSpec(seed=4, datapoints_per_teacher=5))
     out = tmp_path / "analysis"
@@ -190,7 +190,7 @@ def test_attribute_heatmap_keeps_values_of_different_tasks_apart(tmp_path: Path)
     with that task's scores, instead of silently showing one task's numbers for both."""
     import json
 
-    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+    from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
     run = write_synthetic_run(tmp_path / "run", SyntheticSpec(seed=4, datapoints_per_teacher=6))
     out = tmp_path / "analysis"

@@ -17,7 +17,7 @@ from coeval_analysis.reports.html import _comparison_matrix
 
 @pytest.fixture(scope="module")
 def analysed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+    from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
     root = tmp_path_factory.mktemp("polish")
     run = write_synthetic_run(root / "run", SyntheticSpec(gold=True, metric="bleu", seed=5))

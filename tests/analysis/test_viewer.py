@@ -174,7 +174,7 @@ def test_report_links_into_the_running_viewer(served: tuple[str, Path], page: An
 
 
 def test_a_legacy_run_is_browsable(tmp_path: Path, page: Any) -> None:
-    from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+    from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
     run = write_synthetic_run(tmp_path / "legacy", SyntheticSpec(old_format=True, datapoints_per_teacher=2))
     server = _serve(run, tmp_path, {**os.environ, "COEVAL_VIEW_CACHE": str(tmp_path / "cache")})

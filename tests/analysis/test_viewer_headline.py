@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
 from tests.analysis.viewer_wait import serve_view
 

@@ -11,9 +11,9 @@ from coeval.config import load_config
 from coeval.config.model import Config
 from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.interfaces.mock import MockInterface
-from coeval.records import latest_by_id
-from coeval.run_options import RunOptions
-from coeval.runner import RunResult, run_experiment
+from coeval.storage.records import latest_by_id
+from coeval.run.options import RunOptions
+from coeval.run.runner import RunResult, run_experiment
 from coeval.storage.run_folder import RunFolder, iter_jsonl
 
 ALL_ROLES = ["teacher", "student", "judge"]

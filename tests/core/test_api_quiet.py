@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from coeval.cli.main import cli
 from coeval.config import load_config
-from coeval.run_options import RunOptions
-from coeval.runner import run_experiment
+from coeval.run.options import RunOptions
+from coeval.run.runner import run_experiment
 
 
 def test_progress_false_is_silent_and_still_runs(work: Path, capfd: pytest.CaptureFixture[str]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from coeval.cli.call_figures import call_figures
+from coeval.planning.call_figures import call_figures
 
 
 class _Run:

@@ -68,7 +68,7 @@ def test_a_phase_bar_is_hidden_until_its_items_are_counted() -> None:
 
     from rich.console import Console
 
-    from coeval.progress import ProgressReporter
+    from coeval.console.progress import ProgressReporter
 
     out = io.StringIO()
     reporter = ProgressReporter(enabled=True, console=Console(file=out, force_terminal=True, width=120))

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from coeval.cli.main import cli
-from coeval.plugins import reset_plugins
+from coeval.contract.manager import reset_plugins
 
 COMMAND_ROW = re.compile(r"^  (\w[\w-]*)  ", re.M)
 
@@ -116,7 +116,7 @@ def test_a_disabled_plugins_command_says_disabled_and_names_the_variable(work: P
 
 
 def test_a_missing_plugin_command_gives_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    from coeval import plugin_status
+    from coeval.contract import status as plugin_status
 
     monkeypatch.setattr(plugin_status, "_installed", lambda distribution: False)
     monkeypatch.setenv("COEVAL_DISABLE_PLUGINS", "analysis")

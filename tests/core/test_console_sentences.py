@@ -15,7 +15,7 @@ import yaml
 from click.testing import CliRunner
 
 from coeval.cli.main import cli
-from coeval.logging import run_logging
+from coeval.console.logs import run_logging
 
 #: A structlog console line (``[warning  ]``), a ``key=value`` field, or a printed event dict.
 STRUCTLOG_LINE = re.compile(r"\[\s*(?:debug|info|warning|error|critical)\s*\]|\b[a-z_]+=\S|\{'event':|'level':", re.I)

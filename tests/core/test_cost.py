@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval.config import load_config
-from coeval.cost import estimate_cost, price_for
+from coeval.planning.cost import estimate_cost, price_for
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = ROOT / "docs" / "examples"
@@ -163,7 +163,7 @@ def test_continue_counts_only_the_remaining_work(work: Path) -> None:
     judge = json.loads(lines[0])["judge_model_id"]
     assert data["models"][judge]["calls"] == 7
     assert data["models"][judge]["sources"] == ["history"]
-    from coeval.cost import read_estimate
+    from coeval.planning.cost import read_estimate
 
     assert read_estimate(run) is None  # a plan writes nothing into the run folder without --out
 

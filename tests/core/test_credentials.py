@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from coeval.credentials import KeyFileError, KeyStore, find_keys_file, redact
+from coeval.config.credentials import KeyFileError, KeyStore, find_keys_file, redact
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import attrs
 from coeval.config.task_data import TaskData
-from coeval.drift import find_drift, settings_of
+from coeval.run.drift import find_drift, settings_of
 
 from .pipeline_support import make_config, mock_model
 

@@ -48,7 +48,7 @@ def no_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Interface, "__init__", refuse)
     import sys
 
-    monkeypatch.setitem(sys.modules, "coeval.runner", None)  # importing it would raise
+    monkeypatch.setitem(sys.modules, "coeval.run.runner", None)  # importing it would raise
 
 
 def snapshot(folder: Path) -> dict[str, float]:
@@ -127,8 +127,8 @@ def test_mock_smoke_plan(no_calls: None) -> None:
 
 def test_auto_interface_choice_is_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With a routing plugin, the plan reads ``auto -> <provider>``."""
-    from coeval.hookspecs import hookimpl
-    from coeval.plugins import get_plugin_manager
+    from coeval.contract.hookspecs import hookimpl
+    from coeval.contract.manager import get_plugin_manager
 
     class Router:
         @hookimpl

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import attrs
 from coeval import load_config, run_experiment
-from coeval.run_options import RunOptions
+from coeval.run.options import RunOptions
 
 SMOKE = Path(__file__).resolve().parents[2] / "examples" / "mock_smoke.yaml"
 

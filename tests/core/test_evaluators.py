@@ -23,10 +23,10 @@ from coeval.evaluators.base import (
     as_evaluator,
 )
 from coeval.evaluators.calls import calls_per_response
-from coeval.plugins import Evaluator, get_plugin_manager
-from coeval.plugins import collect_registries
-from coeval.run_options import RunOptions
-from coeval.runner import arun_experiment
+from coeval.contract.manager import Evaluator, get_plugin_manager
+from coeval.contract.manager import collect_registries
+from coeval.run.options import RunOptions
+from coeval.run.runner import arun_experiment
 from coeval.storage.run_folder import iter_jsonl
 
 from .pipeline_support import make_config, mock_model, task

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from coeval.phases.base import PhaseError
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 from coeval.quality import Candidate, QualityRejection, gate_for
 from coeval.quality.checks import implied_min_words
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from coeval.judging import extract_json, normalize_score, parse_per_factor, parse_single
+from coeval.phases.judging import extract_json, normalize_score, parse_per_factor, parse_single
 from coeval.scheduler import OutputParseError
 
 FACTORS = ["accuracy", "brevity"]

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from coeval.cli import keys_cmd
 from coeval.cli.main import cli
-from coeval.credentials import PROVIDER_ENV_VARS, KeyStore
+from coeval.config.credentials import PROVIDER_ENV_VARS, KeyStore
 
 SECRET = "sk-test-0123456789abcdefWXYZ"
 

@@ -1,6 +1,6 @@
 """Phase 5's ``label`` evaluator and the analysis agree on what matches a label.
 
-Both score through :func:`coeval.labels.normalise_label`; decorated answers and decorated
+Both score through :func:`coeval.answer_checks.labels.normalise_label`; decorated answers and decorated
 gold labels (curly quotes, ``%``, ``#``, guillemets, tildes) match on both sides, and an
 answer that says more than the label matches on neither.
 """
@@ -12,7 +12,7 @@ from coeval_analysis.labels import LabelScorer
 
 from coeval.config.model import TaskConfig
 from coeval.evaluators.label import LabelEvaluator
-from coeval.labels import normalise_label
+from coeval.answer_checks.labels import normalise_label
 
 TASK = TaskConfig(name="sentiment", description="d", label_attributes=("sentiment",))
 

@@ -18,7 +18,7 @@ from coeval.interfaces.base import (
     TransientModelError,
 )
 from coeval.interfaces.mock import MockInterface, MockParameterError
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 
 SCORES = ["High", "Medium", "Low"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 
-from coeval.progress import ProgressReporter
+from coeval.console.progress import ProgressReporter
 from coeval.scheduler import Scheduler, SchedulerLimits
 from rich.console import Console
 

@@ -14,8 +14,8 @@ from coeval import RegisterBatchRunner, RegisterInterface, RegisterReport, Regis
 from coeval.config import ConfigError, load_config
 from coeval.interfaces.mock import MockInterface
 from coeval.planning import batch_phases
-from coeval.plugin_errors import DuplicateRegistrationError
-from coeval.plugins import collect, registries
+from coeval.contract.errors import DuplicateRegistrationError
+from coeval.contract.manager import collect, registries
 
 REPO = Path(__file__).resolve().parents[2]
 DISTRIBUTIONS = {

@@ -17,7 +17,7 @@ PLUGIN_SOURCE = textwrap.dedent(
     import os
     from pathlib import Path
 
-    from coeval.hookspecs import hookimpl
+    from coeval.contract.hookspecs import hookimpl
     from coeval.interfaces import GenerateResult, Interface
 
     Path(os.environ["MARKER_FILE"]).write_text("imported")
@@ -105,7 +105,7 @@ def test_text_listing_names_plugins_and_registrations(installed_plugin):
 
 
 def test_duplicate_registration_is_an_error():
-    from coeval.plugins import DuplicateRegistrationError, Registry
+    from coeval.contract.manager import DuplicateRegistrationError, Registry
 
     reg: Registry[int] = Registry("metric")
     reg.add("bleu", 1, "a")
@@ -118,7 +118,7 @@ CLASH_SOURCE = textwrap.dedent(
     """A plugin that registers a name the core already has, and one command."""
     import click
 
-    from coeval.hookspecs import hookimpl
+    from coeval.contract.hookspecs import hookimpl
     from coeval.interfaces.mock import MockInterface
 
 

@@ -8,10 +8,10 @@ import re
 
 from rich.console import Console
 
-from coeval.batching.base import BatchJobStatus
-from coeval.batching.watch import BatchWatch, WaitingJob
-from coeval.progress import ProgressReporter
-from coeval.progress_eta import RecentRate, format_eta
+from coeval.scheduler.batching.base import BatchJobStatus
+from coeval.scheduler.batching.watch import BatchWatch, WaitingJob
+from coeval.console.progress import ProgressReporter
+from coeval.console.eta import RecentRate, format_eta
 
 
 class Clock:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval.config import load_config
 from coeval.config.model import Config
-from coeval.cost import estimate_cost
+from coeval.planning.cost import estimate_cost
 from tests.core.pipeline_support import folder, lines, make_config, meta, mock_model, run, task
 
 PHASES = ("data_generation", "response_collection", "evaluation")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 from coeval.cli.status_cmd import collect_status
-from coeval.plugins import reset_plugins
+from coeval.contract.manager import reset_plugins
 
 from .pipeline_support import (
     duplicate_ids,
@@ -282,7 +282,7 @@ def test_generation_retries_above_the_default_attempt_bound_are_honoured(tmp_pat
 
 
 def test_only_a_process_that_never_finished_triggers_the_recount():
-    from coeval.runner import _a_process_stopped_unfinished
+    from coeval.run.runner import _a_process_stopped_unfinished
 
     finished = {"status": "completed", "runs": [{"run_id": "a", "started_at": "t", "finished_at": "t"}]}
     assert not _a_process_stopped_unfinished(finished)

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 from coeval.config.model import SamplingConfig
-from coeval.sampling import AttributeSampler, CrossProductTooLarge
+from coeval.phases._sampling import AttributeSampler, CrossProductTooLarge
 
 TARGET = {"topic": ["a", "b", "c"], "level": ["easy", "hard"], "form": ["q", "task"]}
 NUANCED = {"tone": ["x", "y"], "length": ["short", "long"], "style": ["s1", "s2"]}

@@ -371,7 +371,7 @@ def test_items_for_models_without_interface_fail_clearly():
 
 
 def test_secrets_are_redacted_from_errors():
-    from coeval.credentials import register_secret
+    from coeval.config.credentials import register_secret
     from coeval.interfaces.base import FatalModelError
 
     secret = "sk-test-SECRET-0123456789"

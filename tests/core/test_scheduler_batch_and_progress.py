@@ -6,7 +6,7 @@ import asyncio
 import io
 
 from coeval.interfaces.base import GenerateResult
-from coeval.progress import ProgressReporter
+from coeval.console.progress import ProgressReporter
 from coeval.scheduler import BatchExecutor, Scheduler, SchedulerLimits, WorkOutcome
 from rich.console import Console
 

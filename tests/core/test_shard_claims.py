@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from coeval.runner import RunResult
+from coeval.run.runner import RunResult
 from tests.core.pipeline_support import duplicate_ids, folder, make_config, mock_model, run, task
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from coeval import runner
+from coeval.run import runner
 from tests.core.pipeline_support import folder, make_config, mock_model, run, task
 
 

@@ -138,7 +138,7 @@ def test_repair_refuses_a_folder_in_use(tmp_path):
 
 
 def test_status_lists_pending_batch_jobs(tmp_path):
-    from coeval.batching.pending import PendingJob, PendingStore
+    from coeval.scheduler.batching.pending import PendingJob, PendingStore
 
     _, rf = finished_run(tmp_path)
     PendingStore(rf).add(PendingJob(job_id="batch_1", interface="openai", model="a", phase="evaluation",

@@ -15,9 +15,9 @@ from coeval.phases import evaluation as evaluation_module
 from coeval.phases.base import RunView
 from coeval.phases.evaluation import EvaluationPhase
 from coeval.phases.responses import ResponseCollectionPhase
-from coeval.plugins import registries
-from coeval.run_options import RunOptions
-from coeval.runner import run_experiment
+from coeval.contract.manager import registries
+from coeval.run.options import RunOptions
+from coeval.run.runner import run_experiment
 from coeval.storage.run_folder import RunFolder
 
 
@@ -60,7 +60,7 @@ def _surveys(config_path: Path, run: Path, monkeypatch: pytest.MonkeyPatch) -> t
     fast = EvaluationPhase().survey(view).to_dict(), ResponseCollectionPhase().survey(view).to_dict()
     with monkeypatch.context() as m:  # every file through the JSON parser
         m.setattr(evaluation_module, "match_every_line", lambda pattern, data: None)
-        m.setattr("coeval.records.match_every_line", lambda pattern, data: None)
+        m.setattr("coeval.storage.records.match_every_line", lambda pattern, data: None)
         slow = EvaluationPhase().survey(view).to_dict(), ResponseCollectionPhase().survey(view).to_dict()
     return fast, slow
 

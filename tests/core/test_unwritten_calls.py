@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from coeval.plugins import Entry, registries
+from coeval.contract.manager import Entry, registries
 from coeval.storage import run_folder
 from tests.core.pipeline_support import RecordingMock, folder, make_config, meta, mock_model, run, task
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from coeval_providers.fake_server import FakeServer
+from coeval_testing.fake_server import FakeServer
 
 
 @pytest.fixture(scope="module")

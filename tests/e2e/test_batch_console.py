@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from coeval_providers.fake_server import FakeServer
+from coeval_testing.fake_server import FakeServer
 
 from tests.e2e.test_batch_ctrl_c import _config
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval_providers.fake_server import FakeServer
+from coeval_testing.fake_server import FakeServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

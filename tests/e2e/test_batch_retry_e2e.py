@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.batching import PendingStore
+from coeval.scheduler.batching import PendingStore
 from coeval.config import load_config
-from coeval.run_options import RunOptions
-from coeval.runner import run_experiment
+from coeval.run.options import RunOptions
+from coeval.run.runner import run_experiment
 from coeval.scheduler.resample import retry_seed
 from coeval.storage.run_folder import RunFolder
-from coeval_providers.fake_server import FakeServer
+from coeval_testing.fake_server import FakeServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 warnings.filterwarnings("ignore", category=DeprecationWarning)

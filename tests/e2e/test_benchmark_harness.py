@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.mark.timeout(600)
 def test_quick_benchmarks_run_and_write_results(tmp_path: Path) -> None:
-    import coeval_providers.fake_server  # noqa: F401  (the throughput benchmark starts it)
+    import coeval_testing.fake_server  # noqa: F401  (the throughput benchmark starts it)
     out = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.run", "--quick", "--only", "limiter,streaming,throughput,overhead,resume", "--out", str(out)],

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 import yaml
 
-from coeval_providers.fake_server import FakeServer
-from coeval_providers.fake_server._state import FakeConfig
+from coeval_testing.fake_server import FakeServer
+from coeval_testing.fake_server._state import FakeConfig
 
 #: Minutes of killed processes: they run in `nox -s chaos` (which sets COEVAL_CHAOS=1), out of
 #: the normal suite's time budget.

@@ -17,10 +17,10 @@ from coeval.cli.main import cli
 from coeval.config import load_config
 from coeval.quality.placeholders import template_placeholders
 from coeval.quality.text import normalise
-from coeval.run_options import RunOptions
-from coeval.runner import run_experiment
+from coeval.run.options import RunOptions
+from coeval.run.runner import run_experiment
 from coeval.storage.run_folder import RunFolder
-from coeval_providers.fake_server import FakeServer
+from coeval_testing.fake_server import FakeServer
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.batching import PendingStore, fetch_pending_batches
+from coeval.scheduler.batching import PendingStore, fetch_pending_batches
 from coeval.config import load_config
-from coeval.credentials import KeyStore
-from coeval.run_options import RunOptions
-from coeval.runner import run_experiment
+from coeval.config.credentials import KeyStore
+from coeval.run.options import RunOptions
+from coeval.run.runner import run_experiment
 from coeval.storage.run_folder import RunFolder
-from coeval_providers.fake_server import FakeServer
+from coeval_testing.fake_server import FakeServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -109,7 +109,7 @@ def _kill_after_submit(monkeypatch: pytest.MonkeyPatch) -> None:
     any is polled."""
     import asyncio
 
-    from coeval.batching.executor import BatchExecutor
+    from coeval.scheduler.batching.executor import BatchExecutor
 
     async def dying(self: Any, job: Any, items: Any, on_outcome: Any, runner: Any = None) -> None:
         while len(PendingStore(self.run_folder).load()) < 3:

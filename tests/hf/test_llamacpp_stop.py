@@ -9,7 +9,7 @@ from typing import Any
 
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateRequest
-from coeval.running.signals import stop_gracefully
+from coeval.run.signals import stop_gracefully
 from coeval.scheduler import Scheduler, WorkItem, WorkOutcome
 from coeval_hf.llamacpp import LlamaCppInterface
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 from coeval.config.model import ModelConfig
-from coeval.credentials import Credentials, KeyStore
-from coeval_providers.fake_server import FakeServer
+from coeval.config.credentials import Credentials, KeyStore
+from coeval_testing.fake_server import FakeServer
 
 #: The secret every test key embeds; it must never show up in an error or a record.
 SECRET = "s3cr3t-0123456789abcdef"

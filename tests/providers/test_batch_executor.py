@@ -10,11 +10,11 @@ from typing import Any
 
 import attrs
 import pytest
-from coeval.batching import BatchExecutor, PendingStore, PollPolicy
+from coeval.scheduler.batching import BatchExecutor, PendingStore, PollPolicy
 from coeval.config.model import Config, ExperimentConfig, ModelConfig
-from coeval.credentials import KeyStore
+from coeval.config.credentials import KeyStore
 from coeval.interfaces.base import GenerateRequest, GenerateResult
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 from coeval.scheduler import OutputParseError, WorkItem, WorkOutcome
 from coeval.storage.run_folder import RunFolder
 

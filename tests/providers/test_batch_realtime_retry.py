@@ -9,17 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coeval.batching import BatchExecutor, PendingStore, PollPolicy
-from coeval.batching.watch import BatchWatch
+from coeval.scheduler.batching import BatchExecutor, PendingStore, PollPolicy
+from coeval.scheduler.batching.watch import BatchWatch
 from coeval.config.model import Config, ExperimentConfig, ModelConfig
-from coeval.credentials import KeyStore
+from coeval.config.credentials import KeyStore
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 from coeval.scheduler import OutputParseError, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval.scheduler.resample import retry_seed
 from coeval.storage.run_folder import RunFolder
-from coeval_providers.fake_server._core import count_tokens
-from coeval_providers.fake_server._junk import BATCH_JUNK_TEXT
+from coeval_testing.fake_server._core import count_tokens
+from coeval_testing.fake_server._junk import BATCH_JUNK_TEXT
 
 from tests.providers.conftest import model_and_credentials
 

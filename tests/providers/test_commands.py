@@ -81,10 +81,10 @@ def test_probe_disable_makes_no_call(fake: Any, tmp_path: Path) -> None:
 
 def test_probe_resume_probes_only_models_with_work_left(fake: Any, tmp_path: Path) -> None:
     from coeval.config import load_config
-    from coeval.credentials import KeyStore
-    from coeval.probe import probe_models
-    from coeval.run_options import RunOptions
-    from coeval.runner import run_experiment
+    from coeval.config.credentials import KeyStore
+    from coeval.run.probe import probe_models
+    from coeval.run.options import RunOptions
+    from coeval.run.runner import run_experiment
 
     config_path, keys = _config(tmp_path, fake.url)
     config = load_config(config_path, keys_file=str(keys))
@@ -128,7 +128,7 @@ def test_sdks_are_imported_only_when_a_client_is_built() -> None:
 
     code = (
         "import sys\n"
-        "from coeval.plugins import registries\n"
+        "from coeval.contract.manager import registries\n"
         "from coeval.config.model import ModelConfig\n"
         "r = registries()\n"
         "for name in ('openai', 'anthropic', 'gemini', 'bedrock'):\n"

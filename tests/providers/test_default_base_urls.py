@@ -18,9 +18,9 @@ import botocore.httpsession
 import pytest
 import yarl
 from coeval.config.model import ModelConfig
-from coeval.credentials import KeyStore
+from coeval.config.credentials import KeyStore
 from coeval.interfaces.base import GenerateRequest, GenerateResult
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 
 from tests.providers.conftest import ALL_INTERFACES, SECRET, provider_setup, write_keys
 

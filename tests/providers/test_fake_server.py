@@ -9,8 +9,8 @@ import urllib.request
 from typing import Any
 
 import pytest
-from coeval_providers.fake_server import schema_instance
-from coeval_providers.fake_server._strict import bedrock_job_problem, vertex_job_problem
+from coeval_testing.fake_server import schema_instance
+from coeval_testing.fake_server._strict import bedrock_job_problem, vertex_job_problem
 
 
 BEARER = {"Authorization": "Bearer test-key"}
@@ -29,7 +29,7 @@ def _get(url: str) -> Any:
 
 
 def test_command_line_server_prints_its_url_and_takes_faults_over_http() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "coeval_providers.fake_server", "--port", "0", "--latency-ms", "5"],
+    proc = subprocess.Popen([sys.executable, "-m", "coeval_testing.fake_server", "--port", "0", "--latency-ms", "5"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = proc.stdout.readline().strip()
@@ -82,7 +82,7 @@ def test_schema_instances_validate(schema: dict[str, Any]) -> None:
 def test_command_line_port_in_use_or_out_of_range_is_one_line_and_exit_2(capsys: Any) -> None:
     import socket
 
-    from coeval_providers.fake_server.__main__ import main
+    from coeval_testing.fake_server.__main__ import main
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

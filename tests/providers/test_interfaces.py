@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from coeval.interfaces.base import GenerateRequest, GenerateResult, MalformedResponseError
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 from coeval.scheduler import ManualClock, RetryPolicy, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 
 from tests.providers.conftest import ALL_INTERFACES, SECRET, model_and_credentials, provider_setup
@@ -240,7 +240,7 @@ def test_anthropic_sampling_parameters_need_the_older_api_version(fake: Any, tmp
 
 
 def test_bedrock_api_key_is_sent_as_a_bearer_token(fake: Any, tmp_path: Any) -> None:
-    from coeval.credentials import KeyStore
+    from coeval.config.credentials import KeyStore
 
     from tests.providers.conftest import write_keys
 
@@ -262,7 +262,7 @@ def test_bedrock_api_key_is_sent_as_a_bearer_token(fake: Any, tmp_path: Any) -> 
 
 
 def test_azure_v1_surface(fake: Any, tmp_path: Any) -> None:
-    from coeval.credentials import KeyStore
+    from coeval.config.credentials import KeyStore
 
     from tests.providers.conftest import write_keys
 
@@ -321,7 +321,7 @@ def test_vertex_without_any_google_credentials_is_fatal_and_says_how_to_fix(tmp_
     """No token, no service-account file and no Application Default Credentials: every retry
     would fail the same way, so the error is fatal and names the settings to fix."""
     from coeval.config.model import ModelConfig
-    from coeval.credentials import Credentials
+    from coeval.config.credentials import Credentials
     from coeval.interfaces.base import FatalModelError
 
     for var in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CONFIG"):

@@ -11,8 +11,8 @@ import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
 
-from coeval_providers.fake_server import FakeServer
-from coeval_providers.fake_server._state import FakeConfig
+from coeval_testing.fake_server import FakeServer
+from coeval_testing.fake_server._state import FakeConfig
 
 
 def _config(tmp_path: Path, urls: list[str]) -> Path:

@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateRequest
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 
-from coeval_providers.fake_server import FakeServer
-from coeval_providers.fake_server._state import FakeConfig
+from coeval_testing.fake_server import FakeServer
+from coeval_testing.fake_server._state import FakeConfig
 
 
 def _run(model: ModelConfig, n: int) -> tuple[list[WorkOutcome], Any, float]:

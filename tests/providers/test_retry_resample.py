@@ -9,10 +9,10 @@ from typing import Any
 from coeval.config.model import ModelConfig
 from coeval.config.parameter_keys import SAMPLING_KEYS
 from coeval.interfaces.base import GenerateRequest, GenerateResult
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 from coeval.scheduler import OutputParseError, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval.scheduler.resample import retry_seed
-from coeval_providers.fake_server import FakeServer
+from coeval_testing.fake_server import FakeServer
 from coeval_providers.interfaces import interface_class
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateRequest
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 
-from coeval_providers.fake_server import FakeServer
-from coeval_providers.fake_server._state import FakeConfig
+from coeval_testing.fake_server import FakeServer
+from coeval_testing.fake_server._state import FakeConfig
 
 from tests.providers.conftest import model_and_credentials
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from coeval_providers import fake_server
+from coeval_testing import fake_server
 
 from ._support import invoke, no_traceback
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
 from tests.analysis.conftest import browser, page  # noqa: F401 - fixtures shared with the viewer tests
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
 HOSTILE_ERROR = ("boom \x1b]0;pwned-title\x07\x1b[2J\x1b]8;;https://evil.example\x07click\x1b]8;;\x07"
                  "\x9b31m\u202eevil\x00end")

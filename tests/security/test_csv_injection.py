@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
 from tests.analysis.runs import datapoint, evaluation, response, write_run
 

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from coeval.config._yaml import UnreadableYaml, load_yaml_guarded
-from coeval.judging import parse_per_factor, parse_rationale, parse_single
+from coeval.phases.judging import parse_per_factor, parse_rationale, parse_single
 from coeval.scheduler.work import OutputParseError
 from coeval.storage import iter_jsonl
 from coeval_analysis._jsonl import MAP, TEXT, read_records

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.credentials import redact, register_secret
-from coeval_providers import fake_server
+from coeval.config.credentials import redact, register_secret
+from coeval_testing import fake_server
 
 from tests.robustness._support import invoke, no_traceback
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from coeval_analysis.reports.html import _json_island
-from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
 LINK_VALUE = '<a href="https://evil.example/">evil-link</a>'
 COMMENT_VALUE = "html <!-- comment -->"

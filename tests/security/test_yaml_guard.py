@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from coeval_analysis.synthetic import SyntheticSpec, write_synthetic_run
+from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
 REPO = Path(__file__).resolve().parents[2]
 

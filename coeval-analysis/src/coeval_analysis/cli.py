@@ -11,7 +11,7 @@ from typing import Any
 import click
 from coeval.cli.errors import ERROR_PREFIX, report_user_error
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
-from coeval.plugins import collect
+from coeval.contract.manager import collect
 from coeval.storage.safe_files import apply_file_mode
 
 from coeval_analysis.errors import AnalysisInputError
@@ -222,7 +222,7 @@ def _print_ranking(summary: dict[str, Any]) -> None:
     """The headline ranking with rank ranges (tied students share one), the plain mean
     beside it, then the warnings."""
     from coeval.console import output_console
-    from coeval.console_text import markup_safe, plain
+    from coeval.console.text import markup_safe, plain
     from rich.table import Table
 
     def f(x: float | None) -> str:

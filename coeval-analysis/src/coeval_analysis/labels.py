@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from coeval.labels import normalise_label
+from coeval.answer_checks.labels import normalise_label
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,6 +1,6 @@
 """In-memory synthetic judgments with known truth, vectorised, for measuring estimators.
 
-:func:`coeval_analysis.synthetic.write_synthetic_run` writes whole run folders (for the
+:func:`coeval_testing.synthetic.write_synthetic_run` writes whole run folders (for the
 loader, the CLI and the benchmark); this module draws the same kind of data as arrays in
 milliseconds, so an estimator can be measured over many seeds per scenario. A judge sees
 ``latent + leniency + noise (+ taste, + bias)`` of each rubric factor and answers Low /

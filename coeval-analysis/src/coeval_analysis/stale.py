@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from coeval.record_inputs import stale_note, stale_records
+from coeval.storage.record_inputs import stale_note, stale_records
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["stale_warnings"]

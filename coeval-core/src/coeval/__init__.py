@@ -26,18 +26,18 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from coeval.config import ConfigError, ValidationIssue, load_config, validate_config
     from coeval.planning import plan_experiment
-    from coeval.runner import run_experiment
-    from coeval.hookspecs import hookimpl, hookspec
-    from coeval.plugin_types import BatchRunnerFactory, BenchmarkAdapter, InterfaceFactory, InterfaceFacts, ItemCheck, Metric, MetricFactory, RegisterBatchRunner, RegisterBenchmark, RegisterEvaluator, RegisterInterface, RegisterItemCheck, RegisterMetric, RegisterPhase, RegisterReport, RegisterRunEnd, ReportWriter, RunEndAction
+    from coeval.run.runner import run_experiment
+    from coeval.contract.hookspecs import hookimpl, hookspec
+    from coeval.contract.types import BatchRunnerFactory, BenchmarkAdapter, InterfaceFactory, InterfaceFacts, ItemCheck, Metric, MetricFactory, RegisterBatchRunner, RegisterBenchmark, RegisterEvaluator, RegisterInterface, RegisterItemCheck, RegisterMetric, RegisterPhase, RegisterReport, RegisterRunEnd, ReportWriter, RunEndAction
     from coeval.evaluators.base import EvaluationCall, EvaluationFailed, EvaluationRequest, EvaluationResult, Evaluator, ModelFreeEvaluator, Scorer, Scoring, SubmitCalls
     from coeval.evaluators.routing import routed_factors
     from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, Interface, MalformedResponseError, ModelError, RateLimitError, TransientModelError, Usage
-    from coeval.batching.base import BatchJobStatus, BatchRunner
+    from coeval.scheduler.batching.base import BatchJobStatus, BatchRunner
     from coeval.phases.base import Phase, PhaseContext, PhaseError, PlannedCalls, RunView, Survey
     from coeval.scheduler.work import OutputParseError, WorkOutcome
     from coeval.config.model import Config, ModelConfig, TaskConfig
-    from coeval.credentials import Credentials, redact
-    from coeval.records import load_phase_records, usable_response
+    from coeval.config.credentials import Credentials, redact
+    from coeval.storage.records import load_phase_records, usable_response
     from coeval.storage.run_folder import RunFolder
 
 #: public name -> the module that defines it
@@ -47,27 +47,27 @@ _LAZY: dict[str, str] = {
     "load_config": "coeval.config",
     "validate_config": "coeval.config",
     "plan_experiment": "coeval.planning",
-    "run_experiment": "coeval.runner",
-    "hookimpl": "coeval.hookspecs",
-    "hookspec": "coeval.hookspecs",
-    "BatchRunnerFactory": "coeval.plugin_types",
-    "BenchmarkAdapter": "coeval.plugin_types",
-    "InterfaceFacts": "coeval.plugin_types",
-    "InterfaceFactory": "coeval.plugin_types",
-    "ItemCheck": "coeval.plugin_types",
-    "Metric": "coeval.plugin_types",
-    "MetricFactory": "coeval.plugin_types",
-    "RegisterBatchRunner": "coeval.plugin_types",
-    "RegisterBenchmark": "coeval.plugin_types",
-    "RegisterEvaluator": "coeval.plugin_types",
-    "RegisterInterface": "coeval.plugin_types",
-    "RegisterItemCheck": "coeval.plugin_types",
-    "RegisterMetric": "coeval.plugin_types",
-    "RegisterPhase": "coeval.plugin_types",
-    "RegisterReport": "coeval.plugin_types",
-    "RegisterRunEnd": "coeval.plugin_types",
-    "ReportWriter": "coeval.plugin_types",
-    "RunEndAction": "coeval.plugin_types",
+    "run_experiment": "coeval.run.runner",
+    "hookimpl": "coeval.contract.hookspecs",
+    "hookspec": "coeval.contract.hookspecs",
+    "BatchRunnerFactory": "coeval.contract.types",
+    "BenchmarkAdapter": "coeval.contract.types",
+    "InterfaceFacts": "coeval.contract.types",
+    "InterfaceFactory": "coeval.contract.types",
+    "ItemCheck": "coeval.contract.types",
+    "Metric": "coeval.contract.types",
+    "MetricFactory": "coeval.contract.types",
+    "RegisterBatchRunner": "coeval.contract.types",
+    "RegisterBenchmark": "coeval.contract.types",
+    "RegisterEvaluator": "coeval.contract.types",
+    "RegisterInterface": "coeval.contract.types",
+    "RegisterItemCheck": "coeval.contract.types",
+    "RegisterMetric": "coeval.contract.types",
+    "RegisterPhase": "coeval.contract.types",
+    "RegisterReport": "coeval.contract.types",
+    "RegisterRunEnd": "coeval.contract.types",
+    "ReportWriter": "coeval.contract.types",
+    "RunEndAction": "coeval.contract.types",
     "EvaluationCall": "coeval.evaluators.base",
     "EvaluationFailed": "coeval.evaluators.base",
     "EvaluationRequest": "coeval.evaluators.base",
@@ -87,8 +87,8 @@ _LAZY: dict[str, str] = {
     "RateLimitError": "coeval.interfaces.base",
     "TransientModelError": "coeval.interfaces.base",
     "Usage": "coeval.interfaces.base",
-    "BatchJobStatus": "coeval.batching.base",
-    "BatchRunner": "coeval.batching.base",
+    "BatchJobStatus": "coeval.scheduler.batching.base",
+    "BatchRunner": "coeval.scheduler.batching.base",
     "Phase": "coeval.phases.base",
     "PhaseContext": "coeval.phases.base",
     "PhaseError": "coeval.phases.base",
@@ -100,10 +100,10 @@ _LAZY: dict[str, str] = {
     "Config": "coeval.config.model",
     "ModelConfig": "coeval.config.model",
     "TaskConfig": "coeval.config.model",
-    "Credentials": "coeval.credentials",
-    "redact": "coeval.credentials",
-    "load_phase_records": "coeval.records",
-    "usable_response": "coeval.records",
+    "Credentials": "coeval.config.credentials",
+    "redact": "coeval.config.credentials",
+    "load_phase_records": "coeval.storage.records",
+    "usable_response": "coeval.storage.records",
     "RunFolder": "coeval.storage.run_folder",
 }
 

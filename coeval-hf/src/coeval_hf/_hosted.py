@@ -18,7 +18,7 @@ from coeval_hf._params import read_sampling
 
 if TYPE_CHECKING:
     from coeval.config.model import ModelConfig
-    from coeval.credentials import Credentials
+    from coeval.config.credentials import Credentials
 
 __all__ = ["HostedInterface"]
 

@@ -24,7 +24,7 @@ from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateRes
 from coeval_hf import ray_serving
 
 if TYPE_CHECKING:
-    from coeval.credentials import Credentials
+    from coeval.config.credentials import Credentials
 
 __all__ = ["ClusterServedInterface", "cluster_aware"]
 

@@ -37,7 +37,7 @@ from coeval_hf._transformers_engine import LoadSpec, TransformersEngine, hf_cach
 
 if TYPE_CHECKING:
     from coeval.config.model import ModelConfig
-    from coeval.credentials import Credentials
+    from coeval.config.credentials import Credentials
 
 __all__ = ["HuggingFaceInterface"]
 

@@ -36,7 +36,7 @@ from coeval_hf.embedded import DEFAULT_MODEL, EmbeddedModelMissing, embedded_mod
 
 if TYPE_CHECKING:
     from coeval.config.model import ModelConfig
-    from coeval.credentials import Credentials
+    from coeval.config.credentials import Credentials
 
 __all__ = ["LlamaCppEngine", "LlamaCppInterface", "build_chat_payload", "default_threads"]
 

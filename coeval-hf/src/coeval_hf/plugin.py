@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coeval.hookspecs import hookimpl
+from coeval.contract.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from coeval import RegisterInterface

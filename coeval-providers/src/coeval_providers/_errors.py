@@ -11,7 +11,7 @@ text + headers) or one of the helpers below, so one rule decides for all provide
   other 4xx -> "request rejected";
 * a 200 whose body is not a usable reply -> :class:`MalformedResponseError` (retried).
 
-Messages pass through :func:`coeval.credentials.redact`, and never include request headers.
+Messages pass through :func:`coeval.config.credentials.redact`, and never include request headers.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from coeval.credentials import redact
+from coeval.config.credentials import redact
 from coeval.interfaces.base import (
     FatalModelError,
     MalformedResponseError,

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from coeval.hookspecs import hookimpl
+from coeval.contract.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from coeval import RegisterBatchRunner, RegisterInterface

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import Config
-from coeval.cost import CostEstimate, estimate_cost, format_duration
-from coeval.cost.requests import RequestBuilder
+from coeval.planning.cost import CostEstimate, estimate_cost, format_duration
+from coeval.planning.cost.requests import RequestBuilder
 from coeval.planning import Plan
 from coeval.storage.run_folder import atomic_write_text, utc_now
 
 if TYPE_CHECKING:
-    from coeval.plugins import Registries
+    from coeval.contract.manager import Registries
 
 __all__ = ["describe_html", "write_description"]
 
@@ -144,7 +144,7 @@ def describe_html(
     probe: Sequence[Any] | None = None,
     estimate: CostEstimate | None = None,
 ) -> str:
-    """The page as a string. ``probe``: :class:`coeval.probe.ProbeResult` list (optional);
+    """The page as a string. ``probe``: :class:`coeval.run.probe.ProbeResult` list (optional);
     ``registries``: the plugins' phases and interfaces the plan counts."""
     estimate = estimate or estimate_cost(config, samples=0, registries=registries)
     exp = config.experiment

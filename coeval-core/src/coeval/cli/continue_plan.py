@@ -7,10 +7,10 @@ from __future__ import annotations
 import attrs
 
 from coeval.config.model import Config
-from coeval.phase_order import ordered_phases
+from coeval.phases.order import ordered_phases
 from coeval.planning import Plan
-from coeval.plugins import registries
-from coeval.running.ordering import run_mode
+from coeval.contract.manager import registries
+from coeval.phases.ordering import run_mode
 
 __all__ = ["with_continue_modes"]
 

@@ -11,9 +11,9 @@ from coeval.authoring.describe import write_description
 from coeval.cli.config_arg import choose_config_path
 from coeval.cli.errors import user_errors
 from coeval.cli.run_cmd import load_for_cli
-from coeval.credentials import KeyStore
-from coeval.plugins import registries
-from coeval.probe import probe_models
+from coeval.config.credentials import KeyStore
+from coeval.contract.manager import registries
+from coeval.run.probe import probe_models
 
 
 @click.command("describe")

@@ -6,9 +6,9 @@ import click
 
 from coeval.cli.errors import UserError
 from coeval.config.model import Config
-from coeval.drift import Change, describe, find_drift, record_allowed_drift
-from coeval.kept_artifacts import not_applied
-from coeval.shrink import find_shrink
+from coeval.run.drift import Change, describe, find_drift, record_allowed_drift
+from coeval.run.kept_artifacts import not_applied
+from coeval.run.shrink import find_shrink
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["check_drift"]

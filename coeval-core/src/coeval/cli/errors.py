@@ -8,7 +8,7 @@ and plugin commands all do)::
     def command(...): ...
 
 It turns :class:`coeval.config.ConfigError` (every validation issue with its rule, path,
-line and fix), :class:`coeval.credentials.KeyFileError` and :class:`UserError` (raise it
+line and fix), :class:`coeval.config.credentials.KeyFileError` and :class:`UserError` (raise it
 anywhere for a problem the user must fix, e.g. an interface whose distribution is not
 installed) into text on stderr and exit code 2. Secrets are scrubbed from the text.
 Anything else is a bug and keeps its traceback.
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import click
 
-from coeval.plugin_errors import DuplicateRegistrationError
+from coeval.contract.errors import DuplicateRegistrationError
 
 __all__ = [
     "ERROR_PREFIX",
@@ -68,7 +68,7 @@ def report_user_error(exc: BaseException) -> int | None:
     """Print ``exc`` if it is a user error and return the exit code; None for anything else."""
     # lazy: they pull yaml, attrs and jsonschema into coeval.cli.main, which stays light
     from coeval.config.errors import ConfigError
-    from coeval.credentials import KeyFileError, redact
+    from coeval.config.credentials import KeyFileError, redact
 
     if isinstance(exc, ConfigError):
         n = len(exc.errors)

@@ -9,8 +9,8 @@ import click
 from coeval.authoring.generate import GenerateError, generate_static_config
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import QUIET, current_verbosity, info
-from coeval.credentials import KeyStore
-from coeval.plugins import registries
+from coeval.config.credentials import KeyStore
+from coeval.contract.manager import registries
 
 
 @click.command("generate")

@@ -13,7 +13,7 @@ import click
 
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import info
-from coeval.keyfile import (
+from coeval.config.keyfile import (
     UnknownProviderError,
     check_provider,
     default_keys_file,
@@ -22,7 +22,7 @@ from coeval.keyfile import (
     loose_permissions,
     set_key,
 )
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 
 __all__ = ["command"]
 

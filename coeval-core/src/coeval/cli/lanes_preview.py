@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 
 __all__ = ["format_lanes", "lanes_of"]
 

@@ -15,7 +15,7 @@ import click
 
 from coeval.cli.errors import report_user_error, show_click_error
 from coeval.cli.verbosity import with_verbosity
-from coeval.plugin_errors import DuplicateRegistrationError
+from coeval.contract.errors import DuplicateRegistrationError
 
 #: subcommand -> (module, one-line help shown by `coeval --help` without importing it)
 CORE_COMMANDS: dict[str, tuple[str, str]] = {
@@ -48,7 +48,7 @@ class CoevalGroup(click.Group):
         if CoevalGroup._plugins_loaded:
             return
         CoevalGroup._plugins_loaded = True
-        from coeval.plugins import get_plugin_manager  # heavy: keeps this module light
+        from coeval.contract.manager import get_plugin_manager  # heavy: keeps this module light
 
         get_plugin_manager().hook.register_commands(cli=self)
 
@@ -72,7 +72,7 @@ class CoevalGroup(click.Group):
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         """A shipped plugin's command that is missing says why and how to get it."""
-        from coeval.plugin_status import PLUGIN_COMMANDS, unavailable_reason  # heavy: the plugin stack
+        from coeval.contract.status import PLUGIN_COMMANDS, unavailable_reason  # heavy: the plugin stack
 
         name = click.utils.make_str(args[0]) if args else ""
         if name in PLUGIN_COMMANDS and self.get_command(ctx, name) is None and not ctx.resilient_parsing:

@@ -13,9 +13,9 @@ import click
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.config.model import ModelConfig
-from coeval.credentials import KeyFileError, KeyStore, redact
-from coeval.plugin_status import missing_interface
-from coeval.plugins import registries
+from coeval.config.credentials import KeyFileError, KeyStore, redact
+from coeval.contract.status import missing_interface
+from coeval.contract.manager import registries
 
 #: Providers that need no key, only a reachable server (listed when their URL is configured).
 _KEYLESS = {"ollama": "OLLAMA_HOST", "vllm": "VLLM_BASE_URL"}

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from coeval.credentials import redact
+from coeval.config.credentials import redact
 from coeval.interfaces.base import GenerateRequest
-from coeval.plugins import registries
+from coeval.contract.manager import registries
 
 __all__ = ["format_request_bodies"]
 

@@ -20,12 +20,12 @@ from coeval.cli.spend_check import DEFAULT_CONFIRM_ABOVE_USD, check_spend
 from coeval.cli.verbosity import verbosity, verbosity_options
 from coeval.config.errors import ConfigError
 from coeval.config.loader import load_config
-from coeval.credentials import KeyStore
-from coeval.limits import limit_datapoints, limit_note, record_limit
+from coeval.config.credentials import KeyStore
+from coeval.run.limits import limit_datapoints, limit_note, record_limit
 from coeval.planning import format_plan, plan_experiment
 from coeval.sandbox.policy import ALLOW_UNSANDBOXED_ENV
-from coeval.run_options import RunOptions
-from coeval.selection import select, unknown_names
+from coeval.run.options import RunOptions
+from coeval.run.selection import select, unknown_names
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -230,11 +230,11 @@ def command(
         verbosity=level,
     )
     try:
-        from coeval.runner import run_experiment  # lazy: --dry-run never imports the runner
+        from coeval.run.runner import run_experiment  # lazy: --dry-run never imports the runner
     except ImportError as exc:
-        if exc.name and exc.name.startswith("coeval.runner"):
+        if exc.name and exc.name.startswith("coeval.run.runner"):
             raise UserError(
-                "this installation has no pipeline runner (coeval.runner)", "reinstall coeval-core"
+                "this installation has no pipeline runner (coeval.run.runner)", "reinstall coeval-core"
             ) from None
         raise
     if not estimate_only:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from coeval.plugins import collect
+from coeval.contract.manager import collect
 
 if TYPE_CHECKING:
-    from coeval.runner import RunResult
+    from coeval.run.runner import RunResult
 
 __all__ = ["run_end_actions"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from coeval.limits import LIMIT_KEY
+from coeval.run.limits import LIMIT_KEY
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["run_summary", "run_summary_json"]

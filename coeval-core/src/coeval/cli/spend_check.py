@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from coeval.cost import CostEstimate, estimate_cost, format_duration
+from coeval.planning.cost import CostEstimate, estimate_cost, format_duration
 
 __all__ = ["DEFAULT_CONFIRM_ABOVE_USD", "EXIT_DECLINED", "check_spend", "estimate_line", "stdin_is_terminal"]
 

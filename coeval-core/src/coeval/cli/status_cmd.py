@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.table import Table
 
-from coeval.batching.fetch import FetchError, fetch_pending_batches
-from coeval.batching.pending import PendingStore
-from coeval.cli.call_figures import call_figures, figures_table
+from coeval.scheduler.batching.fetch import FetchError, fetch_pending_batches
+from coeval.scheduler.batching.pending import PendingStore
+from coeval.planning.call_figures import call_figures, figures_table
 from coeval.cli.config_arg import run_path_from
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.lane_table import lanes_table
@@ -21,25 +21,25 @@ from coeval.cli.status_expected import with_planned_totals
 from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.console import output_console
-from coeval.console_text import plain, safe_tree
-from coeval.cost.report import read_estimate
-from coeval.credentials import KeyStore
-from coeval.lane_figures import read_lanes
-from coeval.limits import LIMIT_KEY, full_config, limit_note
-from coeval.phase_order import ordered_phases
+from coeval.console.text import plain, safe_tree
+from coeval.planning.cost.report import read_estimate
+from coeval.config.credentials import KeyStore
+from coeval.console.lane_figures import read_lanes
+from coeval.run.limits import LIMIT_KEY, full_config, limit_note
+from coeval.phases.order import ordered_phases
 from coeval.phases.base import RunView
-from coeval.plugins import registries as _registries
+from coeval.contract.manager import registries as _registries
 from coeval.quality import rejections
-from coeval.record_inputs import stale_note, stale_records
-from coeval.records import load_phase_records, record_status
-from coeval.running.ingested import merge_ingested
+from coeval.storage.record_inputs import stale_note, stale_records
+from coeval.storage.records import load_phase_records, record_status
+from coeval.run.ingested import merge_ingested
 from coeval.storage import iter_jsonl
 from coeval.storage.lock import folder_in_use
 from coeval.storage.run_folder import RunFolder
 from coeval.storage.snapshot import read_config_snapshot
 
 if TYPE_CHECKING:
-    from coeval.plugins import Registries
+    from coeval.contract.manager import Registries
 
 __all__ = ["collect_status", "command"]
 

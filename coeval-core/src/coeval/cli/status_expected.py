@@ -17,7 +17,7 @@ from coeval.config.model import Config
 from coeval.planning import plan_experiment
 
 if TYPE_CHECKING:
-    from coeval.plugins import Registries
+    from coeval.contract.manager import Registries
 
 __all__ = ["RECORD_PHASES", "with_planned_totals"]
 

@@ -71,7 +71,7 @@ def info(message: str, *, err: bool = False) -> None:
 def command_logging(level: int) -> Iterator[None]:
     """For commands other than ``run``: the console shows errors only when quiet, debug
     events when verbose, and warnings otherwise, each as one plain sentence."""
-    from coeval.logging import run_logging  # here: structlog would slow down `coeval --help`
+    from coeval.console.logs import run_logging  # here: structlog would slow down `coeval --help`
 
     with run_logging(None, level="DEBUG" if level > 0 else "ERROR" if level < 0 else "WARNING"):
         yield

@@ -9,11 +9,11 @@ import click
 from coeval.authoring.wizard import WizardError, build_interactively, draft_config, write_config
 from coeval.cli.errors import UserError, user_errors
 from coeval.config.loader import load_config
-from coeval.credentials import KeyStore
-from coeval.phase_modes import registered_modes
-from coeval.phase_order import ordered_phases
-from coeval.plugins import registries
-from coeval.probe import probe_models
+from coeval.config.credentials import KeyStore
+from coeval.phases.modes import registered_modes
+from coeval.phases.order import ordered_phases
+from coeval.contract.manager import registries
+from coeval.run.probe import probe_models
 
 
 @click.command("wizard")

@@ -23,14 +23,14 @@ from coeval.config.data_rules import with_data_facts
 from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
 from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
-from coeval.credentials import KeyStore
+from coeval.config.credentials import KeyStore
 from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
-from coeval.phase_modes import default_mode, registered_modes
-from coeval.phase_order import ordered_phases
-from coeval.secret_settings import register_setting_secrets
+from coeval.phases.modes import default_mode, registered_modes
+from coeval.phases.order import ordered_phases
+from coeval.config.secret_settings import register_setting_secrets
 
 if TYPE_CHECKING:
-    from coeval.plugins import Registries
+    from coeval.contract.manager import Registries
 
 __all__ = ["RESUME_DEFAULT_MODES", "load_config", "read_config_file", "structure_config", "validate_config"]
 
@@ -89,7 +89,7 @@ def _resolve(registries: Registries | None) -> Registries:
     if registries is not None:
         return registries
     # lazy: the plugin layer builds on coeval.config, which reaches up only when given no registries
-    from coeval.plugins import registries as installed
+    from coeval.contract.manager import registries as installed
 
     return installed()
 
@@ -211,7 +211,7 @@ def _resolve_auto_interfaces(
     autos = [(i, m) for i, m in enumerate(raw.get("models", [])) if m.get("interface") == AUTO_INTERFACE]
     if not autos:
         return
-    from coeval.plugins import get_plugin_manager  # lazy: the plugin layer builds on coeval.config
+    from coeval.contract.manager import get_plugin_manager  # lazy: the plugin layer builds on coeval.config
 
     keys = KeyStore.load(keys_file)
     hook = get_plugin_manager().hook.resolve_auto_interface

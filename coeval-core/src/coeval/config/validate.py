@@ -67,7 +67,7 @@ from coeval.prompts import TEMPLATE_VARIABLES, template_fields
 from coeval.storage.run_folder import PHASE_DIRS
 
 if TYPE_CHECKING:
-    from coeval.plugin_types import InterfaceFacts
+    from coeval.contract.types import InterfaceFacts
 
 __all__ = [
     "ALL_RULES",

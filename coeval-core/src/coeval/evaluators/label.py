@@ -3,7 +3,7 @@
 For a task with ``label_attributes: [sentiment]``, every datapoint carries its gold value
 (phase 3 always draws label attributes, benchmark datapoints carry ``labels``), and the
 student's answer scores 1.0 when it *is* that value and 0.0 otherwise. "Is" is decided by
-:func:`coeval.labels.normalise_label`, the rule the analysis uses too (case, surrounding
+:func:`coeval.answer_checks.labels.normalise_label`, the rule the analysis uses too (case, surrounding
 punctuation, quotes and emphasis ignored; ``_``, ``-`` and spaces alike: ``Positive.``
 matches ``positive``); an answer that says more than the label does not match. The judge then scores only the rubric factors that are not
 label attributes.
@@ -16,11 +16,11 @@ from typing import Any
 
 from coeval.config.model import TaskConfig
 from coeval.evaluators.base import ModelFreeEvaluator
-from coeval.labels import normalise_label
+from coeval.answer_checks.labels import normalise_label
 
 __all__ = ["LabelEvaluator", "gold_label", "normalize_label"]
 
-#: Kept for code written against the earlier name; the rule lives in :mod:`coeval.labels`.
+#: Kept for code written against the earlier name; the rule lives in :mod:`coeval.answer_checks.labels`.
 normalize_label = normalise_label
 
 

@@ -17,7 +17,7 @@ import attrs
 
 if TYPE_CHECKING:
     from coeval.config.model import ModelConfig
-    from coeval.credentials import Credentials
+    from coeval.config.credentials import Credentials
 
 __all__ = [
     "CallGivenBack",

@@ -24,7 +24,7 @@ from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.storage.run_folder import JsonlWriter, RunFolder
 
 if TYPE_CHECKING:
-    from coeval.plugins import Registries
+    from coeval.contract.manager import Registries
     from coeval.scheduler import SchedulerStats, WorkItem, WorkOutcome
 
 __all__ = [

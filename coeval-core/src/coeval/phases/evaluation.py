@@ -42,8 +42,8 @@ from coeval.phases._evaluation_records import call_record, model_free_record
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.phases.plans import PlannedCalls, plan_evaluation
-from coeval.record_inputs import stale_evaluation
-from coeval.records import (
+from coeval.storage.record_inputs import stale_evaluation
+from coeval.storage.records import (
     ID_HEAD,
     OK,
     OK_TAIL,

@@ -28,8 +28,8 @@ from coeval.phases.plans import PlannedCalls, plan_data_generation
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, parse_datapoint
 from coeval.quality import ItemGate, gate_for
-from coeval.records import call_fields, datapoint_id, is_ok, load_file_records, record_status, utc_now
-from coeval.sampling import AttributeDraw, AttributeSampler
+from coeval.storage.records import call_fields, datapoint_id, is_ok, load_file_records, record_status, utc_now
+from coeval.phases._sampling import AttributeDraw, AttributeSampler
 from coeval.scheduler.work import WorkItem, WorkOutcome
 
 __all__ = ["DataGenerationPhase", "sampler_for"]

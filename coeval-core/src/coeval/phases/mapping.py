@@ -26,7 +26,7 @@ from coeval.phases.plans import PlannedCalls, plan_attribute_mapping, plan_rubri
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import ATTRIBUTES_SCHEMA, RUBRIC_SCHEMA, parse_attribute_map, parse_rubric
 from coeval.quality import gate_for
-from coeval.records import call_fields, utc_now
+from coeval.storage.records import call_fields, utc_now
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.run_folder import atomic_write_json
 

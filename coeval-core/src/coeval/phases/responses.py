@@ -19,13 +19,13 @@ import attrs
 
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest, GenerateResult
-from coeval.limits import within_limit
+from coeval.run.limits import within_limit
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.phases.plans import PlannedCalls, plan_response_collection
 from coeval.prompts import render_prompt
-from coeval.record_inputs import DATAPOINT_HASH, datapoint_version, stale_response
-from coeval.records import (
+from coeval.storage.record_inputs import DATAPOINT_HASH, datapoint_version, stale_response
+from coeval.storage.records import (
     call_fields,
     is_ok,
     load_phase_records,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coeval.judging import SCORES, extract_json
+from coeval.phases.judging import SCORES, extract_json
 from coeval.scheduler.work import OutputParseError
 
 __all__ = [

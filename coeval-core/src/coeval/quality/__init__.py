@@ -14,7 +14,7 @@ from coeval.quality.ledger import rejections
 from coeval.quality.model import DATAPOINT, MAP_KINDS, Candidate, CheckContext
 
 if TYPE_CHECKING:
-    from coeval.plugin_types import RegisterItemCheck
+    from coeval.contract.types import RegisterItemCheck
 
 __all__ = [
     "BUILTIN_CHECKS",

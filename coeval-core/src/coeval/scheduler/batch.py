@@ -1,6 +1,6 @@
 """The protocol by which the scheduler hands items to provider batch APIs.
 
-A batch executor (``coeval.batching``) carries items of batch-enabled models through a
+A batch executor (``coeval.scheduler.batching``) carries items of batch-enabled models through a
 provider's batch API instead of real-time calls. The scheduler talks to it through two
 methods only::
 

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coeval.credentials import redact
+from coeval.config.credentials import redact
 from coeval.interfaces.base import (
     CallGivenBack,
     FatalModelError,
@@ -75,7 +75,7 @@ from coeval.scheduler.server_wait import is_connection_failure, is_timeout
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
 
 if TYPE_CHECKING:
-    from coeval.progress import PhaseTracker, ProgressReporter
+    from coeval.console.progress import PhaseTracker, ProgressReporter
 
 __all__ = ["LaneStats", "ModelError", "Scheduler", "SchedulerLimits", "SchedulerStats"]
 

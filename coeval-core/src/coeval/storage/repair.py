@@ -31,18 +31,18 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coeval.drift import settings_of
-from coeval.phase_order import ordered_phases
+from coeval.run.drift import settings_of
+from coeval.phases.order import ordered_phases
 from coeval.phases.base import RunView
-from coeval.records import FAILED, record_status, usable_datapoint, usable_response
-from coeval.running.ingested import merge_ingested
-from coeval.running.ledger import written_calls
+from coeval.storage.records import FAILED, record_status, usable_datapoint, usable_response
+from coeval.run.ingested import merge_ingested
+from coeval.run.ledger import written_calls
 from coeval.storage.leftovers import remove_stale_scratch, sweep_temp_files
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text, utc_now
 from coeval.storage.snapshot import read_config_snapshot
 
 if TYPE_CHECKING:
-    from coeval.plugins import Registries
+    from coeval.contract.manager import Registries
 
 __all__ = ["FileRepair", "RepairReport", "repair_run"]
 

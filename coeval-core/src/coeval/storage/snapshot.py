@@ -17,8 +17,8 @@ from coeval.config._yaml import load_yaml_guarded
 from coeval.config.errors import ConfigError
 from coeval.config.loader import load_config, structure_config
 from coeval.config.model import Config
-from coeval.credentials import redact
-from coeval.secret_settings import scrub_settings
+from coeval.config.credentials import redact
+from coeval.config.secret_settings import scrub_settings
 from coeval.storage.run_folder import RunFolder, atomic_write_text
 
 __all__ = ["SECRET_PARAMETER_KEYS", "config_to_mapping", "read_config_snapshot", "write_config_snapshot"]
@@ -39,7 +39,7 @@ def _plain(value: Any) -> Any:
 
 def config_to_mapping(config: Config) -> dict[str, Any]:
     """The config as plain YAML data (loadable again), without secrets: key parameters
-    dropped, credential headers and URL passwords masked (:mod:`coeval.secret_settings`)."""
+    dropped, credential headers and URL passwords masked (:mod:`coeval.config.secret_settings`)."""
     models = []
     for m in config.models:
         d = attrs.asdict(m, recurse=True)

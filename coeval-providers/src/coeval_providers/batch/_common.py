@@ -6,7 +6,7 @@ import json
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
-from coeval.batching.base import BatchRunner
+from coeval.scheduler.batching.base import BatchRunner
 from coeval.interfaces.base import ModelError, TransientModelError
 
 from coeval_providers import _errors

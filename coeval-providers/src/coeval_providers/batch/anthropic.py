@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from coeval.batching.base import BatchJobStatus
+from coeval.scheduler.batching.base import BatchJobStatus
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,

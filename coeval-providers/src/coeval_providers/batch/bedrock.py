@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coeval.batching.base import BatchJobStatus
+from coeval.scheduler.batching.base import BatchJobStatus
 from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, ModelError
 
 from coeval_providers import _errors

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from coeval.batching.base import BatchJobStatus
+from coeval.scheduler.batching.base import BatchJobStatus
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,

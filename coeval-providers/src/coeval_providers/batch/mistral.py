@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coeval.batching.base import BatchJobStatus
+from coeval.scheduler.batching.base import BatchJobStatus
 from coeval.interfaces.base import GenerateRequest, GenerateResult, ModelError
 
 from coeval_providers.batch._common import dump_jsonl

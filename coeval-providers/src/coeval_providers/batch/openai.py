@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from coeval.batching.base import BatchJobStatus
+from coeval.scheduler.batching.base import BatchJobStatus
 from coeval.interfaces.base import GenerateRequest, GenerateResult, ModelError
 
 from coeval_providers.batch._common import ProviderBatchRunner, dump_jsonl, line_error, load_jsonl

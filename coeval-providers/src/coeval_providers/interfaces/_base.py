@@ -21,7 +21,7 @@ from coeval_providers.pricing import pricing_table
 
 if TYPE_CHECKING:
     from coeval.config.model import ModelConfig
-    from coeval.credentials import Credentials
+    from coeval.config.credentials import Credentials
     from coeval_providers.pricing import Price
 
 __all__ = ["NON_GENERATION_KEYS", "ProviderInterface", "max_tokens_of", "system_of"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from coeval.credentials import redact
+from coeval.config.credentials import redact
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,

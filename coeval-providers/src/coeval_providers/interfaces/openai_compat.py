@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from coeval.credentials import PROVIDER_ENV_VARS
+from coeval.config.credentials import PROVIDER_ENV_VARS
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,

@@ -1,0 +1,395 @@
+"""Plugin discovery and the typed registries that hooks fill.
+
+The core's own contributions (the five phases, the ``mock`` interface, the LLM judge) are
+registered as a plugin named ``core`` exactly like third-party ones; other plugins come
+from the ``coeval`` entry-point group. ``COEVAL_DISABLE_PLUGINS=name,...`` blocks plugins
+by name before they are imported.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+import attrs
+import click
+import pluggy
+
+from coeval.contract import _core_plugin as builtin_plugin
+from coeval.contract import hookspecs
+from coeval.phases.base import Phase, PlannedCalls
+from coeval.contract.errors import DISABLE_ENV, DuplicateRegistrationError
+from coeval.contract.types import (
+    BatchRunnerFactory,
+    BenchmarkAdapter,
+    EvaluationCall,
+    EvaluationFailed,
+    EvaluationRequest,
+    EvaluationResult,
+    Evaluator,
+    InterfaceFacts,
+    InterfaceFactory,
+    ItemCheck,
+    Metric,
+    MetricFactory,
+    ModelFreeEvaluator,
+    RegisterBatchRunner,
+    RegisterBenchmark,
+    RegisterEvaluator,
+    RegisterInterface,
+    RegisterItemCheck,
+    RegisterMetric,
+    RegisterPhase,
+    RegisterReport,
+    RegisterRunEnd,
+    ReportWriter,
+    RunEndAction,
+    Scorer,
+    Scoring,
+    SubmitCalls,
+)
+
+__all__ = [
+    "DISABLE_ENV",
+    "BatchRunnerFactory",
+    "BenchmarkAdapter",
+    "EvaluationCall",
+    "EvaluationFailed",
+    "EvaluationRequest",
+    "EvaluationResult",
+    "Evaluator",
+    "InterfaceFacts",
+    "InterfaceFactory",
+    "ItemCheck",
+    "Metric",
+    "MetricFactory",
+    "ModelFreeEvaluator",
+    "PlannedCalls",
+    "RegisterBatchRunner",
+    "RegisterBenchmark",
+    "RegisterEvaluator",
+    "RegisterInterface",
+    "RegisterItemCheck",
+    "RegisterMetric",
+    "RegisterPhase",
+    "RegisterReport",
+    "RegisterRunEnd",
+    "ReportWriter",
+    "RunEndAction",
+    "Scorer",
+    "Scoring",
+    "SubmitCalls",
+    "DuplicateRegistrationError",
+    "Entry",
+    "Registries",
+    "Registry",
+    "disabled_plugin_names",
+    "get_plugin_manager",
+    "collect",
+    "collect_registries",
+    "new_plugin_manager",
+    "registries",
+    "use_plugin_manager",
+    "reset_plugins",
+]
+
+CORE_PLUGIN = "core"
+
+T = TypeVar("T")
+
+
+@attrs.frozen
+class Entry(Generic[T]):
+    """One registered thing, remembered with the plugin that registered it."""
+
+    name: str
+    value: T
+    plugin: str
+    options: dict[str, Any] = attrs.field(factory=dict)
+
+
+class Registry(Generic[T]):
+    """Name -> thing, filled by one registration hook."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, Entry[T]] = {}
+
+    def add(self, name: str, value: T, plugin: str, **options: Any) -> None:
+        if name in self._entries:
+            raise DuplicateRegistrationError(self.kind, name, self._entries[name].plugin, plugin)
+        self._entries[name] = Entry(name, value, plugin, dict(options))
+
+    def get(self, name: str) -> T:
+        return self._entries[name].value
+
+    def entry(self, name: str) -> Entry[T]:
+        return self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[Entry[T]]:
+        return iter(self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def by_plugin(self, plugin: str) -> list[str]:
+        return [e.name for e in self._entries.values() if e.plugin == plugin]
+
+
+@attrs.define
+class Registries:
+    """Everything all enabled plugins registered."""
+
+    interfaces: Registry[InterfaceFactory] = attrs.field(factory=lambda: Registry("interface"))
+    batch_runners: Registry[BatchRunnerFactory] = attrs.field(factory=lambda: Registry("batch runner"))
+    phases: Registry[Phase] = attrs.field(factory=lambda: Registry("phase"))
+    evaluators: Registry[Evaluator] = attrs.field(factory=lambda: Registry("evaluator"))
+    metrics: Registry[MetricFactory] = attrs.field(factory=lambda: Registry("metric"))
+    benchmarks: Registry[BenchmarkAdapter] = attrs.field(factory=lambda: Registry("benchmark"))
+    reports: Registry[ReportWriter] = attrs.field(factory=lambda: Registry("report"))
+    item_checks: Registry[ItemCheck] = attrs.field(factory=lambda: Registry("item check"))
+
+    def by_hook(self) -> dict[str, Registry[Any]]:
+        """Registration hook name -> the registry it fills. ``register_run_end`` is collected
+        only when a run ends (``collect("register_run_end")``): its hooks may import what a
+        run-end action needs, which no other command should pay for."""
+        return {
+            "register_interfaces": self.interfaces,
+            "register_batch_runners": self.batch_runners,
+            "register_phases": self.phases,
+            "register_evaluators": self.evaluators,
+            "register_metrics": self.metrics,
+            "register_benchmarks": self.benchmarks,
+            "register_reports": self.reports,
+            "register_item_checks": self.item_checks,
+        }
+
+    def interface_facts(self, name: str) -> InterfaceFacts | None:
+        """What the interface registered as ``name`` declared; None when no plugin did."""
+        if name not in self.interfaces:
+            return None
+        options = self.interfaces.entry(name).options
+        return InterfaceFacts(
+            name=name,
+            requires_model=options.get("requires_model", True) is not False,
+            virtual_teacher=bool(options.get("virtual_teacher", False)),
+            batches=name in self.batch_runners,
+            exempt_item_checks=tuple(options.get("exempt_item_checks", ())),
+        )
+
+    def all(self) -> dict[str, Registry[Any]]:
+        return {
+            "interfaces": self.interfaces,
+            "batch_runners": self.batch_runners,
+            "phases": self.phases,
+            "evaluators": self.evaluators,
+            "metrics": self.metrics,
+            "benchmarks": self.benchmarks,
+            "reports": self.reports,
+            "item_checks": self.item_checks,
+        }
+
+
+_pm: pluggy.PluginManager | None = None
+_registries: Registries | None = None
+#: the plugins ``_registries`` were collected from (a plugin registered since makes them stale)
+_collected_from: frozenset[int] = frozenset()
+
+
+def disabled_plugin_names() -> set[str]:
+    raw = os.environ.get(DISABLE_ENV, "")
+    return {name.strip() for name in raw.split(",") if name.strip()}
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """The process-wide plugin manager, loading plugins on first use."""
+    global _pm
+    if _pm is None:
+        _pm = new_plugin_manager()
+    return _pm
+
+
+def new_plugin_manager(*, entry_points: bool = True) -> pluggy.PluginManager:
+    """A plugin manager with the core plugin and, unless ``entry_points`` is False, the
+    installed ones, minus those ``COEVAL_DISABLE_PLUGINS`` names. Tests build one per test
+    (and make it the process's with :func:`use_plugin_manager`), as pluggy's ``pm`` fixture does."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    disabled = disabled_plugin_names()
+    for name in disabled:
+        pm.set_blocked(name)
+    if CORE_PLUGIN not in disabled:
+        pm.register(builtin_plugin, name=CORE_PLUGIN)
+    if entry_points:
+        pm.load_setuptools_entrypoints(hookspecs.PROJECT_NAME)
+    pm.check_pending()
+    return pm
+
+
+def use_plugin_manager(pm: pluggy.PluginManager | None) -> None:
+    """Make ``pm`` the process-wide plugin manager (None: the installed plugins, loaded again
+    on next use)."""
+    global _pm, _registries
+    _pm, _registries = pm, None
+
+
+def registries() -> Registries:
+    """Call every registration hook once and return the filled registries (collected again
+    when a plugin was registered with, or removed from, the plugin manager since)."""
+    global _registries, _collected_from
+    pm = get_plugin_manager()
+    plugins = frozenset(id(p) for p in pm.get_plugins())
+    if _registries is None or plugins != _collected_from:
+        _registries, _collected_from = _collect(pm), plugins
+    return _registries
+
+
+def collect_registries(pm: pluggy.PluginManager) -> Registries:
+    """Every registration hook of ``pm``'s plugins, collected into new registries."""
+    return _collect(pm)
+
+
+def _collect(pm: pluggy.PluginManager) -> Registries:
+    regs = Registries()
+    for hook_name, registry in regs.by_hook().items():
+        collect(hook_name, pm, into=registry)
+    _bind_evaluators(regs)
+    return regs
+
+
+def collect(hook_name: str, pm: pluggy.PluginManager | None = None, *, into: Registry[Any] | None = None) -> Registry[Any]:
+    """Call one registration hook of every plugin and return what they registered: the one
+    way the core collects hooks. A name registered twice raises
+    :class:`DuplicateRegistrationError`, whichever hook it is."""
+    pm = pm if pm is not None else get_plugin_manager()
+    registry = into if into is not None else Registry(_KIND_OF_HOOK[hook_name])
+    registrar = _REGISTRARS.get(hook_name, _registrar)
+    for impl in getattr(pm.hook, hook_name).get_hookimpls():
+        impl.function(register=registrar(registry, impl.plugin_name))
+    return registry
+
+
+def _bind_evaluators(regs: Registries) -> None:
+    """Hand the filled registries to evaluators that look things up in them (metrics)."""
+    for entry in regs.evaluators:
+        bind = getattr(entry.value, "bind_registries", None)
+        if callable(bind):
+            bind(regs)
+
+
+def _registrar(registry: Registry[Any], plugin: str) -> Callable[..., None]:
+    def register(name: str, value: Any, /) -> None:
+        registry.add(name, value, plugin)
+
+    return register
+
+
+def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterface:
+    def register(
+        name: str,
+        factory: InterfaceFactory,
+        /,
+        *,
+        requires_model: bool = True,
+        virtual_teacher: bool = False,
+        exempt_item_checks: Sequence[str] = (),
+    ) -> None:
+        options: dict[str, Any] = {}
+        if not requires_model:
+            options["requires_model"] = False
+        if virtual_teacher:
+            options["virtual_teacher"] = True
+        if exempt_item_checks:
+            options["exempt_item_checks"] = tuple(exempt_item_checks)
+        registry.add(name, factory, plugin, **options)
+
+    return register
+
+
+def _phase_registrar(registry: Registry[Any], plugin: str) -> RegisterPhase:
+    def register(phase: Phase, /) -> None:
+        registry.add(phase.name, phase, plugin)
+
+    return register
+
+
+def _report_registrar(registry: Registry[Any], plugin: str) -> RegisterReport:
+    def register(name: str, writer: ReportWriter, /, *, default: bool = True) -> None:
+        registry.add(name, writer, plugin, **({} if default else {"default": False}))
+
+    return register
+
+
+def _item_check_registrar(registry: Registry[Any], plugin: str) -> RegisterItemCheck:
+    def register(
+        rule_id: str,
+        check: ItemCheck,
+        /,
+        *,
+        kinds: Sequence[str] = ("datapoint",),
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        registry.add(rule_id, check, plugin, kinds=tuple(kinds), options=dict(options or {}))
+
+    return register
+
+
+_REGISTRARS: dict[str, Callable[[Registry[Any], str], Callable[..., None]]] = {
+    "register_interfaces": _interface_registrar,
+    "register_phases": _phase_registrar,
+    "register_reports": _report_registrar,
+    "register_item_checks": _item_check_registrar,
+}
+
+_KIND_OF_HOOK: dict[str, str] = {
+    "register_interfaces": "interface",
+    "register_batch_runners": "batch runner",
+    "register_phases": "phase",
+    "register_evaluators": "evaluator",
+    "register_metrics": "metric",
+    "register_benchmarks": "benchmark",
+    "register_reports": "report",
+    "register_item_checks": "item check",
+    "register_run_end": "run-end action",
+}
+
+
+def plugin_distributions() -> dict[str, str]:
+    """Plugin name -> 'distribution version', for ``coeval plugins``."""
+    pm = get_plugin_manager()
+    out: dict[str, str] = {}
+    for plugin, dist in pm.list_plugin_distinfo():
+        name = pm.get_name(plugin) or str(plugin)
+        out[name] = f"{dist.project_name} {dist.version}"
+    if pm.has_plugin(CORE_PLUGIN):
+        try:
+            out[CORE_PLUGIN] = f"coeval-core {importlib.metadata.version('coeval-core')}"
+        except importlib.metadata.PackageNotFoundError:
+            out[CORE_PLUGIN] = "coeval-core (source)"
+    return out
+
+
+def commands_by_plugin() -> dict[str, list[str]]:
+    """Plugin name -> the subcommands its ``register_commands`` hook adds."""
+    pm = get_plugin_manager()
+    out: dict[str, list[str]] = {}
+    for impl in pm.hook.register_commands.get_hookimpls():
+        probe = click.Group()
+        impl.function(cli=probe)
+        out.setdefault(impl.plugin_name, []).extend(sorted(probe.commands))
+    return out
+
+
+def reset_plugins() -> None:
+    """Forget loaded plugins (tests change the environment and reload)."""
+    global _pm, _registries
+    _pm = None
+    _registries = None

@@ -1,0 +1,194 @@
+"""The typed contract of the registration hooks: what each ``register`` callable accepts.
+
+Every name here is re-exported from :mod:`coeval.contract.manager`, so a plugin can annotate its
+hooks with, for example, ``register: RegisterInterface`` and a type checker tells it when
+a factory has the wrong shape. They are structural :class:`typing.Protocol` types: a plugin
+never has to inherit from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+
+from coeval.evaluators.base import (
+    EvaluationCall,
+    EvaluationFailed,
+    EvaluationRequest,
+    EvaluationResult,
+    Evaluator,
+    ModelFreeEvaluator,
+    Scorer,
+    Scoring,
+    SubmitCalls,
+)
+
+if TYPE_CHECKING:
+    from coeval.scheduler.batching.base import BatchRunner
+    from coeval.config.model import ModelConfig
+    from coeval.config.credentials import Credentials
+    from coeval.interfaces.base import Interface
+    from coeval.phases.base import Phase
+
+__all__ = [
+    "BatchRunnerFactory",
+    "InterfaceFacts",
+    "ItemCheck",
+    "RegisterItemCheck",
+    "RegisterRunEnd",
+    "RunEndAction",
+    "BenchmarkAdapter",
+    "EvaluationCall",
+    "EvaluationFailed",
+    "EvaluationRequest",
+    "EvaluationResult",
+    "Evaluator",
+    "InterfaceFactory",
+    "Metric",
+    "MetricFactory",
+    "ModelFreeEvaluator",
+    "RegisterBatchRunner",
+    "RegisterBenchmark",
+    "RegisterEvaluator",
+    "RegisterInterface",
+    "RegisterMetric",
+    "RegisterPhase",
+    "RegisterReport",
+    "ReportWriter",
+    "Scorer",
+    "Scoring",
+    "SubmitCalls",
+]
+
+#: ``factory(model, credentials)`` -> an :class:`coeval.interfaces.Interface` (usually the class itself).
+InterfaceFactory = Callable[["ModelConfig", "Credentials | None"], "Interface"]
+#: ``factory(model, credentials)`` -> a :class:`coeval.scheduler.batching.BatchRunner`.
+BatchRunnerFactory = Callable[["ModelConfig", "Credentials | None"], "BatchRunner"]
+
+
+@runtime_checkable
+class Metric(Protocol):
+    """A reference-based score: one value in [0, 1] per (candidate, reference) pair."""
+
+    def score(self, candidates: list[str], references: list[str]) -> list[float]: ...
+
+
+#: ``factory()`` -> a :class:`Metric` (called once per run, so a model-based metric loads once).
+MetricFactory = Callable[[], Metric]
+
+
+class ReportWriter(Protocol):
+    """Writes report files for an analysis into ``out_dir`` and returns their paths."""
+
+    def __call__(self, analysis: Any, out_dir: Path, /) -> Sequence[Path]: ...
+
+
+@runtime_checkable
+class BenchmarkAdapter(Protocol):
+    """What the core needs of a ``coeval ingest`` adapter; the full base class is
+    :class:`coeval_benchmarks.base.BenchmarkAdapter` (which also names the dataset in
+    class attributes ``name``, ``title``, ``hub_id``...)."""
+
+    def item(self, row: Mapping[str, Any], index: int, split: str) -> Any: ...
+
+
+@attrs.frozen
+class InterfaceFacts:
+    """What a registered interface declares about itself; the core keeps no table of
+    interfaces, so validation, planning and the run ask these."""
+
+    name: str
+    #: a model of this interface must name ``parameters.model``
+    requires_model: bool = True
+    #: its models make no calls: their datapoints come from elsewhere (``coeval ingest``)
+    virtual_teacher: bool = False
+    #: a batch runner is registered for it, so ``experiment.batch`` and ``batch_enabled`` may name it
+    batches: bool = False
+    #: item-quality rule ids that say nothing about this interface's teachers
+    exempt_item_checks: tuple[str, ...] = ()
+
+
+#: ``check(candidate, context)`` -> None to accept, or the reason to reject (:mod:`coeval.quality`).
+ItemCheck = Callable[..., "str | None"]
+#: ``action(run_folder)``, called once when ``coeval run`` ends after writing records (what it
+#: returns is ignored).
+RunEndAction = Callable[[Path], object]
+
+
+class RegisterInterface(Protocol):
+    """``register(name, factory, *, requires_model=True, virtual_teacher=False,
+    exempt_item_checks=())`` of ``register_interfaces``. Whether the interface batches is
+    not an option: it does when a batch runner is registered under its name."""
+
+    def __call__(
+        self,
+        name: str,
+        factory: InterfaceFactory,
+        /,
+        *,
+        requires_model: bool = True,
+        virtual_teacher: bool = False,
+        exempt_item_checks: Sequence[str] = (),
+    ) -> None: ...
+
+
+class RegisterBatchRunner(Protocol):
+    """``register(interface_name, factory)`` of ``register_batch_runners``: the interface
+    of that name may then be batched from a config's ``batch:`` block."""
+
+    def __call__(self, name: str, factory: BatchRunnerFactory, /) -> None: ...
+
+
+class RegisterPhase(Protocol):
+    """``register(phase)`` of ``register_phases``: the phase declares its own id."""
+
+    def __call__(self, phase: Phase, /) -> None: ...
+
+
+class RegisterEvaluator(Protocol):
+    """``register(name, evaluator)`` of ``register_evaluators``."""
+
+    def __call__(self, name: str, evaluator: Evaluator, /) -> None: ...
+
+
+class RegisterMetric(Protocol):
+    """``register(name, factory)`` of ``register_metrics``."""
+
+    def __call__(self, name: str, factory: MetricFactory, /) -> None: ...
+
+
+class RegisterBenchmark(Protocol):
+    """``register(name, adapter)`` of ``register_benchmarks``."""
+
+    def __call__(self, name: str, adapter: BenchmarkAdapter, /) -> None: ...
+
+
+class RegisterReport(Protocol):
+    """``register(name, writer, *, default=True)`` of ``register_reports``; a report
+    registered with ``default=False`` is written only when asked for by name."""
+
+    def __call__(self, name: str, writer: ReportWriter, /, *, default: bool = True) -> None: ...
+
+
+class RegisterItemCheck(Protocol):
+    """``register(rule_id, check, *, kinds=("datapoint",), options=None)`` of
+    ``register_item_checks``; ``options`` are the rule's defaults, which a config may override."""
+
+    def __call__(
+        self,
+        rule_id: str,
+        check: ItemCheck,
+        /,
+        *,
+        kinds: Sequence[str] = ("datapoint",),
+        options: Mapping[str, Any] | None = None,
+    ) -> None: ...
+
+
+class RegisterRunEnd(Protocol):
+    """``register(name, action)`` of ``register_run_end``."""
+
+    def __call__(self, name: str, action: RunEndAction, /) -> None: ...

@@ -1,0 +1,37 @@
+"""The order in which registered phases run (shared by the runner and the batch fetcher)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from coeval.config.model import PHASE_IDS
+
+if TYPE_CHECKING:
+    from coeval.contract.manager import Registries
+
+__all__ = ["ordered_phases"]
+
+
+def ordered_phases(registries: Registries) -> list[Any]:
+    """Registered phases in run order: the standard five first, others after what they
+    name in ``after`` (registration order otherwise)."""
+    entries = [e.value for e in registries.phases]
+    standard = sorted((p for p in entries if p.name in PHASE_IDS), key=lambda p: PHASE_IDS.index(p.name))
+    others = [p for p in entries if p.name not in PHASE_IDS]
+    ordered = list(standard)
+    placed = {p.name for p in ordered}
+    known = {p.name for p in entries}
+    while others:
+        progress = False
+        for p in list(others):
+            if all(dep in placed or dep not in known for dep in getattr(p, "after", ())):
+                # right after the last phase it depends on
+                deps = [i for i, q in enumerate(ordered) if q.name in getattr(p, "after", ())]
+                ordered.insert(max(deps) + 1 if deps else len(ordered), p)
+                placed.add(p.name)
+                others.remove(p)
+                progress = True
+        if not progress:  # a cycle: run the rest at the end, in registration order
+            ordered += others
+            break
+    return ordered

@@ -1,0 +1,132 @@
+"""What a run folder already holds: calls done (for ``--continue``) and their measured size.
+
+Both are asked before every ``coeval run --continue`` (the spend check), so neither reads
+more than it must: phases already complete are not read at all, and token sizes come from
+a bounded sample of each file (an average needs a few hundred calls, not a million).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Collection, Iterator
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from coeval.config.model import Config
+from coeval.planning.cost.measure import Measured
+from coeval.phases.mapping import _proposal_path
+from coeval.storage.records import is_ok, scan_phase
+from coeval.storage.run_folder import RunFolder, iter_jsonl
+
+__all__ = ["HISTORY_SAMPLE_PER_FILE", "done_calls", "measured_history"]
+
+#: Records read per phase file to measure token sizes of the calls already made.
+HISTORY_SAMPLE_PER_FILE = 200
+
+#: phase -> the record field naming the model that made the call
+_MODEL_FIELD = {
+    "data_generation": "teacher_model_id",
+    "response_collection": "student_model_id",
+    "evaluation": "judge_model_id",
+}
+
+
+def _made_by_a_model(rec: dict[str, Any], field: str, models: set[str]) -> bool:
+    """A model call's record: its model field names a configured model (phase-5 records of
+    model-free evaluators name ``label``, ``metric:...`` or ``gold`` there)."""
+    return rec.get(field) in models
+
+
+def _proposals(run: RunFolder, config: Config, phase: str) -> list[tuple[str, str, Path, Path]]:
+    """(task, teacher, artifact, proposal path) of the teacher calls phases 1-2 make."""
+    out = []
+    for task in config.tasks:
+        if phase == "attribute_mapping":
+            artifacts = [run.target_attrs_path(task.name), run.nuanced_attrs_path(task.name)]
+        else:
+            artifacts = [run.rubric_path(task.name)]
+        for artifact in artifacts:
+            for teacher in config.teachers:
+                out.append((task.name, teacher.name, artifact, _proposal_path(artifact, teacher.name)))
+    return out
+
+
+def done_calls(
+    run: RunFolder, config: Config, *, skip_phases: Collection[str] = ()
+) -> Counter[tuple[str, str, str]]:
+    """(task, phase, model) -> calls that already have an ``ok`` result and need no repeat.
+
+    ``skip_phases`` (those in ``meta.phases_completed``) are not read: the caller counts
+    nothing left for them.
+    """
+    done: Counter[tuple[str, str, str]] = Counter()
+    for phase in ("attribute_mapping", "rubric_mapping"):
+        if phase in skip_phases:
+            continue
+        for task, teacher, artifact, path in _proposals(run, config, phase):
+            artifact_done = artifact.is_file()
+            ok = False
+            if path.is_file():
+                try:
+                    ok = json.loads(path.read_text(encoding="utf-8")).get("status") == "ok"
+                except (OSError, ValueError, AttributeError):
+                    ok = False
+            if ok or artifact_done:
+                done[(task, phase, teacher)] += 1
+    models = {m.name for m in config.models}
+    for phase, field in _MODEL_FIELD.items():
+        if phase in skip_phases:
+            continue
+
+        def reduce(rec: dict[str, Any], field: str = field) -> tuple[str, str, bool]:
+            return str(rec.get("task_id")), str(rec.get(field)), is_ok(rec) and _made_by_a_model(rec, field, models)
+
+        for task, model, counted in scan_phase(run, phase, reduce).values():  # the last record of each id
+            if counted:
+                done[(task, phase, model)] += 1
+    return done
+
+
+def _sampled_records(run: RunFolder, phase: str, config: Config) -> Iterator[dict[str, Any]]:
+    """Up to :data:`HISTORY_SAMPLE_PER_FILE` model-call records of each file of a phase."""
+    models = {m.name for m in config.models}
+    for path in run.jsonl_files(phase):
+        for rec in islice(iter_jsonl(path), HISTORY_SAMPLE_PER_FILE):
+            if _made_by_a_model(rec, _MODEL_FIELD[phase], models):
+                yield rec
+
+
+def measured_history(
+    run: RunFolder, config: Config, *, phases: Collection[str] | None = None
+) -> dict[tuple[str, str], Measured]:
+    """(phase, model) -> token usage of the calls already made (records with usage), from
+    a sample of each file; only ``phases`` (all when None) are read."""
+    out: dict[tuple[str, str], Measured] = {}
+
+    def add(phase: str, model: str, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            return
+        tin, tout = usage.get("input_tokens") or 0, usage.get("output_tokens") or 0
+        if tin or tout:
+            out.setdefault((phase, model), Measured()).add(float(tin), float(tout))
+
+    for phase in ("attribute_mapping", "rubric_mapping"):
+        if phases is not None and phase not in phases:
+            continue
+        for _, teacher, _, path in _proposals(run, config, phase):
+            if path.is_file():
+                try:
+                    rec = json.loads(path.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    continue
+                if isinstance(rec, dict) and rec.get("status") == "ok":
+                    add(phase, teacher, rec.get("usage"))
+    for phase, field in _MODEL_FIELD.items():
+        if phases is not None and phase not in phases:
+            continue
+        for rec in _sampled_records(run, phase, config):
+            if is_ok(rec):
+                add(phase, str(rec.get(field)), rec.get("usage"))
+    return out

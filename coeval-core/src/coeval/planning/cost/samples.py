@@ -1,0 +1,238 @@
+"""Live sample calls: measure real reply sizes, token counts and latency per model.
+
+For every model and every phase it has calls in, ``n`` sample requests are sent, built
+exactly as the phases build them. Samples chain like the pipeline: teachers' sample
+datapoints are what students answer, and students' sample answers are what judges score,
+so later phases are measured on realistic inputs. A model that cannot be sampled (no
+credentials, distribution missing, a failing call) falls back to heuristics, with a note.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from coeval.config.model import Config, ModelConfig
+from coeval.planning.cost.measure import Measured
+from coeval.planning.cost.pricing import LOCAL_INTERFACES
+from coeval.planning.cost.requests import RequestBuilder, TaskTexts, expected_output_tokens
+from coeval.planning.cost.tokens import estimate_tokens, filler_text
+from coeval.config.credentials import KeyStore, redact
+from coeval.interfaces.base import GenerateRequest, Interface
+from coeval.phases.mapping import _snake, merge_attribute_maps, merge_rubrics
+from coeval.phases.responses import parse_answer
+from coeval.contract.status import missing_interface
+from coeval.prompts.schemas import parse_attribute_map, parse_datapoint, parse_rubric
+
+if TYPE_CHECKING:
+    from coeval.contract.manager import Registries
+
+__all__ = ["SampleResults", "run_samples"]
+
+#: Interfaces that need no credentials to be called.
+_NO_CREDENTIALS = LOCAL_INTERFACES | {"ollama", "vllm"}
+
+
+@attrs.define
+class SampleResults:
+    measured: dict[tuple[str, str, str], Measured] = attrs.field(factory=dict)  # (phase, model, task)
+    texts: dict[str, TaskTexts] = attrs.field(factory=dict)  # task -> texts seen in samples
+    notes: list[str] = attrs.field(factory=list)
+    interfaces: dict[str, Interface] = attrs.field(factory=dict)
+
+    @property
+    def calls(self) -> int:
+        return sum(m.calls + m.failures for m in self.measured.values())
+
+    def _total(self, model: str, phase: str | None = None) -> Measured:
+        total = Measured()
+        for (p, name, _), m in self.measured.items():
+            if name == model and (phase is None or p == phase):
+                total.merge(m)
+        return total
+
+    def ratio(self, model: str) -> float | None:
+        """Reported / estimated input tokens over all of a model's samples."""
+        return self._total(model).input_ratio
+
+    def of(self, phase: str, model: str, task: str) -> Measured | None:
+        m = self.measured.get((phase, model, task))
+        return m if m is not None and m.calls else None
+
+    def output_ratio(self, phase: str, model: str) -> float | None:
+        """Measured / heuristic reply size of a model's samples in a phase (carries the
+        measurement over to tasks that were not sampled)."""
+        return self._total(model, phase).output_ratio
+
+    def latency(self, phase: str, model: str) -> float | None:
+        return self._total(model, phase).avg_latency
+
+
+def _build_interfaces(
+    config: Config, models: list[ModelConfig], keys: KeyStore, registries: Registries, notes: list[str]
+) -> dict[str, Interface]:
+    out: dict[str, Interface] = {}
+    for m in models:
+        if m.interface not in registries.interfaces:
+            notes.append(
+                f"{m.name}: {missing_interface(m.interface)}; no sample calls (heuristics used)"
+            )
+            continue
+        creds = keys.for_provider(m.interface, m.access_key)
+        if not creds.present and m.interface not in _NO_CREDENTIALS:
+            notes.append(f"{m.name}: no credentials for {m.interface}; no sample calls (heuristics used)")
+            continue
+        try:
+            out[m.name] = registries.interfaces.get(m.interface)(m, creds)
+        except Exception as exc:
+            notes.append(
+                f"{m.name}: cannot create the {m.interface} client ({redact(str(exc)) or type(exc).__name__}); "
+                "heuristics used"
+            )
+    return out
+
+
+async def _call(iface: Interface, request: GenerateRequest, timeout: float) -> tuple[Any, float]:
+    start = time.perf_counter()
+    result = await asyncio.wait_for(iface.generate(request), timeout)
+    return result, time.perf_counter() - start
+
+
+async def run_samples(
+    config: Config,
+    cells: dict[tuple[str, str, str], int],
+    builder: RequestBuilder,
+    *,
+    samples: int,
+    keys_file: str | None = None,
+    registries: Registries,
+    timeout_s: float = 90.0,
+) -> SampleResults:
+    """Make ``samples`` calls per (model, phase with planned calls), in phase order."""
+    results = SampleResults()
+    if samples <= 0:
+        return results
+    wanted = {model for (_, _, model), n in cells.items() if n > 0}
+    models = [m for m in config.models if m.name in wanted]
+    keys = KeyStore.load(keys_file)
+    results.interfaces = _build_interfaces(config, models, keys, registries, results.notes)
+    texts = {t.name: builder.default_texts(t) for t in config.tasks}
+    tasks = {t.name: t for t in config.tasks}
+    models_by_name = {m.name: m for m in config.models}
+    failed_models: set[str] = set()
+    try:
+        for phase in dict.fromkeys(p for (_, p, _) in cells):
+            jobs: list[tuple[str, str, GenerateRequest]] = []
+            for m in models:
+                if m.name not in results.interfaces or m.name in failed_models:
+                    continue
+                task_names = [
+                    t for (t, p, name), n in cells.items() if p == phase and name == m.name and n > 0
+                ]
+                for i in range(samples if task_names else 0):
+                    task = tasks[task_names[i % len(task_names)]]
+                    requests = builder.requests(phase, task, m, texts[task.name], seq=i + 1)
+                    if requests:
+                        jobs.append((m.name, task.name, requests[i % len(requests)]))
+            if not jobs:
+                continue
+            outcomes = await asyncio.gather(
+                *(_call(results.interfaces[name], req, timeout_s) for name, _, req in jobs),
+                return_exceptions=True,
+            )
+            seen: dict[str, list[Any]] = defaultdict(list)
+            for (name, task_name, req), outcome in zip(jobs, outcomes, strict=True):
+                measured = results.measured.setdefault((phase, name, task_name), Measured())
+                if isinstance(outcome, BaseException):
+                    measured.failures += 1
+                    if name not in failed_models:
+                        failed_models.add(name)
+                        kind = getattr(outcome, "kind", type(outcome).__name__)
+                        results.notes.append(
+                            f"{name}: sample call failed ({kind}: {redact(str(outcome))[:120]}); "
+                            "heuristics used"
+                        )
+                    continue
+                result, latency = outcome
+                est_in = estimate_tokens(req.prompt)
+                in_tok = result.usage.input_tokens or est_in
+                out_tok = result.usage.output_tokens or estimate_tokens(result.text)
+                expected = expected_output_tokens(phase, tasks[task_name], models_by_name[name])
+                measured.add(in_tok, out_tok, est_in, latency, expected)
+                if phase in ("attribute_mapping", "rubric_mapping"):
+                    _collect_proposal(req, result, task_name, seen)
+                elif phase == "data_generation":
+                    with contextlib.suppress(Exception):
+                        seen[task_name].append(parse_datapoint(result.text))
+                elif phase == "response_collection":
+                    with contextlib.suppress(Exception):
+                        seen[task_name].append(parse_answer(result))
+            _absorb(phase, seen, texts)
+            _anticipate(phase, seen, builder, tasks)
+    finally:
+        for iface in results.interfaces.values():
+            with contextlib.suppress(Exception):
+                await iface.aclose()
+    results.texts = texts
+    return results
+
+
+def _absorb(phase: str, seen: dict[str, list[Any]], texts: dict[str, TaskTexts]) -> None:
+    """Put what samples wrote in place of the stand-ins; tasks without a sample get stand-ins
+    of the sampled average length."""
+    if not seen:
+        return
+    if phase == "data_generation":
+        prompts = [dp["prompt"] for items in seen.values() for dp in items]
+        refs = [dp["response"] for items in seen.values() for dp in items]
+        for name, t in texts.items():
+            if seen.get(name):
+                dp = seen[name][-1]
+                t.datapoint_prompt, t.reference, t.from_samples = dp["prompt"], dp["response"], True
+            elif prompts:
+                t.datapoint_prompt = filler_text(sum(map(estimate_tokens, prompts)) // len(prompts))
+                t.reference = filler_text(sum(map(estimate_tokens, refs)) // len(refs))
+    elif phase == "response_collection":
+        answers = [a for items in seen.values() for a in items]
+        for name, t in texts.items():
+            if seen.get(name):
+                t.response = seen[name][-1]
+            elif answers:
+                t.response = filler_text(sum(map(estimate_tokens, answers)) // len(answers))
+
+
+def _collect_proposal(request: GenerateRequest, result: Any, task: str, seen: dict[str, list[Any]]) -> None:
+    """Keep a phase 1-2 sample's proposal (parsed as the phase parses it)."""
+    try:
+        if request.schema_name == "rubric":
+            seen[task].append(("rubric", _snake(parse_rubric(result.text))))
+        elif request.schema_name == "nuanced_attributes":
+            seen[task].append(("nuanced", _snake(parse_attribute_map(result.text))))
+        else:
+            seen[task].append(("target", _snake(parse_attribute_map(result.text))))
+    except Exception:
+        pass
+
+
+def _anticipate(
+    phase: str, seen: dict[str, list[Any]], builder: RequestBuilder, tasks: dict[str, Any]
+) -> None:
+    """Merge phase 1-2 sample proposals per task, seeds first, as the phases do."""
+    if phase not in ("attribute_mapping", "rubric_mapping"):
+        return
+    for task_name, items in seen.items():
+        task = tasks[task_name]
+        for kind in ("target", "nuanced", "rubric"):
+            parts = [value for k, value in items if k == kind]
+            if not parts:
+                continue
+            if kind == "rubric":
+                builder.anticipate(kind, task_name, merge_rubrics(parts))
+            else:
+                seed = task.target_attributes_seed if kind == "target" else task.nuanced_attributes_seed
+                builder.anticipate(kind, task_name, merge_attribute_maps([*([seed] if seed else []), *parts]))

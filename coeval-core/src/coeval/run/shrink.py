@@ -1,0 +1,60 @@
+"""A config that leaves out part of what a run already holds: a model removed, a role taken
+from a model, a lower ``sampling.total``. ``--continue`` treats it as drift, since the run
+folder would hold records its config no longer describes (status would count one set and
+analysis rank another). Each change names what stays on disk and what the config leaves out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from coeval.config.model import Config
+from coeval.run.drift import Change
+from coeval.storage.records import load_phase_records
+from coeval.storage.run_folder import RunFolder
+
+__all__ = ["find_shrink"]
+
+_ROLE_FIELD = {"teacher": "teacher_model_id", "student": "student_model_id", "judge": "judge_model_id"}
+
+
+def _records_by(run: RunFolder) -> dict[str, Counter[str]]:
+    """role -> model -> records that model made in that role."""
+    out: dict[str, Counter[str]] = {role: Counter() for role in _ROLE_FIELD}
+    for phase, role in (("data_generation", "teacher"), ("response_collection", "student"), ("evaluation", "judge")):
+        for rec in load_phase_records(run, phase).values():
+            out[role][str(rec.get(_ROLE_FIELD[role]))] += 1
+    return out
+
+
+def find_shrink(run: RunFolder, meta: Mapping[str, Any], config: Config) -> list[Change]:
+    """What ``config`` leaves out of the run's records (none for a run without settings)."""
+    recorded = (meta.get("settings") or {}).get("models") or {}
+    if not recorded:
+        return []
+    made = _records_by(run)
+    changes: list[Change] = []
+    current = {m.name: set(m.roles) for m in config.models}
+    for name, entry in sorted(recorded.items()):
+        roles = sorted((entry.get("roles") or {}) if isinstance(entry, Mapping) else {})
+        for role in roles:
+            n = made.get(role, Counter())[name]
+            if not n or role in current.get(name, set()):
+                continue
+            what = "removed from the config" if name not in current else f"no longer a {role}"
+            changes.append(Change("model", name, f"roles.{role}", f"{n} records as {role}",
+                                  f"{what}: its {n} records stay on disk, left out of status and analysis"))
+    for task in config.tasks:
+        for teacher in (m.name for m in config.models if "teacher" in m.roles):
+            slots = [int(str(dp.get("id", "")).rsplit("__", 1)[-1])
+                     for dp in load_phase_records(run, "data_generation").values()
+                     if dp.get("task_id") == task.name and dp.get("teacher_model_id") == teacher
+                     and str(dp.get("id", "")).rsplit("__", 1)[-1].isdigit()]
+            beyond = sum(1 for s in slots if s > task.sampling.total)
+            if beyond:
+                changes.append(Change("task", task.name, "sampling.total", f"{max(slots)} datapoints of {teacher}",
+                                      f"{task.sampling.total}: {beyond} datapoints of {teacher} above it stay on "
+                                      "disk, left out of status and analysis"))
+    return changes

@@ -1,0 +1,67 @@
+"""Stopping a run from the keyboard: the first Ctrl-C (or SIGTERM) stops starting calls
+and lets those in flight finish and be written; a second one stops at once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from coeval.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from coeval.run.runner import RunResult
+
+__all__ = ["Interrupts", "handle_signals", "stop_gracefully"]
+
+
+class Interrupts:
+    """First Ctrl-C: stop gracefully. Second: stop now."""
+
+    def __init__(self, task: asyncio.Task[Any] | None) -> None:
+        self.task = task
+        self.count = 0
+        self.on_first: Callable[[], None] | None = None
+        #: the run's result, set when the run ends interrupted
+        self.result: RunResult | None = None
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.count == 1 and self.on_first is not None:
+            sys.stderr.write("\ncoeval: stopping after the calls in flight (Ctrl-C again to stop now)\n")
+            self.on_first()
+        elif self.task is not None:
+            self.task.cancel()
+
+
+def stop_gracefully(scheduler: Scheduler | None) -> None:
+    """Start no new call; calls an interface queued but has not started (a local model's)
+    are given back; a batch wait (which can last hours) ends now."""
+    if scheduler is not None:
+        scheduler.cancel()
+        for iface in scheduler.interfaces.values():
+            iface.stop_queued()
+        stop_waiting = getattr(scheduler.batch_executor, "stop_waiting", None)
+        if callable(stop_waiting):
+            stop_waiting()
+
+
+@contextlib.contextmanager
+def handle_signals(loop: asyncio.AbstractEventLoop, interrupts: Interrupts) -> Iterator[None]:
+    """SIGINT and SIGTERM call ``interrupts`` while the block runs (where the loop can: not
+    outside the main thread, nor on Windows)."""
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, interrupts)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+            pass
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)

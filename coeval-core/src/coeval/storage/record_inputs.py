@@ -1,0 +1,106 @@
+"""Which version of its input a record was made from, so a record built on an input that
+was lost and made again is redone, never kept as if it belonged to the new one.
+
+An answer carries ``datapoint_hash``, the version of the datapoint it answered; a judgment
+carries ``response_hash``, the version of the answer it scored. A version is the first 16
+hex digits of the SHA-256 of the input's text and its ``generated_at`` (so an input made
+again counts as new even when a deterministic model wrote the same words). Records written
+before these fields existed are judged by time: one made before its input was (re)made is
+stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from coeval.storage.records import is_ok, load_phase_records
+
+__all__ = [
+    "DATAPOINT_HASH",
+    "RESPONSE_HASH",
+    "datapoint_version",
+    "response_version",
+    "stale_evaluation",
+    "stale_note",
+    "stale_records",
+    "stale_response",
+]
+
+DATAPOINT_HASH = "datapoint_hash"
+RESPONSE_HASH = "response_hash"
+
+
+def _version(*parts: Any) -> str:
+    text = "\0".join("" if p is None else str(p) for p in parts)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def datapoint_version(dp: Mapping[str, Any]) -> str:
+    """The version of a datapoint: its prompt, reference and when it was made."""
+    return _version(dp.get("prompt"), dp.get("reference_response"), dp.get("generated_at"))
+
+
+def response_version(resp: Mapping[str, Any]) -> str:
+    """The version of an answer: its text and when it was made."""
+    return _version(resp.get("response"), resp.get("generated_at"))
+
+
+def _older(rec: Mapping[str, Any], field: str, source: Mapping[str, Any]) -> bool:
+    made, made_from = rec.get(field), source.get("generated_at")
+    return isinstance(made, str) and isinstance(made_from, str) and made < made_from
+
+
+def stale_response(resp: Mapping[str, Any], dp: Mapping[str, Any] | None) -> bool:
+    """An answer to a datapoint that is gone or was made again since."""
+    if dp is None:
+        return True
+    recorded = resp.get(DATAPOINT_HASH)
+    if isinstance(recorded, str):
+        return recorded != datapoint_version(dp)
+    return _older(resp, "generated_at", dp)
+
+
+def stale_evaluation(ev: Mapping[str, Any], resp: Mapping[str, Any] | None) -> bool:
+    """A judgment of an answer that is gone or was made again since. Model-free records
+    (label, metric) are judged the same way: their score came from the old answer too."""
+    if resp is None:
+        return True
+    recorded = ev.get(RESPONSE_HASH)
+    if isinstance(recorded, str):
+        return recorded != response_version(resp)
+    return _older(ev, "evaluated_at", resp)
+
+
+def stale_records(run: Any, tasks: set[str] | None = None) -> Counter[str]:
+    """Phase -> records whose input is gone or was made again (``coeval status`` and
+    ``analyze`` flag them; ``--continue`` makes them again)."""
+    out: Counter[str] = Counter()
+    datapoints = load_phase_records(run, "data_generation")
+    responses = load_phase_records(run, "response_collection")
+    stale_answers: set[str] = set()
+    for rid, resp in responses.items():
+        if not is_ok(resp) or (tasks is not None and resp.get("task_id") not in tasks):
+            continue
+        if stale_response(resp, datapoints.get(str(resp.get("datapoint_id")))):
+            stale_answers.add(rid)
+            out["response_collection"] += 1
+    for ev in load_phase_records(run, "evaluation").values():
+        if not is_ok(ev) or (tasks is not None and ev.get("task_id") not in tasks):
+            continue
+        answer = str(ev.get("response_id"))
+        if answer in stale_answers or stale_evaluation(ev, responses.get(answer)):
+            out["evaluation"] += 1  # built on a stale answer, it is stale too
+    return out
+
+
+def stale_note(stale: Mapping[str, int]) -> str:
+    """One sentence for ``status`` and ``analyze``."""
+    parts = []
+    if stale.get("evaluation"):
+        parts.append(f"{stale['evaluation']} judgments score answers that are gone or were made again since")
+    if stale.get("response_collection"):
+        parts.append(f"{stale['response_collection']} answers answer datapoints that are gone or were made again since")
+    return "stale: " + "; ".join(parts) + "; `coeval run --continue` makes them again"

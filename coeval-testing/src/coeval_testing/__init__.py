@@ -1,0 +1,1 @@
+"""Test support for CoEval: the fake provider server and the synthetic-run writer."""
