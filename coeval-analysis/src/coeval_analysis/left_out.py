@@ -1,16 +1,23 @@
 """What the run's config snapshot leaves out of its records (after ``--allow-drift``): the
-records stay on disk, and status and analysis both leave them out."""
+records of a removed model, or of a role taken from it, and the datapoints above a lowered
+``sampling.total`` with their answers and judgments. They stay on disk, and status and
+analysis both leave them out."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from coeval.config.model import SamplingConfig
+from coeval.contract.manager import registries
+from coeval.run.limits import LIMIT_KEY
+from coeval.storage.records import datapoint_slot
 
 from coeval_analysis.data import DataQuality
 
-__all__ = ["left_out_by_config"]
+__all__ = ["above_total", "left_out_by_config", "slots_by_config", "without_datapoints"]
 
 _ROLE_FIELD = {"teacher": "teacher_model_id", "student": "student_model_id", "judge": "judge_model_id"}
 
@@ -58,3 +65,76 @@ def _leave_out_removed(
     ev, quality.n_left_out_by_config = _without_models(ev, left_out)
     quality.left_out_models = {role: sorted(names) for role, names in sorted(left_out.items())}
     return ev, left_out
+
+
+def _total_of(task: dict[str, Any], meta: dict[str, Any]) -> int | None:
+    """The task's ``sampling.total`` in the snapshot, or its full total when a ``--limit`` run
+    recorded one (``meta.json``'s ``limit``, as status reads it); None when not a number."""
+    sampling = task.get("sampling") if isinstance(task.get("sampling"), dict) else {}
+    total = sampling.get("total", SamplingConfig().total)
+    full = ((meta.get(LIMIT_KEY) or {}).get("full_totals") or {}) if isinstance(meta.get(LIMIT_KEY), dict) else {}
+    known = [t for t in (total, full.get(str(task.get("name")))) if isinstance(t, int) and not isinstance(t, bool)]
+    return max(known) if known else None
+
+
+def slots_by_config(meta: dict[str, Any], config: dict[str, Any], target_attrs: dict[str, dict[str, list[str]]]
+                    ) -> dict[tuple[str, str], int]:
+    """(task, teacher) -> slots of the snapshot's teachers that write by slot, as the run counts
+    them (:func:`coeval.phases.slots.slot_counts`): ``sampling.total``, or the whole
+    cross-product for ``target_attributes: complete``. Tasks with their own ``data`` and
+    teachers on a virtual interface (a benchmark, ``coeval ingest``) have none."""
+    facts = registries()
+    models = [m for m in config.get("models") or [] if isinstance(m, dict)]
+    teachers = [str(m.get("name")) for m in models if "teacher" in (m.get("roles") or [])
+                and not getattr(facts.interface_facts(str(m.get("interface"))), "virtual_teacher", False)]
+    out: dict[tuple[str, str], int] = {}
+    for task in config.get("tasks") or []:
+        if not isinstance(task, dict) or task.get("data") is not None:
+            continue
+        name, total = str(task.get("name")), _total_of(task, meta)
+        if total is None:
+            continue
+        if task.get("target_attributes") == "complete":
+            values = [[v for v in vs if v.strip()] for vs in (target_attrs.get(name) or {}).values()]
+            total = max(total, math.prod(len(vs) for vs in values if vs) if any(values) else 0)
+        out.update({(name, teacher): total for teacher in teachers})
+    return out
+
+
+def above_total(dps: pa.Table, slots: dict[tuple[str, str], int]) -> tuple[set[str], dict[str, dict[str, int]]]:
+    """Ids of the datapoints above the slots of their (task, teacher) (a lowered
+    ``sampling.total``), and how many per task and teacher."""
+    ids: set[str] = set()
+    counts: dict[str, dict[str, int]] = {}
+    if not slots or dps.num_rows == 0:
+        return ids, counts
+    for dp, task, teacher in zip(dps.column("id").to_pylist(), dps.column("task_id").to_pylist(),
+                                 dps.column("teacher_model_id").to_pylist(), strict=True):
+        limit = slots.get((str(task), str(teacher)))
+        seq = datapoint_slot(str(dp)) if limit is not None and dp is not None else None
+        if seq is not None and limit is not None and seq > limit and str(dp) not in ids:
+            ids.add(str(dp))
+            per = counts.setdefault(str(task), {})
+            per[str(teacher)] = per.get(str(teacher), 0) + 1
+    return ids, counts
+
+
+def without_datapoints(ev: pa.Table, resp: pa.Table, dps: pa.Table, ids: set[str]
+                       ) -> tuple[pa.Table, pa.Table, pa.Table, int]:
+    """The three phases' records less those of the datapoints ``ids`` (answers and judgments
+    included: a judgment is found by its datapoint or by its answer), and how many judgments."""
+    if not ids:
+        return ev, resp, dps, 0
+    left = pa.array(sorted(ids), pa.string())
+
+    def hit(table: pa.Table, field: str, values: pa.Array) -> pa.ChunkedArray:
+        return pc.fill_null(pc.is_in(table.column(field), value_set=values), False)
+
+    dps = dps.filter(pc.invert(hit(dps, "id", left)))
+    resp_hit = hit(resp, "datapoint_id", left)
+    answers = pa.array(sorted({str(r) for r in resp.filter(resp_hit).column("id").to_pylist() if r is not None}),
+                       pa.string())
+    resp = resp.filter(pc.invert(resp_hit))
+    ev_hit = pc.or_(hit(ev, "datapoint_id", left), hit(ev, "response_id", answers))
+    n = int(pc.sum(ev_hit).as_py() or 0)
+    return ev.filter(pc.invert(ev_hit)), resp, dps, n
