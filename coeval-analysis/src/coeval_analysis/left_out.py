@@ -17,7 +17,7 @@ from coeval.storage.records import datapoint_slot
 
 from coeval_analysis.data import DataQuality
 
-__all__ = ["above_total", "left_out_by_config", "slots_by_config", "without_datapoints"]
+__all__ = ["above_total", "leave_out_above_total", "left_out_by_config", "slots_by_config", "without_datapoints"]
 
 _ROLE_FIELD = {"teacher": "teacher_model_id", "student": "student_model_id", "judge": "judge_model_id"}
 
@@ -138,3 +138,16 @@ def without_datapoints(ev: pa.Table, resp: pa.Table, dps: pa.Table, ids: set[str
     ev_hit = pc.or_(hit(ev, "datapoint_id", left), hit(ev, "response_id", answers))
     n = int(pc.sum(ev_hit).as_py() or 0)
     return ev.filter(pc.invert(ev_hit)), resp, dps, n
+
+
+def leave_out_above_total(
+    tables: tuple[pa.Table, pa.Table, pa.Table], meta: dict[str, Any], config: dict[str, Any],
+    target_attrs: dict[str, dict[str, list[str]]], quality: DataQuality,
+) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """The (evaluation, response, datapoint) records less those of the datapoints above a
+    lowered ``sampling.total`` (counted in ``quality``), as status leaves them out."""
+    ev, resp, dps = tables
+    above, quality.left_out_datapoints = above_total(dps, slots_by_config(meta, config, target_attrs))
+    ev, resp, dps, n_above = without_datapoints(ev, resp, dps, above)
+    quality.n_left_out_by_config += n_above
+    return ev, resp, dps

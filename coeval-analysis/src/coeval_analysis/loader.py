@@ -39,10 +39,8 @@ from coeval_analysis.errors import AnalysisInputError
 from coeval_analysis.left_out import (
     _leave_out_removed,
     _without_models,
-    above_total,
+    leave_out_above_total,
     left_out_by_config,
-    slots_by_config,
-    without_datapoints,
 )
 from coeval_analysis.record_tables import (
     _count_invalid_scores,
@@ -134,9 +132,7 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     )
     dps, dp_bad = read_records(jsonl_files(root, PHASE3), _DP_COLUMNS, _ID_HASH)
     resp, dps = _without_models(resp, left_out)[0], _without_models(dps, left_out)[0]
-    above, quality.left_out_datapoints = above_total(dps, slots_by_config(meta, config, target_attrs))
-    ev, resp, dps, n_above = without_datapoints(ev, resp, dps, above)
-    quality.n_left_out_by_config += n_above
+    ev, resp, dps = leave_out_above_total((ev, resp, dps), meta, config, target_attrs, quality)
 
     # ---- vocabularies shared by all tables ---------------------------------------------
     models = Vocabulary(
