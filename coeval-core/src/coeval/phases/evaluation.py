@@ -41,8 +41,8 @@ from coeval.evaluators.routing import judge_factors, routed_to
 from coeval.phases._evaluation_records import call_record, model_free_record
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
+from coeval.phases.generation import beyond_slots
 from coeval.phases.plans import PlannedCalls, plan_evaluation
-from coeval.phases.slots import beyond_slots
 from coeval.storage.record_inputs import stale_evaluation
 from coeval.storage.records import (
     ID_HEAD,

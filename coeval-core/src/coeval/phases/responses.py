@@ -22,8 +22,8 @@ from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.run.limits import within_limit
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
+from coeval.phases.generation import beyond_slots
 from coeval.phases.plans import PlannedCalls, plan_response_collection
-from coeval.phases.slots import beyond_slots
 from coeval.prompts import render_prompt
 from coeval.storage.record_inputs import DATAPOINT_HASH, datapoint_version, stale_response
 from coeval.storage.records import (

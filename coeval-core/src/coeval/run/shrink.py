@@ -13,7 +13,7 @@ from typing import Any
 from coeval.config.model import Config
 from coeval.contract.manager import registries
 from coeval.phases.base import RunView
-from coeval.phases.slots import beyond_slots, slot_counts
+from coeval.phases.generation import beyond_slots, slot_counts
 from coeval.run.drift import Change
 from coeval.storage.records import datapoint_slot, load_phase_records
 from coeval.storage.run_folder import RunFolder
