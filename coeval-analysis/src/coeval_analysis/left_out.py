@@ -80,7 +80,7 @@ def _total_of(task: dict[str, Any], meta: dict[str, Any]) -> int | None:
 def slots_by_config(meta: dict[str, Any], config: dict[str, Any], target_attrs: dict[str, dict[str, list[str]]]
                     ) -> dict[tuple[str, str], int]:
     """(task, teacher) -> slots of the snapshot's teachers that write by slot, as the run counts
-    them (:func:`coeval.phases.slots.slot_counts`): ``sampling.total``, or the whole
+    them (:func:`coeval.phases.generation.slot_counts`): ``sampling.total``, or the whole
     cross-product for ``target_attributes: complete``. Tasks with their own ``data`` and
     teachers on a virtual interface (a benchmark, ``coeval ingest``) have none."""
     facts = registries()
