@@ -70,9 +70,10 @@ def _leave_out_removed(
 def _total_of(task: dict[str, Any], meta: dict[str, Any]) -> int | None:
     """The task's ``sampling.total`` in the snapshot, or its full total when a ``--limit`` run
     recorded one (``meta.json``'s ``limit``, as status reads it); None when not a number."""
-    sampling = task.get("sampling") if isinstance(task.get("sampling"), dict) else {}
-    total = sampling.get("total", SamplingConfig().total)
-    full = ((meta.get(LIMIT_KEY) or {}).get("full_totals") or {}) if isinstance(meta.get(LIMIT_KEY), dict) else {}
+    sampling, limit = task.get("sampling"), meta.get(LIMIT_KEY)
+    total = sampling.get("total", SamplingConfig().total) if isinstance(sampling, dict) else SamplingConfig().total
+    full = limit.get("full_totals") if isinstance(limit, dict) else None
+    full = full if isinstance(full, dict) else {}
     known = [t for t in (total, full.get(str(task.get("name")))) if isinstance(t, int) and not isinstance(t, bool)]
     return max(known) if known else None
 
