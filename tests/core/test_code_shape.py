@@ -388,7 +388,6 @@ KNOWN_LONG_MODULES = {'coeval.config.validate': 724,
  'coeval.run.runner': 671,
  'coeval.scheduler.core': 938,
  'coeval_analysis.analysis': 602,
- 'coeval_analysis.loader': 895,
  'coeval_analysis.reports.html': 1039,
  'coeval_analysis.stats.measurement': 686}
 

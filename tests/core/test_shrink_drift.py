@@ -51,7 +51,7 @@ def test_removing_a_judge_role_and_lowering_the_total_are_refused(finished: Path
     result = _continue(finished, raw)
     assert result.exit_code == 2, result.output
     assert "model b: roles.judge" in result.output and "no longer a judge" in result.output
-    assert "task qa: sampling.total" in result.output and "1 datapoints of a above it stay on disk" in result.output
+    assert "task qa: sampling.total" in result.output and "1 datapoints of a above it (qa__a__00003) stay on disk" in result.output
 
 
 def test_allow_drift_says_what_is_kept_and_left_out(finished: Path) -> None:
@@ -59,7 +59,7 @@ def test_allow_drift_says_what_is_kept_and_left_out(finished: Path) -> None:
     raw["tasks"][0]["sampling"]["total"] = 2
     result = _continue(finished, raw, "--allow-drift")
     assert result.exit_code == 0, result.output
-    assert "1 datapoints of b above it stay on disk, left out of status and analysis" in result.output
+    assert "1 datapoints of b above it (qa__b__00003) stay on disk with their answers and judgments, left out of status and analysis" in result.output
 
 
 def test_a_limit_or_a_subset_is_not_a_shrink(finished: Path) -> None:
@@ -93,3 +93,24 @@ def test_analyze_leaves_out_a_model_removed_with_allow_drift(work: Path) -> None
     left = [w for w in summary["warnings"] if w["kind"] == "left_out_by_config"]
     assert {w["subject"] for w in left} == {"c"} and "no longer a judge" in " ".join(w["message"] for w in left)
     assert "c: no longer a" in result.output
+
+
+def test_a_complete_cross_product_above_the_total_is_no_shrink(work: Path) -> None:
+    """``target_attributes: complete`` writes every combination phase 1 found, more than the
+    total of 2: those slots are the run's own, and --continue goes on with nothing left out."""
+    raw = copy.deepcopy(BASE)
+    raw["tasks"] = [task(total=2, target_attributes="complete")]
+    path = work / "c.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    assert CliRunner().invoke(cli, ["run", "c.yaml"]).exit_code == 0
+    run = work / "runs" / "exp"
+    assert sum(1 for f in (run / "phase3_datapoints").glob("*.jsonl") for _ in f.read_text().splitlines()) > 2 * 2
+    result = _continue(path, raw)
+    assert result.exit_code == 0, result.output
+    assert "sampling.total" not in result.output
+    analysed = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--out", str(work / "out"), "--bootstrap", "0"])
+    assert analysed.exit_code == 0, analysed.output
+    import json
+
+    quality = json.loads((work / "out" / "summary.json").read_text())["data_quality"]
+    assert (quality["left_out_datapoints"], quality["n_left_out_by_config"]) == ({}, 0)

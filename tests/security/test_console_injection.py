@@ -65,3 +65,32 @@ def test_analyze_prints_hostile_names_as_text(hostile_run: Path, tmp_path: Path)
     assert done.returncode == 0, done.stderr
     _clean(done.stdout + done.stderr)
     assert MARKUP_STUDENT in done.stdout
+
+
+def test_status_json_prints_no_c1_or_bidi_character(hostile_run: Path) -> None:
+    """``status --json`` is read on a terminal too: C0 characters are JSON escapes already;
+    C1 (``\\x9b`` opens a CSI sequence) and bidi overrides from run data are dropped."""
+    done = _coeval("status", "--run", str(hostile_run), "--json", cwd=hostile_run.parent)
+    assert done.returncode in (0, 1), done.stderr
+    _clean(done.stdout + done.stderr)
+    status = json.loads(done.stdout)
+    assert [e["error"] for e in status["recent_errors"]] == [HOSTILE_ERROR.replace("\x9b", "").replace("\u202e", "")]
+
+
+def test_scheduler_console_lines_are_plain_text() -> None:
+    """A lane's console line (its URL comes from the config, its error from the server) is
+    printed without control characters."""
+    import io
+
+    from coeval.console.progress import ProgressReporter
+    from coeval.scheduler import Scheduler
+    from rich.console import Console
+
+    from tests.core.scheduler_helpers import ScriptedInterface
+
+    out = io.StringIO()
+    reporter = ProgressReporter(console=Console(file=out, force_terminal=False, width=200))
+    scheduler = Scheduler({"m": ScriptedInterface(name="m")}, progress=reporter)
+    scheduler._say("http://x\x1b]0;pwned\x07\x9b2J\u202e: cannot connect")
+    _clean(out.getvalue())
+    assert out.getvalue().strip() == "http://x]0;pwned2J: cannot connect"

@@ -61,6 +61,8 @@ class DataQuality:
     #: records of models the run's config no longer has in that role (after --allow-drift)
     n_left_out_by_config: int = 0
     left_out_models: dict[str, list[str]] = field(default_factory=dict)  #: role -> models
+    #: task -> teacher -> datapoints above a lowered sampling.total (left out with their records)
+    left_out_datapoints: dict[str, dict[str, int]] = field(default_factory=dict)
     phase3: PhaseQuality = field(default_factory=PhaseQuality)
     phase4: PhaseQuality = field(default_factory=PhaseQuality)
 
@@ -82,6 +84,7 @@ class DataQuality:
             "n_failed_responses_scored": self.n_failed_responses_scored,
             "n_left_out_by_config": self.n_left_out_by_config,
             "left_out_models": {k: list(v) for k, v in self.left_out_models.items()},
+            "left_out_datapoints": {k: dict(v) for k, v in self.left_out_datapoints.items()},
             "datapoints": self.phase3.as_dict(),
             "responses": self.phase4.as_dict(),
         }

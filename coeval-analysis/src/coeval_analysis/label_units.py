@@ -18,7 +18,8 @@ from typing import Any
 from coeval.storage.run_folder import iter_jsonl
 
 from coeval_analysis.human_labels import LEVELS, Answer, HumanLabel, current_answers, level_name
-from coeval_analysis.loader import _label_attributes, _read_config, _task_rubrics, llm_factors
+from coeval_analysis.run_files import _label_attributes, _read_config, _task_rubrics
+from coeval_analysis.score_units import llm_factors
 
 __all__ = ["CSV_COLUMNS", "EXPORT_COLUMNS", "LabelUnits", "read_label_csv", "write_label_csv"]
 

@@ -249,13 +249,20 @@ def flag_constant_raters(summary: dict[str, Any]) -> None:
 
 
 def _left_out_by_config(quality: dict[str, Any]) -> list[dict[str, Any]]:
-    """Models the run's config no longer has: their records are not ranked (as status does)."""
+    """Models the run's config no longer has, and datapoints above a lowered sampling.total:
+    their records are not ranked (as status does)."""
     left = quality.get("left_out_models") or {}
     return [
         {"kind": "left_out_by_config", "subject": name,
          "message": f"{name}: no longer a {role} in the run's config.yaml: its records as {role} stay on disk "
                     "and are left out of the analysis (as coeval status leaves them out)"}
         for role, names in sorted(left.items()) for name in names
+    ] + [
+        {"kind": "left_out_by_config", "subject": task,
+         "message": f"{task}: {sum(per.values())} datapoints above sampling.total in the run's config.yaml stay on "
+                    "disk and are left out of the analysis, with their answers and judgments (as coeval status "
+                    "leaves them out)"}
+        for task, per in sorted((quality.get("left_out_datapoints") or {}).items())
     ]  # fmt: skip
 
 

@@ -23,7 +23,7 @@ DATA_QUALITY_LABELS: dict[str, str] = {
     "n_unknown_factor_scores": "scores of factors not in the task's rubric, not used",
     "n_duplicate_scores": "factors scored twice for one answer and judge (the last counts)",
     "n_failed_responses_scored": "scores of answers whose phase-4 record failed",
-    "n_left_out_by_config": "records of models the run's config no longer has in that role, not used",
+    "n_left_out_by_config": "records of models the run's config no longer has in that role, or of datapoints above its sampling.total, not used",
 }
 
 #: per-phase counts of datapoints (phase 3) and responses (phase 4)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the rest loads on the first label page: `coeval --help` lis
 
     from coeval_analysis.label_suggestions import Candidate
     from coeval_analysis.label_units import LabelUnits
+    from coeval_analysis.viewer.guard import ViewGuard
     from coeval_analysis.viewer.store import RunStore
 
 __all__ = ["LabelDesk", "handle_post"]
@@ -211,14 +212,6 @@ show();
 """
 
 
-def _allowed_hosts(handler: BaseHTTPRequestHandler) -> set[str]:
-    address: Any = handler.server.server_address
-    host, port = address[0], address[1]
-    name = host.decode() if isinstance(host, bytes) else str(host)
-    names = {name, "127.0.0.1", "localhost", "[::1]"} if name in ("127.0.0.1", "localhost", "::1") else {name}
-    return {f"{n}:{port}" for n in names}
-
-
 def _reply(handler: BaseHTTPRequestHandler, status: int, obj: dict[str, Any]) -> None:
     data = json.dumps(obj).encode("utf-8")
     handler.send_response(status)
@@ -228,18 +221,16 @@ def _reply(handler: BaseHTTPRequestHandler, status: int, obj: dict[str, Any]) ->
     handler.wfile.write(data)
 
 
-def handle_post(handler: BaseHTTPRequestHandler, desk: LabelDesk | None, n_runs: int) -> None:
-    """``POST /r/<k>/label`` (the only POST the viewer answers; 404 without ``--label``)."""
+def handle_post(handler: BaseHTTPRequestHandler, desk: LabelDesk | None, n_runs: int, guard: ViewGuard) -> None:
+    """``POST /r/<k>/label`` (the only POST the viewer answers; 404 without ``--label``).
+    The server's ``do_POST`` has admitted the request (``guard.admit``: its Host); a label
+    is taken only from the viewer's own page (``guard.same_origin``)."""
     segments = [unquote(s) for s in urlsplit(handler.path).path.split("/") if s]
     route = len(segments) == 3 and segments[0] == "r" and segments[2] == "label" and segments[1].isdigit()
     if desk is None or not route or int(segments[1]) >= n_runs:
         _reply(handler, HTTPStatus.NOT_FOUND, {"error": "no such route"})
         return
-    host = handler.headers.get("Host", "")
-    if host not in _allowed_hosts(handler):
-        _reply(handler, HTTPStatus.MISDIRECTED_REQUEST, {"error": f"Host {host!r} is not this viewer"})
-        return
-    if handler.headers.get("Origin") != f"http://{host}":
+    if not guard.same_origin(handler.headers):
         _reply(handler, HTTPStatus.FORBIDDEN, {"error": "labels are taken only from the viewer's own page"})
         return
     if handler.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":

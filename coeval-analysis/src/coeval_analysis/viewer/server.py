@@ -148,7 +148,7 @@ class _Handler(BaseHTTPRequestHandler):
         if refusal is not None:
             self._refuse(refusal.status, refusal.text, refusal.headers)
             return
-        labelling.handle_post(self, self.server.labelling, len(self.server.stores))
+        labelling.handle_post(self, self.server.labelling, len(self.server.stores), self.server.guard)
 
     def _route(self, segments: list[str], query: dict[str, str]) -> tuple[int, str, str]:
         stores = self.server.stores

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from coeval.cli.errors import UserError
@@ -37,6 +39,14 @@ def _used(run: RunFolder, change: Change) -> bool:
     return _role(change) == "teacher" and any(any((run.root / d).glob("*")) for d in early if (run.root / d).is_dir())
 
 
+def _allowed_before(meta: dict[str, Any], change: Change) -> bool:
+    """Whether ``--allow-drift`` already let this very shrink through (``meta.json``'s
+    ``drift``): what it leaves out stays left out, and is not asked about again."""
+    seen = {"kind": change.kind, "name": change.name, "setting": change.setting, "old": change.old, "new": change.new}
+    return any(isinstance(entry, dict) and seen in (entry.get("changes") or [])
+               for entry in meta.get("drift") or [])
+
+
 def check_drift(config: Config, *, allow_drift: bool, dry_run: bool, whole: Config | None = None) -> None:
     """Raise a :class:`UserError` (exit 2) naming each changed setting, unless allowed.
 
@@ -48,7 +58,8 @@ def check_drift(config: Config, *, allow_drift: bool, dry_run: bool, whole: Conf
     if not run.exists():
         return
     meta = run.read_meta()
-    changes = find_drift(meta.get("settings"), config) + find_shrink(run, meta, whole or config)
+    shrink = [c for c in find_shrink(run, meta, whole or config) if not _allowed_before(meta, c)]
+    changes = find_drift(meta.get("settings"), config) + shrink
     if not changes:
         return
     unused = {c for c in changes if not _used(run, c)}

@@ -259,7 +259,7 @@ def command(run_path: str | None, config_path: str | None, as_json: bool, fetch_
             _fetch(run, keys)
         status = collect_status(run.root)
     if as_json:
-        click.echo(json.dumps(status, indent=2, ensure_ascii=False))
+        click.echo(plain(json.dumps(status, indent=2, ensure_ascii=False)))  # C0 are JSON escapes; C1, bidi go
     elif quiet:
         click.echo(plain(f"{status['run']}: {status['status']}"))  # one line, for scripts
     else:

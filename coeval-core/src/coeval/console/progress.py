@@ -36,6 +36,7 @@ from rich.text import Text
 
 from coeval.scheduler.batching.watch import BatchWatch
 from coeval.console.eta import RecentRate, format_eta, hms
+from coeval.console.text import plain
 
 __all__ = ["NullProgress", "PhaseTracker", "ProgressReporter"]
 
@@ -192,7 +193,7 @@ class ProgressReporter:
         self.trackers: list[PhaseTracker] = []
         self._live: _LiveProgress | None = None
         #: batch jobs being waited for: one line per job, and the bars' "waiting for batch"
-        self.batch_watch = BatchWatch(say=self._say)
+        self.batch_watch = BatchWatch(say=self.say)
 
     def start_phase(self, phase_id: str, total: int) -> PhaseTracker:
         tracker = PhaseTracker(phase_id, total, self)
@@ -221,10 +222,11 @@ class ProgressReporter:
         if self.summary:
             self.console.print(tracker.summary_line(), markup=False, highlight=False, soft_wrap=True)
 
-    def _say(self, line: str) -> None:
-        """One plain line above the bars (none when summaries are off: quiet, embedding)."""
+    def say(self, line: str) -> None:
+        """One plain line above the bars (none when summaries are off: quiet, embedding),
+        without control characters: lane URLs and server errors in it are untrusted."""
         if self.summary:
-            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+            self.console.print(plain(line), markup=False, highlight=False, soft_wrap=True)
 
     def close(self) -> None:
         if self._live is not None:

@@ -41,6 +41,7 @@ from coeval.evaluators.routing import judge_factors, routed_to
 from coeval.phases._evaluation_records import call_record, model_free_record
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
+from coeval.phases.generation import beyond_slots
 from coeval.phases.plans import PlannedCalls, plan_evaluation
 from coeval.storage.record_inputs import stale_evaluation
 from coeval.storage.records import (
@@ -66,8 +67,10 @@ class EvaluationState:
         self.tasks = {t.name: t for t in view.config.tasks}
         self.datapoints = load_phase_records(view.run, "data_generation")
         self.all_responses = load_phase_records(view.run, "response_collection")
+        above = beyond_slots(view, self.datapoints.values())  # a lowered sampling.total leaves them out
         self.responses = [
-            r for r in self.all_responses.values() if r.get("task_id") in self.tasks and usable_response(r)
+            r for r in self.all_responses.values()
+            if r.get("task_id") in self.tasks and usable_response(r) and r.get("datapoint_id") not in above
         ]
         self.evaluations = load_phase_records(view.run, "evaluation")
         self._rubrics: dict[str, Mapping[str, Any] | None] = {}
@@ -117,7 +120,8 @@ class SurveyState(EvaluationState):
                     {"id": rid.decode(), "task_id": self._shared.setdefault(task, task), "datapoint_id": dp_id.decode()}
                     if task in self.tasks else None
                 )
-        self.responses = [r for r in responses.values() if r is not None]
+        above = beyond_slots(view, self.datapoints.values())  # a lowered sampling.total leaves them out
+        self.responses = [r for r in responses.values() if r is not None and r.get("datapoint_id") not in above]
         #: When every evaluation is an ok record in our layout (a finished run): id bytes ->
         #: its scores segment, and each distinct segment's factors. Else None, and
         #: ``evaluations`` holds a brief per id.

@@ -9,12 +9,17 @@ Modes: New (nothing may exist yet), Keep (skip the phase when it has datapoints)
 (fill missing and failed slots), Model (skip a (task, teacher) that already has datapoints).
 Teachers on a virtual interface (``benchmark``) make no calls: their datapoints come from
 ``coeval ingest``. A task with its own ``data`` gets its rows instead (:mod:`.own_data`).
+
+A lowered ``sampling.total`` (drift let through with ``--allow-drift``) leaves the datapoints
+above the slots (:func:`beyond_slots`) on disk, and the run, ``coeval status`` and ``coeval
+analyze`` leave them out with their answers and judgments. Datapoints no config teacher wrote
+by slot (a task's own data, a benchmark teacher's, a teacher the config lacks) never are.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -28,11 +33,19 @@ from coeval.phases.plans import PlannedCalls, plan_data_generation
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, parse_datapoint
 from coeval.quality import ItemGate, gate_for
-from coeval.storage.records import call_fields, datapoint_id, is_ok, load_file_records, record_status, utc_now
+from coeval.storage.records import (
+    call_fields,
+    datapoint_id,
+    datapoint_slot,
+    is_ok,
+    load_file_records,
+    record_status,
+    utc_now,
+)
 from coeval.phases._sampling import AttributeDraw, AttributeSampler
 from coeval.scheduler.work import WorkItem, WorkOutcome
 
-__all__ = ["DataGenerationPhase", "sampler_for"]
+__all__ = ["DataGenerationPhase", "beyond_slots", "sampler_for", "slot_counts"]
 
 
 def sampler_for(view: RunView, task: TaskConfig, teacher: str) -> AttributeSampler | None:
@@ -51,6 +64,32 @@ def sampler_for(view: RunView, task: TaskConfig, teacher: str) -> AttributeSampl
         complete=task.target_attributes == "complete",
         always_include=task.label_attributes,
     )
+
+
+def slot_counts(view: RunView) -> dict[tuple[str, str], int]:
+    """(task, teacher) -> slots, for each task without its own data and each config teacher
+    that makes calls."""
+    out: dict[tuple[str, str], int] = {}
+    for task in view.config.tasks:
+        if task.data is not None:
+            continue
+        for teacher in view.callable_models("teacher"):
+            sampler = sampler_for(view, task, teacher.name)
+            out[(task.name, teacher.name)] = sampler.slots() if sampler is not None else task.sampling.total
+    return out
+
+
+def beyond_slots(view: RunView, datapoints: Iterable[Mapping[str, Any]],
+                 slots: Mapping[tuple[str, str], int] | None = None) -> set[str]:
+    """Ids of the ``datapoints`` above the slots of their (task, teacher)."""
+    slots = slot_counts(view) if slots is None else slots
+    out: set[str] = set()
+    for dp in datapoints:
+        limit = slots.get((str(dp.get("task_id")), str(dp.get("teacher_model_id"))))
+        seq = datapoint_slot(str(dp.get("id", ""))) if limit is not None else None
+        if seq is not None and limit is not None and seq > limit:
+            out.add(str(dp["id"]))
+    return out
 
 
 def _attrs_text(values: dict[str, str]) -> str:

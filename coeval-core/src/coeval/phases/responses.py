@@ -22,6 +22,7 @@ from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.run.limits import within_limit
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
+from coeval.phases.generation import beyond_slots
 from coeval.phases.plans import PlannedCalls, plan_response_collection
 from coeval.prompts import render_prompt
 from coeval.storage.record_inputs import DATAPOINT_HASH, datapoint_version, stale_response
@@ -56,13 +57,15 @@ def samples_of(view: RunView, datapoint: dict[str, Any]) -> int:
 
 def usable_datapoints(view: RunView) -> list[dict[str, Any]]:
     """Datapoints of the config's tasks that students may answer, in file order (under
-    ``--limit N``, N per (task, teacher))."""
+    ``--limit N``, N per (task, teacher); none above a lowered ``sampling.total``)."""
     tasks = {t.name for t in view.config.tasks}
     callable_teachers = {m.name for m in view.callable_models("teacher")}
+    datapoints = load_phase_records(view.run, "data_generation")
+    above = beyond_slots(view, datapoints.values())  # a lowered sampling.total leaves them out
     usable = (
         dp
-        for dp in load_phase_records(view.run, "data_generation").values()
-        if dp.get("task_id") in tasks and usable_datapoint(dp)
+        for dp in datapoints.values()
+        if dp.get("task_id") in tasks and usable_datapoint(dp) and dp.get("id") not in above
     )
     return within_limit(view.config, usable, callable_teachers.__contains__)  # --limit: every teacher
 

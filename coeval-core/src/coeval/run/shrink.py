@@ -11,8 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from coeval.config.model import Config
+from coeval.contract.manager import registries
+from coeval.phases.base import RunView
+from coeval.phases.generation import beyond_slots, slot_counts
 from coeval.run.drift import Change
-from coeval.storage.records import load_phase_records
+from coeval.storage.records import datapoint_slot, load_phase_records
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["find_shrink"]
@@ -46,15 +49,30 @@ def find_shrink(run: RunFolder, meta: Mapping[str, Any], config: Config) -> list
             what = "removed from the config" if name not in current else f"no longer a {role}"
             changes.append(Change("model", name, f"roles.{role}", f"{n} records as {role}",
                                   f"{what}: its {n} records stay on disk, left out of status and analysis"))
-    for task in config.tasks:
-        for teacher in (m.name for m in config.models if "teacher" in m.roles):
-            slots = [int(str(dp.get("id", "")).rsplit("__", 1)[-1])
-                     for dp in load_phase_records(run, "data_generation").values()
-                     if dp.get("task_id") == task.name and dp.get("teacher_model_id") == teacher
-                     and str(dp.get("id", "")).rsplit("__", 1)[-1].isdigit()]
-            beyond = sum(1 for s in slots if s > task.sampling.total)
-            if beyond:
-                changes.append(Change("task", task.name, "sampling.total", f"{max(slots)} datapoints of {teacher}",
-                                      f"{task.sampling.total}: {beyond} datapoints of {teacher} above it stay on "
-                                      "disk, left out of status and analysis"))
+    changes.extend(_above_total(run, config))
+    return changes
+
+
+def _above_total(run: RunFolder, config: Config) -> list[Change]:
+    """Per (task, teacher), the datapoints above the config's slots (a lower ``sampling.total``):
+    they stay on disk, and the run, status and analysis leave them out with their answers and
+    judgments. Ingested datapoints and those of a task's own data are not counted in slots."""
+    view = RunView(config, run, registries())
+    slots = slot_counts(view)
+    datapoints = list(load_phase_records(run, "data_generation").values())
+    above = beyond_slots(view, datapoints, slots)
+    by_group: dict[tuple[str, str], list[str]] = {}
+    for dp in datapoints:
+        by_group.setdefault((str(dp.get("task_id")), str(dp.get("teacher_model_id"))), []).append(str(dp.get("id", "")))
+    changes: list[Change] = []
+    for (task, teacher), limit in slots.items():
+        mine = by_group.get((task, teacher), [])
+        left = sorted(i for i in mine if i in above)
+        if not left:
+            continue
+        most = max(s for i in mine if (s := datapoint_slot(i)) is not None)
+        shown = ", ".join(left[:3]) + (f", ... ({len(left)} in all)" if len(left) > 3 else "")
+        changes.append(Change("task", task, "sampling.total", f"{most} datapoints of {teacher}",
+                              f"{limit}: {len(left)} datapoints of {teacher} above it ({shown}) stay on disk with "
+                              "their answers and judgments, left out of status and analysis"))
     return changes

@@ -722,7 +722,7 @@ class Scheduler:
         (log.info if printed else log.warning)("%s", redact(line))
         if printed:
             assert self.progress is not None
-            self.progress.console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
+            self.progress.say(redact(line))
 
     def _classify(self, iface: Interface, exc: Exception) -> ModelError:
         if isinstance(exc, TimeoutError) and not isinstance(exc, ModelError):

@@ -31,6 +31,7 @@ __all__ = [
     "call_fields",
     "transcript_fields",
     "datapoint_id",
+    "datapoint_slot",
     "evaluation_id",
     "is_ok",
     "latest_by_id",
@@ -52,6 +53,14 @@ FAILED = "failed"
 
 def datapoint_id(task: str, teacher: str, seq: int) -> str:
     return f"{task}__{teacher}__{seq:05d}"
+
+
+def datapoint_slot(datapoint: str) -> int | None:
+    """The slot ``seq`` of a datapoint id ``{task}__{teacher}__{seq:05d}``; None when the id
+    ends otherwise. Only a teacher's own datapoints are numbered by slot: an ingested id
+    may end in digits too, so callers check the teacher first."""
+    tail = str(datapoint).rsplit("__", 1)[-1]
+    return int(tail) if tail.isdigit() else None
 
 
 def response_id(datapoint: str, student: str, sample: int = 1) -> str:

@@ -1,0 +1,96 @@
+"""The small files of a run folder the analysis reads: ``meta.json``, the config snapshot,
+the rubrics and target attributes of each task, and the phase folders' JSONL files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from coeval.config._yaml import load_yaml_guarded
+from coeval.storage.run_folder import PHASE_DIRS, RunFolder
+
+from coeval_analysis.errors import AnalysisInputError
+
+__all__ = ["PHASE3", "PHASE4", "PHASE5", "jsonl_files"]
+
+# the run-folder layout is the core storage layer's: read through it, never spelt again here
+PHASE3 = PHASE_DIRS["data_generation"]
+PHASE4 = PHASE_DIRS["response_collection"]
+PHASE5 = PHASE_DIRS["evaluation"]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise AnalysisInputError(f"{path}: not valid JSON ({exc})") from None
+
+
+def _read_config(root: Path) -> dict[str, Any]:
+    path = RunFolder(root).config_path
+    if not path.exists():
+        return {}
+    try:
+        data = load_yaml_guarded(path.read_text(encoding="utf-8"), str(path))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise AnalysisInputError(f"{path}: not valid YAML ({exc})") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _config_tasks(config: dict[str, Any]) -> list[dict[str, Any]]:
+    tasks = config.get("tasks")
+    return [t for t in tasks if isinstance(t, dict)] if isinstance(tasks, list) else []
+
+
+def _task_rubrics(root: Path, config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    rubrics: dict[str, dict[str, Any]] = {}
+    for task in _config_tasks(config):
+        if isinstance(task.get("rubric"), dict):
+            rubrics[str(task.get("name"))] = dict(task["rubric"])
+    for name, path in _task_files(RunFolder(root).rubric_path("*")):
+        data = _read_json(path)
+        if not isinstance(data, dict):
+            raise AnalysisInputError(f"{path}: a rubric must be a JSON object of factor -> criterion")
+        rubrics[name] = data
+    return rubrics
+
+
+def _target_attributes(root: Path, config: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    out: dict[str, dict[str, list[str]]] = {}
+    for task in _config_tasks(config):
+        if isinstance(task.get("target_attributes"), dict):
+            out[str(task.get("name"))] = {
+                str(k): [str(v) for v in (vs if isinstance(vs, list) else [vs])]
+                for k, vs in task["target_attributes"].items()
+            }
+    for name, path in _task_files(RunFolder(root).target_attrs_path("*")):
+        data = _read_json(path)
+        if isinstance(data, dict):
+            out[name] = {str(k): [str(v) for v in (vs if isinstance(vs, list) else [vs])] for k, vs in data.items()}
+    return out
+
+
+def _task_files(pattern: Path) -> list[tuple[str, Path]]:
+    """(task, path) of each per-task artifact matching the storage layer's path for task
+    ``*`` (``phase2_rubric/*.rubric.json``)."""
+    if not pattern.parent.is_dir():
+        return []
+    suffix = pattern.name[1:]
+    return [(path.name[: -len(suffix)], path) for path in sorted(pattern.parent.glob(pattern.name))]
+
+
+def _label_attributes(config: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        str(t.get("name")): [str(a) for a in t["label_attributes"]]
+        for t in _config_tasks(config)
+        if isinstance(t.get("label_attributes"), list) and t["label_attributes"]
+    }
+
+
+def jsonl_files(root: Path, phase: str) -> list[Path]:
+    folder = root / phase
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
