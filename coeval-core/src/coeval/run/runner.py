@@ -73,6 +73,7 @@ from coeval.run.ingested import merge_ingested
 from coeval.run.ledger import Ledger, recount_lost_calls, written_calls
 from coeval.run.meta import RunMeta, a_process_stopped_unfinished
 from coeval.phases.ordering import batch_enabled, models_needed, phases_that_may_run, run_mode
+from coeval.run.result import EXIT_FAILED, EXIT_GAPS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RunError, RunResult
 from coeval.run.signals import Interrupts, handle_signals, stop_gracefully
 from coeval.scheduler import Scheduler, SchedulerLimits
 from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
@@ -102,43 +103,11 @@ __all__ = [
     "run_experiment",
 ]
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_GAPS = 3
-EXIT_INTERRUPTED = 130
-
 _RECORD_PHASES = ("data_generation", "response_collection", "evaluation")
 #: Skip causes that are a graceful stop, not a failure.
 _LIMIT_CAUSES = frozenset({"quota", "budget"})
 #: the name this check had before it moved to :mod:`coeval.run.meta`
 _a_process_stopped_unfinished = a_process_stopped_unfinished
-
-
-class RunError(Exception):
-    """The run cannot start or go on (bad input, busy folder, missing distribution)."""
-
-
-@attrs.frozen
-class RunResult:
-    """What a run did. ``phases`` maps phase id -> :class:`PhaseResult`."""
-
-    exit_code: int
-    run_folder: Path
-    status: str  # completed | incomplete | failed | interrupted | error
-    phases: Mapping[str, PhaseResult] = attrs.field(factory=dict)
-    message: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == EXIT_OK
-
-    def counts(self) -> dict[str, dict[str, int]]:
-        """Per phase: records written ok / failed by this run, items left (quota, ...)."""
-        return {
-            name: {"written": r.written, "failed": r.failed, "skipped": r.skipped, "calls": r.calls}
-            for name, r in self.phases.items()
-        }
 
 
 # ---------------------------------------------------------------------------- the run
