@@ -78,6 +78,7 @@ __all__ = [
     "ALL_RULES",
     "ENVIRONMENT_RULES",
     "disk_issues",
+    "KNOWN_EVALUATORS",
     "KNOWN_METRICS",
     "Validator",
     "judged_factors",
