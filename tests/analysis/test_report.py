@@ -237,7 +237,7 @@ def test_teacher_and_bias_sections_explain_their_columns(report: Path) -> None:
 
 
 def test_the_kappa_matrix_scale_spans_the_pairs_not_the_diagonal() -> None:
-    from coeval_analysis.reports.html import _matrix_figure
+    from coeval_analysis.reports.figures import matrix_figure as _matrix_figure
 
     pairs = [
         {"a": "j1", "b": "j2", "kappa": 0.3},

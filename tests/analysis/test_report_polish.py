@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
-from coeval_analysis.reports.html import _comparison_matrix
+from coeval_analysis.reports.figures import comparison_matrix as _comparison_matrix
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from markupsafe import Markup
 from coeval_analysis.reports.blocks import Section, Text
 
 if TYPE_CHECKING:
-    from coeval_analysis.reports.html import PageContext
+    from coeval_analysis.reports.page import PageContext
 
 __all__ = ["SECTION_LINKS", "VIEWER_URL", "viewer_section"]
 

@@ -7,31 +7,35 @@ except ConfigError as err:
     for issue in err.issues:      # every problem at once: rule, YAML path, line, fix
         print(issue.format())
 
-The loader is imported on first use of one of its names: it asks the plugin layer for the
-installed registries, and that layer itself builds on ``coeval.config.model``, so importing
-the model must not import the loader. Code inside coeval imports from
-``coeval.config.loader`` directly.
+The loader and the rules are imported on first use of one of their names: the loader asks
+the plugin layer for the installed registries, and that layer (the contract's types) builds
+on ``coeval.config.model``, so importing the model must import neither. Code inside coeval
+imports from ``coeval.config.loader`` and ``coeval.config.validate`` directly.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from coeval.config.errors import ConfigError, ValidationIssue
 from coeval.config.model import Config, ExperimentConfig, ModelConfig, SamplingConfig, TaskConfig
-from coeval.config.validate import judged_factors, resolve_run_reference, run_folder_path
 
-if TYPE_CHECKING:
-    from coeval.config.loader import load_config, structure_config, validate_config
-
-_LOADER_NAMES = frozenset({"load_config", "structure_config", "validate_config"})
+#: name -> the module that defines it, imported on first use
+_LAZY = {
+    "load_config": "coeval.config.loader",
+    "structure_config": "coeval.config.loader",
+    "validate_config": "coeval.config.loader",
+    "judged_factors": "coeval.config.validate",
+    "resolve_run_reference": "coeval.config.validate",
+    "run_folder_path": "coeval.config.validate",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _LOADER_NAMES:
+    if name not in _LAZY:
         raise AttributeError(f"module 'coeval.config' has no attribute '{name}'")
-    return getattr(importlib.import_module("coeval.config.loader"), name)
+    return getattr(importlib.import_module(_LAZY[name]), name)
 
 
 __all__ = [

@@ -22,6 +22,7 @@ import attrs
 import yaml
 
 from coeval.config._yaml import load_yaml_guarded
+from coeval.config.credential_record import SECRET_FIELDS, Credentials
 from coeval.interfaces.known import SHIPPED_INTERFACES
 
 __all__ = [
@@ -76,9 +77,6 @@ PROVIDER_ENV_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     "vllm": {"base_url": ("VLLM_BASE_URL",)},
     "azure_ai": {"endpoint": ("AZURE_AI_ENDPOINT",)},
 }
-
-#: Fields of structured entries that are secret.
-SECRET_FIELDS = frozenset({"api_key", "secret_access_key", "session_token", "access_key_id", "access_token"})
 
 _secrets: set[str] = set()
 _secrets_lock = threading.Lock()
@@ -138,36 +136,6 @@ class KeyFileError(ValueError):
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
-
-
-@attrs.frozen(repr=False)
-class Credentials:
-    """What one model needs to authenticate. Never printable."""
-
-    provider: str
-    api_key: str | None = None
-    fields: Mapping[str, Any] = attrs.field(factory=dict)
-    source: str | None = None  # "access_key" | "keys_file" | "env" | None
-
-    def __repr__(self) -> str:
-        shown = {k: ("***" if k in SECRET_FIELDS else v) for k, v in self.fields.items()}
-        key = "***" if self.api_key else None
-        return f"Credentials(provider={self.provider!r}, api_key={key}, fields={shown}, source={self.source!r})"
-
-    __str__ = __repr__
-
-    def get(self, field: str, default: Any = None) -> Any:
-        if field == "api_key":
-            return self.api_key if self.api_key is not None else default
-        return self.fields.get(field, default)
-
-    def fingerprint(self) -> str:
-        """A stable string identifying the credential (hash it before showing it)."""
-        return f"{self.api_key or ''}|{sorted(self.fields.items())!r}"
-
-    @property
-    def present(self) -> bool:
-        return bool(self.api_key) or any(self.fields.get(k) for k in self.fields)
 
 
 def find_keys_file(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path | None:

@@ -11,7 +11,7 @@ second. So a phase of a million zero-latency mock calls pays nothing for its pro
 
 Bars show done/total, rate, retries, failures, spend and an ETA from the recent rate
 (:mod:`coeval.console.eta`), or, while the phase waits for a provider batch job, ``waiting
-for batch`` with the time waited and the provider's own count (:mod:`coeval.scheduler.batching.watch`,
+for batch`` with the time waited and the provider's own count (:mod:`coeval.console.batch_watch`,
 which also prints one line per job submitted). Off a terminal (CI, pipes,
 ``enabled=False``) nothing is drawn, and each phase still ends with one summary line::
 
@@ -34,7 +34,7 @@ from rich.console import Console, RenderableType
 from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TextColumn
 from rich.text import Text
 
-from coeval.scheduler.batching.watch import BatchWatch
+from coeval.console.batch_watch import BatchWatch
 from coeval.console.eta import RecentRate, format_eta, hms
 from coeval.console.text import plain
 

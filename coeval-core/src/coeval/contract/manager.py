@@ -11,16 +11,16 @@ from __future__ import annotations
 import importlib.metadata
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-import attrs
 import click
 import pluggy
 
 from coeval.contract import _core_plugin as builtin_plugin
 from coeval.contract import hookspecs
-from coeval.phases.base import Phase, PlannedCalls
 from coeval.contract.errors import DISABLE_ENV, DuplicateRegistrationError
+from coeval.contract.plans import PlannedCalls
+from coeval.contract.registries import Entry, Registries, Registry
 from coeval.contract.types import (
     BatchRunnerFactory,
     BenchmarkAdapter,
@@ -34,7 +34,7 @@ from coeval.contract.types import (
     ItemCheck,
     Metric,
     MetricFactory,
-    ModelFreeEvaluator,
+    Phase,
     RegisterBatchRunner,
     RegisterBenchmark,
     RegisterEvaluator,
@@ -50,6 +50,7 @@ from coeval.contract.types import (
     Scoring,
     SubmitCalls,
 )
+from coeval.evaluators.base import ModelFreeEvaluator
 
 __all__ = [
     "DISABLE_ENV",
@@ -96,107 +97,6 @@ __all__ = [
 ]
 
 CORE_PLUGIN = "core"
-
-T = TypeVar("T")
-
-
-@attrs.frozen
-class Entry(Generic[T]):
-    """One registered thing, remembered with the plugin that registered it."""
-
-    name: str
-    value: T
-    plugin: str
-    options: dict[str, Any] = attrs.field(factory=dict)
-
-
-class Registry(Generic[T]):
-    """Name -> thing, filled by one registration hook."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self._entries: dict[str, Entry[T]] = {}
-
-    def add(self, name: str, value: T, plugin: str, **options: Any) -> None:
-        if name in self._entries:
-            raise DuplicateRegistrationError(self.kind, name, self._entries[name].plugin, plugin)
-        self._entries[name] = Entry(name, value, plugin, dict(options))
-
-    def get(self, name: str) -> T:
-        return self._entries[name].value
-
-    def entry(self, name: str) -> Entry[T]:
-        return self._entries[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._entries
-
-    def __iter__(self) -> Iterator[Entry[T]]:
-        return iter(self._entries.values())
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def names(self) -> list[str]:
-        return list(self._entries)
-
-    def by_plugin(self, plugin: str) -> list[str]:
-        return [e.name for e in self._entries.values() if e.plugin == plugin]
-
-
-@attrs.define
-class Registries:
-    """Everything all enabled plugins registered."""
-
-    interfaces: Registry[InterfaceFactory] = attrs.field(factory=lambda: Registry("interface"))
-    batch_runners: Registry[BatchRunnerFactory] = attrs.field(factory=lambda: Registry("batch runner"))
-    phases: Registry[Phase] = attrs.field(factory=lambda: Registry("phase"))
-    evaluators: Registry[Evaluator] = attrs.field(factory=lambda: Registry("evaluator"))
-    metrics: Registry[MetricFactory] = attrs.field(factory=lambda: Registry("metric"))
-    benchmarks: Registry[BenchmarkAdapter] = attrs.field(factory=lambda: Registry("benchmark"))
-    reports: Registry[ReportWriter] = attrs.field(factory=lambda: Registry("report"))
-    item_checks: Registry[ItemCheck] = attrs.field(factory=lambda: Registry("item check"))
-
-    def by_hook(self) -> dict[str, Registry[Any]]:
-        """Registration hook name -> the registry it fills. ``register_run_end`` is collected
-        only when a run ends (``collect("register_run_end")``): its hooks may import what a
-        run-end action needs, which no other command should pay for."""
-        return {
-            "register_interfaces": self.interfaces,
-            "register_batch_runners": self.batch_runners,
-            "register_phases": self.phases,
-            "register_evaluators": self.evaluators,
-            "register_metrics": self.metrics,
-            "register_benchmarks": self.benchmarks,
-            "register_reports": self.reports,
-            "register_item_checks": self.item_checks,
-        }
-
-    def interface_facts(self, name: str) -> InterfaceFacts | None:
-        """What the interface registered as ``name`` declared; None when no plugin did."""
-        if name not in self.interfaces:
-            return None
-        options = self.interfaces.entry(name).options
-        return InterfaceFacts(
-            name=name,
-            requires_model=options.get("requires_model", True) is not False,
-            virtual_teacher=bool(options.get("virtual_teacher", False)),
-            batches=name in self.batch_runners,
-            exempt_item_checks=tuple(options.get("exempt_item_checks", ())),
-        )
-
-    def all(self) -> dict[str, Registry[Any]]:
-        return {
-            "interfaces": self.interfaces,
-            "batch_runners": self.batch_runners,
-            "phases": self.phases,
-            "evaluators": self.evaluators,
-            "metrics": self.metrics,
-            "benchmarks": self.benchmarks,
-            "reports": self.reports,
-            "item_checks": self.item_checks,
-        }
-
 
 _pm: pluggy.PluginManager | None = None
 _registries: Registries | None = None

@@ -14,24 +14,22 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from coeval.evaluators.base import (
+from coeval.contract.evaluation import (
     EvaluationCall,
     EvaluationFailed,
     EvaluationRequest,
     EvaluationResult,
     Evaluator,
-    ModelFreeEvaluator,
     Scorer,
     Scoring,
     SubmitCalls,
 )
 
 if TYPE_CHECKING:
-    from coeval.scheduler.batching.base import BatchRunner
+    from coeval.config.credential_record import Credentials
     from coeval.config.model import ModelConfig
-    from coeval.config.credentials import Credentials
     from coeval.interfaces.base import Interface
-    from coeval.phases.base import Phase
+    from coeval.interfaces.batch import BatchRunner
 
 __all__ = [
     "BatchRunnerFactory",
@@ -49,7 +47,7 @@ __all__ = [
     "InterfaceFactory",
     "Metric",
     "MetricFactory",
-    "ModelFreeEvaluator",
+    "Phase",
     "RegisterBatchRunner",
     "RegisterBenchmark",
     "RegisterEvaluator",
@@ -62,6 +60,29 @@ __all__ = [
     "Scoring",
     "SubmitCalls",
 ]
+
+@runtime_checkable
+class Phase(Protocol):
+    """What the phase registry holds: a phase's id, what runs before it and the modes it
+    accepts. :class:`coeval.phases.base.Phase` is this protocol with the run's types
+    (``survey(view: RunView) -> Survey``, ``run(ctx: PhaseContext)``), which a phase
+    implements; the contract names only its shape, so it imports no phase code."""
+
+    #: Phase id, the key of ``experiment.phases`` (e.g. ``"evaluation"``).
+    name: str
+    #: Phases that must run before this one (third-party phases run after these).
+    after: tuple[str, ...]
+    #: Modes this phase accepts.
+    modes: tuple[str, ...]
+
+    def survey(self, view: Any, /) -> Any:
+        """Expected vs present items under the current config (no calls, no writes)."""
+        ...
+
+    async def run(self, ctx: Any, /) -> None:
+        """Make the calls ``ctx.mode`` asks for."""
+        ...
+
 
 #: ``factory(model, credentials)`` -> an :class:`coeval.interfaces.Interface` (usually the class itself).
 InterfaceFactory = Callable[["ModelConfig", "Credentials | None"], "Interface"]

@@ -17,7 +17,7 @@ import attrs
 
 if TYPE_CHECKING:
     from coeval.config.model import ModelConfig
-    from coeval.config.credentials import Credentials
+    from coeval.config.credential_record import Credentials
 
 __all__ = [
     "CallGivenBack",

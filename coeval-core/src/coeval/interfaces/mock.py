@@ -63,7 +63,7 @@ from coeval.interfaces.base import (
 
 if TYPE_CHECKING:
     from coeval.config.model import ModelConfig
-    from coeval.config.credentials import Credentials
+    from coeval.config.credential_record import Credentials
 
 __all__ = ["MockInterface", "MockParameterError"]
 

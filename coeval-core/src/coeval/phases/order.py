@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from coeval.config.model import PHASE_IDS
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.contract.registries import Registries
 
 __all__ = ["ordered_phases"]
 

@@ -33,46 +33,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sys
-import uuid
-from collections import Counter
-from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
+from coeval.config.credentials import redact
 from coeval.config.model import Config
-from coeval.config.validate import disk_issues, resolve_run_reference
-from coeval.planning.cost import estimate_and_report
-from coeval.config.credentials import KeyFileError, KeyStore, redact
-from coeval.run.drift import record_settings
-from coeval.interfaces.base import Interface
-from coeval.run.kept_artifacts import as_the_run_did
-from coeval.interfaces.known import providing_distribution
-from coeval.console.lane_figures import record_lanes
 from coeval.console.logs import run_logging
+from coeval.console.progress import NullProgress, ProgressReporter
+from coeval.contract.manager import registries as installed
+from coeval.phases.base import Phase, RunView
 from coeval.phases.info import configured_mode
 from coeval.phases.order import ordered_phases
-from coeval.phases.base import (
-    Phase,
-    PhaseContext,
-    PhaseError,
-    PhaseRefusedError,
-    PhaseResult,
-    RunView,
-    StaticArtifactPhase,
-)
-from coeval.contract.status import missing_interface
-from coeval.contract.manager import registries as installed
-from coeval.run.probe import ProbeFailed, ProbeResult, models_to_probe, probe_with_retries
-from coeval.console.progress import NullProgress, ProgressReporter
-from coeval.run.options import RunOptions
+from coeval.phases.ordering import batch_enabled, phases_that_may_run
+from coeval.planning.cost import estimate_and_report
+from coeval.run._phase_loop import PhaseLoop
+from coeval.run._startup import RunStartup
+from coeval.run.drift import record_settings
 from coeval.run.ingested import merge_ingested
+from coeval.run.kept_artifacts import as_the_run_did
 from coeval.run.ledger import Ledger, recount_lost_calls, written_calls
-from coeval.run.meta import RunMeta, a_process_stopped_unfinished
-from coeval.phases.ordering import batch_enabled, models_needed, phases_that_may_run, run_mode
+from coeval.run.meta import a_process_stopped_unfinished
+from coeval.run.options import RunOptions
+from coeval.run.result import (
+    EXIT_FAILED,
+    EXIT_GAPS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    RunError,
+    RunResult,
+)
 from coeval.run.signals import Interrupts, handle_signals, stop_gracefully
 from coeval.scheduler import Scheduler, SchedulerLimits
 from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
@@ -80,8 +70,7 @@ from coeval.storage.claims import ModelClaims
 from coeval.storage.fork import fork_run
 from coeval.storage.leftovers import sweep_temp_files
 from coeval.storage.lock import RunFolderBusyError, RunLock
-from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line, utc_now
-from coeval.storage.safe_files import folder_lock
+from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line
 from coeval.storage.snapshot import write_config_snapshot
 
 if TYPE_CHECKING:
@@ -102,210 +91,18 @@ __all__ = [
     "run_experiment",
 ]
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_GAPS = 3
-EXIT_INTERRUPTED = 130
-
 _RECORD_PHASES = ("data_generation", "response_collection", "evaluation")
-#: Skip causes that are a graceful stop, not a failure.
-_LIMIT_CAUSES = frozenset({"quota", "budget"})
 #: the name this check had before it moved to :mod:`coeval.run.meta`
 _a_process_stopped_unfinished = a_process_stopped_unfinished
-
-
-class RunError(Exception):
-    """The run cannot start or go on (bad input, busy folder, missing distribution)."""
-
-
-@attrs.frozen
-class RunResult:
-    """What a run did. ``phases`` maps phase id -> :class:`PhaseResult`."""
-
-    exit_code: int
-    run_folder: Path
-    status: str  # completed | incomplete | failed | interrupted | error
-    phases: Mapping[str, PhaseResult] = attrs.field(factory=dict)
-    message: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == EXIT_OK
-
-    def counts(self) -> dict[str, dict[str, int]]:
-        """Per phase: records written ok / failed by this run, items left (quota, ...)."""
-        return {
-            name: {"written": r.written, "failed": r.failed, "skipped": r.skipped, "calls": r.calls}
-            for name, r in self.phases.items()
-        }
 
 
 # ---------------------------------------------------------------------------- the run
 
 
-class _Run:
-    def __init__(
-        self,
-        config: Config,
-        options: RunOptions,
-        *,
-        registries: Registries,
-        progress: Any,
-        interrupts: Interrupts | None,
-    ) -> None:
-        self.config = config
-        #: the config as given (``self.config`` may add ingested tasks): what config.yaml keeps
-        self.user_config = config
-        self.options = options
-        self.registries = registries
-        #: the registered phases in run order (phase ids and modes come from them)
-        self.phases = ordered_phases(registries)
-        self.phase_ids = [p.name for p in self.phases]
-        self.progress = progress
-        self.interrupts = interrupts
-        exp = config.experiment
-        self.run = RunFolder.for_experiment(exp.storage_folder, exp.id)
-        self.only = frozenset(options.only_models)
-        #: Names this process's entry in ``meta["runs"]``: shards append theirs concurrently,
-        #: so "the last entry" may be another process's.
-        self.run_id = uuid.uuid4().hex[:12]
-        self.meta = RunMeta(self.run, self.run_id, self.only)
-        self.results: dict[str, PhaseResult] = {}
-        self.scheduler: Scheduler | None = None
-        self.stop_requested = False
-        self.interfaces: dict[str, Interface] = {}
-        #: Surveys made before the lock was taken, reused by the phase loop: on a finished
-        #: run of a million records a survey is the whole cost of --continue, so make it once.
-        self._surveys: dict[str, Any] = {}
+class _Run(RunStartup, PhaseLoop):
+    """One run: the start-up (:mod:`coeval.run._startup`), the lock, and the phase loop
+    (:mod:`coeval.run._phase_loop`) over the state they share (:mod:`coeval.run._state`)."""
 
-    # -- checks before anything is written ------------------------------------------------
-    def _preflight(self) -> tuple[dict[str, Any], RunFolder | None]:
-        exp, opts, run = self.config.experiment, self.options, self.run
-        names = {m.name for m in self.config.models}
-        unknown = sorted(self.only - names)
-        if unknown:
-            raise RunError(f"--only-models names models that are not in the config: {', '.join(unknown)}")
-        # the disk rules of config/validate.py, asked again now: the disk may have changed since loading
-        experiment = {"id": exp.id, "storage_folder": exp.storage_folder,
-                      "resume_from": opts.resume_from or exp.resume_from}
-        for issue in disk_issues(experiment, continue_run=opts.continue_run, allow_existing_run=bool(self.only)):
-            raise RunError(f"{issue.message} ({issue.rule}); {issue.fix}")
-        meta = run.read_meta() if run.exists() else {}
-        source = self._source_run(meta)
-        return meta, source
-
-    def _source_run(self, meta: Mapping[str, Any]) -> RunFolder | None:
-        forked = meta.get("forked_from")
-        if isinstance(forked, Mapping) and forked.get("path"):
-            return RunFolder(str(forked["path"]))
-        ref = self.options.resume_from or self.config.experiment.resume_from
-        if not ref:
-            return None
-        folder = resolve_run_reference(self.config.experiment.storage_folder, ref)  # found: the preflight asked V-10
-        if folder.resolve() == self.run.root.resolve():
-            raise RunError("resume_from names this run itself; use --continue to resume it in place")
-        return RunFolder(folder)
-
-    def _mode(self, phase: Phase) -> str:
-        return run_mode(self.config, phase, continue_run=self.options.continue_run)
-
-    def _build_interfaces(self, phases_that_may_run: list[str]) -> None:
-        view = RunView(self.config, self.run, self.registries)
-        needed = models_needed(view, (p for p in self.phases if p.name in phases_that_may_run), self.only)
-        try:
-            keys = KeyStore.load(self.options.keys_file)
-        except KeyFileError as exc:
-            raise RunError(str(exc)) from None
-        for m in needed.values():
-            if m.interface not in self.registries.interfaces:
-                dist = providing_distribution(m.interface)
-                if dist is not None:
-                    raise RunError(f"model {m.name!r}: {missing_interface(m.interface)}")
-                raise RunError(f"model {m.name!r}: unknown interface {m.interface!r}")
-            factory = self.registries.interfaces.get(m.interface)
-            try:
-                self.interfaces[m.name] = factory(m, keys.for_provider(m.interface, m.access_key))
-            except Exception as exc:
-                reason = (redact(str(exc)) or type(exc).__name__).removeprefix(f"model {m.name!r}: ")
-                raise RunError(f"model {m.name!r} ({m.interface}): {reason}") from None
-
-    async def _probe(self) -> None:
-        """One tiny call per model about to work (``probe_mode``), before anything is written,
-        so a wrong key or model id fails in seconds rather than after hours of other calls."""
-        exp = self.config.experiment
-        mode = self.options.probe_mode or exp.probe_mode
-        if mode == "disable" or not self.interfaces:
-            return
-        names = sorted({m.name for m in models_to_probe(self.config, mode, self.registries)} & set(self.interfaces))
-
-        async def one(name: str) -> ProbeResult:
-            iface = self.interfaces[name]
-            try:
-                await probe_with_retries(iface, 60.0)
-            except Exception as exc:
-                err = iface.classify_error(exc) if not isinstance(exc, TimeoutError) else exc
-                kind = getattr(err, "kind", type(err).__name__)
-                return ProbeResult(name, iface.model.interface, False, error=redact(f"{kind}: {err}")[:500])
-            return ProbeResult(name, iface.model.interface, True)
-
-        try:
-            results = await asyncio.gather(*(one(n) for n in names))
-        except asyncio.CancelledError:  # Ctrl-C before any phase: say so, the run ends without a word otherwise
-            sys.stderr.write(f"\ncoeval: interrupted during the start-up probe (a first call to each model: "
-                             f"{', '.join(names)}); no phase ran. Run the same command again, or add "
-                             "--skip-probe to start without it\n")
-            raise
-        failed = [r for r in results if not r.ok]
-        if not failed:
-            return
-        if (self.options.probe_on_fail or exp.probe_on_fail) == "abort":
-            raise RunError(f"{ProbeFailed(failed)}. Nothing was written; fix the model, or run with "
-                           "--probe-on-fail warn (or --probe disable)")
-        for r in failed:
-            sys.stderr.write(f"coeval: warning: model {r.model} failed its probe ({r.error}); running anyway\n")
-
-    def _batch_executor(self, log: Any) -> Any:
-        wanted = any(batch_enabled(self.config, m, p.name) for m in self.config.models for p in self.phases)
-        if not wanted:
-            return None
-        try:
-            from coeval.scheduler.batching import make_batch_executor
-        except ImportError:
-            log.warning("batch is enabled in the config but no batch executor is installed; calls run in real time")
-            return None
-        return make_batch_executor(
-            config=self.config,
-            run=self.run,
-            interfaces=self.interfaces,
-            keys_file=self.options.keys_file,
-            enabled=lambda model, phase: batch_enabled(self.config, model, phase),
-            log=log,
-            watch=getattr(self.progress, "batch_watch", None),
-            registries=self.registries,
-        )
-
-    def _warn_stale_static_artifacts(self, log: Any) -> None:
-        """Phases 1-2 keep an existing artifact (Keep, and ``--continue``): a static map or
-        rubric edited in the config since is not used. Say so rather than go on in silence."""
-        view = RunView(self.config, self.run, self.registries)
-        for entry in self.registries.phases:
-            phase = entry.value
-            if not isinstance(phase, StaticArtifactPhase) or self._mode(phase) == "New":
-                continue
-            for task in self.config.tasks:
-                for kind, path in phase.artifacts(view, task):
-                    static = phase.static_value(view, task, kind)
-                    if static is None or not path.is_file():
-                        continue
-                    with contextlib.suppress(PhaseError):
-                        if view.read_json(path) != json.loads(json.dumps(dict(static))):
-                            what = "rubric" if kind == "rubric" else f"{kind} attributes"
-                            log.warning(f"the config's static {what} differs from the run's; the run keeps its own "
-                                        "(start a new experiment id to use the new one)",
-                                        phase=phase.name, task=task.name, artifact=str(path))
-
-    # -- main -----------------------------------------------------------------------------
     async def execute(self) -> RunResult:
         meta, source = self._preflight()
         if self.options.continue_run:
@@ -441,116 +238,6 @@ class _Run:
         return RunResult(exit_code=code, run_folder=self.run.root, status=status, phases=dict(self.results),
                          message=message)
 
-    async def _phases(
-        self, phases: list[Phase], completed: set[str], source: RunFolder | None, ledger: Ledger, log: Any
-    ) -> tuple[str, int, str]:
-        assert self.scheduler is not None
-        scheduler = self.scheduler
-        upstream_wrote = False
-
-        async def submit(phase_id: str, items: Any) -> Any:
-            stats = await scheduler.run(phase_id, items)
-            record_lanes(self.run, phase_id, stats)  # per-lane figures for `coeval status`
-            return stats
-
-        for phase in phases:
-            name = phase.name
-            mode = self._mode(phase)
-            view = RunView(self.config, self.run, self.registries)
-            if self.stop_requested:
-                break
-            if self.options.continue_run and name in completed and not upstream_wrote:
-                survey = self._surveys.pop(name, None) or phase.survey(view)
-                if survey.complete:
-                    self.results[name] = PhaseResult(name, mode, status="skipped", survey=survey)
-                    log.info("phase skipped: completed earlier", phase=name)
-                    continue
-            if mode not in getattr(phase, "modes", ("New", "Keep", "Extend", "Model")):
-                raise RunError(f"mode {mode} is not allowed for phase {name} (V-08)")
-            ctx = PhaseContext(
-                self.config, self.run, mode=mode, submit=submit, log=log.bind(phase=name),
-                only_models=self.only, record_outcome=ledger.add, registries=self.registries,
-                source_run=source,
-            )
-            result = ctx.result = PhaseResult(name, mode)
-            self.results[name] = result
-            started = utc_now()
-            self.meta.phase_started(name, self.phase_ids)
-            log.info("phase started", phase=name, mode=mode)
-            # shards share phases 1-2: one asks the teachers, the others then find the artifacts
-            shared_lock = folder_lock(self.run.root / ".teacher_phases.lock", thread_local=False) \
-                if self.only and name in ("attribute_mapping", "rubric_mapping") else None
-            try:
-                if shared_lock is not None:
-                    await asyncio.to_thread(shared_lock.acquire)
-                try:
-                    await phase.run(ctx)
-                finally:
-                    if shared_lock is not None:
-                        shared_lock.release()
-            except PhaseRefusedError as exc:
-                result.status, result.message = "failed", str(exc)
-                self.meta.phase_finished(result, started, self.phase_ids)
-                log.error("phase refused", phase=name, reason=str(exc))
-                return "failed", EXIT_USAGE, str(exc)
-            except PhaseError as exc:
-                result.status, result.message = "failed", str(exc)
-                self.meta.phase_finished(result, started, self.phase_ids)
-                log.error("phase failed", phase=name, reason=str(exc))
-                return "failed", EXIT_FAILED, str(exc)
-            except asyncio.CancelledError:
-                result.status = "interrupted"
-                self.meta.phase_finished(result, started, self.phase_ids)
-                raise
-            finally:
-                ctx.writers.close()
-                ledger.flush()
-            result.survey = phase.survey(RunView(self.config, self.run, self.registries))
-            # complete only on complete inputs: a phase downstream of a gap is not done
-            upstream_complete = all(self.results[p.name].status in ("completed", "skipped")
-                                    for p in phases[: phases.index(phase)] if p.name in self.results)
-            result.status = "completed" if result.survey.complete and upstream_complete else "partial"
-            if self.stop_requested and result.status != "completed":
-                result.status = "interrupted"
-            self.meta.phase_finished(result, started, self.phase_ids)
-            self._log_phase(result, log)
-            upstream_wrote = upstream_wrote or result.written > 0
-        return self._verdict(phases)
-
-    def _log_phase(self, result: PhaseResult, log: Any) -> None:
-        total = result.survey.total if result.survey is not None else None
-        fields = {"phase": result.phase, "status": result.status, "written": result.written,
-                  "failed": result.failed, "left": result.skipped}
-        if total is not None:
-            fields.update(expected=total.expected, present_ok=total.ok)
-        if result.skip_causes:
-            fields["left_by_cause"] = dict(result.skip_causes)
-        for cause in _LIMIT_CAUSES & set(result.skip_causes):  # the summary line says it on the console
-            log.info(f"{cause} reached: items left for --continue", phase=result.phase,
-                     items=result.skip_causes[cause])
-        # the console's summary line already says how the phase ended: run.log keeps the details
-        log.info("phase finished", **fields)
-
-    def _verdict(self, phases: list[Phase]) -> tuple[str, int, str]:
-        if self.stop_requested:
-            return "interrupted", EXIT_INTERRUPTED, "interrupted"
-        ran = [self.results[p.name] for p in phases if p.name in self.results]
-        failed_items = sum(r.failed for r in ran)
-        skip_causes: Counter[str] = Counter()
-        for r in ran:
-            skip_causes.update(r.skip_causes)
-        all_complete = all(r.status in ("completed", "skipped") for r in ran) and len(ran) == len(phases)
-        if all_complete:
-            return "completed", EXIT_OK, "all phases complete"
-        old_failures = sum(r.survey.total.failed for r in ran if r.survey is not None)
-        if failed_items or (old_failures and not self.only):
-            return "incomplete", EXIT_FAILED, f"{failed_items} items failed; see `coeval status`"
-        if skip_causes and set(skip_causes) <= _LIMIT_CAUSES:
-            return "incomplete", EXIT_GAPS, "stopped by quota or budget; raise it and run with --continue"
-        if self.only and not skip_causes:
-            return "incomplete", EXIT_OK, "this shard's models are done; other shards' items remain"
-        return "incomplete", EXIT_FAILED, "some items are still missing; see `coeval status`"
-
 
 # ---------------------------------------------------------------------------- entry points
 
@@ -669,3 +356,4 @@ def _estimate_first(config: Config, options: RunOptions, registries: Registries)
 def _interrupted(config: Config) -> RunResult:
     run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
     return RunResult(exit_code=EXIT_INTERRUPTED, run_folder=run.root, status="interrupted", message="interrupted")
+

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from coeval.scheduler import Scheduler
 
 if TYPE_CHECKING:
-    from coeval.run.runner import RunResult
+    from coeval.run.result import RunResult
 
 __all__ = ["Interrupts", "handle_signals", "stop_gracefully"]
 

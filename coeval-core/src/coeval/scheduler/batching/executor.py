@@ -59,7 +59,7 @@ from coeval.storage.run_folder import RunFolder, utc_now
 if TYPE_CHECKING:
     from coeval.config.model import Config, ModelConfig
     from coeval.interfaces.base import Interface
-    from coeval.contract.manager import Registries
+    from coeval.contract.registries import Registries
     from coeval.scheduler import Scheduler
 
 __all__ = ["BatchExecutor", "PollPolicy", "make_batch_executor"]
