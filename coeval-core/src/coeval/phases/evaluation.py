@@ -21,6 +21,7 @@ that already has records: a new student, or a new judge, is scored alone).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -39,7 +40,7 @@ from coeval.evaluators.base import (
 from coeval.evaluators.metric import metric_factors
 from coeval.evaluators.routing import judge_factors, routed_to
 from coeval.phases._evaluation_records import call_record, model_free_record
-from coeval.phases._items import LazyItems, mode_refusal
+from coeval.phases._items import LazyItems, LazySpecs, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.phases.plans import PlannedCalls, plan_evaluation
 from coeval.storage.record_inputs import stale_evaluation
@@ -216,6 +217,76 @@ class _Plan:
         return scorers
 
 
+class _Owed:
+    """The scorings a mode asks for, per evaluator, listed afresh on each pass: a phase of
+    millions of judgments holds its responses, not a scoring per judgment. A mode that
+    refuses the phase (New over records) raises on construction, before any call."""
+
+    def __init__(self, phase: EvaluationPhase, view: RunView, mode: str, in_scope: Callable[[str], bool],
+                 state: EvaluationState, evaluators: list[Evaluator], existing: list[dict[str, Any]]) -> None:
+        self.phase, self.mode, self.in_scope, self.state = phase, mode, in_scope, state
+        self.plan = _Plan(view, evaluators)
+        self.groups_with_records = phase._groups(state, existing) if existing else set()
+        self.any_existing = bool(existing)
+        if mode == "New" and self.groups_with_records:
+            for index in range(len(evaluators)):
+                for _ in self.scorings(index):
+                    pass
+
+    def scorings(self, index: int, log: Any = None) -> Iterator[Scoring]:
+        """Evaluator ``index``'s scorings this mode asks for (in scope, not yet covered)."""
+        groups, mode, in_scope, evaluations = self.groups_with_records, self.mode, self.in_scope, self.state.evaluations
+        stale = 0
+        for _, scoring in self.phase._expected(self.plan, self.state, index):
+            scorer, resp = scoring.scorer, scoring.response
+            if scorer.model is not None and not in_scope(scorer.model.name):
+                continue
+            if groups:
+                key = (scoring.task.name, resp.get("teacher_model_id"), scorer.name, resp.get("student_model_id"))
+                if key in groups:
+                    if mode == "Model":
+                        continue
+                    if mode == "New" and scorer.model is not None:
+                        raise PhaseRefusedError(mode_refusal(self.phase.name, f"{key[0]} x {key[1]} x {key[2]}"))
+            recorded = evaluations.get(scoring.record_id) if evaluations else None
+            if _covers(recorded, scorer.factors):
+                assert recorded is not None
+                if not stale_evaluation(recorded, resp):
+                    continue
+                stale += 1
+            yield scoring
+        if stale and log is not None:
+            log.warning(f"{stale} judgments scored an older version of their answer; scoring again",
+                        phase=self.phase.name, stale=stale)
+
+    def count(self, index: int) -> tuple[int, int]:
+        """(scorings, those that call a model) of evaluator ``index``, without listing them
+        where the phase has no records yet (then each task's scorers tell)."""
+        plan, state, in_scope = self.plan, self.state, self.in_scope
+
+        def wanted(scorers: list[Scorer]) -> tuple[int, int]:
+            kept = [s for s in scorers if s.model is None or in_scope(s.model.name)]
+            return len(kept), sum(1 for s in kept if s.model is not None)
+
+        if self.any_existing or not getattr(plan.evaluators[index], "factors_per_task", False):
+            n = n_model = 0
+            for scoring in self.scorings(index):
+                n += 1
+                n_model += scoring.scorer.model is not None
+            return n, n_model
+        per_task = Counter(resp["task_id"] for resp in state.responses)
+        n = n_model = 0
+        for name, responses in per_task.items():
+            task = state.tasks[name]
+            rubric = state.rubric(task)
+            if rubric is None:
+                continue
+            each, each_model = wanted(plan.scorers(index, task, rubric, {}))
+            n += responses * each
+            n_model += responses * each_model
+        return n, n_model
+
+
 class EvaluationPhase:
     name = "evaluation"
     #: the models it calls
@@ -230,15 +301,17 @@ class EvaluationPhase:
 
     # ---- what is expected ---------------------------------------------------------------
     @staticmethod
-    def _expected(plan: _Plan, state: EvaluationState) -> Iterator[tuple[int, Scoring]]:
-        """(evaluator index, scoring) of every record the config expects."""
+    def _expected(plan: _Plan, state: EvaluationState, only: int | None = None) -> Iterator[tuple[int, Scoring]]:
+        """(evaluator index, scoring) of every record the config expects (of evaluator
+        ``only`` alone when given)."""
+        indexes = range(len(plan.evaluators)) if only is None else (only,)
         for resp in state.responses:
             task = state.tasks[resp["task_id"]]
             rubric = state.rubric(task)
             if rubric is None:
                 continue
             dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
-            for index in range(len(plan.evaluators)):
+            for index in indexes:
                 for scorer in plan.scorers(index, task, rubric, dp):
                     rid = evaluation_id(resp["id"], scorer.name, scorer.factor)
                     yield index, Scoring(rid, scorer, task, rubric, dp, resp)
@@ -325,15 +398,17 @@ class EvaluationPhase:
         if ctx.mode == "Keep" and existing:
             ctx.log.info("phase kept: evaluations exist", phase=self.name)
             return
-        owed = self._owed(ctx, ctx.mode, ctx.in_scope, state, evaluators, existing, ctx.log)
-        calls = sum(1 for scorings in owed for s in scorings if s.scorer.model is not None)
+        owed = _Owed(self, ctx, ctx.mode, ctx.in_scope, state, evaluators, existing)
+        counts = [owed.count(index) for index in range(len(evaluators))]
+        calls = sum(n_model for _, n_model in counts)
         ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, judge_calls=calls,
-                     evaluator_records=sum(len(scorings) for scorings in owed) - calls)
+                     evaluator_records=sum(n for n, _ in counts) - calls)
         # model-free evaluators first: their records are written in seconds
-        order = sorted(range(len(evaluators)), key=lambda i: any(s.scorer.model is not None for s in owed[i]))
+        order = sorted(range(len(evaluators)), key=lambda i: counts[i][1] > 0)
         for index in order:
-            if owed[index]:
-                await self._evaluate(ctx, evaluators[index], owed[index])
+            if counts[index][0]:
+                scorings = LazySpecs(functools.partial(owed.scorings, index, ctx.log), counts[index][0])
+                await self._evaluate(ctx, evaluators[index], scorings)
 
     def owed(self, view: RunView, mode: str, in_scope: Callable[[str], bool]) -> list[Scoring]:
         """The scorings ``mode`` asks for (what ``run`` hands the evaluators), for the
@@ -386,30 +461,8 @@ class EvaluationPhase:
         log: Any = None,
     ) -> list[list[Scoring]]:
         """Per evaluator, the scorings this mode asks for (in scope, not yet covered)."""
-        groups_with_records = self._groups(state, existing)
-        owed: list[list[Scoring]] = [[] for _ in evaluators]
-        stale = 0
-        for index, scoring in self._expected(_Plan(view, evaluators), state):
-            scorer, resp = scoring.scorer, scoring.response
-            if scorer.model is not None and not in_scope(scorer.model.name):
-                continue
-            key = (scoring.task.name, resp.get("teacher_model_id"), scorer.name, resp.get("student_model_id"))
-            if key in groups_with_records:
-                if mode == "Model":
-                    continue
-                if mode == "New" and scorer.model is not None:
-                    raise PhaseRefusedError(mode_refusal(self.name, f"{key[0]} x {key[1]} x {key[2]}"))
-            recorded = state.evaluations.get(scoring.record_id)
-            if _covers(recorded, scorer.factors):
-                assert recorded is not None
-                if not stale_evaluation(recorded, resp):
-                    continue
-                stale += 1
-            owed[index].append(scoring)
-        if stale and log is not None:
-            log.warning(f"{stale} judgments scored an older version of their answer; scoring again",
-                        phase=self.name, stale=stale)
-        return owed
+        owed = _Owed(self, view, mode, in_scope, state, evaluators, existing)
+        return [list(owed.scorings(index, log)) for index in range(len(evaluators))]
 
     @staticmethod
     def _check_names(ctx: PhaseContext, evaluators: list[Evaluator]) -> None:
@@ -445,7 +498,7 @@ class EvaluationPhase:
                     raise PhaseError(f"task {task.name}: rubric factor {factor!r} names evaluator {wanted!r}, which "
                                      f"no installed plugin registers (known: {', '.join(sorted(names))})")
 
-    async def _evaluate(self, ctx: PhaseContext, ev: Evaluator, scorings: list[Scoring]) -> None:
+    async def _evaluate(self, ctx: PhaseContext, ev: Evaluator, scorings: Sequence[Scoring]) -> None:
         """Hand one evaluator the scorings it owes; write the records it returns."""
 
         async def submit(batch: Sequence[Scoring], build: Callable[[Scoring], EvaluationCall]) -> None:
@@ -459,6 +512,8 @@ class EvaluationPhase:
             raise PhaseError(f"evaluator {ev.name!r} failed: {type(exc).__name__}: {exc}") from exc
         if len(results) != len(scorings):
             raise PhaseError(f"evaluator {ev.name!r} returned {len(results)} results for {len(scorings)} scorings")
+        if all(result is None for result in results):
+            return  # every record was written as its call finished: no second pass over the scorings
         logged: set[tuple[str, str]] = set()
         for scoring, result in zip(scorings, results, strict=True):
             if result is None:
