@@ -372,13 +372,18 @@ KNOWN_TYPED_CYCLE = {'coeval.config',
  'coeval.scheduler.batching.outcomes',
  'coeval.scheduler.batching.realtime',
  'coeval.scheduler.batching.submit',
+ 'coeval.scheduler.batch_run',
  'coeval.scheduler.batching.watch',
+ 'coeval.scheduler.calls',
  'coeval.scheduler.core',
  'coeval.scheduler.correction',
  'coeval.scheduler.lanes',
+ 'coeval.scheduler.outcomes',
  'coeval.scheduler.prior',
  'coeval.scheduler.resample',
  'coeval.scheduler.retry',
+ 'coeval.scheduler.routing',
+ 'coeval.scheduler.state',
  'coeval.scheduler.work',
  'coeval_analysis.reports.html',
  'coeval_analysis.reports.viewer_links'}
@@ -386,7 +391,6 @@ KNOWN_TYPED_CYCLE = {'coeval.config',
 #: module -> lines, over 600
 KNOWN_LONG_MODULES = {'coeval.config.validate': 724,
  'coeval.run.runner': 671,
- 'coeval.scheduler.core': 938,
  'coeval_analysis.analysis': 602,
  'coeval_analysis.loader': 895,
  'coeval_analysis.reports.html': 1039,
@@ -394,8 +398,7 @@ KNOWN_LONG_MODULES = {'coeval.config.validate': 724,
 
 #: class -> lines, over 300
 KNOWN_LONG_CLASSES = {'coeval.config.validate.Validator': 547,
- 'coeval.run.runner._Run': 406,
- 'coeval.scheduler.core.Scheduler': 689}
+ 'coeval.run.runner._Run': 406}
 
 #: core module outside phases/ -> string literals naming a standard phase (the run-folder layout, the config's defaults, the cost model and reports still name them)
 KNOWN_PHASE_ID_LITERALS = {'coeval.authoring.describe': 6,
