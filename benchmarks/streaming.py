@@ -218,6 +218,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--phase", action="store_true", help="through phase 5 of `coeval run` instead")
     parser.add_argument("--datapoints", type=int, default=PHASE_DATAPOINTS,
-                        help="--phase: datapoints per (task, teacher); judgments = 100 x this")
+                        help="--phase: datapoints per (task, teacher); judgments = 500 x this")
     args = parser.parse_args()
     print(json.dumps(phase(args.datapoints) if args.phase else run(), indent=2))

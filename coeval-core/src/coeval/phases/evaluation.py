@@ -39,6 +39,7 @@ from coeval.evaluators.base import (
 )
 from coeval.evaluators.metric import metric_factors
 from coeval.evaluators.routing import judge_factors, routed_to
+from coeval.phases._evaluation_inputs import Datapoints, EvaluationState, brief_answers
 from coeval.phases._evaluation_records import call_record, model_free_record
 from coeval.phases._items import LazyItems, LazySpecs, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
@@ -49,43 +50,15 @@ from coeval.storage.records import (
     OK,
     OK_TAIL,
     evaluation_id,
-    load_phase_records,
     match_every_line,
     record_status,
     scan_lines,
-    usable_response,
 )
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.run_folder import loads_record
 
 __all__ = ["EvaluationPhase", "judge_factors"]
 
-class EvaluationState:
-    """The phase's inputs, loaded once per survey or run."""
-
-    def __init__(self, view: RunView) -> None:
-        self.tasks = {t.name: t for t in view.config.tasks}
-        self.datapoints = load_phase_records(view.run, "data_generation")
-        self.all_responses = load_phase_records(view.run, "response_collection")
-        self.responses = [
-            r for r in self.all_responses.values() if r.get("task_id") in self.tasks and usable_response(r)
-        ]
-        self.evaluations = load_phase_records(view.run, "evaluation")
-        self._rubrics: dict[str, Mapping[str, Any] | None] = {}
-        self.view = view
-
-    def rubric(self, task: TaskConfig) -> Mapping[str, Any] | None:
-        if task.name not in self._rubrics:
-            self._rubrics[task.name] = self.view.rubric(task)
-        return self._rubrics[task.name]
-
-
-#: A usable (ok, non-empty) response as our writer lays it out: id, datapoint_id and
-#: task_id first, an answer that starts with a visible character, status ok.
-_OK_RESPONSE = (
-    re.compile(rb'\n\{"id": "([^"\\\n]*)", "datapoint_id": "([^"\\\n]*)", "task_id": "([^"\\\n]*)"'),
-    re.compile(rb'"response": "[^\s"\\][^\n]*' + OK_TAIL, re.M),
-)
 #: An ok evaluation as our writer lays it out: ``{"id": ..., "scores": {...}, ..., "status": "ok"``.
 _OK_EVALUATION = (ID_HEAD, re.compile(rb'"scores": (\{[^}\n]*\})[^\n]*' + OK_TAIL, re.M))
 
@@ -102,22 +75,13 @@ class SurveyState(EvaluationState):
 
     def __init__(self, view: RunView) -> None:
         self.tasks = {t.name: t for t in view.config.tasks}
-        self.datapoints = load_phase_records(view.run, "data_generation")
+        self.view = view
+        self.datapoints = Datapoints(view.run)
         self._shared: dict[Any, Any] = {}  # one copy of each repeated value
         self.all_responses = {}
         responses: dict[str, dict[str, Any] | None] = {}
         for path in view.run.jsonl_files("response_collection"):
-            data = path.read_bytes()
-            found = match_every_line(_OK_RESPONSE, data)
-            if found is None:
-                scan_lines(data, self._brief_response, responses)
-                continue
-            for (rid, dp_id, task_id), _ in found:
-                task = task_id.decode()
-                responses[rid.decode()] = (
-                    {"id": rid.decode(), "task_id": self._shared.setdefault(task, task), "datapoint_id": dp_id.decode()}
-                    if task in self.tasks else None
-                )
+            brief_answers(path.read_bytes(), self.tasks, responses, self._shared)
         self.responses = [r for r in responses.values() if r is not None]
         #: When every evaluation is an ok record in our layout (a finished run): id bytes ->
         #: its scores segment, and each distinct segment's factors. Else None, and
@@ -137,7 +101,6 @@ class SurveyState(EvaluationState):
             for path in files:
                 scan_lines(path.read_bytes(), self._brief_evaluation, self.evaluations)  # type: ignore[arg-type]
         self._rubrics = {}
-        self.view = view
 
     def _factor_set(self, scores: Mapping[str, Any]) -> frozenset[str]:
         key = tuple(scores)
@@ -150,12 +113,6 @@ class SurveyState(EvaluationState):
         brief = (status, factors, None if kind is None else str(kind))
         shared: Brief = self._shared.setdefault(("brief", brief), brief)
         return shared
-
-    def _brief_response(self, rec: dict[str, Any]) -> dict[str, Any] | None:
-        if rec.get("task_id") not in self.tasks or not usable_response(rec):
-            return None
-        return {"id": rec["id"], "task_id": self._shared.setdefault(rec["task_id"], rec["task_id"]),
-                "datapoint_id": rec.get("datapoint_id")}
 
     def _brief_evaluation(self, rec: dict[str, Any]) -> Brief:
         scores = rec.get("scores")
@@ -199,9 +156,27 @@ class _Plan:
         self.judges = view.callable_models("judge")
         self._factors: dict[tuple[int, str], list[str]] = {}
         self._scorers: dict[tuple[int, str, tuple[str, ...]], list[Scorer]] = {}
+        self._applies: dict[tuple[int, str], bool] = {}
+
+    def applies(self, index: int, task: TaskConfig, rubric: Mapping[str, Any]) -> bool:
+        """False when evaluator ``index`` says it scores nothing of ``task`` whatever the
+        datapoint (its ``applies(task, rubric)``): then no datapoint need be read for it."""
+        key = (index, task.name)
+        found = self._applies.get(key)
+        if found is None:
+            hook = getattr(self.evaluators[index], "applies", None)
+            found = self._applies[key] = bool(hook(task, rubric)) if callable(hook) else True
+        return found
+
+    def task_level(self, task: TaskConfig, rubric: Mapping[str, Any]) -> bool:
+        """Whether every evaluator's scorers for ``task`` are the same for each datapoint."""
+        return all(getattr(ev, "factors_per_task", False) or not self.applies(i, task, rubric)
+                   for i, ev in enumerate(self.evaluators))
 
     def scorers(self, index: int, task: TaskConfig, rubric: Mapping[str, Any], dp: Mapping[str, Any]) -> list[Scorer]:
         ev = self.evaluators[index]
+        if not self.applies(index, task, rubric):
+            return []
         if getattr(ev, "factors_per_task", False):
             factors = self._factors.get((index, task.name))
             if factors is None:
@@ -259,31 +234,66 @@ class _Owed:
             log.warning(f"{stale} judgments scored an older version of their answer; scoring again",
                         phase=self.phase.name, stale=stale)
 
-    def count(self, index: int) -> tuple[int, int]:
-        """(scorings, those that call a model) of evaluator ``index``, without listing them
-        where the phase has no records yet (then each task's scorers tell)."""
+    def counts(self) -> list[tuple[int, int]]:
+        """Per evaluator, (scorings, those that call a model), without listing them where
+        the phase has no records yet: then the answers' ids tell how many each task and
+        datapoint has, and each task's scorers (or, for an evaluator whose factors depend on
+        the datapoint, each datapoint's, read one file at a time) how many records each owes."""
         plan, state, in_scope = self.plan, self.state, self.in_scope
+        indexes = range(len(plan.evaluators))
+        if self.any_existing:
+            return [self._listed(index) for index in indexes]
 
         def wanted(scorers: list[Scorer]) -> tuple[int, int]:
             kept = [s for s in scorers if s.model is None or in_scope(s.model.name)]
             return len(kept), sum(1 for s in kept if s.model is not None)
 
-        if self.any_existing or not getattr(plan.evaluators[index], "factors_per_task", False):
-            n = n_model = 0
-            for scoring in self.scorings(index):
-                n += 1
-                n_model += scoring.scorer.model is not None
-            return n, n_model
-        per_task = Counter(resp["task_id"] for resp in state.responses)
-        n = n_model = 0
+        per_dp = state.usable_per_datapoint()
+        per_task: Counter[str] = Counter()
+        for (name, _), n in per_dp.items():
+            per_task[name] += n
+        out = [[0, 0] for _ in indexes]
+        by_datapoint: dict[str, list[int]] = {}  # task -> the evaluators that ask each datapoint
         for name, responses in per_task.items():
             task = state.tasks[name]
             rubric = state.rubric(task)
             if rubric is None:
                 continue
-            each, each_model = wanted(plan.scorers(index, task, rubric, {}))
-            n += responses * each
-            n_model += responses * each_model
+            for index in indexes:
+                if getattr(plan.evaluators[index], "factors_per_task", False) or not plan.applies(index, task, rubric):
+                    each, each_model = wanted(plan.scorers(index, task, rubric, {}))
+                    out[index][0] += responses * each
+                    out[index][1] += responses * each_model
+                else:
+                    by_datapoint.setdefault(name, []).append(index)
+        if by_datapoint:
+            seen: set[tuple[str, str]] = set()
+            for dp in state.each_datapoint():
+                key = (str(dp.get("task_id")), str(dp.get("id")))
+                if key[0] not in by_datapoint or key not in per_dp or key in seen:
+                    continue
+                seen.add(key)
+                self._add(out, by_datapoint[key[0]], key[0], dp, per_dp[key], wanted)
+            for key, n in per_dp.items():  # answers whose datapoint is missing
+                if key[0] in by_datapoint and key not in seen:
+                    self._add(out, by_datapoint[key[0]], key[0], {}, n, wanted)
+        return [(n, n_model) for n, n_model in out]
+
+    def _add(self, out: list[list[int]], indexes: list[int], task_name: str, dp: Mapping[str, Any], answers: int,
+             wanted: Callable[[list[Scorer]], tuple[int, int]]) -> None:
+        task = self.state.tasks[task_name]
+        rubric = self.state.rubric(task)
+        assert rubric is not None
+        for index in indexes:
+            each, each_model = wanted(self.plan.scorers(index, task, rubric, dp))
+            out[index][0] += answers * each
+            out[index][1] += answers * each_model
+
+    def _listed(self, index: int) -> tuple[int, int]:
+        n = n_model = 0
+        for scoring in self.scorings(index):
+            n += 1
+            n_model += scoring.scorer.model is not None
         return n, n_model
 
 
@@ -310,7 +320,7 @@ class EvaluationPhase:
             rubric = state.rubric(task)
             if rubric is None:
                 continue
-            dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
+            dp = state.datapoint_of(resp)
             for index in indexes:
                 for scorer in plan.scorers(index, task, rubric, dp):
                     rid = evaluation_id(resp["id"], scorer.name, scorer.factor)
@@ -332,7 +342,7 @@ class EvaluationPhase:
             rubric = state.rubric(task)
             if rubric is None:
                 continue
-            dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
+            dp = {} if plan.task_level(task, rubric) else state.datapoints.get(str(resp.get("datapoint_id")), {})
             rid = resp["id"]
             for index in range(len(plan.evaluators)):
                 for scorer in plan.scorers(index, task, rubric, dp):
@@ -367,8 +377,9 @@ class EvaluationPhase:
                 continue
             # responses grouped by their evaluators' scorer lists (one list per task, usually)
             ids_of: dict[int, tuple[list[Scorer], list[bytes]]] = {}
+            task_level = plan.task_level(task, rubric)
             for resp in responses:
-                dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
+                dp = {} if task_level else state.datapoints.get(str(resp.get("datapoint_id")), {})
                 rid = resp["id"].encode()
                 for index in range(len(plan.evaluators)):
                     scorers = plan.scorers(index, task, rubric, dp)
@@ -399,7 +410,7 @@ class EvaluationPhase:
             ctx.log.info("phase kept: evaluations exist", phase=self.name)
             return
         owed = _Owed(self, ctx, ctx.mode, ctx.in_scope, state, evaluators, existing)
-        counts = [owed.count(index) for index in range(len(evaluators))]
+        counts = owed.counts()
         calls = sum(n_model for _, n_model in counts)
         ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, judge_calls=calls,
                      evaluator_records=sum(n for n, _ in counts) - calls)
