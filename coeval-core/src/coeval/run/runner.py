@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sys
 import uuid
@@ -73,7 +74,7 @@ from coeval.run.ingested import merge_ingested
 from coeval.run.ledger import Ledger, recount_lost_calls, written_calls
 from coeval.run.meta import RunMeta, a_process_stopped_unfinished
 from coeval.phases.ordering import batch_enabled, models_needed, phases_that_may_run, run_mode
-from coeval.run.signals import Interrupts, handle_signals, stop_gracefully
+from coeval.run.signals import Interrupts, handle_signals, off_the_loop, stop_gracefully
 from coeval.scheduler import Scheduler, SchedulerLimits
 from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
 from coeval.storage.claims import ModelClaims
@@ -314,8 +315,9 @@ class _Run:
         phases = self.phases
         completed = set(meta.get("phases_completed") or [])
         view = RunView(self.config, self.run, self.registries)
-        may_run = phases_that_may_run(phases, view, completed, continue_run=self.options.continue_run,
-                                      surveys=self._surveys)
+        may_run = await off_the_loop(functools.partial(
+            phases_that_may_run, phases, view, completed, continue_run=self.options.continue_run,
+            surveys=self._surveys))
         lock = RunLock(self.run.root, shared=bool(self.only))
         claims = ModelClaims(self.run.root, self.only)  # a shard claims its models: never two alike
         # an existing folder is locked before probing, so a busy one is refused at once and
@@ -386,7 +388,7 @@ class _Run:
                         log.warning("cut a partial last line (a crash interrupted its write)", file=str(path),
                                     bytes=cut)
             if killed_before:  # only a process that never finished can have unsaved counts
-                meta = recount_lost_calls(self.run, meta, log)
+                meta = await off_the_loop(recount_lost_calls, self.run, meta, log)
         did = as_the_run_did(self.user_config, self.run)  # kept maps and rubrics, not edits it ignores
         write_config_snapshot(self.run, did)
         record_settings(self.run, did)
@@ -505,13 +507,18 @@ class _Run:
             finally:
                 ctx.writers.close()
                 ledger.flush()
-            result.survey = phase.survey(RunView(self.config, self.run, self.registries))
-            # complete only on complete inputs: a phase downstream of a gap is not done
-            upstream_complete = all(self.results[p.name].status in ("completed", "skipped")
-                                    for p in phases[: phases.index(phase)] if p.name in self.results)
-            result.status = "completed" if result.survey.complete and upstream_complete else "partial"
-            if self.stop_requested and result.status != "completed":
+            if self.stop_requested and result.skip_causes["cancelled"]:
+                # stopped with items never started: not complete, and a survey (of millions
+                # of records, perhaps) would only delay the stop; status and --continue survey it
                 result.status = "interrupted"
+            else:
+                result.survey = phase.survey(RunView(self.config, self.run, self.registries))
+                # complete only on complete inputs: a phase downstream of a gap is not done
+                upstream_complete = all(self.results[p.name].status in ("completed", "skipped")
+                                        for p in phases[: phases.index(phase)] if p.name in self.results)
+                result.status = "completed" if result.survey.complete and upstream_complete else "partial"
+                if self.stop_requested and result.status != "completed":
+                    result.status = "interrupted"
             self.meta.phase_finished(result, started, self.phase_ids)
             self._log_phase(result, log)
             upstream_wrote = upstream_wrote or result.written > 0
