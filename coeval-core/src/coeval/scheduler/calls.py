@@ -36,7 +36,7 @@ class Calls(Routing):
         queue = lane.queue
         ready = queue.ready
         handled = 0
-        turn = time.perf_counter()
+        turn = clock.now()  # the scheduler's clock: virtual under a ManualClock, so tests are deterministic
         try:
             while not run.stopping:
                 if lane.workers > lane.limit.current:
@@ -59,9 +59,9 @@ class Calls(Routing):
                     continue
                 await self._attempt(run, lane, ready.popleft())
                 handled += 1
-                if handled >= _YIELD_EVERY or time.perf_counter() - turn > _TURN_S:
+                if handled >= _YIELD_EVERY or clock.now() - turn > _TURN_S:
                     await asyncio.sleep(0)
-                    handled, turn = 0, time.perf_counter()
+                    handled, turn = 0, clock.now()
         finally:
             lane.workers -= 1
 
