@@ -139,12 +139,18 @@ class EvaluationState:
         """Usable answers per (task, datapoint id), counted from their ids alone (no
         record is kept)."""
         out: Counter[tuple[str, str]] = Counter()
-        shared: dict[Any, Any] = {}
+        tasks = {name.encode() for name in self.tasks}
         for path in self.view.run.jsonl_files("response_collection"):
-            found: dict[str, Any] = {}
-            brief_answers(path.read_bytes(), self.tasks, found, shared)
-            out.update((r["task_id"], shared.setdefault(str(r["datapoint_id"]), str(r["datapoint_id"])))
-                       for r in found.values() if r is not None)
+            data = path.read_bytes()
+            found = match_every_line(_OK_RESPONSE, data)
+            if found is not None:  # our layout, every answer usable: (id, datapoint, task) bytes
+                last = {rid: (task, dp) for (rid, dp, task), _ in found if task in tasks}
+                for (task, dp), n in Counter(last.values()).items():
+                    out[(task.decode(), dp.decode())] += n
+                continue
+            briefs: dict[str, Any] = {}
+            brief_answers(data, self.tasks, briefs, {})
+            out.update((r["task_id"], str(r["datapoint_id"])) for r in briefs.values() if r is not None)
         return out
 
     def each_datapoint(self) -> Iterator[dict[str, Any]]:
