@@ -47,7 +47,8 @@ from typing import Any
 
 from benchmarks._common import machine, run_child
 
-FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "overhead", "resume", "analysis", "viewer", "queueing", "ray")
+FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "overhead", "resume", "analysis", "viewer",
+           "queueing", "ray")
 
 
 def _cold(r: dict[str, Any]) -> str:

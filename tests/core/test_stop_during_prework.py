@@ -14,7 +14,7 @@ import pytest
 from coeval.phases.evaluation import EvaluationPhase
 from coeval.run.runner import EXIT_INTERRUPTED
 
-from .pipeline_support import make_config, meta, folder, mock_model, run, task
+from .pipeline_support import folder, make_config, meta, mock_model, run, task
 
 
 def test_sigterm_during_the_pre_run_survey_ends_the_run(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import sys
 import uuid
@@ -315,9 +314,8 @@ class _Run:
         phases = self.phases
         completed = set(meta.get("phases_completed") or [])
         view = RunView(self.config, self.run, self.registries)
-        may_run = await off_the_loop(functools.partial(
-            phases_that_may_run, phases, view, completed, continue_run=self.options.continue_run,
-            surveys=self._surveys))
+        may_run = await off_the_loop(lambda: phases_that_may_run(  # off the loop: a signal ends the run meanwhile
+            phases, view, completed, continue_run=self.options.continue_run, surveys=self._surveys))
         lock = RunLock(self.run.root, shared=bool(self.only))
         claims = ModelClaims(self.run.root, self.only)  # a shard claims its models: never two alike
         # an existing folder is locked before probing, so a busy one is refused at once and
@@ -507,18 +505,13 @@ class _Run:
             finally:
                 ctx.writers.close()
                 ledger.flush()
-            if self.stop_requested and result.skip_causes["cancelled"]:
-                # stopped with items never started: not complete, and a survey (of millions
-                # of records, perhaps) would only delay the stop; status and --continue survey it
-                result.status = "interrupted"
-            else:
+            if not (self.stop_requested and result.skip_causes["cancelled"]):  # stopped early: not surveyed (slow)
                 result.survey = phase.survey(RunView(self.config, self.run, self.registries))
-                # complete only on complete inputs: a phase downstream of a gap is not done
-                upstream_complete = all(self.results[p.name].status in ("completed", "skipped")
-                                        for p in phases[: phases.index(phase)] if p.name in self.results)
-                result.status = "completed" if result.survey.complete and upstream_complete else "partial"
-                if self.stop_requested and result.status != "completed":
-                    result.status = "interrupted"
+            upstream_complete = all(self.results[p.name].status in ("completed", "skipped")  # complete inputs only
+                                    for p in phases[: phases.index(phase)] if p.name in self.results)
+            result.status = "completed" if upstream_complete and result.survey and result.survey.complete else "partial"
+            if self.stop_requested and result.status != "completed":
+                result.status = "interrupted"
             self.meta.phase_finished(result, started, self.phase_ids)
             self._log_phase(result, log)
             upstream_wrote = upstream_wrote or result.written > 0
