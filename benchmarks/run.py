@@ -6,6 +6,9 @@ Figures, each measured in a fresh process and printed beside its target:
    with the interface's default limits: the adaptive limiter alone decides the concurrency;
 1. *streaming*: 2,000,000 items through the scheduler on the mock: first call, peak
    memory, and how fast SIGTERM stops it (:mod:`benchmarks.streaming`);
+1b. *streaming phase*: the same through a whole ``coeval run --continue`` with phase 5 owed
+   on the mock (500 judgments per ``--phase-datapoints``; 4,000 make 2,000,000): first judge
+   call after the phase starts, peak memory of the process, stop after SIGTERM;
 a. *pipeline throughput*: the medium shape (12,400 calls) through the ``openai`` interface
    against the fake provider server at 200 ms latency (:mod:`benchmarks.pipeline`);
 b. *orchestration overhead*: the same shape on the zero-latency ``mock``: CoEval's own CPU
@@ -27,6 +30,7 @@ test of the harness; its figures are not the targets' figures).
     python -m benchmarks.run
     python -m benchmarks.run --only overhead,resume
     python -m benchmarks.run --quick --out /tmp/bench.json
+    python -m benchmarks.run --only streaming_phase --phase-datapoints 400   # 200,000 judgments
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ from typing import Any
 
 from benchmarks._common import machine, run_child
 
-FIGURES = ("limiter", "streaming", "throughput", "overhead", "resume", "analysis", "viewer", "queueing", "ray")
+FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "overhead", "resume", "analysis", "viewer",
+           "queueing", "ray")
 
 
 def _cold(r: dict[str, Any]) -> str:
@@ -64,6 +69,14 @@ def _limiter(quick: bool) -> dict[str, Any]:
 
 def _streaming(quick: bool) -> dict[str, Any]:
     return run_child("streaming:run", {"items": 20_000, "run_s": 1.0} if quick else {}, timeout=300)
+
+
+def _streaming_phase(quick: bool, datapoints: int | None = None) -> dict[str, Any]:
+    from benchmarks import streaming
+
+    if datapoints is None:
+        datapoints = 200 if quick else streaming.PHASE_DATAPOINTS
+    return streaming.phase(datapoints)
 
 
 def _overhead(quick: bool) -> dict[str, Any]:
@@ -113,6 +126,7 @@ def _ray(quick: bool) -> dict[str, Any]:
 RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "limiter": _limiter,
     "streaming": _streaming,
+    "streaming_phase": _streaming_phase,
     "throughput": _throughput,
     "overhead": _overhead,
     "resume": _resume,
@@ -154,6 +168,19 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 f"{r['items']:,} items on the mock: first call after {r['first_call_s']:.3f} s, peak {r['peak_mb']:.0f} MB, "
                 f"{r['calls_per_s']:,.0f} calls/s; SIGTERM after {r['calls']:,} calls: stopped in "
                 f"{r['stop_after_signal_s']:.2f} s, {r['unstarted']:,} items never built",
+                f"<= {r['target_first_call_s']:.0f} s, < {r['target_peak_mb'] / 1024:.0f} GB, "
+                f"<= {r['target_stop_s']:.0f} s",
+                verdict,
+            ))
+        elif name == "streaming_phase":
+            first, stop = r.get("first_call_after_phase_start_s"), r.get("stop_after_signal_s")
+            rows.append((
+                "1b. streaming (phase 5 of coeval run)",
+                f"{r['judgments']:,} judgments owed on the mock: first call "
+                + (f"{first:.2f} s after the phase started" if first is not None else "never made")
+                + f" ({r.get('first_call_after_process_start_s')} s after the process started), peak "
+                f"{r['peak_mb']:.0f} MB; SIGTERM after {r['judge_calls']:,} calls: "
+                + (f"stopped in {stop:.2f} s" if stop is not None else "not sent"),
                 f"<= {r['target_first_call_s']:.0f} s, < {r['target_peak_mb'] / 1024:.0f} GB, "
                 f"<= {r['target_stop_s']:.0f} s",
                 verdict,
@@ -230,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(FIGURES), help=f"comma-separated subset of {', '.join(FIGURES)}")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test of the harness")
     parser.add_argument("--out", default="bench-results.json", help="where to write the results (JSON)")
+    parser.add_argument("--phase-datapoints", type=int, default=None,
+                        help="streaming_phase: datapoints per (task, teacher), 500 judgments each "
+                             "(default 4000: 2,000,000 judgments; 200 with --quick)")
     args = parser.parse_args(argv)
     chosen = [f.strip() for f in args.only.split(",") if f.strip()]
     unknown = [f for f in chosen if f not in RUNNERS]
@@ -244,7 +274,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"running {name} ...", flush=True)
         started = time.perf_counter()
         try:
-            results[name] = RUNNERS[name](args.quick)
+            if name == "streaming_phase":
+                results[name] = _streaming_phase(args.quick, args.phase_datapoints)
+            else:
+                results[name] = RUNNERS[name](args.quick)
         except Exception as exc:  # one broken benchmark must not hide the others' figures
             results[name] = {"name": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
         results[name]["bench_seconds"] = round(time.perf_counter() - started, 1)

@@ -36,6 +36,10 @@ __all__ = ["CheckEvaluator", "check_evaluators"]
 class CheckEvaluator(ModelFreeEvaluator):
     """One deterministic check, registered under its own name."""
 
+    #: Its factors are the rubric's factors that name it, whatever the datapoint: phase 5
+    #: asks once per task, not once per response.
+    factors_per_task = True
+
     def __init__(self, name: str) -> None:
         if name not in CHECK_NAMES:
             raise ValueError(f"unknown check {name!r}; known: {', '.join(CHECK_NAMES)}")

@@ -43,6 +43,10 @@ class LabelEvaluator(ModelFreeEvaluator):
     name = "label"
     kind = "label"
 
+    def applies(self, task: TaskConfig, rubric: Mapping[str, Any]) -> bool:
+        """Whether the task names label attributes (else no datapoint has factors here)."""
+        return bool(task.label_attributes)
+
     def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
         return [a for a in task.label_attributes if gold_label(datapoint, a) is not None]
 

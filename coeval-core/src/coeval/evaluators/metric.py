@@ -62,6 +62,10 @@ class MetricEvaluator(ModelFreeEvaluator):
             self._instances[name] = registry.get(name)()
         return self._instances[name]
 
+    def applies(self, task: TaskConfig, rubric: Mapping[str, Any]) -> bool:
+        """Whether the rubric names a metric (else no datapoint of the task has factors here)."""
+        return bool(metric_factors(rubric))
+
     def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
         ref = datapoint.get("reference_response")
         if not isinstance(ref, str):

@@ -21,6 +21,7 @@ that already has records: a new student, or a new judge, is scored alone).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -38,10 +39,11 @@ from coeval.evaluators.base import (
 )
 from coeval.evaluators.metric import metric_factors
 from coeval.evaluators.routing import judge_factors, routed_to
+from coeval.phases.generation import above_slots_test
+from coeval.phases._evaluation_inputs import Datapoints, EvaluationState, brief_answers
 from coeval.phases._evaluation_records import call_record, model_free_record
-from coeval.phases._items import LazyItems, mode_refusal
+from coeval.phases._items import LazyItems, LazySpecs, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
-from coeval.phases.generation import beyond_slots
 from coeval.phases.plans import PlannedCalls, plan_evaluation
 from coeval.storage.record_inputs import stale_evaluation
 from coeval.storage.records import (
@@ -49,45 +51,15 @@ from coeval.storage.records import (
     OK,
     OK_TAIL,
     evaluation_id,
-    load_phase_records,
     match_every_line,
     record_status,
     scan_lines,
-    usable_response,
 )
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.run_folder import loads_record
 
 __all__ = ["EvaluationPhase", "judge_factors"]
 
-class EvaluationState:
-    """The phase's inputs, loaded once per survey or run."""
-
-    def __init__(self, view: RunView) -> None:
-        self.tasks = {t.name: t for t in view.config.tasks}
-        self.datapoints = load_phase_records(view.run, "data_generation")
-        self.all_responses = load_phase_records(view.run, "response_collection")
-        above = beyond_slots(view, self.datapoints.values())  # a lowered sampling.total leaves them out
-        self.responses = [
-            r for r in self.all_responses.values()
-            if r.get("task_id") in self.tasks and usable_response(r) and r.get("datapoint_id") not in above
-        ]
-        self.evaluations = load_phase_records(view.run, "evaluation")
-        self._rubrics: dict[str, Mapping[str, Any] | None] = {}
-        self.view = view
-
-    def rubric(self, task: TaskConfig) -> Mapping[str, Any] | None:
-        if task.name not in self._rubrics:
-            self._rubrics[task.name] = self.view.rubric(task)
-        return self._rubrics[task.name]
-
-
-#: A usable (ok, non-empty) response as our writer lays it out: id, datapoint_id and
-#: task_id first, an answer that starts with a visible character, status ok.
-_OK_RESPONSE = (
-    re.compile(rb'\n\{"id": "([^"\\\n]*)", "datapoint_id": "([^"\\\n]*)", "task_id": "([^"\\\n]*)"'),
-    re.compile(rb'"response": "[^\s"\\][^\n]*' + OK_TAIL, re.M),
-)
 #: An ok evaluation as our writer lays it out: ``{"id": ..., "scores": {...}, ..., "status": "ok"``.
 _OK_EVALUATION = (ID_HEAD, re.compile(rb'"scores": (\{[^}\n]*\})[^\n]*' + OK_TAIL, re.M))
 
@@ -104,24 +76,16 @@ class SurveyState(EvaluationState):
 
     def __init__(self, view: RunView) -> None:
         self.tasks = {t.name: t for t in view.config.tasks}
-        self.datapoints = load_phase_records(view.run, "data_generation")
+        self.view = view
+        self.datapoints = Datapoints(view.run)
+        self.above = above_slots_test(view)
         self._shared: dict[Any, Any] = {}  # one copy of each repeated value
         self.all_responses = {}
         responses: dict[str, dict[str, Any] | None] = {}
         for path in view.run.jsonl_files("response_collection"):
-            data = path.read_bytes()
-            found = match_every_line(_OK_RESPONSE, data)
-            if found is None:
-                scan_lines(data, self._brief_response, responses)
-                continue
-            for (rid, dp_id, task_id), _ in found:
-                task = task_id.decode()
-                responses[rid.decode()] = (
-                    {"id": rid.decode(), "task_id": self._shared.setdefault(task, task), "datapoint_id": dp_id.decode()}
-                    if task in self.tasks else None
-                )
-        above = beyond_slots(view, self.datapoints.values())  # a lowered sampling.total leaves them out
-        self.responses = [r for r in responses.values() if r is not None and r.get("datapoint_id") not in above]
+            brief_answers(path.read_bytes(), self.tasks, responses, self._shared)
+        self.responses = [r for r in responses.values()  # none above a lowered sampling.total
+                          if r is not None and not self.above(str(r.get("datapoint_id")), r["task_id"])]
         #: When every evaluation is an ok record in our layout (a finished run): id bytes ->
         #: its scores segment, and each distinct segment's factors. Else None, and
         #: ``evaluations`` holds a brief per id.
@@ -140,7 +104,6 @@ class SurveyState(EvaluationState):
             for path in files:
                 scan_lines(path.read_bytes(), self._brief_evaluation, self.evaluations)  # type: ignore[arg-type]
         self._rubrics = {}
-        self.view = view
 
     def _factor_set(self, scores: Mapping[str, Any]) -> frozenset[str]:
         key = tuple(scores)
@@ -153,12 +116,6 @@ class SurveyState(EvaluationState):
         brief = (status, factors, None if kind is None else str(kind))
         shared: Brief = self._shared.setdefault(("brief", brief), brief)
         return shared
-
-    def _brief_response(self, rec: dict[str, Any]) -> dict[str, Any] | None:
-        if rec.get("task_id") not in self.tasks or not usable_response(rec):
-            return None
-        return {"id": rec["id"], "task_id": self._shared.setdefault(rec["task_id"], rec["task_id"]),
-                "datapoint_id": rec.get("datapoint_id")}
 
     def _brief_evaluation(self, rec: dict[str, Any]) -> Brief:
         scores = rec.get("scores")
@@ -202,9 +159,27 @@ class _Plan:
         self.judges = view.callable_models("judge")
         self._factors: dict[tuple[int, str], list[str]] = {}
         self._scorers: dict[tuple[int, str, tuple[str, ...]], list[Scorer]] = {}
+        self._applies: dict[tuple[int, str], bool] = {}
+
+    def applies(self, index: int, task: TaskConfig, rubric: Mapping[str, Any]) -> bool:
+        """False when evaluator ``index`` says it scores nothing of ``task`` whatever the
+        datapoint (its ``applies(task, rubric)``): then no datapoint need be read for it."""
+        key = (index, task.name)
+        found = self._applies.get(key)
+        if found is None:
+            hook = getattr(self.evaluators[index], "applies", None)
+            found = self._applies[key] = bool(hook(task, rubric)) if callable(hook) else True
+        return found
+
+    def task_level(self, task: TaskConfig, rubric: Mapping[str, Any]) -> bool:
+        """Whether every evaluator's scorers for ``task`` are the same for each datapoint."""
+        return all(getattr(ev, "factors_per_task", False) or not self.applies(i, task, rubric)
+                   for i, ev in enumerate(self.evaluators))
 
     def scorers(self, index: int, task: TaskConfig, rubric: Mapping[str, Any], dp: Mapping[str, Any]) -> list[Scorer]:
         ev = self.evaluators[index]
+        if not self.applies(index, task, rubric):
+            return []
         if getattr(ev, "factors_per_task", False):
             factors = self._factors.get((index, task.name))
             if factors is None:
@@ -218,6 +193,111 @@ class _Plan:
         if scorers is None:
             scorers = self._scorers[key] = ev.scorers(task, factors, self.judges)
         return scorers
+
+
+class _Owed:
+    """The scorings a mode asks for, per evaluator, listed afresh on each pass: a phase of
+    millions of judgments holds its responses, not a scoring per judgment. A mode that
+    refuses the phase (New over records) raises on construction, before any call."""
+
+    def __init__(self, phase: EvaluationPhase, view: RunView, mode: str, in_scope: Callable[[str], bool],
+                 state: EvaluationState, evaluators: list[Evaluator], existing: list[dict[str, Any]]) -> None:
+        self.phase, self.mode, self.in_scope, self.state = phase, mode, in_scope, state
+        self.plan = _Plan(view, evaluators)
+        self.groups_with_records = phase._groups(state, existing) if existing else set()
+        self.any_existing = bool(existing)
+        if mode == "New" and self.groups_with_records:
+            for index in range(len(evaluators)):
+                for _ in self.scorings(index):
+                    pass
+
+    def scorings(self, index: int, log: Any = None) -> Iterator[Scoring]:
+        """Evaluator ``index``'s scorings this mode asks for (in scope, not yet covered)."""
+        groups, mode, in_scope, evaluations = self.groups_with_records, self.mode, self.in_scope, self.state.evaluations
+        stale = 0
+        for _, scoring in self.phase._expected(self.plan, self.state, index):
+            scorer, resp = scoring.scorer, scoring.response
+            if scorer.model is not None and not in_scope(scorer.model.name):
+                continue
+            if groups:
+                key = (scoring.task.name, resp.get("teacher_model_id"), scorer.name, resp.get("student_model_id"))
+                if key in groups:
+                    if mode == "Model":
+                        continue
+                    if mode == "New" and scorer.model is not None:
+                        raise PhaseRefusedError(mode_refusal(self.phase.name, f"{key[0]} x {key[1]} x {key[2]}"))
+            recorded = evaluations.get(scoring.record_id) if evaluations else None
+            if _covers(recorded, scorer.factors):
+                assert recorded is not None
+                if not stale_evaluation(recorded, resp):
+                    continue
+                stale += 1
+            yield scoring
+        if stale and log is not None:
+            log.warning(f"{stale} judgments scored an older version of their answer; scoring again",
+                        phase=self.phase.name, stale=stale)
+
+    def counts(self) -> list[tuple[int, int]]:
+        """Per evaluator, (scorings, those that call a model), without listing them where
+        the phase has no records yet: then the answers' ids tell how many each task and
+        datapoint has, and each task's scorers (or, for an evaluator whose factors depend on
+        the datapoint, each datapoint's, read one file at a time) how many records each owes."""
+        plan, state, in_scope = self.plan, self.state, self.in_scope
+        indexes = range(len(plan.evaluators))
+        if self.any_existing:
+            return [self._listed(index) for index in indexes]
+
+        def wanted(scorers: list[Scorer]) -> tuple[int, int]:
+            kept = [s for s in scorers if s.model is None or in_scope(s.model.name)]
+            return len(kept), sum(1 for s in kept if s.model is not None)
+
+        per_dp = state.usable_per_datapoint()
+        per_task: Counter[str] = Counter()
+        for (name, _), n in per_dp.items():
+            per_task[name] += n
+        out = [[0, 0] for _ in indexes]
+        by_datapoint: dict[str, list[int]] = {}  # task -> the evaluators that ask each datapoint
+        for name, responses in per_task.items():
+            task = state.tasks[name]
+            rubric = state.rubric(task)
+            if rubric is None:
+                continue
+            for index in indexes:
+                if getattr(plan.evaluators[index], "factors_per_task", False) or not plan.applies(index, task, rubric):
+                    each, each_model = wanted(plan.scorers(index, task, rubric, {}))
+                    out[index][0] += responses * each
+                    out[index][1] += responses * each_model
+                else:
+                    by_datapoint.setdefault(name, []).append(index)
+        if by_datapoint:
+            seen: set[tuple[str, str]] = set()
+            for dp in state.each_datapoint():
+                key = (str(dp.get("task_id")), str(dp.get("id")))
+                if key[0] not in by_datapoint or key not in per_dp or key in seen:
+                    continue
+                seen.add(key)
+                self._add(out, by_datapoint[key[0]], key[0], dp, per_dp[key], wanted)
+            for key, n in per_dp.items():  # answers whose datapoint is missing
+                if key[0] in by_datapoint and key not in seen:
+                    self._add(out, by_datapoint[key[0]], key[0], {}, n, wanted)
+        return [(n, n_model) for n, n_model in out]
+
+    def _add(self, out: list[list[int]], indexes: list[int], task_name: str, dp: Mapping[str, Any], answers: int,
+             wanted: Callable[[list[Scorer]], tuple[int, int]]) -> None:
+        task = self.state.tasks[task_name]
+        rubric = self.state.rubric(task)
+        assert rubric is not None
+        for index in indexes:
+            each, each_model = wanted(self.plan.scorers(index, task, rubric, dp))
+            out[index][0] += answers * each
+            out[index][1] += answers * each_model
+
+    def _listed(self, index: int) -> tuple[int, int]:
+        n = n_model = 0
+        for scoring in self.scorings(index):
+            n += 1
+            n_model += scoring.scorer.model is not None
+        return n, n_model
 
 
 class EvaluationPhase:
@@ -234,15 +314,17 @@ class EvaluationPhase:
 
     # ---- what is expected ---------------------------------------------------------------
     @staticmethod
-    def _expected(plan: _Plan, state: EvaluationState) -> Iterator[tuple[int, Scoring]]:
-        """(evaluator index, scoring) of every record the config expects."""
+    def _expected(plan: _Plan, state: EvaluationState, only: int | None = None) -> Iterator[tuple[int, Scoring]]:
+        """(evaluator index, scoring) of every record the config expects (of evaluator
+        ``only`` alone when given)."""
+        indexes = range(len(plan.evaluators)) if only is None else (only,)
         for resp in state.responses:
             task = state.tasks[resp["task_id"]]
             rubric = state.rubric(task)
             if rubric is None:
                 continue
-            dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
-            for index in range(len(plan.evaluators)):
+            dp = state.datapoint_of(resp)
+            for index in indexes:
                 for scorer in plan.scorers(index, task, rubric, dp):
                     rid = evaluation_id(resp["id"], scorer.name, scorer.factor)
                     yield index, Scoring(rid, scorer, task, rubric, dp, resp)
@@ -263,7 +345,7 @@ class EvaluationPhase:
             rubric = state.rubric(task)
             if rubric is None:
                 continue
-            dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
+            dp = {} if plan.task_level(task, rubric) else state.datapoints.get(str(resp.get("datapoint_id")), {})
             rid = resp["id"]
             for index in range(len(plan.evaluators)):
                 for scorer in plan.scorers(index, task, rubric, dp):
@@ -298,8 +380,9 @@ class EvaluationPhase:
                 continue
             # responses grouped by their evaluators' scorer lists (one list per task, usually)
             ids_of: dict[int, tuple[list[Scorer], list[bytes]]] = {}
+            task_level = plan.task_level(task, rubric)
             for resp in responses:
-                dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
+                dp = {} if task_level else state.datapoints.get(str(resp.get("datapoint_id")), {})
                 rid = resp["id"].encode()
                 for index in range(len(plan.evaluators)):
                     scorers = plan.scorers(index, task, rubric, dp)
@@ -329,15 +412,17 @@ class EvaluationPhase:
         if ctx.mode == "Keep" and existing:
             ctx.log.info("phase kept: evaluations exist", phase=self.name)
             return
-        owed = self._owed(ctx, ctx.mode, ctx.in_scope, state, evaluators, existing, ctx.log)
-        calls = sum(1 for scorings in owed for s in scorings if s.scorer.model is not None)
+        owed = _Owed(self, ctx, ctx.mode, ctx.in_scope, state, evaluators, existing)
+        counts = owed.counts()
+        calls = sum(n_model for _, n_model in counts)
         ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, judge_calls=calls,
-                     evaluator_records=sum(len(scorings) for scorings in owed) - calls)
+                     evaluator_records=sum(n for n, _ in counts) - calls)
         # model-free evaluators first: their records are written in seconds
-        order = sorted(range(len(evaluators)), key=lambda i: any(s.scorer.model is not None for s in owed[i]))
+        order = sorted(range(len(evaluators)), key=lambda i: counts[i][1] > 0)
         for index in order:
-            if owed[index]:
-                await self._evaluate(ctx, evaluators[index], owed[index])
+            if counts[index][0]:
+                scorings = LazySpecs(functools.partial(owed.scorings, index, ctx.log), counts[index][0])
+                await self._evaluate(ctx, evaluators[index], scorings)
 
     def owed(self, view: RunView, mode: str, in_scope: Callable[[str], bool]) -> list[Scoring]:
         """The scorings ``mode`` asks for (what ``run`` hands the evaluators), for the
@@ -390,30 +475,8 @@ class EvaluationPhase:
         log: Any = None,
     ) -> list[list[Scoring]]:
         """Per evaluator, the scorings this mode asks for (in scope, not yet covered)."""
-        groups_with_records = self._groups(state, existing)
-        owed: list[list[Scoring]] = [[] for _ in evaluators]
-        stale = 0
-        for index, scoring in self._expected(_Plan(view, evaluators), state):
-            scorer, resp = scoring.scorer, scoring.response
-            if scorer.model is not None and not in_scope(scorer.model.name):
-                continue
-            key = (scoring.task.name, resp.get("teacher_model_id"), scorer.name, resp.get("student_model_id"))
-            if key in groups_with_records:
-                if mode == "Model":
-                    continue
-                if mode == "New" and scorer.model is not None:
-                    raise PhaseRefusedError(mode_refusal(self.name, f"{key[0]} x {key[1]} x {key[2]}"))
-            recorded = state.evaluations.get(scoring.record_id)
-            if _covers(recorded, scorer.factors):
-                assert recorded is not None
-                if not stale_evaluation(recorded, resp):
-                    continue
-                stale += 1
-            owed[index].append(scoring)
-        if stale and log is not None:
-            log.warning(f"{stale} judgments scored an older version of their answer; scoring again",
-                        phase=self.name, stale=stale)
-        return owed
+        owed = _Owed(self, view, mode, in_scope, state, evaluators, existing)
+        return [list(owed.scorings(index, log)) for index in range(len(evaluators))]
 
     @staticmethod
     def _check_names(ctx: PhaseContext, evaluators: list[Evaluator]) -> None:
@@ -449,7 +512,7 @@ class EvaluationPhase:
                     raise PhaseError(f"task {task.name}: rubric factor {factor!r} names evaluator {wanted!r}, which "
                                      f"no installed plugin registers (known: {', '.join(sorted(names))})")
 
-    async def _evaluate(self, ctx: PhaseContext, ev: Evaluator, scorings: list[Scoring]) -> None:
+    async def _evaluate(self, ctx: PhaseContext, ev: Evaluator, scorings: Sequence[Scoring]) -> None:
         """Hand one evaluator the scorings it owes; write the records it returns."""
 
         async def submit(batch: Sequence[Scoring], build: Callable[[Scoring], EvaluationCall]) -> None:
@@ -463,6 +526,8 @@ class EvaluationPhase:
             raise PhaseError(f"evaluator {ev.name!r} failed: {type(exc).__name__}: {exc}") from exc
         if len(results) != len(scorings):
             raise PhaseError(f"evaluator {ev.name!r} returned {len(results)} results for {len(scorings)} scorings")
+        if all(result is None for result in results):
+            return  # every record was written as its call finished: no second pass over the scorings
         logged: set[tuple[str, str]] = set()
         for scoring, result in zip(scorings, results, strict=True):
             if result is None:

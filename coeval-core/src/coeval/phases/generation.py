@@ -19,7 +19,7 @@ by slot (a task's own data, a benchmark teacher's, a teacher the config lacks) n
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -45,7 +45,7 @@ from coeval.storage.records import (
 from coeval.phases._sampling import AttributeDraw, AttributeSampler
 from coeval.scheduler.work import WorkItem, WorkOutcome
 
-__all__ = ["DataGenerationPhase", "beyond_slots", "sampler_for", "slot_counts"]
+__all__ = ["DataGenerationPhase", "above_slots_test", "beyond_slots", "sampler_for", "slot_counts"]
 
 
 def sampler_for(view: RunView, task: TaskConfig, teacher: str) -> AttributeSampler | None:
@@ -92,6 +92,23 @@ def beyond_slots(view: RunView, datapoints: Iterable[Mapping[str, Any]],
     return out
 
 
+def above_slots_test(view: RunView) -> Callable[[str, str], bool]:
+    """``above(datapoint_id, task)``: True for a config teacher's datapoint above its slots
+    (a lowered ``sampling.total``), told from the id alone, so answers can be filtered as
+    they stream without reading their datapoints."""
+    slots = slot_counts(view)
+
+    def above(datapoint: str, task: str) -> bool:
+        head = f"{task}__"
+        if not datapoint.startswith(head):
+            return False
+        teacher, _, tail = datapoint[len(head):].rpartition("__")
+        limit = slots.get((task, teacher))
+        return limit is not None and tail.isdigit() and int(tail) > limit
+
+    return above
+
+
 def _attrs_text(values: dict[str, str]) -> str:
     return json.dumps(values, ensure_ascii=False) if values else "(none)"
 
@@ -102,6 +119,30 @@ class _Slot:
     teacher: ModelConfig
     seq: int
     draw: AttributeDraw
+
+
+@attrs.frozen
+class _Owed:
+    """One (task, teacher) whose slots are still to fill: its sampler and the records it has."""
+
+    task: TaskConfig
+    teacher: ModelConfig
+    sampler: AttributeSampler
+    records: Mapping[str, Any]
+
+    def slots(self) -> Iterator[_Slot]:
+        task, teacher, records = self.task, self.teacher, self.records
+        for seq in range(1, self.sampler.slots() + 1):
+            if is_ok(records.get(datapoint_id(task.name, teacher.name, seq))):
+                continue
+            yield _Slot(task, teacher, seq, self.sampler.draw(seq))
+
+    def count(self) -> int:
+        if not self.records:
+            return self.sampler.slots()
+        task, teacher, records = self.task, self.teacher, self.records
+        return sum(1 for seq in range(1, self.sampler.slots() + 1)
+                   if not is_ok(records.get(datapoint_id(task.name, teacher.name, seq))))
 
 
 class DataGenerationPhase:
@@ -157,11 +198,27 @@ class DataGenerationPhase:
     ) -> list[_Slot]:
         """The slots ``mode`` asks for: what ``run`` calls, and what the estimate of remaining
         work counts. ``unplanned`` receives (task, teacher) -> slots that wait for phase 1."""
+        groups = self._owed_groups(view, mode, in_scope, log=log, gate=gate, unplanned=unplanned)
+        return [slot for group in groups for slot in group.slots()]
+
+    def _owed_groups(
+        self,
+        view: RunView,
+        mode: str,
+        in_scope: Callable[[str], bool],
+        *,
+        log: Any = None,
+        gate: ItemGate | None = None,
+        unplanned: dict[tuple[str, str], int] | None = None,
+    ) -> list[_Owed]:
+        """Per (task, teacher) with slots to fill, what it has: its slots are listed lazily
+        (:meth:`_Owed.slots`), so a phase of a million datapoints holds none of them. A mode
+        that refuses the phase raises here, before any call."""
         if mode == "Keep" and self._phase_has_records(view):
             if log is not None:
                 log.info("phase kept: datapoints exist", phase=self.name)
             return []
-        slots: list[_Slot] = []
+        groups: list[_Owed] = []
         for task in view.config.tasks:
             if task.data is not None:
                 continue  # written from its data file; teachers write none
@@ -185,21 +242,20 @@ class DataGenerationPhase:
                 if gate is not None:
                     gate.remember(task.name, teacher.name,
                                   (str(r.get("prompt", "")) for r in records.values() if is_ok(r)))
-                for seq in range(1, sampler.slots() + 1):
-                    if is_ok(records.get(datapoint_id(task.name, teacher.name, seq))):
-                        continue
-                    slots.append(_Slot(task, teacher, seq, sampler.draw(seq)))
-        return slots
+                groups.append(_Owed(task, teacher, sampler, records))
+        return groups
 
     async def run(self, ctx: PhaseContext) -> None:
         kept = ctx.mode == "Keep" and self._phase_has_records(ctx)
         gate = gate_for(ctx)
-        slots = self.owed(ctx, ctx.mode, ctx.in_scope, log=ctx.log, gate=gate)
+        groups = self._owed_groups(ctx, ctx.mode, ctx.in_scope, log=ctx.log, gate=gate)
         if kept:
             return
         write_task_data(ctx)
-        ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=len(slots))
-        await ctx.submit(self.name, LazyItems(slots, lambda s: self._item(ctx, s, gate)))  # type: ignore[arg-type]
+        total = sum(group.count() for group in groups)
+        ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=total)
+        await ctx.submit(self.name, LazyItems(  # type: ignore[arg-type]
+            lambda: (slot for group in groups for slot in group.slots()), lambda s: self._item(ctx, s, gate), total))
 
     def _item(self, ctx: PhaseContext, slot: _Slot, gate: ItemGate) -> WorkItem:
         task, teacher = slot.task, slot.teacher

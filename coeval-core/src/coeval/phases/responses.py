@@ -12,7 +12,7 @@ already has responses: adds new students, or a new teacher's datapoints, only).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -78,6 +78,45 @@ class _Ask:
     sample: int = 1
 
 
+@attrs.frozen
+class _OwedAnswers:
+    """The answers a mode asks for, listed afresh on each pass: a phase of a million answers
+    holds its datapoints, not a million asks."""
+
+    phase: str
+    tasks: Mapping[str, TaskConfig]
+    responses: Mapping[str, Any]  # the phase's records (empty when it has none of these tasks)
+    groups_with_records: set[tuple[Any, Any, Any]]
+    students: list[ModelConfig]
+    datapoints: list[dict[str, Any]]
+    mode: str
+
+    def asks(self, log: Any = None) -> Iterator[_Ask]:
+        responses, groups = self.responses, self.groups_with_records
+        stale = 0
+        for dp in self.datapoints:
+            task = self.tasks[dp["task_id"]]
+            for student in self.students:
+                if self.mode == "Model" and (task.name, dp.get("teacher_model_id"), student.name) in groups:
+                    continue
+                for sample in range(1, task.samples + 1):
+                    rec = responses.get(response_id(dp["id"], student.name, sample)) if responses else None
+                    if is_ok(rec):
+                        assert rec is not None
+                        if not stale_response(rec, dp):
+                            continue
+                        stale += 1
+                    yield _Ask(task, student, dp, sample)
+        if stale and log is not None:
+            log.warning(f"{stale} answers were made from an older version of their datapoint; answering again",
+                        phase=self.phase, stale=stale)
+
+    def count(self) -> int:
+        if not self.responses:  # nothing answered yet: every (datapoint, student, sample)
+            return len(self.students) * sum(self.tasks[dp["task_id"]].samples for dp in self.datapoints)
+        return sum(1 for _ in self.asks())
+
+
 class ResponseCollectionPhase:
     name = "response_collection"
     #: the models it calls
@@ -114,45 +153,40 @@ class ResponseCollectionPhase:
     def owed(self, view: RunView, mode: str, in_scope: Callable[[str], bool], *, log: Any = None) -> list[_Ask]:
         """The answers ``mode`` asks for: what ``run`` calls, and what the estimate of
         remaining work counts."""
+        owed = self._owed(view, mode, in_scope, log=log)
+        return list(owed.asks(log)) if owed is not None else []
+
+    def _owed(self, view: RunView, mode: str, in_scope: Callable[[str], bool], *,
+              log: Any = None) -> _OwedAnswers | None:
+        """What ``mode`` asks for, its answers listed lazily; None when the mode keeps the
+        phase. A mode that refuses the phase raises here, before any call."""
         tasks = {t.name: t for t in view.config.tasks}
         responses = load_phase_records(view.run, self.name)
         existing = [r for r in responses.values() if r.get("task_id") in tasks]
         if mode == "Keep" and existing:
             if log is not None:
                 log.info("phase kept: responses exist", phase=self.name)
-            return []
-        groups_with_records = {(r.get("task_id"), r.get("teacher_model_id"), r.get("student_model_id")) for r in existing}
+            return None
+        groups = {(r.get("task_id"), r.get("teacher_model_id"), r.get("student_model_id")) for r in existing}
         students = [m for m in view.callable_models("student") if in_scope(m.name)]
-        asks: list[_Ask] = []
-        stale = 0
-        for dp in usable_datapoints(view):
-            task = tasks[dp["task_id"]]
-            for student in students:
-                group = (task.name, dp.get("teacher_model_id"), student.name)
-                if group in groups_with_records:
-                    if mode == "Model":
-                        continue
-                    if mode == "New":
-                        raise PhaseRefusedError(mode_refusal(self.name, f"{task.name} x {group[1]} x {student.name}"))
-                for sample in range(1, task.samples + 1):
-                    rec = responses.get(response_id(dp["id"], student.name, sample))
-                    if is_ok(rec):
-                        assert rec is not None
-                        if not stale_response(rec, dp):
-                            continue
-                        stale += 1
-                    asks.append(_Ask(task, student, dp, sample))
-        if stale and log is not None:
-            log.warning(f"{stale} answers were made from an older version of their datapoint; answering again",
-                        phase=self.name, stale=stale)
-        return asks
+        owed = _OwedAnswers(self.name, tasks, responses if existing else {}, groups, students, usable_datapoints(view),
+                            mode)
+        if mode == "New" and groups:
+            for dp in owed.datapoints:
+                for student in students:
+                    group = (dp["task_id"], dp.get("teacher_model_id"), student.name)
+                    if group in groups:
+                        raise PhaseRefusedError(mode_refusal(self.name, f"{group[0]} x {group[1]} x {student.name}"))
+        return owed
 
     async def run(self, ctx: PhaseContext) -> None:
-        asks = self.owed(ctx, ctx.mode, ctx.in_scope, log=ctx.log)
-        if ctx.mode == "Keep" and not asks:
+        owed = self._owed(ctx, ctx.mode, ctx.in_scope, log=ctx.log)
+        if owed is None:
             return
-        ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=len(asks))
-        await ctx.submit(self.name, LazyItems(asks, lambda a: self._item(ctx, a)))  # type: ignore[arg-type]
+        total = owed.count()
+        ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=total)
+        await ctx.submit(self.name, LazyItems(  # type: ignore[arg-type]
+            lambda: owed.asks(ctx.log), lambda a: self._item(ctx, a), total))
 
     def _item(self, ctx: PhaseContext, ask: _Ask) -> WorkItem:
         dp, task, student = ask.datapoint, ask.task, ask.student

@@ -89,11 +89,11 @@ class PhaseLoop(RunState):
             finally:
                 ctx.writers.close()
                 ledger.flush()
-            result.survey = phase.survey(RunView(self.config, self.run, self.registries))
-            # complete only on complete inputs: a phase downstream of a gap is not done
-            upstream_complete = all(self.results[p.name].status in ("completed", "skipped")
+            if not (self.stop_requested and result.skip_causes["cancelled"]):  # stopped early: not surveyed (slow)
+                result.survey = phase.survey(RunView(self.config, self.run, self.registries))
+            upstream_complete = all(self.results[p.name].status in ("completed", "skipped")  # complete inputs only
                                     for p in phases[: phases.index(phase)] if p.name in self.results)
-            result.status = "completed" if result.survey.complete and upstream_complete else "partial"
+            result.status = "completed" if upstream_complete and result.survey and result.survey.complete else "partial"
             if self.stop_requested and result.status != "completed":
                 result.status = "interrupted"
             self.meta.phase_finished(result, started, self.phase_ids)

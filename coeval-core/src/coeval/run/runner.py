@@ -63,7 +63,7 @@ from coeval.run.result import (
     RunError,
     RunResult,
 )
-from coeval.run.signals import Interrupts, handle_signals, stop_gracefully
+from coeval.run.signals import Interrupts, handle_signals, off_the_loop, stop_gracefully
 from coeval.scheduler import Scheduler, SchedulerLimits
 from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
 from coeval.storage.claims import ModelClaims
@@ -111,8 +111,8 @@ class _Run(RunStartup, PhaseLoop):
         phases = self.phases
         completed = set(meta.get("phases_completed") or [])
         view = RunView(self.config, self.run, self.registries)
-        may_run = phases_that_may_run(phases, view, completed, continue_run=self.options.continue_run,
-                                      surveys=self._surveys)
+        may_run = await off_the_loop(lambda: phases_that_may_run(  # off the loop: a signal ends the run meanwhile
+            phases, view, completed, continue_run=self.options.continue_run, surveys=self._surveys))
         lock = RunLock(self.run.root, shared=bool(self.only))
         claims = ModelClaims(self.run.root, self.only)  # a shard claims its models: never two alike
         # an existing folder is locked before probing, so a busy one is refused at once and
@@ -183,7 +183,7 @@ class _Run(RunStartup, PhaseLoop):
                         log.warning("cut a partial last line (a crash interrupted its write)", file=str(path),
                                     bytes=cut)
             if killed_before:  # only a process that never finished can have unsaved counts
-                meta = recount_lost_calls(self.run, meta, log)
+                meta = await off_the_loop(recount_lost_calls, self.run, meta, log)
         did = as_the_run_did(self.user_config, self.run)  # kept maps and rubrics, not edits it ignores
         write_config_snapshot(self.run, did)
         record_settings(self.run, did)

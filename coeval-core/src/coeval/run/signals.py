@@ -7,15 +7,18 @@ import asyncio
 import contextlib
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from coeval.scheduler import Scheduler
 
 if TYPE_CHECKING:
     from coeval.run.result import RunResult
 
-__all__ = ["Interrupts", "handle_signals", "stop_gracefully"]
+__all__ = ["Interrupts", "handle_signals", "off_the_loop", "stop_gracefully"]
+
+T = TypeVar("T")
 
 
 class Interrupts:
@@ -65,3 +68,32 @@ def handle_signals(loop: asyncio.AbstractEventLoop, interrupts: Interrupts) -> I
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+
+
+async def off_the_loop(work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)`` in a daemon thread while the event loop goes on: reading a run folder
+    of millions of records before the first phase must not hold back Ctrl-C or SIGTERM. When
+    the run is cancelled meanwhile, the await ends at once and the thread is left to finish
+    (a daemon: the process does not wait for it at exit); its result is dropped."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(value: Any, failed: bool) -> None:
+        if done.done():  # cancelled meanwhile
+            return
+        if failed:
+            done.set_exception(value)
+        else:
+            done.set_result(value)
+
+    def thread() -> None:
+        try:
+            value: Any = work(*args)
+            failed = False
+        except BaseException as exc:  # handed to the awaiting task
+            value, failed = exc, True
+        with contextlib.suppress(RuntimeError):  # the loop closed first
+            loop.call_soon_threadsafe(settle, value, failed)
+
+    threading.Thread(target=thread, name="coeval-prework", daemon=True).start()
+    return await done

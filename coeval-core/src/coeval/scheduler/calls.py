@@ -1,0 +1,287 @@
+"""The workers: one call at a time, its retries, and what a lane learns from it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from coeval.config.credentials import redact
+from coeval.interfaces.base import (
+    CallGivenBack,
+    FatalModelError,
+    Interface,
+    ModelError,
+    RateLimitError,
+    TransientModelError,
+)
+from coeval.scheduler.correction import with_correction
+from coeval.scheduler.lanes import Lane, TIMEOUTS_TO_EJECT
+from coeval.scheduler.resample import resampled
+from coeval.scheduler.routing import Routing
+from coeval.scheduler.server_wait import is_connection_failure, is_timeout
+from coeval.scheduler.state import _Job, _note_error, _PhaseRun, _TURN_S, _YIELD_EVERY
+from coeval.scheduler.work import OutputParseError
+
+log = logging.getLogger("coeval.scheduler")
+
+
+class Calls(Routing):
+    """The workers: one call at a time, its retries, and what a lane learns from it."""
+
+    # ------------------------------------------------------------------ the work
+
+    async def _worker(self, run: _PhaseRun, lane: Lane) -> None:
+        clock = self.clock
+        queue = lane.queue
+        ready = queue.ready
+        handled = 0
+        turn = clock.now()  # the scheduler's clock: virtual under a ManualClock, so tests are deterministic
+        try:
+            while not run.stopping:
+                if lane.workers > lane.limit.current:
+                    return  # the limit shrank: this worker's slot is gone
+                if lane.down and lane.workers > 1 and lane.siblings_up():
+                    return  # a replica that is down keeps one worker, to probe it
+                if lane.paused_until:
+                    wait = lane.paused_until - clock.now()
+                    if wait > 0:
+                        await clock.sleep(wait)
+                        continue
+                    lane.paused_until = 0.0
+                if not ready and run.source is not None:
+                    self._refill(run)
+                if not ready:
+                    if queue.delayed == 0:
+                        return
+                    queue.wake.clear()
+                    await queue.wake.wait()
+                    continue
+                await self._attempt(run, lane, ready.popleft())
+                handled += 1
+                if handled >= _YIELD_EVERY or clock.now() - turn > _TURN_S:
+                    await asyncio.sleep(0)
+                    handled, turn = 0, clock.now()
+        finally:
+            lane.workers -= 1
+
+    async def _attempt(self, run: _PhaseRun, lane: Lane, job: _Job) -> None:
+        """One call for ``job`` (or its skip): finish it, or queue its retry."""
+        item = job.item
+        name = item.model.name
+        limits = self.limits
+        cap = limits.quota.get(name)
+        if cap is not None and self.calls[name] >= cap:
+            self._skip(run, job, "quota")
+            return
+        if limits.budget_usd is not None and self._over_budget():
+            self._skip(run, job, "budget")
+            return
+        iface = lane.pinned.get(name) or job.iface if lane.pinned else job.iface
+        assert iface is not None
+        self.calls[name] += 1  # reserved before the call: exact under any concurrency
+        run.stats.phase_calls += 1
+        job.attempts += 1
+        lane.in_flight += 1
+        load = lane.in_flight
+        if load > lane.peak:
+            lane.peak = load
+        seq = lane.limit.started()
+        request = item.request
+        if job.correction is not None:  # a retry after a rejected reply: tell why, and sample differently
+            request = resampled(with_correction(request, job.correction, item.key), item.key, job.parse_failures,
+                                takes_seed=iface.takes_seed)
+        started = self.clock.now()
+        started_wall = time.perf_counter()
+        call_timeout = getattr(iface, "call_timeout_s", None) or limits.call_timeout_s
+        try:
+            if call_timeout is None:
+                result = await iface.generate(request)
+            else:
+                async with asyncio.timeout(call_timeout):
+                    result = await iface.generate(request)
+        except asyncio.CancelledError:
+            lane.in_flight -= 1
+            raise
+        except Exception as exc:
+            lane.in_flight -= 1
+            if isinstance(exc, CallGivenBack) and run.stopping:  # given back unanswered: no call counts
+                self.calls[name] -= 1
+                run.stats.phase_calls -= 1
+                job.attempts -= 1
+                self._skip(run, job, run.stop_reason)
+                run.settle()
+                return
+            if is_connection_failure(exc) and self._server_down(run, lane, job):
+                return
+            job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
+            lane.calls += 1
+            err = self._classify(iface, exc)
+            if is_timeout(exc):
+                self._timed_out(lane, seq)
+            self._failed_call(run, lane, job, err, seq)
+            run.settle()
+            return
+        lane.in_flight -= 1
+        finished = self.clock.now()
+        lane.limit.succeeded(finished - started, finished, load)
+        job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
+        self._answered(run, lane, job.latency_ms)
+        job.raw, job.finish_reason = result.text, result.finish_reason
+        usage = result.usage
+        job.in_tokens += usage.input_tokens
+        job.out_tokens += usage.output_tokens
+        if result.cost_usd is not None:
+            job.cost = (job.cost or 0.0) + result.cost_usd
+        if result.cost_usd:
+            self._add_spend(run, result.cost_usd)
+        if lane.workers < lane.limit.current and lane.queue.ready:
+            self._spawn_workers(run, lane)
+        parse = item.parse
+        if parse is None:
+            self._finish(run, job, "ok", value=result.text, result=result)
+            return
+        try:
+            value = parse(result)
+        except OutputParseError as exc:
+            job.parse_failures += 1
+            job.last_kind, job.last_error = getattr(exc, "error_kind", "unparseable"), redact(str(exc))
+            job.correction = job.last_error
+            _note_error(job)
+            if job.parse_failures > limits.generation_retries or job.attempts >= limits.max_attempts:
+                self._finish(run, job, "failed")
+            elif run.stopping:
+                self._skip(run, job, run.stop_reason)
+            else:
+                self._count_retry(run, "unparseable")
+                lane.queue.ready.append(job)
+            return
+        except Exception as exc:
+            log.exception("parser of %s raised", item.key)
+            job.last_kind, job.last_error = "parse_error", redact(f"{type(exc).__name__}: {exc}")
+            self._finish(run, job, "failed")
+            return
+        self._finish(run, job, "ok", value=value, result=result)
+
+    def _answered(self, run: _PhaseRun, lane: Lane, latency_ms: float) -> None:
+        """The lane's server answered a call: note its latency; if it had been down, say it
+        is back (a replica then takes its share again)."""
+        lane.calls += 1
+        lane.timeouts_in_a_row = 0
+        lane.note_latency(latency_ms)
+        if lane.server_wait.answered():
+            lane.paused_until = 0.0
+            self._say(f"{lane.url}: the server answers again")
+            if lane.queue.replicated:
+                self._spawn_workers(run, lane)
+
+    def _timed_out(self, lane: Lane, seq: int) -> None:
+        """A call ran out of time on a server that was there. A queueing server is over
+        capacity: shrink its limit. A replica that does so repeatedly is ejected (its calls
+        go to the others while it is probed), like one that refuses connections."""
+        if lane.limit.gradient is not None:
+            lane.limit.rate_limited(seq)
+        if not lane.queue.replicated:
+            return
+        lane.timeouts_in_a_row += 1
+        if (lane.timeouts_in_a_row >= TIMEOUTS_TO_EJECT or lane.down) and lane.siblings_up():  # or a failed probe
+            lane.timeouts_in_a_row = 0
+            now = self.clock.now()
+            if not lane.down:
+                lane.ejections += 1
+                self._say(f"{lane.url}: {TIMEOUTS_TO_EJECT} calls in a row timed out; its calls go to the other "
+                          "replicas while it is probed")
+            pause = lane.server_wait.refused(now) or lane.server_wait.max_delay_s
+            lane.paused_until = max(lane.paused_until, now + pause)
+
+    def _server_down(self, run: _PhaseRun, lane: Lane, job: _Job) -> bool:
+        """The server refused or dropped the call: give the attempt back and pause the lane;
+        a replica is ejected and its calls go to the other replicas while it is probed. Once
+        the lane (every replica of it) has waited ``connect_wait_s`` the item fails, naming
+        the server."""
+        now = self.clock.now()
+        first = not lane.down
+        pause = lane.server_wait.refused(now)
+        self.calls[job.item.model.name] -= 1  # the server never saw this call
+        run.stats.phase_calls -= 1
+        job.attempts -= 1
+        members = lane.queue.lanes
+        if pause is None and any(not m.server_wait.exhausted(now) for m in members if m is not lane):
+            pause = lane.server_wait.max_delay_s  # another replica is up or still waited for: keep probing
+        if pause is None:
+            urls = ", ".join(m.url for m in members)
+            job.last_kind = "transient"
+            job.last_error = f"cannot connect to {urls} for {lane.server_wait.wait_s:.0f} s (connect_wait_s)"
+            self._finish(run, job, "failed")
+            return True
+        if first:
+            lane.ejections += 1
+            if lane.siblings_up():
+                self._say(f"{lane.url}: cannot connect; its calls go to the other replicas while it is probed")
+            else:
+                self._say(f"{lane.url}: cannot connect; waiting up to {lane.server_wait.wait_s:.0f} s for the server "
+                          "(connect_wait_s)")
+        lane.paused_until = max(lane.paused_until, now + pause)
+        if run.stopping:
+            self._skip(run, job, run.stop_reason)
+        else:
+            lane.queue.ready.appendleft(job)
+            if lane.queue.replicated:
+                self._spawn_workers(run, lane)
+        run.settle()
+        return True
+
+    def _classify(self, iface: Interface, exc: Exception) -> ModelError:
+        if isinstance(exc, TimeoutError) and not isinstance(exc, ModelError):
+            return TransientModelError(f"call timed out after {self.limits.call_timeout_s} s")
+        try:
+            return iface.classify_error(exc)
+        except Exception as inner:
+            return FatalModelError(f"{type(exc).__name__}: {exc} (and classify_error raised {inner!r})")
+
+    def _failed_call(self, run: _PhaseRun, lane: Lane, job: _Job, err: ModelError, seq: int) -> None:
+        job.last_kind = err.kind
+        job.last_error = redact(str(err))
+        _note_error(job)
+        job.transport_failures += 1
+        if isinstance(err, RateLimitError):
+            if lane.limit.rate_limited(seq):
+                log.debug("lane %s: rate limited, concurrency now %d", lane.key, lane.limit.current)
+            if err.retry_after and 0 < err.retry_after <= self.limits.retry.max_retry_after_s:
+                until = self.clock.now() + err.retry_after
+                if until > lane.paused_until:
+                    lane.paused_until = until
+                    lane.pauses += 1
+        if job.attempts >= self.limits.max_attempts:
+            self._finish(run, job, "failed")
+            return
+        delay = self.limits.retry.delay_for(err, job.transport_failures, self.rng)
+        if delay is None:
+            if err.retryable and err.retry_after:
+                job.last_error = redact(
+                    f"{job.last_error} (the provider asked to wait {err.retry_after:.0f} s, more than "
+                    f"the {self.limits.retry.max_retry_after_s:.0f} s a run waits)"
+                )
+            self._finish(run, job, "failed")
+            return
+        if run.stopping:
+            self._skip(run, job, run.stop_reason)
+            return
+        self._count_retry(run, err.kind)
+        lane.queue.delayed += 1
+        task = asyncio.ensure_future(self._requeue_after(run, lane, job, delay))
+        run.tasks.add(task)
+        task.add_done_callback(run.tasks.discard)
+
+    async def _requeue_after(self, run: _PhaseRun, lane: Lane, job: _Job, delay: float) -> None:
+        try:
+            await self.clock.sleep(delay)
+        finally:
+            lane.queue.delayed -= 1
+        if run.stopping:
+            self._skip(run, job, run.stop_reason)
+            return
+        lane.queue.ready.append(job)
+        lane.queue.wake.set()
+        self._spawn_workers(run, lane)
+
