@@ -219,11 +219,14 @@ def measured(scale: np.ndarray) -> np.ndarray:
 
 
 def _fix_reference(lay: Layout, f: Fit) -> None:
-    """The reference judge is never biased (it has no family). Its scale and location are
-    fitted like any judge's and the scores reported in its units (:func:`_reported_scale`),
-    which is the same model as fixing them at 1 and 0, and keeps the fit stable."""
+    """The reference judge is never biased (it has no family) and has no taste: its view of
+    a student is what the ranking measures, so where it departs from the LLM judges' for a
+    student, theirs is the error. Its scale and location are fitted like any judge's and
+    the scores reported in its units (:func:`_reported_scale`), which is the same model as
+    fixing them at 1 and 0, and keeps the fit stable."""
     if lay.has_reference:
         f.bias[lay.K - 1] = 0.0
+        f.taste[lay.K - 1] = 0.0
 
 
 def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_step: bool = True) -> Fit:
@@ -310,7 +313,8 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     # started, so the fit cannot drift along that ridge
     # and so do the judges' locations and the datapoints' means: keep their mean fixed too
     alpha = np.sqrt(v / new.v)
-    new.scale, new.mu, new.v = new.scale / alpha, new.mu * alpha, v
+    floored = ~measured(new.scale)  # no evidence: stays exactly at the floor, not rescaled off it
+    new.scale, new.mu, new.v = np.where(floored, new.scale, new.scale / alpha), new.mu * alpha, v
     shift = float(new.mu[cnt_i > 0].mean() - f.mu[cnt_i > 0].mean()) if (cnt_i > 0).any() else 0.0
     new.mu, new.location = new.mu - shift, new.location + new.scale * shift
     return new
