@@ -35,3 +35,25 @@ def test_the_reference_judge_has_no_taste() -> None:
     f = fit_all(layout_of(run.judgments, Reference(p[:, 0], p[:, 1], labels)))[0]
     assert f.taste[-1] == 0.0
     assert (f.taste[:-1] > 0).all()
+
+
+def test_refits_report_on_the_scale_the_fit_chose() -> None:
+    """Random labels that leave the reference without a measured scale: the headline is on
+    the LLM judges' scale, and so must every bootstrap refit be. A refit that happened to
+    measure the reference's scale used to report on it instead, and the rank ranges of
+    every student spread to nearly every place (wider than with no labels at all)."""
+    from benchmarks.labels_in_loop import measure, random_picks
+
+    run = simulate_run(1)
+    bare = measure(run.judgments, [], np.zeros(0), 100, 0).rank_range
+    for s in (0, 1):
+        rng = np.random.default_rng(10_001 + s)
+        picks = random_picks(run, 40, rng)
+        labels = simulate_labels(run.latent, picks, rng)
+        p = np.array(picks)
+        f = fit_all(layout_of(run.judgments, Reference(p[:, 0], p[:, 1], labels)))[0]
+        assert not measured(f.scale[-1:])[0]
+        ranges = measure(run.judgments, picks, labels, 100, 0).rank_range
+        for got, before in zip(ranges, bare, strict=True):
+            assert got is not None and before is not None
+            assert got[1] - got[0] <= before[1] - before[0] + 1, (ranges, bare)

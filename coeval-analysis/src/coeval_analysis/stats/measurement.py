@@ -488,10 +488,11 @@ def _split_half(num: np.ndarray, den: np.ndarray) -> float:
     return max(0.0, 2 * r / (1 + r)) if r > -1 else 0.0
 
 
-def _reported_scale(lay: Layout, f: Fit) -> tuple[float, float]:
+def _reported_scale(lay: Layout, f: Fit, on_reference: bool = True) -> tuple[float, float]:
     """(stretch, shift) taking theta to the scale of an average informative judge, or to
-    the reference judge's (scale 1, location 0) when there is one the others can check."""
-    if lay.has_reference and measured(f.scale[-1:])[0]:
+    the reference judge's (scale 1, location 0) when there is one the others can check
+    (``on_reference=False``: never, as for a refit of a fit that did not measure it)."""
+    if on_reference and lay.has_reference and measured(f.scale[-1:])[0]:
         return float(f.scale[-1]), float(f.location[-1])
     n = lay.seen.sum(0)
     info = np.where(n > 0, f.scale**2 / f.noise, 0.0)
@@ -513,8 +514,9 @@ def _reported_scale(lay: Layout, f: Fit) -> tuple[float, float]:
     return stretch, shift
 
 
-def student_scores(lay: Layout, f: Fit, w_judge: np.ndarray | None = None) -> Scores:
-    """Each student's information-weighted quality relative to the datapoints' means."""
+def student_scores(lay: Layout, f: Fit, w_judge: np.ndarray | None = None, on_reference: bool = True) -> Scores:
+    """Each student's information-weighted quality relative to the datapoints' means
+    (``on_reference``: see :func:`_reported_scale`)."""
     S, n_items, K = lay.n_students, lay.n_items, lay.K
     wj = np.ones(K) if w_judge is None else w_judge
     seen, cf = lay.seen, lay.conflicted
@@ -531,7 +533,7 @@ def student_scores(lay: Layout, f: Fit, w_judge: np.ndarray | None = None) -> Sc
     num, den = num * weight[:, None], den * weight[:, None]
     has_item = np.bincount(lay.cell_item, minlength=n_items) > 0
     grand = float(f.mu[has_item].mean()) if has_item.any() else float("nan")
-    stretch, shift = _reported_scale(lay, f)
+    stretch, shift = _reported_scale(lay, f, on_reference)
     tn, td = num.sum(0), den.sum(0)
     ok = td > 1e-12
     theta = np.where(ok, grand + tn / np.where(ok, td, 1.0), np.nan)
@@ -642,6 +644,9 @@ def bootstrap(lay: Layout, f: Fit, sc: Scores, sub: Layout, share: float, weight
     scale = np.zeros((R, K))
     sub_items = np.unique(sub.cell_item)
     sc_sub = sc if sub is lay else student_scores(sub, f)
+    # every refit reports on the scale the fit chose: a refit that happens to measure a
+    # reference the fit could not must not switch units under the others
+    on_ref = bool(lay.has_reference and measured(f.scale[-1:])[0])
     for b in range(R):
         wi = W[b].astype(np.float64)
         if sub is not lay:  # a resample of the subsample's datapoints only
@@ -658,10 +663,10 @@ def bootstrap(lay: Layout, f: Fit, sc: Scores, sub: Layout, share: float, weight
         start = Fit(f.location.copy(), f.scale.copy(), f.noise.copy(), f.bias.copy(), f.bias_var.copy(),
                     f.bias_prior_share.copy(), f.taste.copy(), f.mu.copy(), f.v, False, 0, f.n_fit)  # fmt: skip
         g = fit_measurement(sub, wi_fit, wj, start=start, max_iter=REFIT_ROUNDS, tol=1e-4)
-        refit = _fixed_scores(W[b : b + 1], student_scores(sub, g, wj), g)[0]
+        refit = _fixed_scores(W[b : b + 1], student_scores(sub, g, wj, on_ref), g)[0]
         base = fixed[b] if sub is lay else _fixed_scores(W[b : b + 1], sc_sub, f)[0]
         delta[b] = np.nan_to_num((refit - base) * np.sqrt(share))
-        stretch = _reported_scale(lay, g)[0]
+        stretch = _reported_scale(lay, g, on_ref)[0]
         info[b], scale[b] = info_share(lay, g, stretch)
     out = fixed.copy()
     if R:
