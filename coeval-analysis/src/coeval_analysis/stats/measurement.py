@@ -313,7 +313,11 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     # started, so the fit cannot drift along that ridge
     # and so do the judges' locations and the datapoints' means: keep their mean fixed too
     alpha = np.sqrt(v / new.v)
-    floored = ~measured(new.scale)  # no evidence: stays exactly at the floor, not rescaled off it
+    # a reference without evidence stays exactly at the floor, not rescaled off it (it would
+    # pass for measured and set the reported scale); the LLM judges' floors do move with
+    # theta: that drift is how a fit whose first rounds measured no judge gets out of it
+    floored = np.zeros(lay.K, bool)
+    floored[-1] = lay.has_reference and not measured(new.scale[-1:])[0]
     new.scale, new.mu, new.v = np.where(floored, new.scale, new.scale / alpha), new.mu * alpha, v
     shift = float(new.mu[cnt_i > 0].mean() - f.mu[cnt_i > 0].mean()) if (cnt_i > 0).any() else 0.0
     new.mu, new.location = new.mu - shift, new.location + new.scale * shift
