@@ -15,7 +15,11 @@ b. *orchestration overhead*: the same shape on the zero-latency ``mock``: CoEval
    per call (median of three runs);
 c. *resume scan*: ``coeval run --continue`` on a finished run of 1,000,000 evaluation
    records (:mod:`benchmarks.resume`);
-d. *analysis*: ``coeval analyze`` on 1,000,000 judge records (:mod:`benchmarks.analysis`);
+d. *analysis*: ``coeval analyze`` on 1,000,000 judge records, the bootstrap included
+   (:mod:`benchmarks.analysis`; alone: ``--only analysis``);
+d2. *with labels*: the ranking on synthetic runs of the reference run's shape with 40 human
+   labels chosen by the viewer's suggestion order, or at random, or none
+   (:mod:`benchmarks.labels_in_loop`; alone: ``--only labels``);
 e. *viewer*: ``coeval view`` on the same run: start page, filtered page and server memory,
    cold (first look: DuckDB builds its cache behind the server) and warm (:mod:`benchmarks.viewer`).
 f. *queueing server*: 420 items against a server with 8 slots of 100 ms that queues the
@@ -47,8 +51,8 @@ from typing import Any
 
 from benchmarks._common import machine, run_child
 
-FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "overhead", "resume", "analysis", "viewer",
-           "queueing", "ray")
+FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "overhead", "resume", "analysis", "labels",
+           "viewer", "queueing", "ray")
 
 
 def _cold(r: dict[str, Any]) -> str:
@@ -103,6 +107,15 @@ def _analysis(quick: bool) -> dict[str, Any]:
     return analysis.run(20_000 if quick else 1_000_000, n_boot=100 if quick else 1000)
 
 
+def _labels(quick: bool) -> dict[str, Any]:
+    try:
+        import benchmarks.labels_in_loop  # noqa: F401
+    except ImportError as exc:  # the analysis distribution is not installed
+        return {"name": "labels", "ok": False, "error": f"unavailable: {exc}"}
+    args = {"n_labels": 40, "seeds": 2, "n_boot": 50} if quick else {"n_labels": 40, "seeds": 10, "n_boot": 150}
+    return run_child("labels_in_loop:run", args, timeout=900)
+
+
 def _viewer(quick: bool) -> dict[str, Any]:
     try:
         from benchmarks import viewer
@@ -131,6 +144,7 @@ RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "overhead": _overhead,
     "resume": _resume,
     "analysis": _analysis,
+    "labels": _labels,
     "viewer": _viewer,
     "queueing": _queueing,
     "ray": _ray,
@@ -207,6 +221,17 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 f"{r['seconds']:.1f} s warm cache{_cold(r)}, peak {r['peak_mb']:.0f} MB "
                 f"({r['n_records']:,} judge records)",
                 f"<= {r['target_seconds']:.0f} s, <= {r['target_peak_mb'] / 1024:.0f} GB",
+                verdict,
+            ))
+        elif name == "labels":
+            p = r["policies"]
+            rows.append((
+                "d2. ranking with labels",
+                f"reference shape, {r['n_labels']} labels ({r['seeds']} seeds): Spearman no labels / suggested / "
+                f"random {p['none']['rho']:.3f} / {p['suggested']['rho']:.3f} / {p['random']['rho']:.3f}; GPT-like "
+                f"rank ranges' width {p['none']['gpt_width']:.2f} / {p['suggested']['gpt_width']:.2f} / "
+                f"{p['random']['gpt_width']:.2f}",
+                "suggested Spearman >= 0.95, width suggested < random",
                 verdict,
             ))
         elif name == "viewer":

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from coeval.storage.records import is_ok, load_phase_records
+from coeval.storage.records import is_ok
 
 __all__ = [
     "DATAPOINT_HASH",
@@ -31,6 +31,7 @@ __all__ = [
 
 DATAPOINT_HASH = "datapoint_hash"
 RESPONSE_HASH = "response_hash"
+_VERSION = "\0version"  #: key of a slim record's own version (never a record field)
 
 
 def _version(*parts: Any) -> str:
@@ -74,24 +75,65 @@ def stale_evaluation(ev: Mapping[str, Any], resp: Mapping[str, Any] | None) -> b
     return _older(ev, "evaluated_at", resp)
 
 
+def _latest(run: Any, phase_id: str, project: Callable[[Mapping[str, Any]], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """:func:`~coeval.storage.records.load_phase_records` keeping only ``project(record)`` of each
+    record: a phase of a million judgments with their transcripts would otherwise sit in
+    memory whole (gigabytes) just to compare a few fields."""
+    out: dict[str, dict[str, Any]] = {}
+    for rec in run.iter_records(phase_id):
+        rid = rec.get("id")
+        if isinstance(rid, str) and rid:
+            out.pop(rid, None)  # the last record of an id wins, as in latest_by_id
+            out[rid] = project(rec)
+    return out
+
+
+def _slim_datapoint(dp: Mapping[str, Any]) -> dict[str, Any]:
+    return {"generated_at": dp.get("generated_at"), _VERSION: datapoint_version(dp)}
+
+
+def _slim_response(resp: Mapping[str, Any]) -> dict[str, Any]:
+    return {"ok": is_ok(resp), "task_id": resp.get("task_id"), "datapoint_id": resp.get("datapoint_id"),
+            DATAPOINT_HASH: resp.get(DATAPOINT_HASH), "generated_at": resp.get("generated_at"),
+            _VERSION: response_version(resp)}  # fmt: skip
+
+
+def _slim_evaluation(ev: Mapping[str, Any]) -> dict[str, Any]:
+    return {"ok": is_ok(ev), "task_id": ev.get("task_id"), "response_id": ev.get("response_id"),
+            RESPONSE_HASH: ev.get(RESPONSE_HASH), "evaluated_at": ev.get("evaluated_at")}  # fmt: skip
+
+
+def _stale_against(rec: Mapping[str, Any], field: str, made_at: str, source: Mapping[str, Any] | None) -> bool:
+    """:func:`stale_response` / :func:`stale_evaluation` on slim records (the source's
+    version worked out when it was read)."""
+    if source is None:
+        return True
+    recorded = rec.get(field)
+    if isinstance(recorded, str):
+        return recorded != str(source[_VERSION])
+    return _older(rec, made_at, source)
+
+
 def stale_records(run: Any, tasks: set[str] | None = None) -> Counter[str]:
     """Phase -> records whose input is gone or was made again (``coeval status`` and
-    ``analyze`` flag them; ``--continue`` makes them again)."""
+    ``analyze`` flag them; ``--continue`` makes them again). Reads each phase once, keeping
+    only the fields it compares."""
     out: Counter[str] = Counter()
-    datapoints = load_phase_records(run, "data_generation")
-    responses = load_phase_records(run, "response_collection")
+    datapoints = _latest(run, "data_generation", _slim_datapoint)
+    responses = _latest(run, "response_collection", _slim_response)
     stale_answers: set[str] = set()
     for rid, resp in responses.items():
-        if not is_ok(resp) or (tasks is not None and resp.get("task_id") not in tasks):
+        if not resp["ok"] or (tasks is not None and resp["task_id"] not in tasks):
             continue
-        if stale_response(resp, datapoints.get(str(resp.get("datapoint_id")))):
+        if _stale_against(resp, DATAPOINT_HASH, "generated_at", datapoints.get(str(resp["datapoint_id"]))):
             stale_answers.add(rid)
             out["response_collection"] += 1
-    for ev in load_phase_records(run, "evaluation").values():
-        if not is_ok(ev) or (tasks is not None and ev.get("task_id") not in tasks):
+    del datapoints
+    for ev in _latest(run, "evaluation", _slim_evaluation).values():
+        if not ev["ok"] or (tasks is not None and ev["task_id"] not in tasks):
             continue
-        answer = str(ev.get("response_id"))
-        if answer in stale_answers or stale_evaluation(ev, responses.get(answer)):
+        answer = str(ev["response_id"])
+        if answer in stale_answers or _stale_against(ev, RESPONSE_HASH, "evaluated_at", responses.get(answer)):
             out["evaluation"] += 1  # built on a stale answer, it is stale too
     return out
 
