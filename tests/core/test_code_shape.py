@@ -328,29 +328,8 @@ KNOWN_LONG_MODULES = {'coeval.scheduler.core': 938,
 #: class -> lines, over 300
 KNOWN_LONG_CLASSES = {'coeval.scheduler.core.Scheduler': 689}
 
-#: core module outside phases/ -> string literals naming a standard phase (the run-folder layout, the config's defaults, the cost model and reports still name them)
-KNOWN_PHASE_ID_LITERALS = {'coeval.authoring.describe': 6,
- 'coeval.authoring.generate': 4,
- 'coeval.cli.status_cmd': 6,
- 'coeval.cli.status_expected': 3,
- 'coeval.config.experiment_rules': 2,
- 'coeval.config.loader': 5,
- 'coeval.config.model': 5,
- 'coeval.planning': 13,
- 'coeval.planning.call_figures': 3,
- 'coeval.planning.cost.history': 8,
- 'coeval.planning.cost.remaining': 8,
- 'coeval.planning.cost.requests': 18,
- 'coeval.planning.cost.samples': 8,
- 'coeval.run._phase_loop': 2,
- 'coeval.run.ledger': 3,
- 'coeval.run.limits': 1,
- 'coeval.run.probe': 2,
- 'coeval.run.runner': 3,
- 'coeval.run.shrink': 4,
- 'coeval.storage.record_inputs': 9,
- 'coeval.storage.repair': 12,
- 'coeval.storage.run_folder': 11}
+#: core module outside phases/ -> string literals naming a standard phase ('evaluation' in authoring.describe is the row label of a task's evaluation mode, not the phase id)
+KNOWN_PHASE_ID_LITERALS = {'coeval.authoring.describe': 1}
 
 #: core module -> string literals naming an interface other than mock (interfaces.known names what the shipped distributions provide; credentials, key files, parameter keys and prices per provider; 'benchmark' in contract.manager and contract.registries is the benchmark registry's kind, not the interface)
 KNOWN_INTERFACE_LITERALS = {'coeval.authoring.describe': 1,

@@ -57,6 +57,7 @@ from coeval.storage.records import (
 )
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.run_folder import loads_record
+from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 
 __all__ = ["EvaluationPhase", "judge_factors"]
 
@@ -65,14 +66,14 @@ class EvaluationState:
 
     def __init__(self, view: RunView) -> None:
         self.tasks = {t.name: t for t in view.config.tasks}
-        self.datapoints = load_phase_records(view.run, "data_generation")
-        self.all_responses = load_phase_records(view.run, "response_collection")
+        self.datapoints = load_phase_records(view.run, DATA_GENERATION)
+        self.all_responses = load_phase_records(view.run, RESPONSE_COLLECTION)
         above = beyond_slots(view, self.datapoints.values())  # a lowered sampling.total leaves them out
         self.responses = [
             r for r in self.all_responses.values()
             if r.get("task_id") in self.tasks and usable_response(r) and r.get("datapoint_id") not in above
         ]
-        self.evaluations = load_phase_records(view.run, "evaluation")
+        self.evaluations = load_phase_records(view.run, EVALUATION)
         self._rubrics: dict[str, Mapping[str, Any] | None] = {}
         self.view = view
 
@@ -104,11 +105,11 @@ class SurveyState(EvaluationState):
 
     def __init__(self, view: RunView) -> None:
         self.tasks = {t.name: t for t in view.config.tasks}
-        self.datapoints = load_phase_records(view.run, "data_generation")
+        self.datapoints = load_phase_records(view.run, DATA_GENERATION)
         self._shared: dict[Any, Any] = {}  # one copy of each repeated value
         self.all_responses = {}
         responses: dict[str, dict[str, Any] | None] = {}
-        for path in view.run.jsonl_files("response_collection"):
+        for path in view.run.jsonl_files(RESPONSE_COLLECTION):
             data = path.read_bytes()
             found = match_every_line(_OK_RESPONSE, data)
             if found is None:
@@ -128,7 +129,7 @@ class SurveyState(EvaluationState):
         self.ok_segments: dict[bytes, bytes] | None = {}
         self.segment_factors: dict[bytes, frozenset[str]] = {}
         self.evaluations = {}
-        files = view.run.jsonl_files("evaluation")
+        files = view.run.jsonl_files(EVALUATION)
         for path in files:
             data = path.read_bytes()
             found = match_every_line(_OK_EVALUATION, data)
@@ -221,13 +222,13 @@ class _Plan:
 
 
 class EvaluationPhase:
-    name = "evaluation"
+    name = EVALUATION
     #: the models it calls
     roles = ("judge",)
-    after: tuple[str, ...] = ("response_collection",)
+    after: tuple[str, ...] = (RESPONSE_COLLECTION,)
     modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
-    title = "5 evaluation"
-    short = "5 evaluations"
+    title = TITLES[EVALUATION]
+    short = SHORT_TITLES[EVALUATION]
 
     def plan(self, view: RunView) -> PlannedCalls:
         return plan_evaluation(view, self.name)

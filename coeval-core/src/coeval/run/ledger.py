@@ -11,12 +11,12 @@ from typing import Any
 
 from coeval.scheduler import Scheduler, WorkOutcome
 from coeval.storage.run_folder import RunFolder, iter_jsonl
+from coeval.phases.ids import CALLER_FIELDS
 
 __all__ = ["Ledger", "recount_lost_calls", "written_calls"]
 
 #: The record field naming the model whose calls a record of each phase accounts for.
-_CALLER_FIELD = {"data_generation": "teacher_model_id", "response_collection": "student_model_id",
-                 "evaluation": "judge_model_id"}
+_CALLER_FIELD = CALLER_FIELDS
 
 
 def written_calls(run: RunFolder) -> tuple[Counter[str], defaultdict[str, float]]:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from coeval.storage.records import is_ok, load_phase_records
+from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
 
 __all__ = [
     "DATAPOINT_HASH",
@@ -78,29 +79,29 @@ def stale_records(run: Any, tasks: set[str] | None = None) -> Counter[str]:
     """Phase -> records whose input is gone or was made again (``coeval status`` and
     ``analyze`` flag them; ``--continue`` makes them again)."""
     out: Counter[str] = Counter()
-    datapoints = load_phase_records(run, "data_generation")
-    responses = load_phase_records(run, "response_collection")
+    datapoints = load_phase_records(run, DATA_GENERATION)
+    responses = load_phase_records(run, RESPONSE_COLLECTION)
     stale_answers: set[str] = set()
     for rid, resp in responses.items():
         if not is_ok(resp) or (tasks is not None and resp.get("task_id") not in tasks):
             continue
         if stale_response(resp, datapoints.get(str(resp.get("datapoint_id")))):
             stale_answers.add(rid)
-            out["response_collection"] += 1
-    for ev in load_phase_records(run, "evaluation").values():
+            out[RESPONSE_COLLECTION] += 1
+    for ev in load_phase_records(run, EVALUATION).values():
         if not is_ok(ev) or (tasks is not None and ev.get("task_id") not in tasks):
             continue
         answer = str(ev.get("response_id"))
         if answer in stale_answers or stale_evaluation(ev, responses.get(answer)):
-            out["evaluation"] += 1  # built on a stale answer, it is stale too
+            out[EVALUATION] += 1  # built on a stale answer, it is stale too
     return out
 
 
 def stale_note(stale: Mapping[str, int]) -> str:
     """One sentence for ``status`` and ``analyze``."""
     parts = []
-    if stale.get("evaluation"):
-        parts.append(f"{stale['evaluation']} judgments score answers that are gone or were made again since")
-    if stale.get("response_collection"):
-        parts.append(f"{stale['response_collection']} answers answer datapoints that are gone or were made again since")
+    if stale.get(EVALUATION):
+        parts.append(f"{stale[EVALUATION]} judgments score answers that are gone or were made again since")
+    if stale.get(RESPONSE_COLLECTION):
+        parts.append(f"{stale[RESPONSE_COLLECTION]} answers answer datapoints that are gone or were made again since")
     return "stale: " + "; ".join(parts) + "; `coeval run --continue` makes them again"
