@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from coeval.config.model import Config
 from coeval.planning.cost import CostEstimate, estimate_cost, format_duration
 from coeval.planning.cost.requests import RequestBuilder
+from coeval.interfaces.known import BENCHMARK_INTERFACE
 from coeval.planning import Plan
 from coeval.phases.ids import ROLES
 from coeval.storage.run_folder import atomic_write_text, utc_now
@@ -122,7 +123,7 @@ def _prompts(config: Config, plan: Plan, registries: Registries) -> dict[str, li
         texts = builder.default_texts(task)
         previews = []
         for phase in (p.phase for p in plan.phases if p.phase in roles):
-            models = [m for m in roles[phase] if m.interface != "benchmark"]
+            models = [m for m in roles[phase] if m.interface != BENCHMARK_INTERFACE]
             if not models or not calls[task.name].get(phase):
                 continue
             try:

@@ -19,7 +19,7 @@ import attrs
 
 from coeval.config.model import Config, ModelConfig
 from coeval.planning.cost.measure import Measured
-from coeval.planning.cost.pricing import LOCAL_INTERFACES
+from coeval.interfaces.known import LOCAL_INTERFACES
 from coeval.planning.cost.requests import RequestBuilder, TaskTexts, expected_output_tokens
 from coeval.planning.cost.tokens import estimate_tokens, filler_text
 from coeval.config.credentials import KeyStore, redact
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["SampleResults", "run_samples"]
 
 #: Interfaces that need no credentials to be called.
-_NO_CREDENTIALS = LOCAL_INTERFACES | {"ollama", "vllm"}
+_NO_CREDENTIALS = LOCAL_INTERFACES
 
 
 @attrs.define
