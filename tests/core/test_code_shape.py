@@ -326,7 +326,6 @@ KNOWN_TYPED_CYCLE = set[str]()
 
 #: module -> lines, over 600
 KNOWN_LONG_MODULES = {'coeval.scheduler.core': 938,
- 'coeval_analysis.analysis': 602,
  'coeval_analysis.stats.measurement': 686}
 
 #: class -> lines, over 300
