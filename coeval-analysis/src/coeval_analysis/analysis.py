@@ -18,6 +18,7 @@ import pandas as pd
 from coeval_analysis.data import LLM_JUDGE, RunData
 from coeval_analysis.human_labels import HumanLabel, run_labels
 from coeval_analysis.item_quality import with_rejections
+from coeval_analysis.item_tables import datapoint_table, label_table, response_table
 from coeval_analysis.judge_quality import (
     degenerate_rates,
     drop_judges,
@@ -53,7 +54,6 @@ from coeval_analysis.stats.measurement import TAU
 from coeval_analysis.stats.reference import evaluator_scores, gold_report, label_report
 from coeval_analysis.stats.robust import RobustRanking, robust_ranking
 from coeval_analysis.stats.scores import ScoreModel
-from coeval_analysis.teacher_diversity import with_diversity
 
 __all__ = ["SCHEMA_VERSION", "Analysis", "AnalysisOptions", "analyze"]
 
@@ -217,11 +217,11 @@ def analyze(
         "judge_pairs": pd.DataFrame(pairs),
         "teachers": pd.DataFrame([{"teacher": t, **v} for t, v in teachers.items()]),
         "coverage": coverage_table,
-        "datapoints": _datapoint_table(model, robust, headline),
-        "responses": _response_table(model, robust),
+        "datapoints": datapoint_table(model, robust, headline),
+        "responses": response_table(model, robust),
         "evaluator_scores": ev_scores,
         "checks": checks,
-        "labels": _label_table(labels),
+        "labels": label_table(labels),
     }
     if len(reference):
         tables["reference"] = reference
@@ -527,76 +527,3 @@ def _evaluator_summary(ev: pd.DataFrame) -> dict[str, Any]:
             "n": int(r.n),
         }
     return out
-
-
-def _label_table(labels: dict[str, Any]) -> pd.DataFrame:
-    rows = []
-    for key, rep in labels.items():
-        for r in rep["per_label"]:
-            rows.append({"task": rep["task"], "attribute": rep["attribute"], **r})
-        rows.append(
-            {
-                "task": rep["task"],
-                "attribute": rep["attribute"],
-                "label": "(micro)",
-                **rep["micro"],
-                "support": rep["n_items"],
-            }
-        )
-        rows.append(
-            {
-                "task": rep["task"],
-                "attribute": rep["attribute"],
-                "label": "(macro)",
-                **rep["macro"],
-                "support": rep["n_items"],
-            }
-        )
-        del key
-    return pd.DataFrame(rows)
-
-
-def _datapoint_table(
-    model: ScoreModel, robust: RobustRanking, headline: ConflictAwareRanking
-) -> pd.DataFrame:
-    ids = model.data.datapoint_ids
-    c = robust.consensus
-    n_s = (~np.isnan(c)).sum(1)
-    with np.errstate(invalid="ignore"):
-        mean = np.where(n_s > 0, np.nansum(np.where(np.isnan(c), 0, c), 1) / np.maximum(n_s, 1), np.nan)
-    return pd.DataFrame(
-        {
-            "datapoint_id": np.asarray(ids, dtype=object)[model.items],
-            "task": np.asarray([*model.tasks, ""], dtype=object)[model.item_task],
-            "teacher": np.asarray([*model.teachers, ""], dtype=object)[model.item_teacher],
-            "n_students": n_s,
-            "mean_score": mean,
-            "item_weight": headline.headline.item_weight,
-            "discrimination": headline.headline.item_discrimination,
-            "unadjusted_item_weight": robust.item_weight,
-        }
-    )
-
-
-def _response_table(model: ScoreModel, robust: RobustRanking) -> pd.DataFrame:
-    r = model.scored_responses()
-    data = model.data
-    lengths = np.full(model.n_responses, np.nan)
-    if len(data.responses):
-        lengths[data.responses.index.to_numpy()] = data.responses["length"].to_numpy()
-    item = model.resp_item[r]
-    return pd.DataFrame(
-        {
-            "response_id": pd.Categorical(np.asarray(data.response_ids, dtype=object)[r]),
-            "datapoint_id": pd.Categorical(np.asarray(data.datapoint_ids, dtype=object)[model.items[item]]),
-            "task": pd.Categorical(np.asarray([*model.tasks, ""], dtype=object)[model.item_task[item]]),
-            "teacher": pd.Categorical(
-                np.asarray([*model.teachers, ""], dtype=object)[model.item_teacher[item]]
-            ),
-            "student": pd.Categorical(np.asarray(model.students, dtype=object)[model.resp_student[r]]),
-            "score": model.resp_score[r],
-            "robust_score": robust.resp_consensus[r],
-            "item_weight": robust.item_weight[item],
-            "length": lengths[r],
-        }
-    )

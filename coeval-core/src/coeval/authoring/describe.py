@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from coeval.config.model import Config
 from coeval.planning.cost import CostEstimate, estimate_cost, format_duration
 from coeval.planning.cost.requests import RequestBuilder
+from coeval.interfaces.known import BENCHMARK_INTERFACE
 from coeval.planning import Plan
+from coeval.phases.ids import ROLES
 from coeval.storage.run_folder import atomic_write_text, utc_now
 
 if TYPE_CHECKING:
@@ -113,18 +115,15 @@ def _prompts(config: Config, plan: Plan, registries: Registries) -> dict[str, li
     builder = RequestBuilder(config, registries=registries)
     out: dict[str, list[tuple[str, str]]] = {}
     roles = {
-        "attribute_mapping": config.teachers,
-        "rubric_mapping": config.teachers,
-        "data_generation": config.teachers,
-        "response_collection": config.students,
-        "evaluation": config.judges,
+        phase: {"teacher": config.teachers, "student": config.students, "judge": config.judges}[role]
+        for phase, role in ROLES.items()
     }
     calls = {t.name: t.calls for t in plan.tasks}
     for task in config.tasks:
         texts = builder.default_texts(task)
         previews = []
         for phase in (p.phase for p in plan.phases if p.phase in roles):
-            models = [m for m in roles[phase] if m.interface != "benchmark"]
+            models = [m for m in roles[phase] if m.interface != BENCHMARK_INTERFACE]
             if not models or not calls[task.name].get(phase):
                 continue
             try:

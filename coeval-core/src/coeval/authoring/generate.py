@@ -28,13 +28,14 @@ from coeval.contract.manager import Registry
 from coeval.run.options import RunOptions
 from coeval.run.runner import arun_experiment
 from coeval.storage.run_folder import RunFolder, atomic_write_text, utc_now
+from coeval.phases.ids import ATTRIBUTE_MAPPING, MAPPING_PHASES, RUBRIC_MAPPING
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
 
 __all__ = ["GenerateError", "GeneratedConfig", "generate_static_config"]
 
-_MAPPING_PHASES = ("attribute_mapping", "rubric_mapping")
+_MAPPING_PHASES = MAPPING_PHASES
 
 
 class GenerateError(RuntimeError):
@@ -179,7 +180,7 @@ def _materialise(raw: dict[str, Any], config: Config, run: RunFolder) -> list[st
             changes.append(f"{where}.rubric: {task.rubric} -> {_describe_map(value, 'factor')}")
     if changes:
         phases = raw["experiment"].setdefault("phases", {})
-        phases["attribute_mapping"] = "Keep"
-        phases["rubric_mapping"] = "Keep"
+        phases[ATTRIBUTE_MAPPING] = "Keep"
+        phases[RUBRIC_MAPPING] = "Keep"
         changes.append("experiment.phases: attribute_mapping and rubric_mapping -> Keep")
     return changes

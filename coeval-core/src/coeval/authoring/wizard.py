@@ -24,7 +24,7 @@ from coeval.config.model import PHASE_IDS, PHASE_MODES, ROLES
 from coeval.config.yaml_out import dump_config_yaml
 from coeval.config.credentials import KeyStore, redact
 from coeval.interfaces.base import GenerateRequest
-from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
+from coeval.interfaces.known import AUTO_INTERFACE, DEFAULT_INTERFACE, SHIPPED_INTERFACES
 from coeval.contract.manager import registries
 from coeval.phases.judging import extract_json
 from coeval.contract.status import missing_interface
@@ -132,7 +132,7 @@ def _range_prompt(label: str, default: str) -> list[int]:
 def _model_interactively(taken: Sequence[str]) -> dict[str, Any]:
     interfaces = [*sorted(SHIPPED_INTERFACES), AUTO_INTERFACE]
     interface = click.prompt(
-        "  interface", type=click.Choice(interfaces), default="openai", show_choices=False
+        "  interface", type=click.Choice(interfaces), default=DEFAULT_INTERFACE, show_choices=False
     )
     model: dict[str, Any] = {}
     if _needs_model(interface):

@@ -9,11 +9,11 @@ from __future__ import annotations
 import click
 
 from coeval.config.model import Config
+from coeval.interfaces.known import BENCHMARK_INTERFACE
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["empty_benchmark_teachers", "warn_empty_benchmark_teachers"]
 
-BENCHMARK_INTERFACE = "benchmark"
 
 
 def empty_benchmark_teachers(config: Config) -> list[str]:

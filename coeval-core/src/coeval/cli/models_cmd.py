@@ -16,10 +16,11 @@ from coeval.config.model import ModelConfig
 from coeval.config.credentials import KeyFileError, KeyStore, redact
 from coeval.contract.status import missing_interface
 from coeval.contract.manager import registries
+from coeval.interfaces.known import IN_PROCESS_INTERFACES, SERVER_ADDRESS_ENV
 
 #: Providers that need no key, only a reachable server (listed when their URL is configured).
-_KEYLESS = {"ollama": "OLLAMA_HOST", "vllm": "VLLM_BASE_URL"}
-_VIRTUAL = {"mock", "benchmark", "huggingface", "llamacpp"}
+_KEYLESS = SERVER_ADDRESS_ENV
+_VIRTUAL = IN_PROCESS_INTERFACES
 
 
 def _configured(name: str, keys: Any) -> bool:

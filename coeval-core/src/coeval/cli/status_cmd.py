@@ -37,6 +37,7 @@ from coeval.storage import iter_jsonl
 from coeval.storage.lock import folder_in_use
 from coeval.storage.run_folder import RunFolder
 from coeval.storage.snapshot import read_config_snapshot
+from coeval.phases.ids import RECORD_PHASES
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
@@ -69,7 +70,7 @@ def _scan_files(run: Any, phase: str) -> dict[str, int]:
 
 def _recent_errors(run: Any, limit: int = 5) -> list[dict[str, str]]:
     errors: list[dict[str, str]] = []
-    for phase in ("data_generation", "response_collection", "evaluation"):
+    for phase in RECORD_PHASES:
         for rec in load_phase_records(run, phase).values():
             if record_status(rec) == "failed":
                 errors.append({"phase": phase, "id": str(rec.get("id")), "error": str(rec.get("error") or "failed"),
@@ -152,7 +153,7 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
                 first_gap = phase.name
         else:
             entry["state"] = "complete" if phase.name in completed else "unknown"
-        if phase.name in ("data_generation", "response_collection", "evaluation"):
+        if phase.name in RECORD_PHASES:
             entry["files"] = _scan_files(run, phase.name)
             if entry["files"]["bad_lines"] or entry["files"]["duplicate_ids"]:
                 notes.append(f"{phase.name}: unreadable lines or duplicate ids; `coeval repair` cleans them")

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import Config
 from coeval.planning import plan_experiment
+from coeval.phases.ids import RECORD_PHASES as _RECORD_PHASES
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
 
 __all__ = ["RECORD_PHASES", "with_planned_totals"]
 
-RECORD_PHASES = ("data_generation", "response_collection", "evaluation")
+RECORD_PHASES = _RECORD_PHASES
 
 
 def _recount(counts: dict[str, int], expected: int) -> None:

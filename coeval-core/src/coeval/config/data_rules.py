@@ -18,6 +18,7 @@ from typing import Any
 
 from coeval.config._schema_check import did_you_mean
 from coeval.config.task_data import DataBackendMissing, data_backend
+from coeval.interfaces.known import BENCHMARK_INTERFACE
 
 __all__ = ["check_task_data", "every_task_has_data", "with_data_facts"]
 
@@ -32,7 +33,7 @@ def every_task_has_data(tasks: Iterable[tuple[int, Mapping[str, Any]]]) -> bool:
 
 
 def _has_llm_teacher(models: Iterable[tuple[int, Mapping[str, Any]]]) -> bool:
-    return any("teacher" in (m.get("roles") or ()) and m.get("interface") != "benchmark" for _, m in models)
+    return any("teacher" in (m.get("roles") or ()) and m.get("interface") != BENCHMARK_INTERFACE for _, m in models)
 
 
 def _from_snapshot(data: Mapping[str, Any]) -> bool:

@@ -10,6 +10,7 @@ from coeval.config._schema_check import did_you_mean
 from coeval.config.model import PHASE_IDS
 from coeval.config.rule_context import RuleContext
 from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
+from coeval.phases.ids import MAPPING_PHASES
 
 __all__ = ["ExperimentRules"]
 
@@ -24,7 +25,7 @@ class ExperimentRules(RuleContext):
         if not isinstance(phases, dict):
             return
         self._phase_ids_and_modes(phases)
-        for phase in ("attribute_mapping", "rubric_mapping"):
+        for phase in MAPPING_PHASES:
             if phases.get(phase) == "Model":
                 self.add(
                     "V-08",

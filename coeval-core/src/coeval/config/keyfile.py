@@ -19,7 +19,7 @@ import yaml
 from coeval.config._schema_check import did_you_mean
 from coeval.config._yaml import load_yaml_guarded
 from coeval.config.credentials import PROVIDER_ENV_VARS, KeyStore, find_keys_file, register_secret
-from coeval.interfaces.known import SHIPPED_INTERFACES
+from coeval.interfaces.known import KEYLESS_INTERFACES, SHIPPED_INTERFACES
 from coeval.storage.run_folder import atomic_write_text
 
 __all__ = [
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 #: interfaces that never take a key
-_KEYLESS = frozenset({"mock", "benchmark", "llamacpp"})
+_KEYLESS = KEYLESS_INTERFACES
 _HEADER = "# CoEval provider keys (written by `coeval keys set`). Keep this file private: mode 600.\n"
 
 

@@ -28,6 +28,7 @@ from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
 from coeval.phases.modes import default_mode, registered_modes
 from coeval.phases.order import ordered_phases
 from coeval.config.secret_settings import register_setting_secrets
+from coeval.phases import ids
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
@@ -36,11 +37,11 @@ __all__ = ["RESUME_DEFAULT_MODES", "load_config", "read_config_file", "structure
 
 #: Modes of phases a config leaves out when it forks an earlier run with ``resume_from``.
 RESUME_DEFAULT_MODES = {
-    "attribute_mapping": "Keep",
-    "rubric_mapping": "Keep",
-    "data_generation": "Keep",
-    "response_collection": "Extend",
-    "evaluation": "Extend",
+    ids.ATTRIBUTE_MAPPING: "Keep",
+    ids.RUBRIC_MAPPING: "Keep",
+    ids.DATA_GENERATION: "Keep",
+    ids.RESPONSE_COLLECTION: "Extend",
+    ids.EVALUATION: "Extend",
 }
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any]

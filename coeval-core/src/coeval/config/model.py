@@ -13,6 +13,7 @@ from typing import Any, Literal
 import attrs
 
 from coeval.config.task_data import TaskData
+from coeval.phases.ids import STANDARD_PHASE_IDS
 
 __all__ = [
     "PHASE_IDS",
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 ROLES = ("teacher", "student", "judge")
-PHASE_IDS = ("attribute_mapping", "rubric_mapping", "data_generation", "response_collection", "evaluation")
+PHASE_IDS = STANDARD_PHASE_IDS
 PHASE_MODES = ("New", "Keep", "Extend", "Model")
 Role = Literal["teacher", "student", "judge"]
 PhaseMode = Literal["New", "Keep", "Extend", "Model"]

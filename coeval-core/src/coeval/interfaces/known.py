@@ -38,5 +38,23 @@ SHIPPED_INTERFACES: dict[str, str] = {
 #: Resolved at load time to a concrete interface (coeval-providers' routing table).
 AUTO_INTERFACE = "auto"
 
+#: The interface ``coeval ingest`` gives the teacher of a published benchmark's datapoints
+#: (coeval-benchmarks registers it; ingested runs name it without that distribution).
+BENCHMARK_INTERFACE = "benchmark"
+#: What the wizard offers first.
+DEFAULT_INTERFACE = "openai"
+
+# What the plan, ``keys`` and ``models`` need to know of shipped interfaces whose
+# distribution may be missing (``plan`` prices a config anywhere):
+
+#: Run on your own hardware, a server you run, or replay data: no per-token charge, no API key.
+LOCAL_INTERFACES = frozenset({"mock", "huggingface", "llamacpp", "ollama", "vllm", BENCHMARK_INTERFACE})
+#: Need no entry in the key file at all.
+KEYLESS_INTERFACES = frozenset({"mock", BENCHMARK_INTERFACE, "llamacpp"})
+#: Have no server to list models from (``coeval models`` skips them).
+IN_PROCESS_INTERFACES = frozenset({"mock", BENCHMARK_INTERFACE, "huggingface", "llamacpp"})
+#: Servers you run, keyless: the environment variable naming their address.
+SERVER_ADDRESS_ENV = {"ollama": "OLLAMA_HOST", "vllm": "VLLM_BASE_URL"}
+
 def providing_distribution(interface: str) -> str | None:
     return SHIPPED_INTERFACES.get(interface)

@@ -1,21 +1,17 @@
 """Pipeline phases. The five standard ones (:mod:`coeval.phases.standard`) are registered
 by the core plugin like any third-party phase (``register_phases``); see
-:class:`coeval.phases.base.Phase`."""
+:class:`coeval.phases.base.Phase`. Their fixed facts (ids, folders, roles) are
+:mod:`coeval.phases.ids`'s.
+
+The names below load :mod:`coeval.phases.base` on first use, so that importing
+:mod:`coeval.phases.ids` (from the config, the run folder...) loads nothing else
+(and no module below the phases depends on them, even for types).
+"""
 
 from __future__ import annotations
 
-from coeval.phases.base import (
-    Counts,
-    Phase,
-    PhaseContext,
-    PhaseError,
-    PhaseRefusedError,
-    PhaseResult,
-    PlannedCalls,
-    PlanningPhase,
-    RunView,
-    Survey,
-)
+import importlib
+from typing import Any
 
 __all__ = [
     "Counts",
@@ -30,3 +26,8 @@ __all__ = [
     "Survey",
 ]
 
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(importlib.import_module("coeval.phases.base"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,6 +13,7 @@ from typing import Any
 from coeval.config.model import TaskConfig
 from coeval.phases.base import RunView
 from coeval.phases.generation import above_slots_test
+from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
 from coeval.storage.records import (
     OK_TAIL,
     load_file_records,
@@ -43,7 +44,7 @@ class Answers:
     pass: a phase of millions of judgments never holds every answer's text."""
 
     def __init__(self, run: RunFolder, tasks: Mapping[str, TaskConfig], above: Callable[[str, str], bool]) -> None:
-        self.files = run.jsonl_files("response_collection")
+        self.files = run.jsonl_files(RESPONSE_COLLECTION)
         self.tasks = tasks
         self.above = above  # a datapoint above a lowered sampling.total: its answers are left out
 
@@ -68,7 +69,7 @@ class Datapoints:
 
     def get(self, key: str, default: Any = None) -> Any:
         if self._all is None:
-            self._all = load_phase_records(self.run, "data_generation")
+            self._all = load_phase_records(self.run, DATA_GENERATION)
         return self._all.get(key, default)
 
     def of(self, resp: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -117,7 +118,7 @@ class EvaluationState:
         self.above = above_slots_test(view)
         self.responses: Iterable[dict[str, Any]] = Answers(view.run, self.tasks, self.above)
         self._all_responses: dict[str, dict[str, Any]] | None = None
-        self.evaluations = load_phase_records(view.run, "evaluation")
+        self.evaluations = load_phase_records(view.run, EVALUATION)
         self._rubrics: dict[str, Mapping[str, Any] | None] = {}
         self.view = view
 
@@ -125,7 +126,7 @@ class EvaluationState:
     def all_responses(self) -> dict[str, dict[str, Any]]:
         """Every answer by id (read when first asked: only old records need it)."""
         if self._all_responses is None:
-            self._all_responses = load_phase_records(self.view.run, "response_collection")
+            self._all_responses = load_phase_records(self.view.run, RESPONSE_COLLECTION)
         return self._all_responses
 
     @all_responses.setter
@@ -144,7 +145,7 @@ class EvaluationState:
         record is kept)."""
         out: Counter[tuple[str, str]] = Counter()
         tasks = {name.encode() for name in self.tasks}
-        for path in self.view.run.jsonl_files("response_collection"):
+        for path in self.view.run.jsonl_files(RESPONSE_COLLECTION):
             data = path.read_bytes()
             found = match_every_line(_OK_RESPONSE, data)
             if found is not None:  # our layout, every answer usable: (id, datapoint, task) bytes
@@ -161,7 +162,7 @@ class EvaluationState:
 
     def each_datapoint(self) -> Iterator[dict[str, Any]]:
         """Every datapoint (the last per id of each file), read one file at a time."""
-        for path in self.view.run.jsonl_files("data_generation"):
+        for path in self.view.run.jsonl_files(DATA_GENERATION):
             yield from load_file_records(path).values()
 
     def rubric(self, task: TaskConfig) -> Mapping[str, Any] | None:

@@ -57,6 +57,7 @@ from coeval.storage.records import (
 )
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.run_folder import loads_record
+from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 
 __all__ = ["EvaluationPhase", "judge_factors"]
 
@@ -82,7 +83,7 @@ class SurveyState(EvaluationState):
         self._shared: dict[Any, Any] = {}  # one copy of each repeated value
         self.all_responses = {}
         responses: dict[str, dict[str, Any] | None] = {}
-        for path in view.run.jsonl_files("response_collection"):
+        for path in view.run.jsonl_files(RESPONSE_COLLECTION):
             brief_answers(path.read_bytes(), self.tasks, responses, self._shared)
         self.responses = [r for r in responses.values()  # none above a lowered sampling.total
                           if r is not None and not self.above(str(r.get("datapoint_id")), r["task_id"])]
@@ -92,7 +93,7 @@ class SurveyState(EvaluationState):
         self.ok_segments: dict[bytes, bytes] | None = {}
         self.segment_factors: dict[bytes, frozenset[str]] = {}
         self.evaluations = {}
-        files = view.run.jsonl_files("evaluation")
+        files = view.run.jsonl_files(EVALUATION)
         for path in files:
             data = path.read_bytes()
             found = match_every_line(_OK_EVALUATION, data)
@@ -301,13 +302,13 @@ class _Owed:
 
 
 class EvaluationPhase:
-    name = "evaluation"
+    name = EVALUATION
     #: the models it calls
     roles = ("judge",)
-    after: tuple[str, ...] = ("response_collection",)
+    after: tuple[str, ...] = (RESPONSE_COLLECTION,)
     modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
-    title = "5 evaluation"
-    short = "5 evaluations"
+    title = TITLES[EVALUATION]
+    short = SHORT_TITLES[EVALUATION]
 
     def plan(self, view: RunView) -> PlannedCalls:
         return plan_evaluation(view, self.name)

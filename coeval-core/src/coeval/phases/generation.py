@@ -44,6 +44,7 @@ from coeval.storage.records import (
 )
 from coeval.phases._sampling import AttributeDraw, AttributeSampler
 from coeval.scheduler.work import WorkItem, WorkOutcome
+from coeval.phases.ids import DATA_GENERATION, RUBRIC_MAPPING, SHORT_TITLES, TITLES
 
 __all__ = ["DataGenerationPhase", "above_slots_test", "beyond_slots", "sampler_for", "slot_counts"]
 
@@ -146,13 +147,13 @@ class _Owed:
 
 
 class DataGenerationPhase:
-    name = "data_generation"
+    name = DATA_GENERATION
     #: the models it calls
     roles = ("teacher",)
-    after: tuple[str, ...] = ("rubric_mapping",)
+    after: tuple[str, ...] = (RUBRIC_MAPPING,)
     modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
-    title = "3 data generation"
-    short = "3 datapoints"
+    title = TITLES[DATA_GENERATION]
+    short = SHORT_TITLES[DATA_GENERATION]
 
     def plan(self, view: RunView) -> PlannedCalls:
         return plan_data_generation(view, self.name)

@@ -29,6 +29,7 @@ from coeval.quality import gate_for
 from coeval.storage.records import call_fields, utc_now
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.run_folder import atomic_write_json
+from coeval.phases.ids import ATTRIBUTE_MAPPING, RUBRIC_MAPPING, SHORT_TITLES, TITLES
 
 __all__ = ["AttributeMappingPhase", "RubricMappingPhase", "merge_attribute_maps", "merge_rubrics"]
 
@@ -243,9 +244,9 @@ def _static_map(value: Any) -> dict[str, list[str]] | None:
 class AttributeMappingPhase(_TeacherMappingPhase):
     """Phase 1: ``{task}.target_attrs.json`` and ``{task}.nuanced_attrs.json``."""
 
-    name = "attribute_mapping"
-    title = "1 attribute mapping"
-    short = "1 attributes"
+    name = ATTRIBUTE_MAPPING
+    title = TITLES[ATTRIBUTE_MAPPING]
+    short = SHORT_TITLES[ATTRIBUTE_MAPPING]
 
     def plan(self, view: RunView) -> PlannedCalls:
         return plan_attribute_mapping(view, self.name)
@@ -297,10 +298,10 @@ def normalize_static_rubric(rubric: Mapping[str, Any]) -> dict[str, Any]:
 class RubricMappingPhase(_TeacherMappingPhase):
     """Phase 2: ``{task}.rubric.json``."""
 
-    name = "rubric_mapping"
-    after: tuple[str, ...] = ("attribute_mapping",)
-    title = "2 rubric mapping"
-    short = "2 rubric"
+    name = RUBRIC_MAPPING
+    after: tuple[str, ...] = (ATTRIBUTE_MAPPING,)
+    title = TITLES[RUBRIC_MAPPING]
+    short = SHORT_TITLES[RUBRIC_MAPPING]
 
     def plan(self, view: RunView) -> PlannedCalls:
         return plan_rubric_mapping(view, self.name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coeval.config.model import PHASE_IDS
+from coeval.phases.ids import STANDARD_PHASE_IDS as PHASE_IDS
 
 if TYPE_CHECKING:
     from coeval.contract.registries import Registries

@@ -14,11 +14,12 @@ from coeval.config.model import Config, ModelConfig
 from coeval.phases.info import configured_mode
 from coeval.phases.modes import phase_modes
 from coeval.phases.base import Phase, RunView, Survey
+from coeval.phases.ids import RECORD_PHASES
 
 __all__ = ["batch_enabled", "models_needed", "phase_roles", "phases_that_may_run", "run_mode"]
 
 #: the phases whose calls ``batch_enabled: true`` sends through a batch API
-_RECORD_PHASES = ("data_generation", "response_collection", "evaluation")
+_RECORD_PHASES = RECORD_PHASES
 
 
 def run_mode(config: Config, phase: Phase, *, continue_run: bool) -> str:

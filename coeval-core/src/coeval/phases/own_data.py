@@ -14,6 +14,7 @@ from coeval.config.task_data import data_backend, data_folder, data_teacher
 from coeval.phases._items import mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.storage.records import load_file_records, record_status, utc_now
+from coeval.phases.ids import DATA_GENERATION
 
 __all__ = ["data_tasks", "survey_task_data", "write_task_data"]
 
@@ -43,7 +44,7 @@ def write_task_data(ctx: PhaseContext) -> None:
         if existing and ctx.mode in ("Model", "Keep"):
             continue
         if existing and ctx.mode == "New":
-            raise PhaseRefusedError(mode_refusal("data_generation", f"{task.name} x {teacher} ({path.name})"))
+            raise PhaseRefusedError(mode_refusal(DATA_GENERATION, f"{task.name} x {teacher} ({path.name})"))
         try:
             records = data_backend().task_datapoints(task.name, task.data.spec(), data_folder(ctx.config.source),
                                                      task.sampling.total, utc_now())

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.evaluators.calls import calls_per_response
 from coeval.phases.base import PlannedCalls, RunView
+from coeval.phases.ids import ATTRIBUTE_MAPPING, DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION, RUBRIC_MAPPING
 
 __all__ = [
     "PlannedCalls",
@@ -97,7 +98,7 @@ def _start(view: RunView, phase: str) -> _Cells:
     return _Cells(phase, plan_basis(view, phase))
 
 
-def plan_attribute_mapping(view: RunView, phase: str = "attribute_mapping") -> PlannedCalls:
+def plan_attribute_mapping(view: RunView, phase: str = ATTRIBUTE_MAPPING) -> PlannedCalls:
     out = _start(view, phase)
     teachers = _llm_teachers(view)
     for task in view.config.tasks:
@@ -105,7 +106,7 @@ def plan_attribute_mapping(view: RunView, phase: str = "attribute_mapping") -> P
     return out.planned()
 
 
-def plan_rubric_mapping(view: RunView, phase: str = "rubric_mapping") -> PlannedCalls:
+def plan_rubric_mapping(view: RunView, phase: str = RUBRIC_MAPPING) -> PlannedCalls:
     out = _start(view, phase)
     teachers = _llm_teachers(view)
     for task in view.config.tasks:
@@ -121,7 +122,7 @@ def plan_rubric_mapping(view: RunView, phase: str = "rubric_mapping") -> Planned
     return out.planned()
 
 
-def plan_data_generation(view: RunView, phase: str = "data_generation") -> PlannedCalls:
+def plan_data_generation(view: RunView, phase: str = DATA_GENERATION) -> PlannedCalls:
     out = _start(view, phase)
     teachers = _llm_teachers(view)
     for task in view.config.tasks:
@@ -142,7 +143,7 @@ def plan_data_generation(view: RunView, phase: str = "data_generation") -> Plann
     return out.planned()
 
 
-def plan_response_collection(view: RunView, phase: str = "response_collection") -> PlannedCalls:
+def plan_response_collection(view: RunView, phase: str = RESPONSE_COLLECTION) -> PlannedCalls:
     out = _start(view, phase)
     students = view.config.students
     for task in view.config.tasks:
@@ -165,7 +166,7 @@ def _calls_per_response(view: RunView, task: TaskConfig, notes: list[str]) -> Co
     return calls_per_response(evaluators, task, rubric, view.config.judges)
 
 
-def plan_evaluation(view: RunView, phase: str = "evaluation") -> PlannedCalls:
+def plan_evaluation(view: RunView, phase: str = EVALUATION) -> PlannedCalls:
     out = _start(view, phase)
     students = view.config.students
     by_name = {m.name: m for m in view.config.models}

@@ -37,6 +37,7 @@ from coeval.storage.records import (
     utc_now,
 )
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
+from coeval.phases.ids import DATA_GENERATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 
 __all__ = ["ResponseCollectionPhase", "parse_answer", "samples_of", "usable_datapoints"]
 
@@ -60,7 +61,7 @@ def usable_datapoints(view: RunView) -> list[dict[str, Any]]:
     ``--limit N``, N per (task, teacher); none above a lowered ``sampling.total``)."""
     tasks = {t.name for t in view.config.tasks}
     callable_teachers = {m.name for m in view.callable_models("teacher")}
-    datapoints = load_phase_records(view.run, "data_generation")
+    datapoints = load_phase_records(view.run, DATA_GENERATION)
     above = beyond_slots(view, datapoints.values())  # a lowered sampling.total leaves them out
     usable = (
         dp
@@ -118,13 +119,13 @@ class _OwedAnswers:
 
 
 class ResponseCollectionPhase:
-    name = "response_collection"
+    name = RESPONSE_COLLECTION
     #: the models it calls
     roles = ("student",)
-    after: tuple[str, ...] = ("data_generation",)
+    after: tuple[str, ...] = (DATA_GENERATION,)
     modes: tuple[str, ...] = ("New", "Keep", "Extend", "Model")
-    title = "4 response collection"
-    short = "4 responses"
+    title = TITLES[RESPONSE_COLLECTION]
+    short = SHORT_TITLES[RESPONSE_COLLECTION]
 
     def plan(self, view: RunView) -> PlannedCalls:
         return plan_response_collection(view, self.name)

@@ -30,6 +30,7 @@ from coeval.phases.base import PlannedCalls, RunView
 from coeval.phases.plans import phase3_items
 from coeval.contract.manager import registries as installed
 from coeval.storage.run_folder import RunFolder
+from coeval.phases.ids import RECORD_PHASES, SHORT_TITLES, TITLES
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
@@ -49,21 +50,9 @@ __all__ = [
 
 #: Titles and short labels of the five standard phases (each phase carries its own; a
 #: :class:`Plan` knows those of every phase it counts).
-PHASE_TITLES = {
-    "attribute_mapping": "1 attribute mapping",
-    "rubric_mapping": "2 rubric mapping",
-    "data_generation": "3 data generation",
-    "response_collection": "4 response collection",
-    "evaluation": "5 evaluation",
-}
-PHASE_SHORT = {
-    "attribute_mapping": "1 attributes",
-    "rubric_mapping": "2 rubric",
-    "data_generation": "3 datapoints",
-    "response_collection": "4 responses",
-    "evaluation": "5 evaluations",
-}
-_BATCH_PHASES = ("data_generation", "response_collection", "evaluation")
+PHASE_TITLES = TITLES
+PHASE_SHORT = SHORT_TITLES
+_BATCH_PHASES = RECORD_PHASES
 
 
 @attrs.frozen

@@ -9,12 +9,13 @@ from typing import Any
 
 from rich.table import Table
 
+from coeval.phases.ids import CALLER_FIELDS
 from coeval.storage import iter_jsonl
 
 __all__ = ["call_figures", "figures_table"]
 
 #: phase -> the record field naming the model that made the call
-_CALLER = {"data_generation": "teacher_model_id", "response_collection": "student_model_id", "evaluation": "judge_model_id"}
+_CALLER = CALLER_FIELDS
 
 
 def _percentile(values: list[float], share: float) -> float | None:

@@ -14,6 +14,7 @@ from coeval.run.ledger import Ledger
 from coeval.run.result import EXIT_FAILED, EXIT_GAPS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RunError
 from coeval.storage.run_folder import RunFolder, utc_now
 from coeval.storage.safe_files import folder_lock
+from coeval.phases.ids import MAPPING_PHASES
 
 __all__ = ["PhaseLoop"]
 
@@ -63,7 +64,7 @@ class PhaseLoop(RunState):
             log.info("phase started", phase=name, mode=mode)
             # shards share phases 1-2: one asks the teachers, the others then find the artifacts
             shared_lock = folder_lock(self.run.root / ".teacher_phases.lock", thread_local=False) \
-                if self.only and name in ("attribute_mapping", "rubric_mapping") else None
+                if self.only and name in MAPPING_PHASES else None
             try:
                 if shared_lock is not None:
                     await asyncio.to_thread(shared_lock.acquire)

@@ -12,6 +12,7 @@ from coeval.config.loader import structure_config
 from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.config.credentials import redact
 from coeval.console.logs import get_logger
+from coeval.interfaces.known import BENCHMARK_INTERFACE
 
 
 def merge_ingested(config: Config, meta: Mapping[str, Any], log: Any = None) -> Config:
@@ -30,7 +31,7 @@ def merge_ingested(config: Config, meta: Mapping[str, Any], log: Any = None) -> 
         raw_teacher, raw_task = entry.get("teacher"), entry.get("task")
         try:
             if isinstance(raw_teacher, Mapping) and raw_teacher.get("name") not in models:
-                raw = {"roles": ["teacher"], "interface": "benchmark", **dict(raw_teacher)}
+                raw = {"roles": ["teacher"], "interface": BENCHMARK_INTERFACE, **dict(raw_teacher)}
                 mini = structure_config({"models": [raw], "tasks": [], "experiment": {"id": config.experiment.id}})
                 models[mini.models[0].name] = mini.models[0]
                 added_models.append(mini.models[0])

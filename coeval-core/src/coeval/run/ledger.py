@@ -11,14 +11,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from coeval.scheduler import Scheduler, WorkOutcome
+from coeval.phases.ids import CALLER_FIELDS
 from coeval.storage.records import match_every_line
 from coeval.storage.run_folder import RunFolder, loads_record
 
 __all__ = ["Ledger", "recount_lost_calls", "written_calls"]
 
 #: The record field naming the model whose calls a record of each phase accounts for.
-_CALLER_FIELD = {"data_generation": "teacher_model_id", "response_collection": "student_model_id",
-                 "evaluation": "judge_model_id"}
+_CALLER_FIELD = CALLER_FIELDS
 
 
 #: How every ok record of ours ends, its attempts and cost captured (:data:`OK_TAIL`).

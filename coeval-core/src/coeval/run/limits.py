@@ -27,6 +27,7 @@ import attrs
 from coeval.config.model import Config
 from coeval.storage.records import load_phase_records
 from coeval.storage.run_folder import RunFolder
+from coeval.phases.ids import DATA_GENERATION
 
 __all__ = [
     "LIMIT_KEY",
@@ -80,7 +81,7 @@ def within_limit(config: Config, datapoints: Iterable[dict[str, Any]], is_callab
 def cuts_datapoints(run_root: Path, limit: int) -> bool:
     """Whether some (task, teacher) of the run has more datapoints than ``limit``."""
     per_group: Counter[tuple[Any, Any]] = Counter(
-        (dp.get("task_id"), dp.get("teacher_model_id")) for dp in load_phase_records(RunFolder(run_root), "data_generation").values()
+        (dp.get("task_id"), dp.get("teacher_model_id")) for dp in load_phase_records(RunFolder(run_root), DATA_GENERATION).values()
     )
     return any(n > limit for n in per_group.values())
 

@@ -30,6 +30,7 @@ from coeval.contract.manager import registries as installed
 from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.server_wait import DEFAULT_CONNECT_WAIT_S, ServerWait, is_connection_failure
 from coeval.storage.run_folder import RunFolder
+from coeval.phases.ids import MAPPING_PHASES
 
 log = logging.getLogger("coeval.probe")
 
@@ -85,7 +86,7 @@ def models_to_probe(config: Config, mode: str, registries: Registries) -> list[M
         return models
     view = RunView(config, run, registries)
     needed: set[str] = set()
-    teacher_phases = {"attribute_mapping", "rubric_mapping"}
+    teacher_phases = set(MAPPING_PHASES)
     for entry in registries.phases:
         survey = entry.value.survey(view)
         for group, counts in survey.groups.items():

@@ -72,6 +72,7 @@ from coeval.storage.leftovers import sweep_temp_files
 from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line
 from coeval.storage.snapshot import write_config_snapshot
+from coeval.phases.ids import RECORD_PHASES
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
@@ -91,7 +92,7 @@ __all__ = [
     "run_experiment",
 ]
 
-_RECORD_PHASES = ("data_generation", "response_collection", "evaluation")
+_RECORD_PHASES = RECORD_PHASES
 #: the name this check had before it moved to :mod:`coeval.run.meta`
 _a_process_stopped_unfinished = a_process_stopped_unfinished
 

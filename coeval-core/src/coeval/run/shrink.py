@@ -17,6 +17,7 @@ from coeval.phases.generation import beyond_slots, slot_counts
 from coeval.run.drift import Change
 from coeval.storage.records import datapoint_slot, load_phase_records
 from coeval.storage.run_folder import RunFolder
+from coeval.phases.ids import DATA_GENERATION, RECORD_PHASES, ROLES
 
 __all__ = ["find_shrink"]
 
@@ -26,7 +27,7 @@ _ROLE_FIELD = {"teacher": "teacher_model_id", "student": "student_model_id", "ju
 def _records_by(run: RunFolder) -> dict[str, Counter[str]]:
     """role -> model -> records that model made in that role."""
     out: dict[str, Counter[str]] = {role: Counter() for role in _ROLE_FIELD}
-    for phase, role in (("data_generation", "teacher"), ("response_collection", "student"), ("evaluation", "judge")):
+    for phase, role in ((phase, ROLES[phase]) for phase in RECORD_PHASES):
         for rec in load_phase_records(run, phase).values():
             out[role][str(rec.get(_ROLE_FIELD[role]))] += 1
     return out
@@ -59,7 +60,7 @@ def _above_total(run: RunFolder, config: Config) -> list[Change]:
     judgments. Ingested datapoints and those of a task's own data are not counted in slots."""
     view = RunView(config, run, registries())
     slots = slot_counts(view)
-    datapoints = list(load_phase_records(run, "data_generation").values())
+    datapoints = list(load_phase_records(run, DATA_GENERATION).values())
     above = beyond_slots(view, datapoints, slots)
     by_group: dict[tuple[str, str], list[str]] = {}
     for dp in datapoints:

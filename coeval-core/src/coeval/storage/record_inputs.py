@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
 from coeval.storage.records import is_ok
 
 __all__ = [
@@ -119,30 +120,30 @@ def stale_records(run: Any, tasks: set[str] | None = None) -> Counter[str]:
     ``analyze`` flag them; ``--continue`` makes them again). Reads each phase once, keeping
     only the fields it compares."""
     out: Counter[str] = Counter()
-    datapoints = _latest(run, "data_generation", _slim_datapoint)
-    responses = _latest(run, "response_collection", _slim_response)
+    datapoints = _latest(run, DATA_GENERATION, _slim_datapoint)
+    responses = _latest(run, RESPONSE_COLLECTION, _slim_response)
     stale_answers: set[str] = set()
     for rid, resp in responses.items():
         if not resp["ok"] or (tasks is not None and resp["task_id"] not in tasks):
             continue
         if _stale_against(resp, DATAPOINT_HASH, "generated_at", datapoints.get(str(resp["datapoint_id"]))):
             stale_answers.add(rid)
-            out["response_collection"] += 1
+            out[RESPONSE_COLLECTION] += 1
     del datapoints
-    for ev in _latest(run, "evaluation", _slim_evaluation).values():
+    for ev in _latest(run, EVALUATION, _slim_evaluation).values():
         if not ev["ok"] or (tasks is not None and ev["task_id"] not in tasks):
             continue
         answer = str(ev["response_id"])
         if answer in stale_answers or _stale_against(ev, RESPONSE_HASH, "evaluated_at", responses.get(answer)):
-            out["evaluation"] += 1  # built on a stale answer, it is stale too
+            out[EVALUATION] += 1  # built on a stale answer, it is stale too
     return out
 
 
 def stale_note(stale: Mapping[str, int]) -> str:
     """One sentence for ``status`` and ``analyze``."""
     parts = []
-    if stale.get("evaluation"):
-        parts.append(f"{stale['evaluation']} judgments score answers that are gone or were made again since")
-    if stale.get("response_collection"):
-        parts.append(f"{stale['response_collection']} answers answer datapoints that are gone or were made again since")
+    if stale.get(EVALUATION):
+        parts.append(f"{stale[EVALUATION]} judgments score answers that are gone or were made again since")
+    if stale.get(RESPONSE_COLLECTION):
+        parts.append(f"{stale[RESPONSE_COLLECTION]} answers answer datapoints that are gone or were made again since")
     return "stale: " + "; ".join(parts) + "; `coeval run --continue` makes them again"

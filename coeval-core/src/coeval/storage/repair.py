@@ -40,13 +40,14 @@ from coeval.run.ledger import written_calls
 from coeval.storage.leftovers import remove_stale_scratch, sweep_temp_files
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text, utc_now
 from coeval.storage.snapshot import read_config_snapshot
+from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
 
 __all__ = ["FileRepair", "RepairReport", "repair_run"]
 
-_ORDER = ("data_generation", "response_collection", "evaluation")
+_ORDER = RECORD_PHASES
 
 
 @attrs.define
@@ -164,12 +165,12 @@ def repair_run(
         remove_stale_scratch()  # and the rehearsals of killed dry runs
     paid = None if _meta_readable(run) else written_calls(run)  # before failed records go
     usable_ids: dict[str, set[str]] = {}
-    parent_of = {"response_collection": ("datapoint_id", "data_generation"),
-                 "evaluation": ("response_id", "response_collection")}
+    parent_of = {RESPONSE_COLLECTION: ("datapoint_id", DATA_GENERATION),
+                 EVALUATION: ("response_id", RESPONSE_COLLECTION)}
     usable_check: dict[str, Callable[[Mapping[str, Any]], bool]] = {
-        "data_generation": usable_datapoint,
-        "response_collection": usable_response,
-        "evaluation": lambda rec: True,
+        DATA_GENERATION: usable_datapoint,
+        RESPONSE_COLLECTION: usable_response,
+        EVALUATION: lambda rec: True,
     }
     for phase in _ORDER:
         ids: set[str] = set()
@@ -191,7 +192,7 @@ def repair_run(
                 _write(path, kept)
         usable_ids[phase] = ids
 
-    for folder in (run.root / PHASE_DIRS["attribute_mapping"], run.root / PHASE_DIRS["rubric_mapping"]):
+    for folder in (run.root / PHASE_DIRS[phase] for phase in MAPPING_PHASES):
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.json")):

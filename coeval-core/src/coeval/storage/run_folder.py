@@ -29,6 +29,7 @@ from typing import Any
 from filelock import FileLock
 
 from coeval.storage.safe_files import folder_lock, open_no_follow, refuse_links
+from coeval.phases.ids import ATTRIBUTE_MAPPING, DATA_GENERATION, EVALUATION, FOLDERS, RESPONSE_COLLECTION, RUBRIC_MAPPING
 
 __all__ = [
     "PHASE_DIRS",
@@ -42,13 +43,8 @@ __all__ = [
     "utc_now",
 ]
 
-PHASE_DIRS = {
-    "attribute_mapping": "phase1_attributes",
-    "rubric_mapping": "phase2_rubric",
-    "data_generation": "phase3_datapoints",
-    "response_collection": "phase4_responses",
-    "evaluation": "phase5_evaluations",
-}
+#: Phase id -> its folder (the standard phases' own, :data:`coeval.phases.ids.FOLDERS`).
+PHASE_DIRS = FOLDERS
 
 
 def utc_now() -> str:
@@ -265,22 +261,22 @@ class RunFolder:
         return path
 
     def target_attrs_path(self, task: str) -> Path:
-        return self.phase_dir("attribute_mapping") / f"{task}.target_attrs.json"
+        return self.phase_dir(ATTRIBUTE_MAPPING) / f"{task}.target_attrs.json"
 
     def nuanced_attrs_path(self, task: str) -> Path:
-        return self.phase_dir("attribute_mapping") / f"{task}.nuanced_attrs.json"
+        return self.phase_dir(ATTRIBUTE_MAPPING) / f"{task}.nuanced_attrs.json"
 
     def rubric_path(self, task: str) -> Path:
-        return self.phase_dir("rubric_mapping") / f"{task}.rubric.json"
+        return self.phase_dir(RUBRIC_MAPPING) / f"{task}.rubric.json"
 
     def datapoints_path(self, task: str, teacher: str) -> Path:
-        return self.phase_dir("data_generation") / f"{task}.{teacher}.datapoints.jsonl"
+        return self.phase_dir(DATA_GENERATION) / f"{task}.{teacher}.datapoints.jsonl"
 
     def responses_path(self, task: str, teacher: str, student: str) -> Path:
-        return self.phase_dir("response_collection") / f"{task}.{teacher}.{student}.responses.jsonl"
+        return self.phase_dir(RESPONSE_COLLECTION) / f"{task}.{teacher}.{student}.responses.jsonl"
 
     def evaluations_path(self, task: str, teacher: str, judge: str) -> Path:
-        return self.phase_dir("evaluation") / f"{task}.{teacher}.{judge}.evaluations.jsonl"
+        return self.phase_dir(EVALUATION) / f"{task}.{teacher}.{judge}.evaluations.jsonl"
 
     def jsonl_files(self, phase_id: str) -> list[Path]:
         d = self.phase_dir(phase_id)

@@ -19,6 +19,7 @@ from coeval.planning.cost.measure import Measured
 from coeval.phases.mapping import _proposal_path
 from coeval.storage.records import is_ok, scan_phase
 from coeval.storage.run_folder import RunFolder, iter_jsonl
+from coeval.phases.ids import ATTRIBUTE_MAPPING, CALLER_FIELDS, RUBRIC_MAPPING
 
 __all__ = ["HISTORY_SAMPLE_PER_FILE", "done_calls", "measured_history"]
 
@@ -26,11 +27,7 @@ __all__ = ["HISTORY_SAMPLE_PER_FILE", "done_calls", "measured_history"]
 HISTORY_SAMPLE_PER_FILE = 200
 
 #: phase -> the record field naming the model that made the call
-_MODEL_FIELD = {
-    "data_generation": "teacher_model_id",
-    "response_collection": "student_model_id",
-    "evaluation": "judge_model_id",
-}
+_MODEL_FIELD = CALLER_FIELDS
 
 
 def _made_by_a_model(rec: dict[str, Any], field: str, models: set[str]) -> bool:
@@ -43,7 +40,7 @@ def _proposals(run: RunFolder, config: Config, phase: str) -> list[tuple[str, st
     """(task, teacher, artifact, proposal path) of the teacher calls phases 1-2 make."""
     out = []
     for task in config.tasks:
-        if phase == "attribute_mapping":
+        if phase == ATTRIBUTE_MAPPING:
             artifacts = [run.target_attrs_path(task.name), run.nuanced_attrs_path(task.name)]
         else:
             artifacts = [run.rubric_path(task.name)]
@@ -62,7 +59,7 @@ def done_calls(
     nothing left for them.
     """
     done: Counter[tuple[str, str, str]] = Counter()
-    for phase in ("attribute_mapping", "rubric_mapping"):
+    for phase in (ATTRIBUTE_MAPPING, RUBRIC_MAPPING):
         if phase in skip_phases:
             continue
         for task, teacher, artifact, path in _proposals(run, config, phase):
@@ -112,7 +109,7 @@ def measured_history(
         if tin or tout:
             out.setdefault((phase, model), Measured()).add(float(tin), float(tout))
 
-    for phase in ("attribute_mapping", "rubric_mapping"):
+    for phase in (ATTRIBUTE_MAPPING, RUBRIC_MAPPING):
         if phases is not None and phase not in phases:
             continue
         for _, teacher, _, path in _proposals(run, config, phase):

@@ -8,11 +8,10 @@ import attrs
 
 from coeval.config.model import ModelConfig
 from coeval.contract.manager import get_plugin_manager
+from coeval.interfaces.known import LOCAL_INTERFACES
 
 __all__ = ["LOCAL_INTERFACES", "Price", "price_for"]
 
-#: Interfaces that run on your own hardware (or replay data): no per-token charge.
-LOCAL_INTERFACES = frozenset({"mock", "huggingface", "llamacpp", "ollama", "vllm", "benchmark"})
 
 
 @attrs.frozen

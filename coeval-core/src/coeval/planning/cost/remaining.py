@@ -32,6 +32,7 @@ from coeval.phases.base import PhaseRefusedError, RunView
 from coeval.run.ingested import merge_ingested
 from coeval.phases.ordering import run_mode
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder
+from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
@@ -41,8 +42,8 @@ __all__ = ["Cells", "forked_source", "remaining_cells", "surveyed_folder"]
 #: (task, phase, model) -> calls
 Cells = dict[tuple[str, str, str], int]
 
-_MAPPING = ("attribute_mapping", "rubric_mapping")
-_RECORD_PHASES = ("data_generation", "response_collection", "evaluation")
+_MAPPING = MAPPING_PHASES
+_RECORD_PHASES = RECORD_PHASES
 
 
 def forked_source(config: Config, run: RunFolder, resume_from: str | None = None) -> RunFolder | None:
@@ -121,11 +122,11 @@ def remaining_cells(
             continue
         before = sum(cells.values())
         try:
-            if name == "data_generation":
+            if name == DATA_GENERATION:
                 _data_generation(phase, view, mode, in_scope, cells, new_datapoints)
-            elif name == "response_collection":
+            elif name == RESPONSE_COLLECTION:
                 _responses(phase, view, mode, in_scope, cells, new_datapoints, new_responses)
-            elif name == "evaluation":
+            elif name == EVALUATION:
                 _evaluations(phase, view, mode, in_scope, cells, new_responses)
             else:
                 _planned(phase, view, name, in_scope, done, cells)

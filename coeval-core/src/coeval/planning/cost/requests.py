@@ -25,6 +25,7 @@ from coeval.phases.mapping import AttributeMappingPhase, RubricMappingPhase
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, JUDGE_FACTOR_SCHEMA, judge_single_schema
 from coeval.storage.run_folder import RunFolder
+from coeval.phases.ids import ATTRIBUTE_MAPPING, DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION, ROLES, RUBRIC_MAPPING
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
@@ -33,18 +34,12 @@ __all__ = ["KNOWN_PHASES", "RequestBuilder", "TaskTexts", "expected_output_token
 
 #: Typical reply sizes (tokens) when nothing better is known; capped by max_tokens.
 _TYPICAL_OUTPUT = {
-    "attribute_mapping": 150,
-    "rubric_mapping": 200,
-    "data_generation": 400,
-    "response_collection": 300,
+    ATTRIBUTE_MAPPING: 150,
+    RUBRIC_MAPPING: 200,
+    DATA_GENERATION: 400,
+    RESPONSE_COLLECTION: 300,
 }
-_ROLE = {
-    "attribute_mapping": "teacher",
-    "rubric_mapping": "teacher",
-    "data_generation": "teacher",
-    "response_collection": "student",
-    "evaluation": "judge",
-}
+_ROLE = ROLES
 #: Phases whose requests this module can build (a plugin phase's are unknown before it runs).
 KNOWN_PHASES = tuple(_ROLE)
 #: Stand-in rubric while phase 2 has not written one.
@@ -68,12 +63,12 @@ def max_output_tokens(model: ModelConfig, role: str) -> int | None:
 
 def expected_output_tokens(phase: str, task: TaskConfig, model: ModelConfig) -> float:
     """Heuristic reply size of one call: a typical size per phase, never above max_tokens."""
-    if phase == "evaluation":
+    if phase == EVALUATION:
         factors = judged_factors(task)
         n = len(factors) if factors else len(_PLACEHOLDER_RUBRIC)
         typical = 8 if task.evaluation_mode == "per_factor" else 6 + 8 * n
     else:
-        typical = _TYPICAL_OUTPUT.get(phase, _TYPICAL_OUTPUT["response_collection"])
+        typical = _TYPICAL_OUTPUT.get(phase, _TYPICAL_OUTPUT[RESPONSE_COLLECTION])
     role = _ROLE.get(phase)
     cap = max_output_tokens(model, role) if role is not None else None
     return float(min(typical, cap) if cap else typical)
@@ -137,9 +132,9 @@ class RequestBuilder:
     # ---- stand-in texts ---------------------------------------------------------------------
     def default_texts(self, task: TaskConfig) -> TaskTexts:
         teacher = self.config.teachers[0] if self.config.teachers else None
-        dp_tokens = expected_output_tokens("data_generation", task, teacher) if teacher else 400
+        dp_tokens = expected_output_tokens(DATA_GENERATION, task, teacher) if teacher else 400
         student = self.config.students[0] if self.config.students else None
-        answer_tokens = expected_output_tokens("response_collection", task, student) if student else 300
+        answer_tokens = expected_output_tokens(RESPONSE_COLLECTION, task, student) if student else 300
         return TaskTexts(
             datapoint_prompt=filler_text(int(dp_tokens * 0.4)),
             reference=filler_text(int(dp_tokens * 0.55)),
@@ -172,16 +167,16 @@ class RequestBuilder:
             "task_description": task.description.strip(),
             "output_description": task.output_description.strip(),
         }
-        if phase == "attribute_mapping":
+        if phase == ATTRIBUTE_MAPPING:
             kinds = [
                 k
                 for k, spec in (("target", task.target_attributes), ("nuanced", task.nuanced_attributes))
                 if isinstance(spec, str)
             ]
             return [AttributeMappingPhase().request(self.base_view, task, k, model)[0] for k in kinds]
-        if phase == "rubric_mapping":
+        if phase == RUBRIC_MAPPING:
             return [RubricMappingPhase().request(self.view, task, "rubric", model)[0]]
-        if phase == "data_generation":
+        if phase == DATA_GENERATION:
             target, nuanced = self.draw(task, model.name, seq)
             prompt = render_prompt(
                 "sample",
@@ -198,7 +193,7 @@ class RequestBuilder:
                     schema_name="datapoint",
                 )
             ]
-        if phase == "response_collection":
+        if phase == RESPONSE_COLLECTION:
             prompt = render_prompt(
                 "test",
                 {**task_vars, "input": texts.datapoint_prompt},
@@ -206,7 +201,7 @@ class RequestBuilder:
                 model_name=model.name,
             )
             return [GenerateRequest(prompt=prompt, params=model.params_for("student"), role="student")]
-        if phase == "evaluation":
+        if phase == EVALUATION:
             rubric = self.rubric(task)
             factors = self.judge_factors(task)
             if not factors:

@@ -19,7 +19,7 @@ import attrs
 
 from coeval.config.model import Config, ModelConfig
 from coeval.planning.cost.measure import Measured
-from coeval.planning.cost.pricing import LOCAL_INTERFACES
+from coeval.interfaces.known import LOCAL_INTERFACES
 from coeval.planning.cost.requests import RequestBuilder, TaskTexts, expected_output_tokens
 from coeval.planning.cost.tokens import estimate_tokens, filler_text
 from coeval.config.credentials import KeyStore, redact
@@ -28,6 +28,7 @@ from coeval.phases.mapping import _snake, merge_attribute_maps, merge_rubrics
 from coeval.phases.responses import parse_answer
 from coeval.contract.status import missing_interface
 from coeval.prompts.schemas import parse_attribute_map, parse_datapoint, parse_rubric
+from coeval.phases.ids import ATTRIBUTE_MAPPING, DATA_GENERATION, RESPONSE_COLLECTION, RUBRIC_MAPPING
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["SampleResults", "run_samples"]
 
 #: Interfaces that need no credentials to be called.
-_NO_CREDENTIALS = LOCAL_INTERFACES | {"ollama", "vllm"}
+_NO_CREDENTIALS = LOCAL_INTERFACES
 
 
 @attrs.define
@@ -164,12 +165,12 @@ async def run_samples(
                 out_tok = result.usage.output_tokens or estimate_tokens(result.text)
                 expected = expected_output_tokens(phase, tasks[task_name], models_by_name[name])
                 measured.add(in_tok, out_tok, est_in, latency, expected)
-                if phase in ("attribute_mapping", "rubric_mapping"):
+                if phase in (ATTRIBUTE_MAPPING, RUBRIC_MAPPING):
                     _collect_proposal(req, result, task_name, seen)
-                elif phase == "data_generation":
+                elif phase == DATA_GENERATION:
                     with contextlib.suppress(Exception):
                         seen[task_name].append(parse_datapoint(result.text))
-                elif phase == "response_collection":
+                elif phase == RESPONSE_COLLECTION:
                     with contextlib.suppress(Exception):
                         seen[task_name].append(parse_answer(result))
             _absorb(phase, seen, texts)
@@ -187,7 +188,7 @@ def _absorb(phase: str, seen: dict[str, list[Any]], texts: dict[str, TaskTexts])
     of the sampled average length."""
     if not seen:
         return
-    if phase == "data_generation":
+    if phase == DATA_GENERATION:
         prompts = [dp["prompt"] for items in seen.values() for dp in items]
         refs = [dp["response"] for items in seen.values() for dp in items]
         for name, t in texts.items():
@@ -197,7 +198,7 @@ def _absorb(phase: str, seen: dict[str, list[Any]], texts: dict[str, TaskTexts])
             elif prompts:
                 t.datapoint_prompt = filler_text(sum(map(estimate_tokens, prompts)) // len(prompts))
                 t.reference = filler_text(sum(map(estimate_tokens, refs)) // len(refs))
-    elif phase == "response_collection":
+    elif phase == RESPONSE_COLLECTION:
         answers = [a for items in seen.values() for a in items]
         for name, t in texts.items():
             if seen.get(name):
@@ -223,7 +224,7 @@ def _anticipate(
     phase: str, seen: dict[str, list[Any]], builder: RequestBuilder, tasks: dict[str, Any]
 ) -> None:
     """Merge phase 1-2 sample proposals per task, seeds first, as the phases do."""
-    if phase not in ("attribute_mapping", "rubric_mapping"):
+    if phase not in (ATTRIBUTE_MAPPING, RUBRIC_MAPPING):
         return
     for task_name, items in seen.items():
         task = tasks[task_name]
