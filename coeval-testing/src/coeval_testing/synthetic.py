@@ -200,7 +200,9 @@ def _write_config(root: Path, spec: SyntheticSpec) -> None:
             for m, r in roles.items()
         ],
         "tasks": [
-            {"name": t, "description": t, "rubric": dict.fromkeys(fs, "criterion")}
+            # the total the run made: a smaller one reads as a lowered sampling.total (left out)
+            {"name": t, "description": t, "rubric": dict.fromkeys(fs, "criterion"),
+             "sampling": {"total": spec.datapoints_per_teacher}}
             for t, fs in spec.tasks.items()
         ],
     }
