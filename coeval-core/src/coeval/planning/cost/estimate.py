@@ -6,7 +6,9 @@ source available:
 * **history**: the usage of calls of that (phase, model) already in the run folder
   (``--continue``);
 * **samples**: live sample calls (``estimate_samples`` per model and phase): measured reply
-  sizes, and input tokens calibrated against what the provider reported;
+  sizes, and input tokens calibrated against what the provider reported. A model whose
+  calls are free (``Interface.free_samples``: the ``mock``) is always measured this way,
+  even with ``samples=0``, so every estimate of a mock run agrees;
 * **heuristics**: input tokens counted on the real rendered prompt; output tokens a typical
   size for the phase, capped by ``max_tokens``.
 
@@ -65,6 +67,7 @@ _TOKENS_PER_S = {
     "llamacpp": 15,
 }
 _REQUEST_OVERHEAD_S = 0.8
+_FREE_SAMPLES = 2  # sample calls per phase of a free model when the config asks for none
 _MIN_HISTORY = 3  # records of a (phase, model) before their average is trusted
 
 
@@ -229,11 +232,15 @@ def estimate_cost(
         history = measured_history(run, config, phases={phase for (_, phase, _), n in cells.items() if n})
         notes.append("remaining work only: calls whose records already exist are not counted")
     builder = RequestBuilder(config, run, registries=registries)
+    # free models (the mock) are measured alike with or without sample calls, so that
+    # `run`'s estimate, `plan --estimate-samples 0` and `describe` agree
+    n_free = max(n_samples, config.experiment.estimate_samples or _FREE_SAMPLES)
     sampled = (
         asyncio.run(
-            run_samples(config, cells, builder, samples=n_samples, keys_file=keys_file, registries=registries)
+            run_samples(config, cells, builder, samples=n_samples, free_samples=n_free, keys_file=keys_file,
+                        registries=registries)
         )
-        if n_samples > 0 and any(cells.values())
+        if any(cells.values())
         else SampleResults()
     )
     notes.extend(sampled.notes)
