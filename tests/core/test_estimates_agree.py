@@ -67,3 +67,29 @@ def test_run_plan_and_describe_estimates_agree(tmp_path, monkeypatch):
         assert _close(figures["input_tokens"], run["phases"][phase]["input_tokens"]), phase
         assert _close(figures["output_tokens"], run["phases"][phase]["output_tokens"]), phase
     assert _close(plan["estimated_seconds"], run["estimated_seconds"], 0.05)
+
+
+def test_plan_learns_time_and_tokens_from_a_past_run_of_the_config(tmp_path, monkeypatch):
+    """A run folder of the config is there: `plan` times each phase at the pace the run kept
+    (meta.json's phase log: seconds per record written) and sizes calls by their usage."""
+    monkeypatch.chdir(tmp_path)
+    Path("exp.yaml").write_text(CONFIG, encoding="utf-8")
+    runner = CliRunner()
+    before = json.loads(runner.invoke(cli, ["plan", "exp.yaml", "--estimate-samples", "0", "--json"]).stdout)
+    assert runner.invoke(cli, ["run", "exp.yaml"]).exit_code == 0
+    meta_path = tmp_path / "runs" / "agree" / "meta.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    for entry in meta["phase_log"]:  # pretend the evaluation phase was slow: 100 s for its records
+        if entry["phase"] == "evaluation":
+            entry["started_at"], entry["finished_at"] = "2026-01-01T00:00:00Z", "2026-01-01T00:01:40Z"
+            written = entry["written"]
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    res = runner.invoke(cli, ["plan", "exp.yaml", "--estimate-samples", "0", "--json"])
+    assert res.exit_code == 0, res.output
+    after = json.loads(res.stdout)
+    evaluation = after["phases"]["evaluation"]
+    assert evaluation["calls"] == written
+    assert abs(evaluation["seconds"] - 100.0) < 0.5  # the same calls at the measured pace
+    assert before["phases"]["evaluation"]["seconds"] < 10
+    assert any("past run" in note for note in after["notes"])
+    assert "history" in after["models"]["stud-c"]["sources"]
