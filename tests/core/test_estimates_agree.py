@@ -17,7 +17,7 @@ from coeval.contract.manager import registries
 CONFIG = """\
 models:
   - {name: teach-a, interface: mock, parameters: {seed: 3, latency_ms: 40}, roles: [teacher, judge]}
-  - {name: teach-b, interface: mock, parameters: {seed: 4}, roles: [teacher, student]}
+  - {name: teach-b, interface: mock, parameters: {seed: 4, failure_rate: 0.3}, roles: [teacher, student]}
   - {name: stud-c, interface: mock, parameters: {seed: 5}, roles: [student, judge],
      role_parameters: {student: {max_tokens: 256}, judge: {max_tokens: 128}}}
 tasks:

@@ -7,8 +7,8 @@ so later phases are measured on realistic inputs. A model that cannot be sampled
 credentials, distribution missing, a failing call) falls back to heuristics, with a note.
 
 A model whose interface has ``free_samples`` (the ``mock``: no cost, no network) is sampled
-even when no sample call is asked for, without its ``latency_ms`` wait: its reply sizes are
-measured rather than guessed, and its time comes from its parameters.
+even when no sample call is asked for, without its ``latency_ms`` wait and injected faults:
+its reply sizes are measured rather than guessed, and its time comes from its parameters.
 """
 
 from __future__ import annotations
@@ -85,13 +85,17 @@ def is_free(model: ModelConfig, registries: Registries) -> bool:
     return getattr(registries.interfaces.get(model.interface), "free_samples", False) is True
 
 
+#: Mock parameters a free sample leaves out: it measures reply sizes, not time or faults.
+_NOT_SAMPLED = frozenset({"latency_ms", "failure_rate", "rate_limit_rate", "malformed_rate"})
+
+
 def _without_wait(model: ModelConfig) -> ModelConfig:
-    """``model`` without its simulated latency (a free sample measures sizes, not time)."""
+    """``model`` without its simulated latency and faults."""
     return attrs.evolve(
         model,
-        parameters={k: v for k, v in model.parameters.items() if k != "latency_ms"},
+        parameters={k: v for k, v in model.parameters.items() if k not in _NOT_SAMPLED},
         role_parameters={
-            role: {k: v for k, v in params.items() if k != "latency_ms"}
+            role: {k: v for k, v in params.items() if k not in _NOT_SAMPLED}
             for role, params in model.role_parameters.items()
         },
     )
