@@ -93,3 +93,18 @@ def test_plan_learns_time_and_tokens_from_a_past_run_of_the_config(tmp_path, mon
     assert before["phases"]["evaluation"]["seconds"] < 10
     assert any("past run" in note for note in after["notes"])
     assert "history" in after["models"]["stud-c"]["sources"]
+
+
+def test_each_mock_model_is_its_own_lane_in_the_time_estimate(tmp_path, monkeypatch):
+    """The scheduler gives every mock model its own lane (``connection_key``): two judges
+    at 100 ms run side by side, not in one shared pool of 16."""
+    from coeval.planning.cost import estimate_cost
+
+    monkeypatch.chdir(tmp_path)
+    Path("exp.yaml").write_text(CONFIG.replace("{seed: 3, latency_ms: 40}", "{seed: 3, latency_ms: 100}")
+                                .replace("{seed: 5}", "{seed: 5, latency_ms: 100}"), encoding="utf-8")
+    estimate = estimate_cost(load_config("exp.yaml"), samples=0, registries=registries())
+    judges = [c for c in estimate.cells if c.phase == "evaluation" and c.calls]
+    per_judge = {name: sum(c.calls for c in judges if c.model == name) for name in ("teach-a", "stud-c")}
+    expected = max(per_judge.values()) * 0.1 / 16  # lanes in parallel, 16 in flight each
+    assert abs(estimate.phase_seconds["evaluation"] - expected) < 1e-6

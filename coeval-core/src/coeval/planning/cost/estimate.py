@@ -350,14 +350,18 @@ def _learn_time(
 def _phase_seconds(
     config: Config, plan: Plan, cells: Sequence[CellEstimate], sampled: SampleResults, registries: Registries
 ) -> dict[str, float]:
-    """Per phase: models on one interface share its concurrency; interfaces run in parallel."""
+    """Per phase: models on one lane share its concurrency; lanes run in parallel. A lane is
+    the interface, or for a free model (the mock, always built) its ``connection_key``, as
+    the scheduler forms them (every mock model is its own lane)."""
     models = {m.name: m for m in config.models}
     out: dict[str, float] = {}
     for phase in (p.phase for p in plan.phases):
-        busy: dict[str, float] = defaultdict(float)  # interface -> call-seconds / concurrency
+        busy: dict[str, float] = defaultdict(float)  # lane -> call-seconds / concurrency
         for c in cells:
             if c.phase == phase and c.calls and not c.batch:
                 m = models[c.model]
-                busy[m.interface] += c.seconds / _concurrency(m, sampled, registries)
+                iface = sampled.interfaces.get(m.name) if m.name in sampled.free else None
+                lane = iface.connection_key() if iface is not None else m.interface
+                busy[lane] += c.seconds / _concurrency(m, sampled, registries)
         out[phase] = max(busy.values(), default=0.0)
     return out
