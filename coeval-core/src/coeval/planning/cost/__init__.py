@@ -35,13 +35,13 @@ __all__ = [
     "CostEstimate",
     "Price",
     "estimate_and_report",
-    "record_estimate",
     "estimate_cost",
     "format_duration",
     "format_estimate",
     "price_for",
     "print_estimate",
     "read_estimate",
+    "record_estimate",
     "write_estimate",
 ]
 
