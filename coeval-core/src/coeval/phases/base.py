@@ -23,6 +23,7 @@ import attrs
 from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.contract.plans import PlannedCalls
 from coeval.contract.types import Phase as RegisteredPhase
+from coeval.storage.superseded import drop_superseded
 from coeval.storage.run_folder import JsonlWriter, RunFolder
 
 if TYPE_CHECKING:
@@ -187,21 +188,33 @@ class RunView:
 
 
 class WriterPool:
-    """One append-only writer per JSONL file, opened on first use."""
+    """One append-only writer per JSONL file, opened on first use.
 
-    def __init__(self) -> None:
+    A record written with ``replaces=True`` stands in for an ok record of its id already in
+    the file (a stale one, redone): on :meth:`close` the replaced lines are dropped, so the
+    file keeps one record per id. Only a run that is the folder's sole writer drops lines (a
+    shard shares files with other processes: ``exclusive=False``)."""
+
+    def __init__(self, *, exclusive: bool = True) -> None:
         self._writers: dict[Path, JsonlWriter] = {}
+        self._replaced: dict[Path, set[str]] = {}
+        self._exclusive = exclusive
 
-    def write(self, path: Path, record: dict[str, Any]) -> None:
+    def write(self, path: Path, record: dict[str, Any], *, replaces: bool = False) -> None:
         writer = self._writers.get(path)
         if writer is None:
             writer = self._writers[path] = JsonlWriter(path)
         writer.write(record)
+        if replaces and self._exclusive:
+            self._replaced.setdefault(path, set()).add(str(record.get("id")))
 
     def close(self) -> None:
         for w in self._writers.values():
             w.close()
         self._writers.clear()
+        replaced, self._replaced = self._replaced, {}
+        for path, ids in replaced.items():
+            drop_superseded(path, ids)
 
 
 class PhaseContext(RunView):
@@ -226,7 +239,7 @@ class PhaseContext(RunView):
         self.log = log
         self.only_models = only_models
         self._record_outcome = record_outcome
-        self.writers = WriterPool()
+        self.writers = WriterPool(exclusive=not only_models)
         self.source_run = source_run
         self.result: PhaseResult | None = None
         #: the outcome :meth:`outcome` booked last (``on_done`` runs synchronously, one at a

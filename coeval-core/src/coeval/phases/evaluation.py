@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from coeval.config.model import ModelConfig, TaskConfig
@@ -207,6 +207,8 @@ class _Owed:
         self.plan = _Plan(view, evaluators)
         self.groups_with_records = phase._groups(state, existing) if existing else set()
         self.any_existing = bool(existing)
+        #: ids of stale ok records listed for scoring again: the new record replaces the old line
+        self.replacing: set[str] = set()
         if mode == "New" and self.groups_with_records:
             for index in range(len(evaluators)):
                 for _ in self.scorings(index):
@@ -233,6 +235,7 @@ class _Owed:
                 if not stale_evaluation(recorded, resp):
                     continue
                 stale += 1
+                self.replacing.add(scoring.record_id)
             yield scoring
         if stale and log is not None:
             log.warning(f"{stale} judgments scored an older version of their answer; scoring again",
@@ -423,7 +426,7 @@ class EvaluationPhase:
         for index in order:
             if counts[index][0]:
                 scorings = LazySpecs(functools.partial(owed.scorings, index, ctx.log), counts[index][0])
-                await self._evaluate(ctx, evaluators[index], scorings)
+                await self._evaluate(ctx, evaluators[index], scorings, owed.replacing)
 
     def owed(self, view: RunView, mode: str, in_scope: Callable[[str], bool]) -> list[Scoring]:
         """The scorings ``mode`` asks for (what ``run`` hands the evaluators), for the
@@ -513,11 +516,13 @@ class EvaluationPhase:
                     raise PhaseError(f"task {task.name}: rubric factor {factor!r} names evaluator {wanted!r}, which "
                                      f"no installed plugin registers (known: {', '.join(sorted(names))})")
 
-    async def _evaluate(self, ctx: PhaseContext, ev: Evaluator, scorings: Sequence[Scoring]) -> None:
-        """Hand one evaluator the scorings it owes; write the records it returns."""
+    async def _evaluate(self, ctx: PhaseContext, ev: Evaluator, scorings: Sequence[Scoring],
+                        replacing: Collection[str] = frozenset()) -> None:
+        """Hand one evaluator the scorings it owes; write the records it returns (replacing
+        the stale ones of the ids in ``replacing``)."""
 
         async def submit(batch: Sequence[Scoring], build: Callable[[Scoring], EvaluationCall]) -> None:
-            await ctx.submit(self.name, LazyItems(batch, lambda s: self._item(ctx, ev, s, build(s))))  # type: ignore[arg-type]
+            await ctx.submit(self.name, LazyItems(batch, lambda s: self._item(ctx, ev, s, build(s), replacing)))  # type: ignore[arg-type]
 
         try:
             results = await ev.evaluate(EvaluationRequest(scorings), submit)
@@ -537,7 +542,8 @@ class EvaluationPhase:
             if isinstance(result, EvaluationFailed) and (dp_id, result.error) not in logged:
                 logged.add((dp_id, result.error))
                 ctx.log.warning("evaluator failed", evaluator=ev.name, datapoint=dp_id, error=result.error)
-            ctx.writers.write(self._path(ctx, scoring), model_free_record(ev, scoring, result))
+            ctx.writers.write(self._path(ctx, scoring), model_free_record(ev, scoring, result),
+                              replaces=scoring.record_id in replacing)
             if ctx.result is not None:
                 if isinstance(result, EvaluationFailed):
                     ctx.result.failed += 1
@@ -549,7 +555,8 @@ class EvaluationPhase:
         teacher = str(scoring.response.get("teacher_model_id"))
         return ctx.run.evaluations_path(scoring.task.name, teacher, scoring.scorer.file_name)
 
-    def _item(self, ctx: PhaseContext, ev: Evaluator, scoring: Scoring, call: EvaluationCall) -> WorkItem:
+    def _item(self, ctx: PhaseContext, ev: Evaluator, scoring: Scoring, call: EvaluationCall,
+              replacing: Collection[str] = frozenset()) -> WorkItem:
         model = scoring.scorer.model
         if not isinstance(model, ModelConfig):
             raise PhaseError(f"evaluator {ev.name!r} submitted scorer {scoring.scorer.name!r}, which names no model")
@@ -557,7 +564,8 @@ class EvaluationPhase:
 
         def done(outcome: WorkOutcome) -> None:
             if outcome.status != "skipped":
-                ctx.writers.write(path, call_record(ev, scoring, call, outcome))
+                ctx.writers.write(path, call_record(ev, scoring, call, outcome),
+                                  replaces=scoring.record_id in replacing)
             ctx.outcome(outcome)
 
         return WorkItem(key=scoring.record_id, phase=self.name, model=model, request=call.request,

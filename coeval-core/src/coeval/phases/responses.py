@@ -77,6 +77,7 @@ class _Ask:
     student: ModelConfig
     datapoint: dict[str, Any]
     sample: int = 1
+    replaces: bool = False  #: its ok answer is stale (made from an older datapoint): dropped once redone
 
 
 @attrs.frozen
@@ -102,12 +103,14 @@ class _OwedAnswers:
                     continue
                 for sample in range(1, task.samples + 1):
                     rec = responses.get(response_id(dp["id"], student.name, sample)) if responses else None
+                    replaces = False
                     if is_ok(rec):
                         assert rec is not None
                         if not stale_response(rec, dp):
                             continue
                         stale += 1
-                    yield _Ask(task, student, dp, sample)
+                        replaces = True
+                    yield _Ask(task, student, dp, sample, replaces)
         if stale and log is not None:
             log.warning(f"{stale} answers were made from an older version of their datapoint; answering again",
                         phase=self.phase, stale=stale)
@@ -229,7 +232,7 @@ class ResponseCollectionPhase:
                     "generated_at": utc_now(),
                     **call_fields(outcome),
                 }
-                ctx.writers.write(path, record)
+                ctx.writers.write(path, record, replaces=ask.replaces)
             ctx.outcome(outcome)
 
         return done

@@ -35,6 +35,7 @@ __all__ = [
     "PHASE_DIRS",
     "JsonlWriter",
     "RunFolder",
+    "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
     "cut_partial_last_line",
@@ -53,6 +54,11 @@ def utc_now() -> str:
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write via a temp file in the same folder and rename: readers see old or new, never half."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """:func:`atomic_write_text` for bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     refuse_links(path.parent)  # the temp file would land wherever the link points
     try:
@@ -60,8 +66,8 @@ def atomic_write_text(path: Path, text: str) -> None:
     except OSError as exc:  # a read-only folder, a full disk: name the file being written
         raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
