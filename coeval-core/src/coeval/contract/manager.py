@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import click
@@ -20,7 +20,7 @@ from coeval.contract import _core_plugin as builtin_plugin
 from coeval.contract import hookspecs
 from coeval.contract.errors import DISABLE_ENV, DuplicateRegistrationError
 from coeval.contract.plans import PlannedCalls
-from coeval.contract.registries import Entry, Registries, Registry
+from coeval.contract.registries import Entry, Registries, Registry, use_installed
 from coeval.contract.types import (
     BatchRunnerFactory,
     BenchmarkAdapter,
@@ -152,6 +152,9 @@ def registries() -> Registries:
     return _registries
 
 
+use_installed(registries)
+
+
 def collect_registries(pm: pluggy.PluginManager) -> Registries:
     """Every registration hook of ``pm``'s plugins, collected into new registries."""
     return _collect(pm)
@@ -201,6 +204,10 @@ def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterf
         requires_model: bool = True,
         virtual_teacher: bool = False,
         exempt_item_checks: Sequence[str] = (),
+        key_env: Sequence[str] = (),
+        key_fields: Mapping[str, Sequence[str]] | None = None,
+        sampling_keys: Iterable[str] | None = None,
+        cluster_engines: Sequence[str] = (),
     ) -> None:
         options: dict[str, Any] = {}
         if not requires_model:
@@ -209,6 +216,14 @@ def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterf
             options["virtual_teacher"] = True
         if exempt_item_checks:
             options["exempt_item_checks"] = tuple(exempt_item_checks)
+        if key_env:
+            options["key_env"] = tuple(key_env)
+        if key_fields:
+            options["key_fields"] = {field: tuple(env) for field, env in key_fields.items()}
+        if sampling_keys is not None:
+            options["sampling_keys"] = frozenset(sampling_keys)
+        if cluster_engines:
+            options["cluster_engines"] = tuple(cluster_engines)
         registry.add(name, factory, plugin, **options)
 
     return register

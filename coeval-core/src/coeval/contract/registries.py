@@ -4,7 +4,7 @@ plugin that registered it. They sit in the contract, below everything that regis
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -22,7 +22,7 @@ from coeval.contract.types import (
     ReportWriter,
 )
 
-__all__ = ["Entry", "Registries", "Registry"]
+__all__ = ["Entry", "Registries", "Registry", "installed_interface_facts", "use_installed"]
 
 T = TypeVar("T")
 
@@ -110,6 +110,10 @@ class Registries:
             virtual_teacher=bool(options.get("virtual_teacher", False)),
             batches=name in self.batch_runners,
             exempt_item_checks=tuple(options.get("exempt_item_checks", ())),
+            key_env=tuple(options.get("key_env", ())),
+            key_fields=dict(options.get("key_fields", {})),
+            sampling_keys=options.get("sampling_keys"),
+            cluster_engines=tuple(options.get("cluster_engines", ())),
         )
 
     def all(self) -> dict[str, Registry[Any]]:
@@ -123,3 +127,21 @@ class Registries:
             "reports": self.reports,
             "item_checks": self.item_checks,
         }
+
+
+#: how the installed plugins' registries are had (:func:`coeval.contract.manager.registries`,
+#: which hands itself in when imported); None until then
+_installed: Callable[[], Registries] | None = None
+
+
+def use_installed(source: Callable[[], Registries]) -> None:
+    """Called by the plugin manager: ``source()`` returns the installed plugins' registries."""
+    global _installed
+    _installed = source
+
+
+def installed_interface_facts(name: str) -> InterfaceFacts | None:
+    """What the installed plugin that registers interface ``name`` declared; None when no
+    plugin does or no plugin manager was loaded. For the modules below the plugin manager
+    (key files and credentials), which cannot import it without an import cycle."""
+    return _installed().interface_facts(name) if _installed is not None else None
