@@ -20,7 +20,7 @@ from coeval.contract import _core_plugin as builtin_plugin
 from coeval.contract import hookspecs
 from coeval.contract.errors import DISABLE_ENV, DuplicateRegistrationError
 from coeval.contract.plans import PlannedCalls
-from coeval.contract.registries import Entry, Registries, Registry, use_installed
+from coeval.contract.registries import KIND_OF_HOOK, Entry, Registries, Registry, use_installed
 from coeval.contract.types import (
     BatchRunnerFactory,
     BenchmarkAdapter,
@@ -173,7 +173,7 @@ def collect(hook_name: str, pm: pluggy.PluginManager | None = None, *, into: Reg
     way the core collects hooks. A name registered twice raises
     :class:`DuplicateRegistrationError`, whichever hook it is."""
     pm = pm if pm is not None else get_plugin_manager()
-    registry = into if into is not None else Registry(_KIND_OF_HOOK[hook_name])
+    registry = into if into is not None else Registry(KIND_OF_HOOK[hook_name])
     registrar = _REGISTRARS.get(hook_name, _registrar)
     for impl in getattr(pm.hook, hook_name).get_hookimpls():
         impl.function(register=registrar(registry, impl.plugin_name))
@@ -264,17 +264,6 @@ _REGISTRARS: dict[str, Callable[[Registry[Any], str], Callable[..., None]]] = {
     "register_item_checks": _item_check_registrar,
 }
 
-_KIND_OF_HOOK: dict[str, str] = {
-    "register_interfaces": "interface",
-    "register_batch_runners": "batch runner",
-    "register_phases": "phase",
-    "register_evaluators": "evaluator",
-    "register_metrics": "metric",
-    "register_benchmarks": "benchmark",
-    "register_reports": "report",
-    "register_item_checks": "item check",
-    "register_run_end": "run-end action",
-}
 
 
 def plugin_distributions() -> dict[str, str]:

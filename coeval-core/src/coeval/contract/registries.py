@@ -22,9 +22,23 @@ from coeval.contract.types import (
     ReportWriter,
 )
 
-__all__ = ["Entry", "Registries", "Registry", "installed_interface_facts", "use_installed"]
+__all__ = ["KIND_OF_HOOK", "Entry", "Registries", "Registry", "installed_interface_facts", "use_installed"]
 
 T = TypeVar("T")
+
+#: registration hook -> the kind of thing it registers, as errors name it ("benchmark" is
+#: the kind of ``register_benchmarks``' adapters, not the interface of that name)
+KIND_OF_HOOK: dict[str, str] = {
+    "register_interfaces": "interface",
+    "register_batch_runners": "batch runner",
+    "register_phases": "phase",
+    "register_evaluators": "evaluator",
+    "register_metrics": "metric",
+    "register_benchmarks": "benchmark",
+    "register_reports": "report",
+    "register_item_checks": "item check",
+    "register_run_end": "run-end action",
+}
 
 
 @attrs.frozen
@@ -71,18 +85,22 @@ class Registry(Generic[T]):
         return [e.name for e in self._entries.values() if e.plugin == plugin]
 
 
+def _registry(hook: str) -> Callable[[], Registry[Any]]:
+    return lambda: Registry(KIND_OF_HOOK[hook])
+
+
 @attrs.define
 class Registries:
     """Everything all enabled plugins registered."""
 
-    interfaces: Registry[InterfaceFactory] = attrs.field(factory=lambda: Registry("interface"))
-    batch_runners: Registry[BatchRunnerFactory] = attrs.field(factory=lambda: Registry("batch runner"))
-    phases: Registry[Phase] = attrs.field(factory=lambda: Registry("phase"))
-    evaluators: Registry[Evaluator] = attrs.field(factory=lambda: Registry("evaluator"))
-    metrics: Registry[MetricFactory] = attrs.field(factory=lambda: Registry("metric"))
-    benchmarks: Registry[BenchmarkAdapter] = attrs.field(factory=lambda: Registry("benchmark"))
-    reports: Registry[ReportWriter] = attrs.field(factory=lambda: Registry("report"))
-    item_checks: Registry[ItemCheck] = attrs.field(factory=lambda: Registry("item check"))
+    interfaces: Registry[InterfaceFactory] = attrs.field(factory=_registry("register_interfaces"))
+    batch_runners: Registry[BatchRunnerFactory] = attrs.field(factory=_registry("register_batch_runners"))
+    phases: Registry[Phase] = attrs.field(factory=_registry("register_phases"))
+    evaluators: Registry[Evaluator] = attrs.field(factory=_registry("register_evaluators"))
+    metrics: Registry[MetricFactory] = attrs.field(factory=_registry("register_metrics"))
+    benchmarks: Registry[BenchmarkAdapter] = attrs.field(factory=_registry("register_benchmarks"))
+    reports: Registry[ReportWriter] = attrs.field(factory=_registry("register_reports"))
+    item_checks: Registry[ItemCheck] = attrs.field(factory=_registry("register_item_checks"))
 
     def by_hook(self) -> dict[str, Registry[Any]]:
         """Registration hook name -> the registry it fills. ``register_run_end`` is collected
