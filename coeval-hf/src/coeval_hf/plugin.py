@@ -22,9 +22,9 @@ def register_interfaces(register: RegisterInterface) -> None:
 
     # a model with parameters.cluster is served on Ray (coeval_hf.cluster_served)
     register("huggingface", cluster_aware(HuggingFaceInterface), key_env=("HF_TOKEN",),
-             cluster_engines=CLUSTER_ENGINES["huggingface"])
+             cluster_engines=CLUSTER_ENGINES["huggingface"], tokens_per_s=25)
     register("llamacpp", cluster_aware(LlamaCppInterface), requires_model=False,
-             cluster_engines=CLUSTER_ENGINES["llamacpp"])
+             cluster_engines=CLUSTER_ENGINES["llamacpp"], tokens_per_s=15)
 
 
 @hookimpl

@@ -208,6 +208,7 @@ def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterf
         key_fields: Mapping[str, Sequence[str]] | None = None,
         sampling_keys: Iterable[str] | None = None,
         cluster_engines: Sequence[str] = (),
+        tokens_per_s: float | None = None,
     ) -> None:
         options: dict[str, Any] = {}
         if not requires_model:
@@ -224,6 +225,8 @@ def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterf
             options["sampling_keys"] = frozenset(sampling_keys)
         if cluster_engines:
             options["cluster_engines"] = tuple(cluster_engines)
+        if tokens_per_s is not None:
+            options["tokens_per_s"] = tokens_per_s
         registry.add(name, factory, plugin, **options)
 
     return register

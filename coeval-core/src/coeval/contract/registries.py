@@ -132,6 +132,7 @@ class Registries:
             key_fields=dict(options.get("key_fields", {})),
             sampling_keys=options.get("sampling_keys"),
             cluster_engines=tuple(options.get("cluster_engines", ())),
+            tokens_per_s=options.get("tokens_per_s"),
         )
 
     def all(self) -> dict[str, Registry[Any]]:

@@ -141,6 +141,9 @@ class InterfaceFacts:
     #: the engines a ``parameters.cluster`` block may serve its models with, the default
     #: first (rule V-55); empty: its models are not served on a cluster
     cluster_engines: tuple[str, ...] = ()
+    #: typical output tokens per second of one call, for the plan's time estimate (None: a
+    #: default speed)
+    tokens_per_s: float | None = None
 
 
 #: ``check(candidate, context)`` -> None to accept, or the reason to reject (:mod:`coeval.quality`).
@@ -153,7 +156,7 @@ RunEndAction = Callable[[Path], object]
 class RegisterInterface(Protocol):
     """``register(name, factory, *, requires_model=True, virtual_teacher=False,
     exempt_item_checks=(), key_env=(), key_fields=None, sampling_keys=None,
-    cluster_engines=())`` of ``register_interfaces``: the options are the
+    cluster_engines=(), tokens_per_s=None)`` of ``register_interfaces``: the options are the
     :class:`InterfaceFacts` of the same names. Whether the interface batches is not an
     option: it does when a batch runner is registered under its name."""
 
@@ -170,6 +173,7 @@ class RegisterInterface(Protocol):
         key_fields: Mapping[str, Sequence[str]] | None = None,
         sampling_keys: Iterable[str] | None = None,
         cluster_engines: Sequence[str] = (),
+        tokens_per_s: float | None = None,
     ) -> None: ...
 
 

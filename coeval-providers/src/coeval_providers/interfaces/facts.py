@@ -1,12 +1,13 @@
 """What each provider interface of coeval-providers declares when it registers (see
-:class:`coeval.InterfaceFacts`): where its key comes from and which sampling keys it sends.
-The core keeps no table of interfaces; it asks the registries for these."""
+:class:`coeval.InterfaceFacts`): where its key comes from, which sampling keys it sends
+and how fast it typically writes. The core keeps no table of interfaces; it asks the
+registries for these."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["KEY_ENV", "KEY_FIELDS", "SAMPLING_KEYS"]
+__all__ = ["KEY_ENV", "KEY_FIELDS", "SAMPLING_KEYS", "TOKENS_PER_S"]
 
 #: Environment variables each provider's SDK conventionally reads, in order of preference.
 KEY_ENV: Mapping[str, tuple[str, ...]] = {
@@ -68,4 +69,25 @@ SAMPLING_KEYS: Mapping[str, frozenset[str]] = {
     "deepseek": _CHAT_COMPLETIONS,
     "cerebras": _CHAT_COMPLETIONS,
     "mistral": _CHAT_COMPLETIONS,
+}
+
+#: Typical generation speed (output tokens per second), for the plan's time estimates.
+TOKENS_PER_S: Mapping[str, float] = {
+    "openai": 80,
+    "azure_openai": 80,
+    "anthropic": 60,
+    "gemini": 120,
+    "vertex": 120,
+    "bedrock": 60,
+    "mistral": 70,
+    "groq": 400,
+    "cerebras": 1000,
+    "deepseek": 40,
+    "deepinfra": 60,
+    "openrouter": 60,
+    "cohere": 60,
+    "huggingface_api": 50,
+    "azure_ai": 60,
+    "ollama": 30,
+    "vllm": 60,
 }
