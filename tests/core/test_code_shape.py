@@ -333,12 +333,7 @@ KNOWN_LONG_CLASSES = dict[str, int]()
 #: core module outside phases/ -> string literals naming a standard phase ('evaluation' in authoring.describe is the row label of a task's evaluation mode, not the phase id)
 KNOWN_PHASE_ID_LITERALS = {'coeval.authoring.describe': 1}
 
-#: core module -> string literals naming an interface other than mock, outside interfaces.known (credentials, key files, parameter keys, cluster settings and prices per provider, which belong in the provider plugins' registrations; the init templates; 'benchmark' in contract.manager and contract.registries is the benchmark registry's kind and in cli.status_cmd an ingest-log key, not the interface)
-KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 4,
- 'coeval.cli.status_cmd': 1,
- 'coeval.config.cluster_block': 12,
- 'coeval.config.credentials': 24,
- 'coeval.config.parameter_keys': 10,
- 'coeval.contract.manager': 1,
- 'coeval.contract.registries': 1,
- 'coeval.planning.cost.estimate': 19}
+#: core module -> string literals naming an interface other than mock, outside interfaces.known (none of them the interface: two init templates are named after the interface their models use, 'openai' and 'benchmark'; 'vllm' in config.cluster_block is the engine cluster serving does not run yet; 'benchmark' in contract.registries is the kind of register_benchmarks' adapters in the one table of registry kinds)
+KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2,
+ 'coeval.config.cluster_block': 1,
+ 'coeval.contract.registries': 1}

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from coeval.cli import keys_cmd
 from coeval.cli.main import cli
-from coeval.config.credentials import PROVIDER_ENV_VARS, KeyStore
+from coeval.config.credentials import KeyStore
+from coeval.contract.manager import registries
 
 SECRET = "sk-test-0123456789abcdefWXYZ"
 
@@ -20,8 +21,9 @@ SECRET = "sk-test-0123456789abcdefWXYZ"
 @pytest.fixture(autouse=True)
 def no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keys in the developer's environment would show up in ``keys list``."""
-    for names in PROVIDER_ENV_VARS.values():
-        for name in names:
+    regs = registries()
+    for interface in regs.interfaces.names():
+        for name in regs.interface_facts(interface).key_env:  # type: ignore[union-attr]
             monkeypatch.delenv(name, raising=False)
 
 

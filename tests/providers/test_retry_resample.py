@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from coeval.config.model import ModelConfig
-from coeval.config.parameter_keys import SAMPLING_KEYS
+from coeval_providers.interfaces.facts import SAMPLING_KEYS
 from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.contract.manager import registries
 from coeval.scheduler import OutputParseError, Scheduler, SchedulerLimits, WorkItem, WorkOutcome

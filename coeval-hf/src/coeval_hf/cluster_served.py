@@ -26,7 +26,11 @@ from coeval_hf import ray_serving
 if TYPE_CHECKING:
     from coeval.config.credentials import Credentials
 
-__all__ = ["ClusterServedInterface", "cluster_aware"]
+__all__ = ["CLUSTER_ENGINES", "ClusterServedInterface", "cluster_aware"]
+
+#: interface -> the engines a ``cluster:`` block may serve its models with, the default
+#: first (registered with each interface; rule V-55 reads them)
+CLUSTER_ENGINES: dict[str, tuple[str, ...]] = {"huggingface": ("transformers", "vllm"), "llamacpp": ("llamacpp",)}
 
 #: Seconds a deployment may take to become ready unless ``connect_wait_s`` says otherwise.
 DEFAULT_READY_WAIT_S = 300.0
@@ -51,11 +55,11 @@ class ClusterServedInterface(Interface):
         super().__init__(model, None)
         self.name = model.interface
         self.local = local  # built only to check the model's own parameters before anything deploys
-        problems = cluster_problems(model.parameters["cluster"], model.interface)
+        problems = cluster_problems(model.parameters["cluster"], model.interface, CLUSTER_ENGINES)
         if problems:
             field, message, fix = problems[0]
             raise FatalModelError(f"parameters.cluster{'.' + field if field else ''}: {message} ({fix})")
-        self.spec = read_cluster(model.parameters["cluster"], model.interface)
+        self.spec = read_cluster(model.parameters["cluster"], CLUSTER_ENGINES[model.interface][0])
         params = model.parameters
         self.connect_wait_s = float(params.get("connect_wait_s", DEFAULT_READY_WAIT_S))
         timeout = float(params.get("timeout", 300.0)) + float(params.get("connect_timeout", 30.0)) + 5.0

@@ -51,7 +51,10 @@ def command(config_file: str | None, config_option: str | None, stop: bool, addr
         from coeval.cli.config_arg import choose_config_path  # loads the config loader: on use
 
         models = _cluster_models(choose_config_path(config_file, config_option, "serve"))
-    specs = [(m, read_cluster(m["parameters"]["cluster"], m["interface"])) for m in models]
+    from coeval_hf.cluster_served import CLUSTER_ENGINES
+
+    specs = [(m, read_cluster(m["parameters"]["cluster"], CLUSTER_ENGINES.get(m["interface"], ("transformers",))[0]))
+             for m in models]
     try:
         ray_serving.connect(specs[0][1].address if specs else (address or "auto"))
         if stop:

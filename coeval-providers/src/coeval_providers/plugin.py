@@ -32,9 +32,11 @@ BATCH_RUNNERS: dict[str, str] = {
 @hookimpl
 def register_interfaces(register: RegisterInterface) -> None:
     from coeval_providers.interfaces import INTERFACES, lazy_factory
+    from coeval_providers.interfaces.facts import KEY_ENV, KEY_FIELDS, SAMPLING_KEYS, TOKENS_PER_S
 
     for name, path in INTERFACES.items():
-        register(name, lazy_factory(path))
+        register(name, lazy_factory(path), key_env=KEY_ENV.get(name, ()), key_fields=KEY_FIELDS.get(name),
+                 sampling_keys=SAMPLING_KEYS.get(name), tokens_per_s=TOKENS_PER_S.get(name))
 
 
 @hookimpl

@@ -168,21 +168,21 @@ experiment:
   storage_folder: ./runs
 """
 
-#: template name -> one line for `coeval init --help` and `--list`
-TEMPLATE_SUMMARIES: dict[str, str] = {
-    "mock": "built-in mock models: no keys, no network, no cost (default)",
-    "openai": "OpenAI API models (needs OPENAI_API_KEY)",
-    "local": "a local model on the CPU with llama.cpp (SmolLM2-135M)",
-    "benchmark": "a published benchmark as the teacher, mock students and judges",
+#: template name -> (one line for `coeval init --help` and `--list`, text with ``{file}`` and
+#: ``{task}`` placeholders); a template is named after what it runs, so two share the name of
+#: the interface their models use
+_TABLE: dict[str, tuple[str, str]] = {
+    "mock": ("built-in mock models: no keys, no network, no cost (default)", _MOCK),
+    "openai": ("OpenAI API models (needs OPENAI_API_KEY)", _OPENAI),
+    "local": ("a local model on the CPU with llama.cpp (SmolLM2-135M)", _LOCAL),
+    "benchmark": ("a published benchmark as the teacher, mock students and judges", _BENCHMARK),
 }
 
+#: template name -> one line for `coeval init --help` and `--list`
+TEMPLATE_SUMMARIES: dict[str, str] = {name: summary for name, (summary, _) in _TABLE.items()}
+
 #: template name -> text with ``{file}`` and ``{task}`` placeholders
-TEMPLATES: dict[str, str] = {
-    "mock": _MOCK,
-    "openai": _OPENAI,
-    "local": _LOCAL,
-    "benchmark": _BENCHMARK,
-}
+TEMPLATES: dict[str, str] = {name: text for name, (_, text) in _TABLE.items()}
 
 
 def render(name: str, file_name: str) -> str:

@@ -39,6 +39,7 @@ from coeval.storage.lock import folder_in_use
 from coeval.storage.run_folder import RunFolder
 from coeval.storage.snapshot import read_config_snapshot
 from coeval.phases.ids import RECORD_PHASES
+from coeval.interfaces.known import INGEST_BENCHMARK_FIELD
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
@@ -170,7 +171,7 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
         notes.append(gap_note)
     for entry in meta.get("ingest_log") or []:
         if isinstance(entry, dict) and entry.get("complete") is False:
-            notes.insert(0, f"ingest of {entry.get('benchmark')} into task {entry.get('task_name')} was interrupted; "
+            notes.insert(0, f"ingest of {entry.get(INGEST_BENCHMARK_FIELD)} into task {entry.get('task_name')} was interrupted; "
                             "run the same `coeval ingest` again to finish it (`--continue` answers the rows written)")
             if run_status in ("completed", "incomplete"):
                 run_status = "incomplete (ingest interrupted)"

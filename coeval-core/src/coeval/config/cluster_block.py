@@ -12,14 +12,15 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+if TYPE_CHECKING:
+    from coeval.contract.types import InterfaceFacts
+
 __all__ = [
-    "CLUSTER_INTERFACES",
-    "ENGINES",
     "INSTALL_HINT",
     "RULE",
     "ClusterSpec",
@@ -30,12 +31,11 @@ __all__ = [
 ]
 
 RULE = "V-55"
-#: Interfaces whose models a cluster block may serve.
-CLUSTER_INTERFACES = ("huggingface", "llamacpp")
-ENGINES = ("transformers", "vllm", "llamacpp")
-#: The engine each interface runs when ``engine`` is not given.
-DEFAULT_ENGINE = {"huggingface": "transformers", "llamacpp": "llamacpp"}
 INSTALL_HINT = "pip install 'coeval-hf[ray]'"
+#: the engine of a model whose interface declares none
+_FALLBACK_ENGINE = "transformers"
+#: engines an interface may declare that cluster serving does not run yet
+_NOT_BUILT = frozenset({"vllm"})
 _KEYS = ("address", "replicas", "min_replicas", "max_replicas", "num_gpus", "num_cpus", "engine", "keep_serving")
 _RAY_CLIENT = re.compile(r"^ray://[^\s:/]+:\d{1,5}$")
 
@@ -81,13 +81,21 @@ def _amount(block: Mapping[str, Any], key: str, default: float) -> tuple[float, 
     return float(value), None
 
 
-def cluster_problems(block: Any, interface: str) -> list[tuple[str, str, str]]:
-    """``(field, message, fix)`` for every problem of one block; empty when it is valid."""
+def cluster_problems(
+    block: Any, interface: str, engines_of: Mapping[str, Sequence[str]]
+) -> list[tuple[str, str, str]]:
+    """``(field, message, fix)`` for every problem of one block; empty when it is valid.
+    ``engines_of``: interface -> the engines its plugin declared for cluster serving, the
+    default first (interfaces that declared none may be left out)."""
     if not isinstance(block, Mapping):
         return [("", f"must be a mapping of {', '.join(_KEYS)}; got {block!r}", "see docs/scaling.md")]
     out: list[tuple[str, str, str]] = []
-    if interface not in CLUSTER_INTERFACES:
-        out.append(("", f"only {' and '.join(CLUSTER_INTERFACES)} models can be served on a cluster, not '{interface}'",
+    servable = [name for name, engines in engines_of.items() if engines]
+    own = tuple(engines_of.get(interface, ()))
+    default = own[0] if own else _FALLBACK_ENGINE
+    if not own:
+        which = f"only {' and '.join(servable)} models" if servable else "no installed interface's models"
+        out.append(("", f"{which} can be served on a cluster, not '{interface}'",
                     "point a vllm-interface model at the served URL instead (base_url)"))
     for key in block:
         if key not in _KEYS:
@@ -112,16 +120,16 @@ def cluster_problems(block: Any, interface: str) -> list[tuple[str, str, str]]:
         _, why = _amount(block, key, 0.0)
         if why:
             out.append((key, why, f"e.g. {key}: 1"))
-    engine = block.get("engine", DEFAULT_ENGINE.get(interface, "transformers"))
-    if engine not in ENGINES:
-        out.append(("engine", f"engine must be one of {', '.join(ENGINES)}; got {engine!r}",
-                    f"use {DEFAULT_ENGINE.get(interface, 'transformers')}"))
-    elif interface == "llamacpp" and engine != "llamacpp":
-        out.append(("engine", f"a llamacpp model runs on engine llamacpp, not {engine!r}", "remove engine"))
-    elif interface == "huggingface" and engine == "llamacpp":
-        out.append(("engine", "a huggingface model runs on engine transformers or vllm, not llamacpp",
-                    "use engine: transformers"))
-    elif engine == "vllm":
+    engine = block.get("engine", default)
+    every = tuple(dict.fromkeys(e for name in servable for e in engines_of[name])) or (_FALLBACK_ENGINE,)
+    if engine not in every:
+        out.append(("engine", f"engine must be one of {', '.join(every)}; got {engine!r}", f"use {default}"))
+    elif own and engine not in own and len(own) == 1:
+        out.append(("engine", f"a {interface} model runs on engine {own[0]}, not {engine!r}", "remove engine"))
+    elif own and engine not in own:
+        out.append(("engine", f"a {interface} model runs on engine {' or '.join(own)}, not {engine}",
+                    f"use engine: {default}"))
+    elif engine in _NOT_BUILT:
         # not built yet: a replica runs the huggingface interface (transformers), not vLLM
         out.append(("engine", "engine vllm is not supported in cluster serving yet",
                     "use engine: transformers, or run vLLM yourself and point a vllm-interface model at it"))
@@ -133,8 +141,9 @@ def cluster_problems(block: Any, interface: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def read_cluster(block: Mapping[str, Any], interface: str) -> ClusterSpec:
-    """The spec of a block :func:`cluster_problems` accepted."""
+def read_cluster(block: Mapping[str, Any], default_engine: str) -> ClusterSpec:
+    """The spec of a block :func:`cluster_problems` accepted; ``default_engine``: the first
+    engine the model's interface declared."""
     low, high = block.get("min_replicas"), block.get("max_replicas")
     return ClusterSpec(
         address=str(block.get("address", "auto")),
@@ -143,7 +152,7 @@ def read_cluster(block: Mapping[str, Any], interface: str) -> ClusterSpec:
         max_replicas=None if high is None else int(high),
         num_gpus=float(block.get("num_gpus", 0.0)),
         num_cpus=float(block.get("num_cpus", 1.0)),
-        engine=str(block.get("engine", DEFAULT_ENGINE.get(interface, "transformers"))),
+        engine=str(block.get("engine", default_engine)),
         keep_serving=bool(block.get("keep_serving", False)),
     )
 
@@ -152,15 +161,19 @@ class _Collects(Protocol):
     @property
     def models(self) -> list[tuple[int, dict[str, Any]]]: ...
 
+    @property
+    def interfaces(self) -> Mapping[str, InterfaceFacts]: ...
+
     def add(self, rule: str, path: Any, message: str, fix: str) -> None: ...
 
 
 def check_cluster_blocks(validator: _Collects) -> None:
     """V-55: every model's ``parameters.cluster`` is valid and Ray is installed."""
+    engines_of = {name: facts.cluster_engines for name, facts in validator.interfaces.items()}
     for i, model in validator.models:
         params = model.get("parameters")
         if not isinstance(params, dict) or "cluster" not in params:
             continue
-        for field, message, fix in cluster_problems(params["cluster"], str(model.get("interface"))):
+        for field, message, fix in cluster_problems(params["cluster"], str(model.get("interface")), engines_of):
             path: tuple[str | int, ...] = ("models", i, "parameters", "cluster") + ((field,) if field else ())
             validator.add(RULE, path, f"cluster: {message}", fix)

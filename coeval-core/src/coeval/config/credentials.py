@@ -2,7 +2,8 @@
 
 Key file search order: ``--keys PATH`` -> ``$COEVAL_KEYS_FILE`` -> ``./keys.yaml`` ->
 ``~/.coeval/keys.yaml``. Per model: ``access_key`` in the config > the key file's entry for
-the provider > the provider's usual environment variables.
+the provider > the provider's usual environment variables, which the plugin registering the
+interface declares (``key_env`` and ``key_fields`` of :class:`coeval.InterfaceFacts`).
 
 :class:`Credentials` never shows a secret in ``repr``/``str``; :func:`redact` scrubs known
 secrets from any text before it reaches a log, a record or an exception message.
@@ -23,6 +24,7 @@ import yaml
 
 from coeval.config._yaml import load_yaml_guarded
 from coeval.config.credential_record import SECRET_FIELDS, Credentials
+from coeval.contract.registries import installed_interface_facts
 from coeval.interfaces.known import SHIPPED_INTERFACES
 
 __all__ = [
@@ -31,52 +33,24 @@ __all__ = [
     "KeyFileError",
     "KeyStore",
     "find_keys_file",
+    "key_env",
     "redact",
     "register_secret",
 ]
 
+
+def key_env(provider: str) -> tuple[str, ...]:
+    """The environment variables ``provider``'s key is read from, in order of preference, as
+    the installed plugin registering it declared (none when no plugin does)."""
+    facts = installed_interface_facts(provider)
+    return facts.key_env if facts is not None else ()
+
+
+def _key_fields(provider: str) -> Mapping[str, tuple[str, ...]]:
+    facts = installed_interface_facts(provider)
+    return facts.key_fields if facts is not None else {}
+
 KEYS_ENV = "COEVAL_KEYS_FILE"
-
-#: Environment variables each provider's SDK conventionally reads, in order of preference.
-PROVIDER_ENV_VARS: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    "azure_openai": ("AZURE_OPENAI_API_KEY",),
-    "azure_ai": ("AZURE_AI_API_KEY", "GITHUB_TOKEN"),
-    "bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),
-    "vertex": (),
-    "openrouter": ("OPENROUTER_API_KEY",),
-    "groq": ("GROQ_API_KEY",),
-    "deepseek": ("DEEPSEEK_API_KEY",),
-    "mistral": ("MISTRAL_API_KEY",),
-    "deepinfra": ("DEEPINFRA_API_KEY",),
-    "cerebras": ("CEREBRAS_API_KEY",),
-    "cohere": ("COHERE_API_KEY", "CO_API_KEY"),
-    "huggingface_api": ("HF_TOKEN", "HUGGINGFACE_API_KEY"),
-    "huggingface": ("HF_TOKEN",),
-    "ollama": (),
-    "vllm": ("VLLM_API_KEY",),
-}
-
-#: Structured key-file entries: field -> environment variable fallback.
-PROVIDER_ENV_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
-    "azure_openai": {"endpoint": ("AZURE_OPENAI_ENDPOINT",), "api_version": ("OPENAI_API_VERSION",)},
-    "bedrock": {
-        "access_key_id": ("AWS_ACCESS_KEY_ID",),
-        "secret_access_key": ("AWS_SECRET_ACCESS_KEY",),
-        "session_token": ("AWS_SESSION_TOKEN",),
-        "region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
-    },
-    "vertex": {
-        "project": ("GOOGLE_CLOUD_PROJECT",),
-        "location": ("GOOGLE_CLOUD_LOCATION",),
-        "service_account_key": ("GOOGLE_APPLICATION_CREDENTIALS",),
-    },
-    "ollama": {"base_url": ("OLLAMA_HOST",)},
-    "vllm": {"base_url": ("VLLM_BASE_URL",)},
-    "azure_ai": {"endpoint": ("AZURE_AI_ENDPOINT",)},
-}
 
 _secrets: set[str] = set()
 _secrets_lock = threading.Lock()
@@ -207,7 +181,7 @@ class KeyStore:
                 api_key, source = str(entry["api_key"]), "keys_file"
             elif fields:
                 source = "keys_file"
-        for field, env_names in PROVIDER_ENV_FIELDS.get(provider, {}).items():
+        for field, env_names in _key_fields(provider).items():
             if fields.get(field) is None:
                 value = _first_env(env_names)
                 if value is not None:
@@ -216,7 +190,7 @@ class KeyStore:
         if access_key:
             api_key, source = access_key, "access_key"
         elif api_key is None:
-            value = _first_env(PROVIDER_ENV_VARS.get(provider, ()))
+            value = _first_env(key_env(provider))
             if value is not None:
                 api_key, source = value, source or "env"
         register_secret(api_key)
@@ -233,7 +207,7 @@ def _reject_misspelled_providers(path: Path, entries: Mapping[str, Any]) -> None
     """A provider name one typo away from a known one (``opneai``) would leave that provider
     without its key and fail later, far from the cause; stop now and name the fix. Names
     close to nothing known are kept: a plugin may provide them."""
-    known = sorted(set(SHIPPED_INTERFACES) | set(PROVIDER_ENV_VARS))
+    known = sorted(SHIPPED_INTERFACES)
     for name in entries:
         if str(name) in known:
             continue

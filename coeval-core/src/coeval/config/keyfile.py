@@ -18,7 +18,7 @@ import yaml
 
 from coeval.config._schema_check import did_you_mean
 from coeval.config._yaml import load_yaml_guarded
-from coeval.config.credentials import PROVIDER_ENV_VARS, KeyStore, find_keys_file, register_secret
+from coeval.config.credentials import KeyStore, find_keys_file, key_env, register_secret
 from coeval.interfaces.known import KEYLESS_INTERFACES, SHIPPED_INTERFACES
 from coeval.storage.run_folder import atomic_write_text
 
@@ -61,9 +61,9 @@ class KeySource:
 
 
 def known_providers(extra: list[str] | None = None) -> list[str]:
-    """Providers a key can be set for: the known interfaces, those with a conventional
-    environment variable, and ``extra`` (interfaces plugins registered), less keyless ones."""
-    return sorted((set(SHIPPED_INTERFACES) | set(PROVIDER_ENV_VARS) | set(extra or ())) - _KEYLESS)
+    """Providers a key can be set for: the known interfaces and ``extra`` (interfaces plugins
+    registered), less keyless ones."""
+    return sorted((set(SHIPPED_INTERFACES) | set(extra or ())) - _KEYLESS)
 
 
 def check_provider(name: str, known: list[str]) -> None:
@@ -126,7 +126,7 @@ def key_sources(path: Path | None, providers: list[str]) -> list[KeySource]:
         elif isinstance(entry, dict) and entry:
             out.append(KeySource(provider, "key file", str(store.path), f"fields: {', '.join(sorted(entry))}"))
         else:
-            for var in PROVIDER_ENV_VARS.get(provider, ()):
+            for var in key_env(provider):
                 env_value = os.environ.get(var)
                 if env_value:
                     out.append(KeySource(provider, "env", var, mask(env_value)))

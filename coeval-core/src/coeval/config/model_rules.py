@@ -148,7 +148,7 @@ class ModelRules(RuleContext):
                 if problem:
                     self.add("V-20", ("models", i, "parameters"), problem,
                              "see the mock interface's parameters in docs/running.md")
-            allowed = known_keys(str(model.get("interface")))
+            allowed = known_keys(self.interfaces.get(str(model.get("interface"))))
             if allowed is None:
                 continue
             for key in params:

@@ -1,4 +1,6 @@
-"""Which ``parameters`` keys each OpenAI-compatible interface understands (rules V-45, V-46).
+"""Which ``parameters`` keys an interface understands (rules V-45, V-46): CoEval's own
+settings and the sampling keys the interface declared when it registered
+(``sampling_keys`` of :class:`coeval.InterfaceFacts`).
 
 A misspelt sampling key used to be dropped without a word. Now a key that is neither a
 CoEval setting nor a sampling key the interface declares is a validation error with a
@@ -8,12 +10,14 @@ Timeouts must be positive and at most a day.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["COEVAL_SETTINGS", "SAMPLING_KEYS", "TIMEOUT_KEYS", "bad_timeout", "known_keys"]
+if TYPE_CHECKING:
+    from coeval.contract.types import InterfaceFacts
 
-#: Keys that configure the connection or CoEval itself (every interface of the table).
+__all__ = ["COEVAL_SETTINGS", "TIMEOUT_KEYS", "bad_timeout", "known_keys"]
+
+#: Keys that configure the connection or CoEval itself (every interface that declares its sampling keys).
 COEVAL_SETTINGS = frozenset(
     {
         "model", "base_url", "endpoint", "timeout", "connect_timeout", "connect_wait_s", "call_timeout",
@@ -23,36 +27,14 @@ COEVAL_SETTINGS = frozenset(
     }
 )  # fmt: skip
 
-_CHAT_COMPLETIONS = frozenset(
-    {
-        "temperature", "top_p", "max_tokens", "max_new_tokens", "max_output_tokens", "max_completion_tokens",
-        "seed", "stop", "frequency_penalty", "presence_penalty", "logit_bias", "user",
-    }
-)  # fmt: skip
-_OPENAI = _CHAT_COMPLETIONS | {"reasoning_effort", "service_tier", "verbosity"}
-_SELF_HOSTED = _CHAT_COMPLETIONS | {"top_k", "min_p", "repetition_penalty", "repeat_penalty"}
-
-#: interface -> sampling keys it sends (names mapped per server, see docs/local-models.md)
-SAMPLING_KEYS: Mapping[str, frozenset[str]] = {
-    "openai": _OPENAI,
-    "azure_openai": _OPENAI,
-    "vllm": _SELF_HOSTED,
-    "ollama": _SELF_HOSTED,
-    "openrouter": _CHAT_COMPLETIONS | {"top_k", "min_p", "repetition_penalty"},
-    "deepinfra": _CHAT_COMPLETIONS | {"top_k", "min_p", "repetition_penalty"},
-    "groq": _CHAT_COMPLETIONS | {"reasoning_effort"},
-    "deepseek": _CHAT_COMPLETIONS,
-    "cerebras": _CHAT_COMPLETIONS,
-    "mistral": _CHAT_COMPLETIONS,
-}
-
 TIMEOUT_KEYS = ("timeout", "connect_timeout", "connect_wait_s", "call_timeout")
 _DAY_S = 86_400.0
 
 
-def known_keys(interface: str) -> frozenset[str] | None:
-    """Every key ``parameters`` may hold for ``interface`` (None: not declared, not checked)."""
-    sampling = SAMPLING_KEYS.get(interface)
+def known_keys(facts: InterfaceFacts | None) -> frozenset[str] | None:
+    """Every key ``parameters`` may hold for the interface of ``facts`` (None: its sampling
+    keys are not declared, or it is not registered: not checked)."""
+    sampling = facts.sampling_keys if facts is not None else None
     return None if sampling is None else COEVAL_SETTINGS | sampling
 
 

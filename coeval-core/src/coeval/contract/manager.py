@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import click
@@ -20,7 +20,7 @@ from coeval.contract import _core_plugin as builtin_plugin
 from coeval.contract import hookspecs
 from coeval.contract.errors import DISABLE_ENV, DuplicateRegistrationError
 from coeval.contract.plans import PlannedCalls
-from coeval.contract.registries import Entry, Registries, Registry
+from coeval.contract.registries import KIND_OF_HOOK, Entry, Registries, Registry, use_installed
 from coeval.contract.types import (
     BatchRunnerFactory,
     BenchmarkAdapter,
@@ -152,6 +152,9 @@ def registries() -> Registries:
     return _registries
 
 
+use_installed(registries)
+
+
 def collect_registries(pm: pluggy.PluginManager) -> Registries:
     """Every registration hook of ``pm``'s plugins, collected into new registries."""
     return _collect(pm)
@@ -170,7 +173,7 @@ def collect(hook_name: str, pm: pluggy.PluginManager | None = None, *, into: Reg
     way the core collects hooks. A name registered twice raises
     :class:`DuplicateRegistrationError`, whichever hook it is."""
     pm = pm if pm is not None else get_plugin_manager()
-    registry = into if into is not None else Registry(_KIND_OF_HOOK[hook_name])
+    registry = into if into is not None else Registry(KIND_OF_HOOK[hook_name])
     registrar = _REGISTRARS.get(hook_name, _registrar)
     for impl in getattr(pm.hook, hook_name).get_hookimpls():
         impl.function(register=registrar(registry, impl.plugin_name))
@@ -201,6 +204,11 @@ def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterf
         requires_model: bool = True,
         virtual_teacher: bool = False,
         exempt_item_checks: Sequence[str] = (),
+        key_env: Sequence[str] = (),
+        key_fields: Mapping[str, Sequence[str]] | None = None,
+        sampling_keys: Iterable[str] | None = None,
+        cluster_engines: Sequence[str] = (),
+        tokens_per_s: float | None = None,
     ) -> None:
         options: dict[str, Any] = {}
         if not requires_model:
@@ -209,6 +217,16 @@ def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterf
             options["virtual_teacher"] = True
         if exempt_item_checks:
             options["exempt_item_checks"] = tuple(exempt_item_checks)
+        if key_env:
+            options["key_env"] = tuple(key_env)
+        if key_fields:
+            options["key_fields"] = {field: tuple(env) for field, env in key_fields.items()}
+        if sampling_keys is not None:
+            options["sampling_keys"] = frozenset(sampling_keys)
+        if cluster_engines:
+            options["cluster_engines"] = tuple(cluster_engines)
+        if tokens_per_s is not None:
+            options["tokens_per_s"] = tokens_per_s
         registry.add(name, factory, plugin, **options)
 
     return register
@@ -249,17 +267,6 @@ _REGISTRARS: dict[str, Callable[[Registry[Any], str], Callable[..., None]]] = {
     "register_item_checks": _item_check_registrar,
 }
 
-_KIND_OF_HOOK: dict[str, str] = {
-    "register_interfaces": "interface",
-    "register_batch_runners": "batch runner",
-    "register_phases": "phase",
-    "register_evaluators": "evaluator",
-    "register_metrics": "metric",
-    "register_benchmarks": "benchmark",
-    "register_reports": "report",
-    "register_item_checks": "item check",
-    "register_run_end": "run-end action",
-}
 
 
 def plugin_distributions() -> dict[str, str]:

@@ -4,7 +4,7 @@ plugin that registered it. They sit in the contract, below everything that regis
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -22,9 +22,23 @@ from coeval.contract.types import (
     ReportWriter,
 )
 
-__all__ = ["Entry", "Registries", "Registry"]
+__all__ = ["KIND_OF_HOOK", "Entry", "Registries", "Registry", "installed_interface_facts", "use_installed"]
 
 T = TypeVar("T")
+
+#: registration hook -> the kind of thing it registers, as errors name it ("benchmark" is
+#: the kind of ``register_benchmarks``' adapters, not the interface of that name)
+KIND_OF_HOOK: dict[str, str] = {
+    "register_interfaces": "interface",
+    "register_batch_runners": "batch runner",
+    "register_phases": "phase",
+    "register_evaluators": "evaluator",
+    "register_metrics": "metric",
+    "register_benchmarks": "benchmark",
+    "register_reports": "report",
+    "register_item_checks": "item check",
+    "register_run_end": "run-end action",
+}
 
 
 @attrs.frozen
@@ -71,18 +85,22 @@ class Registry(Generic[T]):
         return [e.name for e in self._entries.values() if e.plugin == plugin]
 
 
+def _registry(hook: str) -> Callable[[], Registry[Any]]:
+    return lambda: Registry(KIND_OF_HOOK[hook])
+
+
 @attrs.define
 class Registries:
     """Everything all enabled plugins registered."""
 
-    interfaces: Registry[InterfaceFactory] = attrs.field(factory=lambda: Registry("interface"))
-    batch_runners: Registry[BatchRunnerFactory] = attrs.field(factory=lambda: Registry("batch runner"))
-    phases: Registry[Phase] = attrs.field(factory=lambda: Registry("phase"))
-    evaluators: Registry[Evaluator] = attrs.field(factory=lambda: Registry("evaluator"))
-    metrics: Registry[MetricFactory] = attrs.field(factory=lambda: Registry("metric"))
-    benchmarks: Registry[BenchmarkAdapter] = attrs.field(factory=lambda: Registry("benchmark"))
-    reports: Registry[ReportWriter] = attrs.field(factory=lambda: Registry("report"))
-    item_checks: Registry[ItemCheck] = attrs.field(factory=lambda: Registry("item check"))
+    interfaces: Registry[InterfaceFactory] = attrs.field(factory=_registry("register_interfaces"))
+    batch_runners: Registry[BatchRunnerFactory] = attrs.field(factory=_registry("register_batch_runners"))
+    phases: Registry[Phase] = attrs.field(factory=_registry("register_phases"))
+    evaluators: Registry[Evaluator] = attrs.field(factory=_registry("register_evaluators"))
+    metrics: Registry[MetricFactory] = attrs.field(factory=_registry("register_metrics"))
+    benchmarks: Registry[BenchmarkAdapter] = attrs.field(factory=_registry("register_benchmarks"))
+    reports: Registry[ReportWriter] = attrs.field(factory=_registry("register_reports"))
+    item_checks: Registry[ItemCheck] = attrs.field(factory=_registry("register_item_checks"))
 
     def by_hook(self) -> dict[str, Registry[Any]]:
         """Registration hook name -> the registry it fills. ``register_run_end`` is collected
@@ -110,6 +128,11 @@ class Registries:
             virtual_teacher=bool(options.get("virtual_teacher", False)),
             batches=name in self.batch_runners,
             exempt_item_checks=tuple(options.get("exempt_item_checks", ())),
+            key_env=tuple(options.get("key_env", ())),
+            key_fields=dict(options.get("key_fields", {})),
+            sampling_keys=options.get("sampling_keys"),
+            cluster_engines=tuple(options.get("cluster_engines", ())),
+            tokens_per_s=options.get("tokens_per_s"),
         )
 
     def all(self) -> dict[str, Registry[Any]]:
@@ -123,3 +146,21 @@ class Registries:
             "reports": self.reports,
             "item_checks": self.item_checks,
         }
+
+
+#: how the installed plugins' registries are had (:func:`coeval.contract.manager.registries`,
+#: which hands itself in when imported); None until then
+_installed: Callable[[], Registries] | None = None
+
+
+def use_installed(source: Callable[[], Registries]) -> None:
+    """Called by the plugin manager: ``source()`` returns the installed plugins' registries."""
+    global _installed
+    _installed = source
+
+
+def installed_interface_facts(name: str) -> InterfaceFacts | None:
+    """What the installed plugin that registers interface ``name`` declared; None when no
+    plugin does or no plugin manager was loaded. For the modules below the plugin manager
+    (key files and credentials), which cannot import it without an import cycle."""
+    return _installed().interface_facts(name) if _installed is not None else None

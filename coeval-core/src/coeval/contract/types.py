@@ -8,7 +8,7 @@ never has to inherit from them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -130,6 +130,20 @@ class InterfaceFacts:
     batches: bool = False
     #: item-quality rule ids that say nothing about this interface's teachers
     exempt_item_checks: tuple[str, ...] = ()
+    #: environment variables its SDK reads for the key, in order of preference (the key
+    #: file's entry and a model's ``access_key`` come first)
+    key_env: tuple[str, ...] = ()
+    #: fields of a structured key-file entry -> environment variables to fall back on
+    key_fields: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict, hash=False)
+    #: the sampling keys ``parameters`` may hold besides CoEval's own settings (rule V-45);
+    #: None: not declared, not checked
+    sampling_keys: frozenset[str] | None = None
+    #: the engines a ``parameters.cluster`` block may serve its models with, the default
+    #: first (rule V-55); empty: its models are not served on a cluster
+    cluster_engines: tuple[str, ...] = ()
+    #: typical output tokens per second of one call, for the plan's time estimate (None: a
+    #: default speed)
+    tokens_per_s: float | None = None
 
 
 #: ``check(candidate, context)`` -> None to accept, or the reason to reject (:mod:`coeval.quality`).
@@ -141,8 +155,10 @@ RunEndAction = Callable[[Path], object]
 
 class RegisterInterface(Protocol):
     """``register(name, factory, *, requires_model=True, virtual_teacher=False,
-    exempt_item_checks=())`` of ``register_interfaces``. Whether the interface batches is
-    not an option: it does when a batch runner is registered under its name."""
+    exempt_item_checks=(), key_env=(), key_fields=None, sampling_keys=None,
+    cluster_engines=(), tokens_per_s=None)`` of ``register_interfaces``: the options are the
+    :class:`InterfaceFacts` of the same names. Whether the interface batches is not an
+    option: it does when a batch runner is registered under its name."""
 
     def __call__(
         self,
@@ -153,6 +169,11 @@ class RegisterInterface(Protocol):
         requires_model: bool = True,
         virtual_teacher: bool = False,
         exempt_item_checks: Sequence[str] = (),
+        key_env: Sequence[str] = (),
+        key_fields: Mapping[str, Sequence[str]] | None = None,
+        sampling_keys: Iterable[str] | None = None,
+        cluster_engines: Sequence[str] = (),
+        tokens_per_s: float | None = None,
     ) -> None: ...
 
 

@@ -41,6 +41,9 @@ AUTO_INTERFACE = "auto"
 #: The interface ``coeval ingest`` gives the teacher of a published benchmark's datapoints
 #: (coeval-benchmarks registers it; ingested runs name it without that distribution).
 BENCHMARK_INTERFACE = "benchmark"
+#: The field of a ``meta.json`` ``ingest_log`` entry naming the benchmark ingested
+#: (coeval-benchmarks writes the entries; ``coeval status`` reads them without it).
+INGEST_BENCHMARK_FIELD = "benchmark"
 #: What the wizard offers first.
 DEFAULT_INTERFACE = "openai"
 

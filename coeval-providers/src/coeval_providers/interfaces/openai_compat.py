@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 
 import attrs
 
-from coeval.config.credentials import PROVIDER_ENV_VARS
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,
@@ -38,6 +37,7 @@ from coeval_providers.interfaces._base import (
     system_of,
 )
 from coeval_providers.interfaces._replicas import ReplicaSet
+from coeval_providers.interfaces.facts import KEY_ENV
 from coeval_providers.interfaces._self_hosted import is_self_hosted
 from coeval_providers.interfaces._server_names import rename_for_server
 
@@ -166,7 +166,7 @@ class OpenAICompatInterface(ProviderInterface):
         key = self.api_key
         if not key:
             if self.needs_api_key:
-                names = " or ".join(PROVIDER_ENV_VARS.get(self.name, ())) or "a key"
+                names = " or ".join(KEY_ENV.get(self.name, ())) or "a key"
                 raise FatalModelError(
                     f"{self.name}: no API key; add '{self.name}' to keys.yaml or set {names}"
                 )

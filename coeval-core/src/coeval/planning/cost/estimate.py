@@ -45,28 +45,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CellEstimate", "CostEstimate", "estimate_cost"]
 
-#: Typical generation speed (output tokens per second) per interface, for time estimates.
-_TOKENS_PER_S = {
-    "openai": 80,
-    "azure_openai": 80,
-    "anthropic": 60,
-    "gemini": 120,
-    "vertex": 120,
-    "bedrock": 60,
-    "mistral": 70,
-    "groq": 400,
-    "cerebras": 1000,
-    "deepseek": 40,
-    "deepinfra": 60,
-    "openrouter": 60,
-    "cohere": 60,
-    "huggingface_api": 50,
-    "azure_ai": 60,
-    "ollama": 30,
-    "vllm": 60,
-    "huggingface": 25,
-    "llamacpp": 15,
-}
+#: Output tokens per second of an interface that declares no typical speed (``tokens_per_s``
+#: of :class:`coeval.InterfaceFacts`), for time estimates.
+_DEFAULT_TOKENS_PER_S = 60.0
 _REQUEST_OVERHEAD_S = 0.8
 _FREE_SAMPLES = 2  # sample calls per phase of a free model when the config asks for none
 _MIN_HISTORY = 3  # records of a (phase, model) before their average is trusted
@@ -176,14 +157,16 @@ class CostEstimate:
         }
 
 
-def _heuristic_latency(model: ModelConfig, output_tokens: float) -> float:
+def _heuristic_latency(model: ModelConfig, output_tokens: float, registries: Registries) -> float:
     if model.interface == "mock":
         latency = model.parameters.get("latency_ms", 0)
         if isinstance(latency, list | tuple) and latency:
             latency = sum(latency) / len(latency)
         return float(latency or 0) / 1000
     overhead = 0.05 if model.interface in LOCAL_INTERFACES else _REQUEST_OVERHEAD_S
-    return overhead + output_tokens / _TOKENS_PER_S.get(model.interface, 60)
+    facts = registries.interface_facts(model.interface)
+    speed = facts.tokens_per_s if facts is not None and facts.tokens_per_s else _DEFAULT_TOKENS_PER_S
+    return overhead + output_tokens / speed
 
 
 def _concurrency(model: ModelConfig, samples: SampleResults, registries: Registries) -> int:
@@ -256,7 +239,7 @@ def estimate_cost(
                 f"{m.name}: no price known for {(m.interface + ' ' + str(m.parameters.get('model') or '')).strip()}; "
                 "its cost is left out of the total"
             )
-    estimates = _cells(config, cells, builder, texts, sampled, history, prices)
+    estimates = _cells(config, cells, builder, texts, sampled, history, prices, registries)
     phase_seconds = _phase_seconds(config, plan, estimates, sampled, registries)
     learned = [phase for phase in phase_seconds if phase in pace and _learn_time(phase, estimates, pace, phase_seconds)]
     if learned:
@@ -291,6 +274,7 @@ def _cells(
     sampled: SampleResults,
     history: Mapping[tuple[str, str], Measured],
     prices: Mapping[str, Price | None],
+    registries: Registries,
 ) -> list[CellEstimate]:
     tasks = {t.name: t for t in config.tasks}
     models = {m.name: m for m in config.models}
@@ -318,7 +302,7 @@ def _cells(
         price = prices.get(model_name)
         tokens_in, tokens_out = per_in * calls, per_out * calls
         cost = price.cost(tokens_in, tokens_out, batch=batch, calls=calls) if price is not None else None
-        per_call_s = latency if latency is not None else _heuristic_latency(model, per_out)
+        per_call_s = latency if latency is not None else _heuristic_latency(model, per_out, registries)
         out.append(
             CellEstimate(
                 task=task_name,
