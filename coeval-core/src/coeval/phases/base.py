@@ -292,6 +292,11 @@ class _Booked:
         self._items = items
         self._ctx = ctx
 
+    @property
+    def total_later(self) -> Any:
+        """The items' total while it is still being counted (see ``LazyItems``), else None."""
+        return getattr(self._items, "total_later", None)
+
     def __len__(self) -> int:
         return len(self._items)  # type: ignore[arg-type]
 

@@ -21,7 +21,9 @@ that already has records: a new student, or a new judge, is scored alone).
 
 from __future__ import annotations
 
+import copy
 import functools
+import mmap
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,6 +35,7 @@ from coeval.evaluators.base import (
     EvaluationFailed,
     EvaluationRequest,
     Evaluator,
+    ModelFreeEvaluator,
     Scorer,
     Scoring,
     as_evaluator,
@@ -42,7 +45,7 @@ from coeval.evaluators.routing import judge_factors, routed_to
 from coeval.phases.generation import above_slots_test
 from coeval.phases._evaluation_inputs import Datapoints, EvaluationState, brief_answers
 from coeval.phases._evaluation_records import call_record, model_free_record
-from coeval.phases._items import LazyItems, LazySpecs, mode_refusal
+from coeval.phases._items import LazyItems, LazySpecs, count_later, mode_refusal, then
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.phases.plans import PlannedCalls, plan_evaluation
 from coeval.storage.record_inputs import stale_evaluation
@@ -139,6 +142,16 @@ class SurveyState(EvaluationState):
 _SurveyState = SurveyState
 
 
+def _holds(path: Any, keys: list[bytes]) -> bool:
+    with open(path, "rb") as f:
+        try:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file
+            return False
+        with data:
+            return any(data.find(key) >= 0 for key in keys)
+
+
 def _covers(rec: Mapping[str, Any] | None, factors: Sequence[str]) -> bool:
     """An ok record whose scores include every factor."""
     if rec is None or record_status(rec) != OK:
@@ -158,19 +171,49 @@ class _Plan:
     def __init__(self, view: RunView, evaluators: list[Evaluator]) -> None:
         self.evaluators = evaluators
         self.judges = view.callable_models("judge")
+        self.run = view.run
         self._factors: dict[tuple[int, str], list[str]] = {}
         self._scorers: dict[tuple[int, str, tuple[str, ...]], list[Scorer]] = {}
         self._applies: dict[tuple[int, str], bool] = {}
+        self._carried: dict[tuple[str, ...], bool] = {}
 
     def applies(self, index: int, task: TaskConfig, rubric: Mapping[str, Any]) -> bool:
         """False when evaluator ``index`` says it scores nothing of ``task`` whatever the
-        datapoint (its ``applies(task, rubric)``): then no datapoint need be read for it."""
+        datapoint (its ``applies(task, rubric)``), or when it scores only datapoints that carry
+        one of its ``datapoint_fields`` and no datapoint file holds any of them: then no
+        datapoint need be read for it."""
         key = (index, task.name)
         found = self._applies.get(key)
         if found is None:
-            hook = getattr(self.evaluators[index], "applies", None)
-            found = self._applies[key] = bool(hook(task, rubric)) if callable(hook) else True
+            ev = self.evaluators[index]
+            hook = getattr(ev, "applies", None)
+            found = bool(hook(task, rubric)) if callable(hook) else True
+            fields = getattr(ev, "datapoint_fields", None)
+            if found and fields:
+                found = self.carried(tuple(fields))
+            self._applies[key] = found
         return found
+
+    def carried(self, fields: tuple[str, ...]) -> bool:
+        """Whether any datapoint file holds one of ``fields`` as a JSON key (a byte search, no
+        parse: a phase of millions of judgments reads no datapoint for an evaluator of
+        benchmark items when the run has none)."""
+        found = self._carried.get(fields)
+        if found is None:
+            keys = [b'"' + f.encode() + b'"' for f in fields]
+            found = self._carried[fields] = any(_holds(path, keys) for path in self.run.jsonl_files(DATA_GENERATION))
+        return found
+
+    def may_owe(self, index: int, tasks: Sequence[TaskConfig], state: EvaluationState) -> bool:
+        """Whether evaluator ``index`` may score something of a task that has a rubric (told
+        without reading a datapoint: an evaluator whose factors depend on the datapoint may)."""
+        per_task = getattr(self.evaluators[index], "factors_per_task", False)
+        for task in tasks:
+            rubric = state.rubric(task)
+            if rubric is not None and self.applies(index, task, rubric) and (
+                    not per_task or self.scorers(index, task, rubric, {})):
+                return True
+        return False
 
     def task_level(self, task: TaskConfig, rubric: Mapping[str, Any]) -> bool:
         """Whether every evaluator's scorers for ``task`` are the same for each datapoint."""
@@ -414,16 +457,33 @@ class EvaluationPhase:
             ctx.log.info("phase kept: evaluations exist", phase=self.name)
             return
         owed = _Owed(self, ctx, ctx.mode, ctx.in_scope, state, evaluators, existing)
-        counts = owed.counts()
-        calls = sum(n_model for _, n_model in counts)
-        ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, judge_calls=calls,
-                     evaluator_records=sum(n for n, _ in counts) - calls)
+        # What the phase owes is counted in a thread while the calls go out (a pass over every
+        # answer: seconds at millions of judgments); progress gets its total when it is known.
+        counter = copy.copy(owed)  # its own datapoint reader and plan: the listing uses owed's
+        counter.state = copy.copy(state)
+        if isinstance(state.datapoints, Datapoints):
+            counter.state.datapoints = Datapoints(ctx.run)
+        counter.plan = _Plan(ctx, evaluators)
+
+        def count() -> list[tuple[int, int]]:
+            counts = counter.counts()
+            calls = sum(n_model for _, n_model in counts)
+            ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, judge_calls=calls,
+                         evaluator_records=sum(n for n, _ in counts) - calls)
+            return counts
+
+        counts = count_later(count)
         # model-free evaluators first: their records are written in seconds
-        order = sorted(range(len(evaluators)), key=lambda i: counts[i][1] > 0)
+        order = sorted(range(len(evaluators)), key=lambda i: not isinstance(evaluators[i], ModelFreeEvaluator))
+        tasks = list(state.tasks.values())
         for index in order:
-            if counts[index][0]:
-                scorings = LazySpecs(functools.partial(owed.scorings, index, ctx.log), counts[index][0])
-                await self._evaluate(ctx, evaluators[index], scorings)
+            if not owed.plan.may_owe(index, tasks, state):
+                continue
+            total = then(counts, lambda c, i=index: c[i][0])
+            if total.done() and not total.exception() and not total.result():
+                continue  # counted already: nothing owed
+            scorings = LazySpecs(functools.partial(owed.scorings, index, ctx.log), total)
+            await self._evaluate(ctx, evaluators[index], scorings)
 
     def owed(self, view: RunView, mode: str, in_scope: Callable[[str], bool]) -> list[Scoring]:
         """The scorings ``mode`` asks for (what ``run`` hands the evaluators), for the
