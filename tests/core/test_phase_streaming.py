@@ -183,3 +183,35 @@ def test_the_scheduler_starts_before_the_total_is_counted() -> None:
     next(it), next(it)
     del it  # a stopped phase drops the rest
     assert len(dropped) == 2
+
+
+def test_phase_4_calls_before_it_reads_the_last_datapoint_file(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Phase 4 reads the datapoints one (task, teacher) file at a time as it lists what it
+    owes, and counts them in a thread: its first student call goes out before the last
+    datapoint file is read (a counting reader)."""
+    import threading
+
+    tasks = [task(name=f"t{i}", total=100) for i in range(6)]  # six datapoint files of 100
+    config = make_config(tmp_path, [mock_model("m", latency_ms=0)], tasks)
+    read: list[str] = []
+    at_first_call: list[int] = []
+    reader = responses.load_file_records
+
+    def counting(path: Any) -> Any:
+        if "datapoints" in str(path) and threading.current_thread() is threading.main_thread():
+            read.append(str(path))  # the listing's reads (the count's run in its own thread)
+        return reader(path)
+
+    monkeypatch.setattr(responses, "load_file_records", counting)
+    generate = MockInterface.generate
+
+    async def noting(self: MockInterface, request: GenerateRequest) -> GenerateResult:
+        if request.role == "student" and not at_first_call:
+            at_first_call.append(len(read))
+        return await generate(self, request)
+
+    monkeypatch.setattr(MockInterface, "generate", noting)
+    result = run(config)
+    assert result.exit_code == 0, result.message
+    assert len(ok_records(folder(config), "response_collection")) == 600
+    assert at_first_call and at_first_call[0] < 6  # not every datapoint file read before the first call
