@@ -142,6 +142,10 @@ class SurveyState(EvaluationState):
 _SurveyState = SurveyState
 
 
+def _records_of(index: int, counts: list[tuple[int, int]]) -> int:
+    return counts[index][0]
+
+
 def _holds(path: Any, keys: list[bytes]) -> bool:
     with open(path, "rb") as f:
         try:
@@ -479,7 +483,7 @@ class EvaluationPhase:
         for index in order:
             if not owed.plan.may_owe(index, tasks, state):
                 continue
-            total = then(counts, lambda c, i=index: c[i][0])
+            total = then(counts, functools.partial(_records_of, index))
             if total.done() and not total.exception() and not total.result():
                 continue  # counted already: nothing owed
             scorings = LazySpecs(functools.partial(owed.scorings, index, ctx.log), total)
