@@ -98,7 +98,8 @@ def test_phase_5_calls_before_it_reads_the_last_answer(tmp_path: Any, monkeypatc
     assert at_first_call and at_first_call[0] < 600  # not every answer read before the first call
 
 
-def test_phase_5_calls_before_it_counts_what_it_owes(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_phase_5_calls_before_it_counts_what_it_owes(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """The count of what phase 5 owes (progress and ETA's total: a pass over every answer)
     does not hold its first call back: a count that waits for the first judge call still
     lets the phase finish, and the first call comes before the count, and before any
@@ -133,12 +134,13 @@ def test_phase_5_calls_before_it_counts_what_it_owes(tmp_path: Any, monkeypatch:
         return await generate(self, request)
 
     monkeypatch.setattr(MockInterface, "generate", noting)
-    result = run(config)
+    result = run(config, progress=True)  # a summary line per phase (no terminal)
     assert result.exit_code == 0, result.message
     assert len(ok_records(folder(config), "evaluation")) == 50
     assert "first call" in order and "counted" in order
     assert order.index("first call") < order.index("counted")
     assert "datapoints read" not in order
+    assert "evaluation: 50/50 done" in capsys.readouterr().err  # the total, counted after the first call
 
 
 def test_the_scheduler_starts_before_the_total_is_counted() -> None:

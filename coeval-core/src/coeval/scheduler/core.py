@@ -187,6 +187,8 @@ class Scheduler(Calls):
                     if tracker is not None and stats.unstarted:
                         tracker.items_skipped(stats.unstarted, run.stop_reason)
             stats.total = expected if expected is not None else run.routed
+            if tracker is not None and isinstance(later, Future):  # the count may not have come yet
+                tracker.total = stats.total
             stats.calls = Counter(self.calls)
             stats.spend_usd = self.spend_usd
             stats.cancelled = run.stopping and run.stop_reason == "cancelled"
