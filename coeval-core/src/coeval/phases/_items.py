@@ -9,7 +9,7 @@ from typing import Generic, TypeVar
 
 from coeval.scheduler.work import WorkItem
 
-__all__ = ["LazyItems", "LazySpecs", "Total", "count_later", "mode_refusal", "then"]
+__all__ = ["CountStopped", "LazyItems", "LazySpecs", "Total", "count_later", "mode_refusal", "then"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -20,14 +20,22 @@ U = TypeVar("U")
 Total = int | Future[int]
 
 
-def count_later(count: Callable[[], T]) -> Future[T]:
+class CountStopped(Exception):
+    """A count given up: the phase it was for has ended."""
+
+
+def count_later(count: Callable[[], T], start: threading.Event | None = None, wait_s: float = 1.0) -> Future[T]:
     """``count()`` run in a daemon thread, its result (or error) on the returned future: a
-    phase's first call need not wait for the pass that counts what the phase owes."""
+    phase's first call need not wait for the pass that counts what the phase owes. With
+    ``start``, the count waits for it (the phase's first finished call), at most ``wait_s``
+    seconds, so that it does not compete with the first calls for the interpreter."""
     future: Future[T] = Future()
 
     def work() -> None:
         if not future.set_running_or_notify_cancel():
             return
+        if start is not None:
+            start.wait(wait_s)
         try:
             future.set_result(count())
         except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the total

@@ -25,6 +25,7 @@ import copy
 import functools
 import mmap
 import re
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -468,6 +469,7 @@ class EvaluationPhase:
         if isinstance(state.datapoints, Datapoints):
             counter.state.datapoints = Datapoints(ctx.run)
         counter.plan = _Plan(ctx, evaluators)
+        counter.state.stop = stop = threading.Event()
 
         def count() -> list[tuple[int, int]]:
             counts = counter.counts()
@@ -476,18 +478,21 @@ class EvaluationPhase:
                          evaluator_records=sum(n for n, _ in counts) - calls)
             return counts
 
-        counts = count_later(count)
+        counts = count_later(count, start=ctx.first_done)
         # model-free evaluators first: their records are written in seconds
         order = sorted(range(len(evaluators)), key=lambda i: not isinstance(evaluators[i], ModelFreeEvaluator))
         tasks = list(state.tasks.values())
-        for index in order:
-            if not owed.plan.may_owe(index, tasks, state):
-                continue
-            total = then(counts, functools.partial(_records_of, index))
-            if total.done() and not total.exception() and not total.result():
-                continue  # counted already: nothing owed
-            scorings = LazySpecs(functools.partial(owed.scorings, index, ctx.log), total)
-            await self._evaluate(ctx, evaluators[index], scorings)
+        try:
+            for index in order:
+                if not owed.plan.may_owe(index, tasks, state):
+                    continue
+                total = then(counts, functools.partial(_records_of, index))
+                if total.done() and not total.exception() and not total.result():
+                    continue  # counted already: nothing owed
+                scorings = LazySpecs(functools.partial(owed.scorings, index, ctx.log), total)
+                await self._evaluate(ctx, evaluators[index], scorings)
+        finally:
+            stop.set()  # a count still running is not wanted any more
 
     def owed(self, view: RunView, mode: str, in_scope: Callable[[str], bool]) -> list[Scoring]:
         """The scorings ``mode`` asks for (what ``run`` hands the evaluators), for the

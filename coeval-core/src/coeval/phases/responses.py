@@ -12,6 +12,7 @@ already has responses: adds new students, or a new teacher's datapoints, only).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -20,7 +21,7 @@ import attrs
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.run.limits import within_limit
-from coeval.phases._items import LazyItems, Total, count_later, mode_refusal
+from coeval.phases._items import CountStopped, LazyItems, Total, count_later, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.phases.generation import beyond_slots, slot_counts
 from coeval.phases.plans import PlannedCalls, plan_response_collection
@@ -77,15 +78,18 @@ class UsableDatapoints:
     pass: phase 4's first call goes out once the first file is read, not all of them (the
     last record per id of each file; files are per (task, teacher), so ids do not span them)."""
 
-    def __init__(self, view: RunView) -> None:
+    def __init__(self, view: RunView, stop: threading.Event | None = None) -> None:
         self.view = view
         self.tasks = {t.name for t in view.config.tasks}
         self.is_callable = {m.name for m in view.callable_models("teacher")}.__contains__
         self.slots = slot_counts(view)
+        self.stop = stop  # set: a count for a phase that has ended gives up (CountStopped)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         view, tasks = self.view, self.tasks
         for path in view.run.jsonl_files(DATA_GENERATION):
+            if self.stop is not None and self.stop.is_set():
+                raise CountStopped()
             datapoints = load_file_records(path)
             above = beyond_slots(view, datapoints.values(), self.slots)
             usable = (dp for dp in datapoints.values()
@@ -207,15 +211,22 @@ class ResponseCollectionPhase:
         if owed is None:
             return
 
+        stop = threading.Event()
+        counter = attrs.evolve(owed, datapoints=UsableDatapoints(ctx, stop)) \
+            if isinstance(owed.datapoints, UsableDatapoints) else owed
+
         def count() -> int:
-            total = owed.count()
+            total = counter.count()
             ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=total)
             return total
 
-        # counted in a thread (a pass over every datapoint) while the first calls go out
-        total: Total = count_later(count)
-        await ctx.submit(self.name, LazyItems(  # type: ignore[arg-type]
-            lambda: owed.asks(ctx.log), lambda a: self._item(ctx, a), total))
+        # counted in a thread (a pass over every datapoint) once the first calls are made
+        total: Total = count_later(count, start=ctx.first_done)
+        try:
+            await ctx.submit(self.name, LazyItems(  # type: ignore[arg-type]
+                lambda: owed.asks(ctx.log), lambda a: self._item(ctx, a), total))
+        finally:
+            stop.set()
 
     def _item(self, ctx: PhaseContext, ask: _Ask) -> WorkItem:
         dp, task, student = ask.datapoint, ask.task, ask.student
