@@ -330,8 +330,8 @@ KNOWN_LONG_MODULES = dict[str, int]()
 #: class -> lines, over 300
 KNOWN_LONG_CLASSES = dict[str, int]()
 
-#: core module outside phases/ -> string literals naming a standard phase ('evaluation' in authoring.describe is the row label of a task's evaluation mode, not the phase id)
-KNOWN_PHASE_ID_LITERALS = {'coeval.authoring.describe': 1}
+#: core module outside phases/ -> string literals naming a standard phase
+KNOWN_PHASE_ID_LITERALS = dict[str, int]()
 
 #: core module -> string literals naming an interface other than mock, outside interfaces.known (none of them the interface: two init templates are named after the interface their models use, 'openai' and 'benchmark'; 'vllm' in config.cluster_block is the engine cluster serving does not run yet; 'benchmark' in contract.registries is the kind of register_benchmarks' adapters in the one table of registry kinds)
 KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.cluster_block': 1, 'coeval.contract.registries': 1}

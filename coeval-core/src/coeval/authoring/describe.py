@@ -288,7 +288,7 @@ def _tasks_section(config: Config, plan: Plan, registries: Registries) -> list[s
                     ["target attributes", _attributes(t.target_attributes)],
                     ["nuanced attributes", _attributes(t.nuanced_attributes)],
                     ["sampling", _e(sampling)],
-                    ["evaluation", _e(t.evaluation_mode)],
+                    ["evaluation mode", _e(t.evaluation_mode)],
                     [
                         "calls",
                         _e(
