@@ -334,6 +334,4 @@ KNOWN_LONG_CLASSES = dict[str, int]()
 KNOWN_PHASE_ID_LITERALS = dict[str, int]()
 
 #: core module -> string literals naming an interface other than mock, outside interfaces.known (none of them the interface: two init templates are named after the interface their models use, 'openai' and 'benchmark'; 'vllm' in config.cluster_block is the engine cluster serving does not run yet; 'benchmark' in contract.registries is the kind of register_benchmarks' adapters in the one table of registry kinds)
-KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2,
- 'coeval.config.cluster_block': 1,
- 'coeval.contract.registries': 1}
+KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.cluster_block': 1, 'coeval.contract.registries': 1}
