@@ -96,3 +96,124 @@ def test_phase_5_calls_before_it_reads_the_last_answer(tmp_path: Any, monkeypatc
     assert len(ok_records(folder(config), "evaluation")) == 600
     assert read[0] >= 600
     assert at_first_call and at_first_call[0] < 600  # not every answer read before the first call
+
+
+def test_phase_5_calls_before_it_counts_what_it_owes(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The count of what phase 5 owes (progress and ETA's total: a pass over every answer)
+    does not hold its first call back: a count that waits for the first judge call still
+    lets the phase finish, and the first call comes before the count, and before any
+    datapoint is read for an evaluator of benchmark items (gold, python_tests) on a run
+    whose datapoints carry no gold answer and no tests."""
+    import threading
+
+    config = make_config(tmp_path, [mock_model("m", latency_ms=0)], [task(total=50)])
+    first_call = threading.Event()
+    order: list[str] = []
+    count = evaluation_inputs.EvaluationState.usable_per_datapoint
+    each_datapoint = evaluation_inputs.EvaluationState.each_datapoint
+
+    def late_count(self: Any) -> Any:
+        order.append("count starts")
+        first_call.wait(timeout=30)  # the count is held until a call went out (it would time out if it held it)
+        order.append("counted")
+        return count(self)
+
+    def reading(self: Any) -> Any:
+        order.append("datapoints read")
+        return each_datapoint(self)
+
+    monkeypatch.setattr(evaluation_inputs.EvaluationState, "usable_per_datapoint", late_count)
+    monkeypatch.setattr(evaluation_inputs.EvaluationState, "each_datapoint", reading)
+    generate = MockInterface.generate
+
+    async def noting(self: MockInterface, request: GenerateRequest) -> GenerateResult:
+        if request.role == "judge" and not first_call.is_set():
+            order.append("first call")
+            first_call.set()
+        return await generate(self, request)
+
+    monkeypatch.setattr(MockInterface, "generate", noting)
+    result = run(config, progress=True)  # a summary line per phase (no terminal)
+    assert result.exit_code == 0, result.message
+    assert len(ok_records(folder(config), "evaluation")) == 50
+    assert "first call" in order and "counted" in order
+    assert order.index("first call") < order.index("counted")
+    assert "datapoints read" not in order
+    assert "evaluation: 50/50 done" in capsys.readouterr().err  # the total, counted after the first call
+
+
+def test_the_scheduler_starts_before_the_total_is_counted() -> None:
+    """Items whose total is still being counted (``LazyItems`` over a future) start at once:
+    the total arrives later, for progress and the stats; a count that never comes leaves
+    the total the number of items run, and ``len`` of specs whose pass ended is that pass's."""
+    import asyncio
+    from concurrent.futures import Future
+
+    from coeval.config.model import ModelConfig
+    from coeval.phases._items import LazyItems, LazySpecs
+    from coeval.scheduler import Scheduler, WorkItem
+
+    model = ModelConfig(name="judge", interface="mock", roles=("judge",), parameters={"latency_ms": 0})
+    n = 300
+
+    def items(total: Future[int], seen: list[int]) -> LazyItems[int]:
+        def build(i: int) -> WorkItem:
+            seen.append(i)
+            if i == 10 and not total.done():
+                total.set_result(n)  # counted while the items run
+            return WorkItem(key=f"k{i}", phase="evaluation", model=model, on_done=lambda o: None,
+                            request=GenerateRequest(prompt=f"item {i}", params={}, role="judge"))
+
+        return LazyItems(LazySpecs(lambda: iter(range(n)), total), build)
+
+    async def go(total: Future[int]) -> Any:
+        seen: list[int] = []
+        stats = await Scheduler({"judge": MockInterface(model)}).run("evaluation", items(total, seen))
+        return stats, seen
+
+    counted: Future[int] = Future()
+    stats, seen = asyncio.run(go(counted))
+    assert len(seen) == n and stats.total == n
+    never: Future[int] = Future()
+    never.set_running_or_notify_cancel()
+    specs = LazySpecs(lambda: iter(range(n)), never)
+    assert bool(specs) and specs.total_later is never
+    assert sum(1 for _ in specs) == n and len(specs) == n  # a whole pass: no wait for the count
+    dropped = LazySpecs(lambda: iter(range(n)), never)
+    it = iter(dropped)
+    next(it), next(it)
+    del it  # a stopped phase drops the rest
+    assert len(dropped) == 2
+
+
+def test_phase_4_calls_before_it_reads_the_last_datapoint_file(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Phase 4 reads the datapoints one (task, teacher) file at a time as it lists what it
+    owes, and counts them in a thread: its first student call goes out before the last
+    datapoint file is read (a counting reader)."""
+    import threading
+
+    tasks = [task(name=f"t{i}", total=100) for i in range(6)]  # six datapoint files of 100
+    config = make_config(tmp_path, [mock_model("m", latency_ms=0)], tasks)
+    read: list[str] = []
+    at_first_call: list[int] = []
+    reader = responses.load_file_records
+
+    def counting(path: Any) -> Any:
+        if "datapoints" in str(path) and threading.current_thread() is threading.main_thread():
+            read.append(str(path))  # the listing's reads (the count's run in its own thread)
+        return reader(path)
+
+    monkeypatch.setattr(responses, "load_file_records", counting)
+    generate = MockInterface.generate
+
+    async def noting(self: MockInterface, request: GenerateRequest) -> GenerateResult:
+        if request.role == "student" and not at_first_call:
+            at_first_call.append(len(read))
+        return await generate(self, request)
+
+    monkeypatch.setattr(MockInterface, "generate", noting)
+    result = run(config)
+    assert result.exit_code == 0, result.message
+    assert len(ok_records(folder(config), "response_collection")) == 600
+    assert at_first_call and at_first_call[0] < 6  # not every datapoint file read before the first call

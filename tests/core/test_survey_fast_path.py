@@ -59,7 +59,8 @@ def _surveys(config_path: Path, run: Path, monkeypatch: pytest.MonkeyPatch) -> t
     view = RunView(config, RunFolder(run), registries())
     fast = EvaluationPhase().survey(view).to_dict(), ResponseCollectionPhase().survey(view).to_dict()
     with monkeypatch.context() as m:  # every file through the JSON parser
-        m.setattr(evaluation_module, "match_every_line", lambda pattern, data: None)
+        for module in ("coeval.phases._evaluation_survey", "coeval.phases._evaluation_inputs"):
+            m.setattr(f"{module}.match_every_line", lambda pattern, data: None)
         m.setattr("coeval.storage.records.match_every_line", lambda pattern, data: None)
         slow = EvaluationPhase().survey(view).to_dict(), ResponseCollectionPhase().survey(view).to_dict()
     return fast, slow

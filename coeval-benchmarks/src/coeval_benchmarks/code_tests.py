@@ -59,6 +59,8 @@ class CodeTestsEvaluator(ModelFreeEvaluator):
 
     name = CHECKER
     kind = CHECKER
+    #: it scores only datapoints with ``tests``: a run whose datapoints have none is not read for it
+    datapoint_fields = ("tests",)
 
     def __init__(self, limits: ExecutionLimits | None = None) -> None:
         self.limits = limits or ExecutionLimits()

@@ -85,6 +85,8 @@ class GoldEvaluator(ModelFreeEvaluator):
 
     name = "gold"
     kind = "gold"
+    #: it scores only datapoints with a ``gold_metric``: a run whose datapoints have none is not read for it
+    datapoint_fields = ("gold_metric",)
 
     def __init__(self, metric_factories: Mapping[str, Any] | None = None) -> None:
         #: name -> factory; None until the plugin registries are bound (no metric known then).

@@ -17,6 +17,12 @@ Phase 5 treats them alike:
    the scheduler's: quotas, retries, batching, the budget and the call ledger all apply,
    and each record is written (and so checkpointed) the moment its call finishes.
 
+Optional hints that spare phase 5 reading every datapoint: ``factors_per_task = True``
+(its factors are the same for every datapoint of a task), ``applies(task, rubric)`` (False:
+it scores nothing of that task) and ``datapoint_fields`` (a tuple of datapoint keys: it
+scores only datapoints carrying one of them, so a run whose datapoint files hold none of
+those keys is not read for it).
+
 Record ids are ``{response_id}__{scorer}`` (``__{factor}`` for per-factor scorers); see
 docs/data-format.md. Changed in 0.2: ``evaluate`` is async, receives ``submit`` and the
 owed scorings; an evaluator written against 0.1 (a synchronous

@@ -5,12 +5,14 @@ a time. A phase of millions of judgments holds none of them all at once."""
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from coeval.config.model import TaskConfig
+from coeval.phases._items import CountStopped
 from coeval.phases.base import RunView
 from coeval.phases.generation import above_slots_test
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
@@ -121,6 +123,12 @@ class EvaluationState:
         self.evaluations = load_phase_records(view.run, EVALUATION)
         self._rubrics: dict[str, Mapping[str, Any] | None] = {}
         self.view = view
+        #: set when the phase ends: a count still reading files for it gives up (CountStopped)
+        self.stop: threading.Event | None = None
+
+    def _check_stop(self) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise CountStopped()
 
     @property
     def all_responses(self) -> dict[str, dict[str, Any]]:
@@ -146,6 +154,7 @@ class EvaluationState:
         out: Counter[tuple[str, str]] = Counter()
         tasks = {name.encode() for name in self.tasks}
         for path in self.view.run.jsonl_files(RESPONSE_COLLECTION):
+            self._check_stop()
             data = path.read_bytes()
             found = match_every_line(_OK_RESPONSE, data)
             if found is not None:  # our layout, every answer usable: (id, datapoint, task) bytes
@@ -163,6 +172,7 @@ class EvaluationState:
     def each_datapoint(self) -> Iterator[dict[str, Any]]:
         """Every datapoint (the last per id of each file), read one file at a time."""
         for path in self.view.run.jsonl_files(DATA_GENERATION):
+            self._check_stop()
             yield from load_file_records(path).values()
 
     def rubric(self, task: TaskConfig) -> Mapping[str, Any] | None:

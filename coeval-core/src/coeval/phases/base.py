@@ -16,6 +16,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+import threading
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
@@ -245,6 +246,8 @@ class PhaseContext(RunView):
         #: the outcome :meth:`outcome` booked last (``on_done`` runs synchronously, one at a
         #: time), so a write that fails after booking is not booked twice
         self._last_booked: WorkOutcome | None = None
+        #: set when the phase's first item is done: a count run beside the phase starts then
+        self.first_done = threading.Event()
 
     @property
     def sharded(self) -> bool:
@@ -282,6 +285,8 @@ class PhaseContext(RunView):
     def outcome(self, outcome: WorkOutcome) -> None:
         """Book one finished item (calls, spend, counts) after its record is written."""
         self._last_booked = outcome
+        if not self.first_done.is_set():
+            self.first_done.set()
         res = self.result
         if res is not None:
             res.calls += outcome.attempts
@@ -304,6 +309,11 @@ class _Booked:
     def __init__(self, items: Iterable[WorkItem], ctx: PhaseContext) -> None:
         self._items = items
         self._ctx = ctx
+
+    @property
+    def total_later(self) -> Any:
+        """The items' total while it is still being counted (see ``LazyItems``), else None."""
+        return getattr(self._items, "total_later", None)
 
     def __len__(self) -> int:
         return len(self._items)  # type: ignore[arg-type]

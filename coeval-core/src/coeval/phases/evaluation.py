@@ -21,8 +21,10 @@ that already has records: a new student, or a new judge, is scored alone).
 
 from __future__ import annotations
 
+import copy
 import functools
-import re
+import mmap
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
@@ -33,110 +35,42 @@ from coeval.evaluators.base import (
     EvaluationFailed,
     EvaluationRequest,
     Evaluator,
+    ModelFreeEvaluator,
     Scorer,
     Scoring,
     as_evaluator,
 )
 from coeval.evaluators.metric import metric_factors
 from coeval.evaluators.routing import judge_factors, routed_to
-from coeval.phases.generation import above_slots_test
-from coeval.phases._evaluation_inputs import Datapoints, EvaluationState, brief_answers
+from coeval.phases._evaluation_inputs import Datapoints, EvaluationState
 from coeval.phases._evaluation_records import call_record, model_free_record
-from coeval.phases._items import LazyItems, LazySpecs, mode_refusal
+from coeval.phases._items import LazyItems, LazySpecs, count_later, mode_refusal, then
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.phases.plans import PlannedCalls, plan_evaluation
 from coeval.storage.record_inputs import stale_evaluation
-from coeval.storage.records import (
-    ID_HEAD,
-    OK,
-    OK_TAIL,
-    evaluation_id,
-    match_every_line,
-    record_status,
-    scan_lines,
-)
+from coeval.storage.records import OK, evaluation_id, record_status
 from coeval.scheduler.work import WorkItem, WorkOutcome
-from coeval.storage.run_folder import loads_record
+from coeval.phases._evaluation_survey import Brief, SurveyState
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 
 __all__ = ["EvaluationPhase", "judge_factors"]
 
-#: An ok evaluation as our writer lays it out: ``{"id": ..., "scores": {...}, ..., "status": "ok"``.
-_OK_EVALUATION = (ID_HEAD, re.compile(rb'"scores": (\{[^}\n]*\})[^\n]*' + OK_TAIL, re.M))
-
-Brief = tuple[str, "frozenset[str] | None", "str | None"]
-
-
-class SurveyState(EvaluationState):
-    """What a survey needs, small enough for a run of a million evaluations: each response
-    as its ids, each evaluation as a shared ``(status, scored factors, error kind)``.
-
-    Files of a finished run (every line an ok record in our writer's layout) are read with
-    one regular expression each instead of a JSON parse per line; any other file (failed or
-    old records, a cut line) is parsed line by line, with the same result."""
-
-    def __init__(self, view: RunView) -> None:
-        self.tasks = {t.name: t for t in view.config.tasks}
-        self.view = view
-        self.datapoints = Datapoints(view.run)
-        self.above = above_slots_test(view)
-        self._shared: dict[Any, Any] = {}  # one copy of each repeated value
-        self.all_responses = {}
-        responses: dict[str, dict[str, Any] | None] = {}
-        for path in view.run.jsonl_files(RESPONSE_COLLECTION):
-            brief_answers(path.read_bytes(), self.tasks, responses, self._shared)
-        self.responses = [r for r in responses.values()  # none above a lowered sampling.total
-                          if r is not None and not self.above(str(r.get("datapoint_id")), r["task_id"])]
-        #: When every evaluation is an ok record in our layout (a finished run): id bytes ->
-        #: its scores segment, and each distinct segment's factors. Else None, and
-        #: ``evaluations`` holds a brief per id.
-        self.ok_segments: dict[bytes, bytes] | None = {}
-        self.segment_factors: dict[bytes, frozenset[str]] = {}
-        self.evaluations = {}
-        files = view.run.jsonl_files(EVALUATION)
-        for path in files:
-            data = path.read_bytes()
-            found = match_every_line(_OK_EVALUATION, data)
-            if found is None or not self._add_segments(found):
-                self.ok_segments = None
-                break
-            self.ok_segments.update(found)
-        if self.ok_segments is None:
-            for path in files:
-                scan_lines(path.read_bytes(), self._brief_evaluation, self.evaluations)  # type: ignore[arg-type]
-        self._rubrics = {}
-
-    def _factor_set(self, scores: Mapping[str, Any]) -> frozenset[str]:
-        key = tuple(scores)
-        factors = self._shared.get(key)
-        if factors is None:
-            factors = self._shared[key] = frozenset(key)
-        return factors
-
-    def _brief(self, status: str, factors: frozenset[str] | None, kind: Any) -> Brief:
-        brief = (status, factors, None if kind is None else str(kind))
-        shared: Brief = self._shared.setdefault(("brief", brief), brief)
-        return shared
-
-    def _brief_evaluation(self, rec: dict[str, Any]) -> Brief:
-        scores = rec.get("scores")
-        factors = self._factor_set(scores) if isinstance(scores, dict) else None
-        status = OK if rec.get("status") == OK or record_status(rec) == OK else "failed"
-        return self._brief(status, factors, rec.get("error_kind"))
-
-    def _add_segments(self, found: list[tuple[bytes, bytes]]) -> bool:
-        """Learn the factors of each new scores segment (a few dozen in a million records)."""
-        for segment in {seg for _, seg in found} - self.segment_factors.keys():
-            try:
-                scores = loads_record(segment)
-            except ValueError:  # a brace inside a factor name cut the segment short
-                return False
-            self.segment_factors[segment] = self._factor_set(scores)
-        return True
-
-
 #: Kept for code (and tests) written against the earlier private name.
 _SurveyState = SurveyState
+
+
+def _records_of(index: int, counts: list[tuple[int, int]]) -> int:
+    return counts[index][0]
+
+
+def _holds(path: Any, keys: list[bytes]) -> bool:
+    with open(path, "rb") as f:
+        try:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file
+            return False
+        with data:
+            return any(data.find(key) >= 0 for key in keys)
 
 
 def _covers(rec: Mapping[str, Any] | None, factors: Sequence[str]) -> bool:
@@ -158,19 +92,49 @@ class _Plan:
     def __init__(self, view: RunView, evaluators: list[Evaluator]) -> None:
         self.evaluators = evaluators
         self.judges = view.callable_models("judge")
+        self.run = view.run
         self._factors: dict[tuple[int, str], list[str]] = {}
         self._scorers: dict[tuple[int, str, tuple[str, ...]], list[Scorer]] = {}
         self._applies: dict[tuple[int, str], bool] = {}
+        self._carried: dict[tuple[str, ...], bool] = {}
 
     def applies(self, index: int, task: TaskConfig, rubric: Mapping[str, Any]) -> bool:
         """False when evaluator ``index`` says it scores nothing of ``task`` whatever the
-        datapoint (its ``applies(task, rubric)``): then no datapoint need be read for it."""
+        datapoint (its ``applies(task, rubric)``), or when it scores only datapoints that carry
+        one of its ``datapoint_fields`` and no datapoint file holds any of them: then no
+        datapoint need be read for it."""
         key = (index, task.name)
         found = self._applies.get(key)
         if found is None:
-            hook = getattr(self.evaluators[index], "applies", None)
-            found = self._applies[key] = bool(hook(task, rubric)) if callable(hook) else True
+            ev = self.evaluators[index]
+            hook = getattr(ev, "applies", None)
+            found = bool(hook(task, rubric)) if callable(hook) else True
+            fields = getattr(ev, "datapoint_fields", None)
+            if found and fields:
+                found = self.carried(tuple(fields))
+            self._applies[key] = found
         return found
+
+    def carried(self, fields: tuple[str, ...]) -> bool:
+        """Whether any datapoint file holds one of ``fields`` as a JSON key (a byte search, no
+        parse: a phase of millions of judgments reads no datapoint for an evaluator of
+        benchmark items when the run has none)."""
+        found = self._carried.get(fields)
+        if found is None:
+            keys = [b'"' + f.encode() + b'"' for f in fields]
+            found = self._carried[fields] = any(_holds(path, keys) for path in self.run.jsonl_files(DATA_GENERATION))
+        return found
+
+    def may_owe(self, index: int, tasks: Sequence[TaskConfig], state: EvaluationState) -> bool:
+        """Whether evaluator ``index`` may score something of a task that has a rubric (told
+        without reading a datapoint: an evaluator whose factors depend on the datapoint may)."""
+        per_task = getattr(self.evaluators[index], "factors_per_task", False)
+        for task in tasks:
+            rubric = state.rubric(task)
+            if rubric is not None and self.applies(index, task, rubric) and (
+                    not per_task or self.scorers(index, task, rubric, {})):
+                return True
+        return False
 
     def task_level(self, task: TaskConfig, rubric: Mapping[str, Any]) -> bool:
         """Whether every evaluator's scorers for ``task`` are the same for each datapoint."""
@@ -417,16 +381,37 @@ class EvaluationPhase:
             ctx.log.info("phase kept: evaluations exist", phase=self.name)
             return
         owed = _Owed(self, ctx, ctx.mode, ctx.in_scope, state, evaluators, existing)
-        counts = owed.counts()
-        calls = sum(n_model for _, n_model in counts)
-        ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, judge_calls=calls,
-                     evaluator_records=sum(n for n, _ in counts) - calls)
+        # What the phase owes is counted in a thread while the calls go out (a pass over every
+        # answer: seconds at millions of judgments); progress gets its total when it is known.
+        counter = copy.copy(owed)  # its own datapoint reader and plan: the listing uses owed's
+        counter.state = copy.copy(state)
+        if isinstance(state.datapoints, Datapoints):
+            counter.state.datapoints = Datapoints(ctx.run)
+        counter.plan = _Plan(ctx, evaluators)
+        counter.state.stop = stop = threading.Event()
+
+        def count() -> list[tuple[int, int]]:
+            counts = counter.counts()
+            calls = sum(n_model for _, n_model in counts)
+            ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, judge_calls=calls,
+                         evaluator_records=sum(n for n, _ in counts) - calls)
+            return counts
+
+        counts = count_later(count, start=ctx.first_done)
         # model-free evaluators first: their records are written in seconds
-        order = sorted(range(len(evaluators)), key=lambda i: counts[i][1] > 0)
-        for index in order:
-            if counts[index][0]:
-                scorings = LazySpecs(functools.partial(owed.scorings, index, ctx.log), counts[index][0])
+        order = sorted(range(len(evaluators)), key=lambda i: not isinstance(evaluators[i], ModelFreeEvaluator))
+        tasks = list(state.tasks.values())
+        try:
+            for index in order:
+                if not owed.plan.may_owe(index, tasks, state):
+                    continue
+                total = then(counts, functools.partial(_records_of, index))
+                if total.done() and not total.exception() and not total.result():
+                    continue  # counted already: nothing owed
+                scorings = LazySpecs(functools.partial(owed.scorings, index, ctx.log), total)
                 await self._evaluate(ctx, evaluators[index], scorings, owed.replacing)
+        finally:
+            stop.set()  # a count still running is not wanted any more
 
     def owed(self, view: RunView, mode: str, in_scope: Callable[[str], bool]) -> list[Scoring]:
         """The scorings ``mode`` asks for (what ``run`` hands the evaluators), for the

@@ -12,7 +12,8 @@ already has responses: adds new students, or a new teacher's datapoints, only).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -20,15 +21,16 @@ import attrs
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.run.limits import within_limit
-from coeval.phases._items import LazyItems, mode_refusal
+from coeval.phases._items import CountStopped, LazyItems, Total, count_later, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
-from coeval.phases.generation import beyond_slots
+from coeval.phases.generation import beyond_slots, slot_counts
 from coeval.phases.plans import PlannedCalls, plan_response_collection
 from coeval.prompts import render_prompt
 from coeval.storage.record_inputs import DATAPOINT_HASH, datapoint_version, stale_response
 from coeval.storage.records import (
     call_fields,
     is_ok,
+    load_file_records,
     load_phase_records,
     record_status,
     response_id,
@@ -71,6 +73,30 @@ def usable_datapoints(view: RunView) -> list[dict[str, Any]]:
     return within_limit(view.config, usable, callable_teachers.__contains__)  # --limit: every teacher
 
 
+class UsableDatapoints:
+    """What :func:`usable_datapoints` lists, read afresh one datapoint file at a time on each
+    pass: phase 4's first call goes out once the first file is read, not all of them (the
+    last record per id of each file; files are per (task, teacher), so ids do not span them)."""
+
+    def __init__(self, view: RunView, stop: threading.Event | None = None) -> None:
+        self.view = view
+        self.tasks = {t.name for t in view.config.tasks}
+        self.is_callable = {m.name for m in view.callable_models("teacher")}.__contains__
+        self.slots = slot_counts(view)
+        self.stop = stop  # set: a count for a phase that has ended gives up (CountStopped)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        view, tasks = self.view, self.tasks
+        for path in view.run.jsonl_files(DATA_GENERATION):
+            if self.stop is not None and self.stop.is_set():
+                raise CountStopped()
+            datapoints = load_file_records(path)
+            above = beyond_slots(view, datapoints.values(), self.slots)
+            usable = (dp for dp in datapoints.values()
+                      if dp.get("task_id") in tasks and usable_datapoint(dp) and dp.get("id") not in above)
+            yield from within_limit(view.config, usable, self.is_callable)
+
+
 @attrs.frozen
 class _Ask:
     task: TaskConfig
@@ -90,7 +116,7 @@ class _OwedAnswers:
     responses: Mapping[str, Any]  # the phase's records (empty when it has none of these tasks)
     groups_with_records: set[tuple[Any, Any, Any]]
     students: list[ModelConfig]
-    datapoints: list[dict[str, Any]]
+    datapoints: Iterable[dict[str, Any]]  # a list, or UsableDatapoints (read on each pass)
     mode: str
 
     def asks(self, log: Any = None) -> Iterator[_Ask]:
@@ -173,8 +199,8 @@ class ResponseCollectionPhase:
             return None
         groups = {(r.get("task_id"), r.get("teacher_model_id"), r.get("student_model_id")) for r in existing}
         students = [m for m in view.callable_models("student") if in_scope(m.name)]
-        owed = _OwedAnswers(self.name, tasks, responses if existing else {}, groups, students, usable_datapoints(view),
-                            mode)
+        owed = _OwedAnswers(self.name, tasks, responses if existing else {}, groups, students,
+                            UsableDatapoints(view), mode)
         if mode == "New" and groups:
             for dp in owed.datapoints:
                 for student in students:
@@ -187,10 +213,23 @@ class ResponseCollectionPhase:
         owed = self._owed(ctx, ctx.mode, ctx.in_scope, log=ctx.log)
         if owed is None:
             return
-        total = owed.count()
-        ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=total)
-        await ctx.submit(self.name, LazyItems(  # type: ignore[arg-type]
-            lambda: owed.asks(ctx.log), lambda a: self._item(ctx, a), total))
+
+        stop = threading.Event()
+        counter = attrs.evolve(owed, datapoints=UsableDatapoints(ctx, stop)) \
+            if isinstance(owed.datapoints, UsableDatapoints) else owed
+
+        def count() -> int:
+            total = counter.count()
+            ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=total)
+            return total
+
+        # counted in a thread (a pass over every datapoint) once the first calls are made
+        total: Total = count_later(count, start=ctx.first_done)
+        try:
+            await ctx.submit(self.name, LazyItems(  # type: ignore[arg-type]
+                lambda: owed.asks(ctx.log), lambda a: self._item(ctx, a), total))
+        finally:
+            stop.set()
 
     def _item(self, ctx: PhaseContext, ask: _Ask) -> WorkItem:
         dp, task, student = ask.datapoint, ask.task, ask.student

@@ -48,7 +48,8 @@ import logging
 import random
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sized
+from collections.abc import Callable, Iterable, Mapping, Sized
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 import attrs
@@ -141,7 +142,12 @@ class Scheduler(Calls):
         tracker = self.progress.start_phase(phase_id, 0) if self.progress is not None else None
         run = _PhaseRun(phase_id, stats, tracker)
         self._runs.add(run)
-        expected = len(items) if isinstance(items, Sized) else None
+        later = getattr(items, "total_later", None)  # a count still running (coeval.phases._items)
+        if isinstance(later, Future):
+            expected = None  # the first call does not wait for it: the total comes when counted
+            later.add_done_callback(self._on_total(run, asyncio.get_running_loop()))
+        else:
+            expected = len(items) if isinstance(items, Sized) else None
         try:
             if self.batch_executor is not None or isinstance(items, (list, tuple)):
                 batch_items = self._route(run, items)
@@ -171,14 +177,18 @@ class Scheduler(Calls):
             await self._cancel_tasks(run)
         finally:
             self._runs.discard(run)
+            if (expected is None and isinstance(later, Future) and later.done() and not later.cancelled()
+                    and later.exception() is None):
+                expected = later.result()  # counted while the items ran
             if run.source is not None:  # stopped before every item was taken
                 run.source = None
                 if expected is not None:
                     stats.unstarted = max(0, expected - run.routed)
                     if tracker is not None and stats.unstarted:
                         tracker.items_skipped(stats.unstarted, run.stop_reason)
-            if expected is None:
-                stats.total = run.routed
+            stats.total = expected if expected is not None else run.routed
+            if tracker is not None and isinstance(later, Future):  # the count may not have come yet
+                tracker.total = stats.total
             stats.calls = Counter(self.calls)
             stats.spend_usd = self.spend_usd
             stats.cancelled = run.stopping and run.stop_reason == "cancelled"
@@ -202,6 +212,27 @@ class Scheduler(Calls):
         if run.on_done_error is not None:
             raise run.on_done_error
         return stats
+
+    def _on_total(self, run: _PhaseRun, loop: asyncio.AbstractEventLoop) -> Callable[[Future[int]], None]:
+        """What a count still running calls when done: the phase's total, for progress and
+        ETA, set on the loop (counted in a thread; an error there leaves it unknown)."""
+
+        def known(total: int) -> None:
+            if run not in self._runs:  # over: its stats are final
+                return
+            run.stats.total = total
+            if run.tracker is not None:
+                run.tracker.total = total
+
+        def done(future: Future[int]) -> None:
+            if future.cancelled() or future.exception() is not None:
+                return
+            try:
+                loop.call_soon_threadsafe(known, future.result())
+            except RuntimeError:  # the loop is closed: the run is over
+                pass
+
+        return done
 
     def _say(self, line: str) -> None:
         """One console line for the user (and the log: a warning only when not printed, so the
