@@ -214,12 +214,20 @@ class ProgressReporter:
         return tracker
 
     def _phase_finished(self, tracker: PhaseTracker) -> None:
+        # A phase whose count came after it started may turn out to owe nothing: it says
+        # nothing, as a phase with nothing owed that is never started ("0/0 done" tells nothing).
+        empty = tracker.total == 0 and tracker.done == 0 and tracker.skipped == 0
         if self._live is not None:
-            for t, task_id in self._live.trackers:
-                if t is tracker:
+            for t, task_id in list(self._live.trackers):
+                if t is not tracker:
+                    continue
+                if empty:
+                    self._live.trackers.remove((t, task_id))
+                    self._live.remove_task(task_id)
+                else:
                     self._live.update(task_id, completed=tracker.done, total=max(tracker.total, tracker.done))
             self._live.refresh()
-        if self.summary:
+        if self.summary and not empty:
             self.console.print(tracker.summary_line(), markup=False, highlight=False, soft_wrap=True)
 
     def say(self, line: str) -> None:
