@@ -54,8 +54,9 @@ def test_a_quota_caps_one_model_while_the_others_finish_and_continue_fills_exact
     # the free model judged everything that exists
     assert len(ok_records(rf, "evaluation")) == 7
     assert "response_collection" not in m["phases_completed"]
-    assert collect_status(rf.root)["models"][0] == {"model": "capped", "calls": 3, "max_calls": 3,
-                                                    "quota_reached": True, "spend_usd": 0.0}
+    capped = collect_status(rf.root)["models"][0]
+    assert capped == {"model": "capped", "calls": 3, "max_calls": 3, "quota_reached": True, "spend_usd": 0.0,
+                      "estimated_calls": 4, "estimated_usd": 0.0}  # the run kept its estimate: 4 planned
     # the quota holds across restarts: --continue without raising it makes no call
     same = run(cfg, continue_run=True)
     assert same.exit_code == 3 and meta(rf)["calls"]["capped"] == 3

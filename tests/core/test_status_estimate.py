@@ -25,7 +25,35 @@ def test_status_puts_the_estimate_beside_calls_and_spend(tmp_path, monkeypatch):
     for m in status["models"]:
         assert m["estimated_calls"] == m["calls"] == 35
     text = runner.invoke(cli, ["status", "--run", "runs/mock-smoke"]).output
-    assert "est. calls" in text and "estimate (whole run" in text
+    assert "est. calls" in text and "estimated / actual (whole run" in text
+
+
+def test_a_plain_run_records_its_estimate_and_status_shows_estimated_against_actual(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text = SMOKE.read_text(encoding="utf-8").replace("{ seed: 1 }", "{ seed: 1, cost_per_call_usd: 0.001 }")
+    (tmp_path / "smoke.yaml").write_text(text.replace("{ seed: 2 }", "{ seed: 2, cost_per_1k_tokens_usd: 0.01 }"),
+                                         encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["run", "--config", "smoke.yaml"]).exit_code == 0  # no estimate asked for
+    root = tmp_path / "runs" / "mock-smoke"
+    assert (root / "cost_estimate.json").is_file()  # the pre-spend estimate, recorded anyway
+    meta = json.loads((root / "meta.json").read_text(encoding="utf-8"))
+    status = json.loads(runner.invoke(cli, ["status", "--run", "runs/mock-smoke", "--json"]).output)
+    rows = status["estimate_vs_actual"]
+    assert set(rows) == {"calls", "input_tokens", "output_tokens", "cost_usd", "seconds"}
+    assert rows["calls"] == {"estimated": 70, "actual": sum(meta["calls"].values())}
+    assert rows["cost_usd"]["actual"] == round(sum(meta["spend_usd"].values()), 6) > 0
+    figures = status["call_figures"].values()
+    assert rows["input_tokens"]["actual"] == sum(f["input_tokens"] for f in figures) > 0
+    assert rows["output_tokens"]["actual"] == sum(f["output_tokens"] for f in figures) > 0
+    for key in ("input_tokens", "output_tokens", "cost_usd"):  # the mock is measured: close
+        est, act = rows[key]["estimated"], rows[key]["actual"]
+        assert abs(est - act) <= 0.25 * act, (key, est, act)
+    assert rows["seconds"]["estimated"] is not None and rows["seconds"]["actual"] >= 0
+    out = runner.invoke(cli, ["status", "--run", "runs/mock-smoke"]).output
+    assert "estimated" in out and "actual" in out
+    for label in ("calls", "input tokens", "output tokens", "cost $", "time"):
+        assert label in out, label
 
 
 def test_status_without_an_estimate_has_none(tmp_path, monkeypatch):
@@ -33,9 +61,11 @@ def test_status_without_an_estimate_has_none(tmp_path, monkeypatch):
     shutil.copy(SMOKE, tmp_path / "smoke.yaml")
     runner = CliRunner()
     assert runner.invoke(cli, ["run", "--config", "smoke.yaml"]).exit_code == 0
+    (tmp_path / "runs" / "mock-smoke" / "cost_estimate.json").unlink()  # a run from before estimates were kept
     status = json.loads(runner.invoke(cli, ["status", "--run", "runs/mock-smoke", "--json"]).output)
     assert status["estimate"] is None
     assert "estimated_calls" not in status["models"][0]
+    assert status["estimate_vs_actual"] is None
 
 
 def test_status_counts_unreadable_lines_and_duplicate_ids(tmp_path, monkeypatch):

@@ -179,6 +179,7 @@ def _overview_section(config: Config, estimate: CostEstimate) -> list[str]:
         (f"{len(config.models)}", "models"),
         (f"{len(config.tasks)}", "tasks"),
         (f"{plan.total_calls:,}", "model calls"),
+        (f"{total['input_tokens']:,} / {total['output_tokens']:,}", "estimated tokens in / out"),
         (cost, "estimated cost"),
         (format_duration(estimate.seconds), "estimated time (real-time phases)"),
     ]

@@ -22,6 +22,7 @@ from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.console import output_console
 from coeval.console.text import plain, safe_tree
+from coeval.planning.cost.against import against_table, estimate_against_actual
 from coeval.planning.cost.report import read_estimate
 from coeval.config.credentials import KeyStore
 from coeval.console.lane_figures import read_lanes
@@ -195,7 +196,10 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
         })
     budget = config.experiment.budget_usd if config is not None else None
     total_spend = round(sum(float(v) for v in spend.values()), 6)
-    estimate = _estimate_beside_spend(run.root, models)
+    estimated = read_estimate(run.root)
+    estimate = _estimate_beside_spend(estimated, models)
+    figures = call_figures(run)
+    against = estimate_against_actual(estimated, meta, figures) if estimated is not None else None
     return {
         "run": str(run.root),
         "experiment_id": meta.get("experiment_id"),
@@ -209,12 +213,13 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
         "failures_by_cause": dict(failures),
         "rejected_items": rejections(meta),
         "models": models,
-        "call_figures": call_figures(run),
+        "call_figures": figures,
         "lanes": read_lanes(run.root)["phases"],
         "spend_usd": total_spend,
         "budget_usd": budget,
         "budget_reached": budget is not None and total_spend >= budget,
         "estimate": estimate,
+        "estimate_vs_actual": against,  # {calls|input_tokens|output_tokens|cost_usd|seconds: {estimated, actual}}
         "pending_batches": _pending_batches(run, notes),
         "recent_errors": _recent_errors(run),
         "notes": notes,
@@ -222,10 +227,9 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
     }
 
 
-def _estimate_beside_spend(root: Path, models: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The run's ``cost_estimate.json`` (from ``plan`` / ``--estimate-only`` / ``estimate_cost``)
-    summarised for comparison with the spend and calls recorded in ``meta.json``."""
-    data = read_estimate(root)
+def _estimate_beside_spend(data: dict[str, Any] | None, models: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run's ``cost_estimate.json`` (from ``--estimate-only`` / ``estimate_cost``, or kept
+    by the run itself) summarised for comparison with the spend and calls in ``meta.json``."""
     if data is None:
         return None
     per_model = data.get("models") or {}
@@ -334,8 +338,8 @@ def _print(status: dict[str, Any]) -> None:
         console.print(lanes)
     if estimate:
         scope = "remaining work" if estimate["remaining_only"] else "whole run"
-        console.print(f"estimate ({scope}, {estimate['generated_at']}): {estimate['total_calls']} calls, "
-                      f"${estimate['total_cost_usd'] or 0:.4f}; actual spend ${status['spend_usd']:.4f}")
+        console.print(against_table(status.get("estimate_vs_actual") or {},
+                                    f"estimated / actual ({scope}; estimated {estimate['generated_at']})"))
     if status["budget_usd"] is not None:
         reached = " (reached)" if status["budget_reached"] else ""
         console.print(f"spend ${status['spend_usd']:.4f} of budget ${status['budget_usd']:.4f}{reached}")

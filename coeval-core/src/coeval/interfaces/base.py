@@ -144,6 +144,10 @@ class Interface(abc.ABC):
     #: The call takes a ``seed`` parameter: a retry after a rejected reply sends a new one
     #: (:mod:`coeval.scheduler.resample`); without one, a retry raises ``temperature``.
     takes_seed: bool = False
+    #: Calls cost nothing and stay on this machine (the built-in ``mock``): the cost estimate
+    #: measures the model with a few calls even when no sample call is asked for
+    #: (``--estimate-samples 0``, ``describe``), rather than guessing its reply sizes.
+    free_samples: bool = False
 
     def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
         self.model = model

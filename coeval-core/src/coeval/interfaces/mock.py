@@ -146,6 +146,7 @@ class MockInterface(Interface):
 
     name = "mock"
     takes_seed = True  # parameters.seed picks the replies
+    free_samples = True  # the estimate measures reply sizes on the mock itself
     default_concurrency = 16
     max_concurrency = 512
 

@@ -45,7 +45,7 @@ from coeval.phases.base import Phase, RunView
 from coeval.phases.info import configured_mode
 from coeval.phases.order import ordered_phases
 from coeval.phases.ordering import batch_enabled, phases_that_may_run
-from coeval.planning.cost import estimate_and_report
+from coeval.planning.cost import estimate_and_report, record_estimate
 from coeval.run._phase_loop import PhaseLoop
 from coeval.run._startup import RunStartup
 from coeval.run.drift import record_settings
@@ -188,6 +188,9 @@ class _Run(RunStartup, PhaseLoop):
         did = as_the_run_did(self.user_config, self.run)  # kept maps and rubrics, not edits it ignores
         write_config_snapshot(self.run, did)
         record_settings(self.run, did)
+        if not self.options.continue_run and fork is None:  # for `coeval status`: estimated against actual
+            await off_the_loop(lambda: record_estimate(self.config, only_models=self.options.only_models,
+                                                       keys_file=self.options.keys_file, registries=self.registries))
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
         self._warn_stale_static_artifacts(log)

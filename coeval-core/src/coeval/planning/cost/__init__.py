@@ -10,6 +10,7 @@ See :mod:`coeval.planning.cost.estimate` for where each number comes from.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "price_for",
     "print_estimate",
     "read_estimate",
+    "record_estimate",
     "write_estimate",
 ]
 
@@ -67,3 +69,26 @@ def estimate_and_report(
         path = write_estimate(estimate, folder / ESTIMATE_FILE)
         (console or output_console()).print(f"estimate written to {path}", highlight=False)
     return estimate
+
+
+def record_estimate(
+    config: Any,
+    *,
+    only_models: tuple[str, ...] = (),
+    keys_file: str | None = None,
+    registries: Registries | None = None,
+) -> Path | None:
+    """Before a run that asked for no estimate: keep one in ``cost_estimate.json`` anyway, so
+    ``coeval status`` can set it against what the run did. No paid call (``samples=0``; a
+    free ``mock`` is measured); nothing printed; an estimate already there (``run
+    --estimate-only`` before) is kept. Never stops the run: a failure is only logged."""
+    path = Path(config.experiment.storage_folder) / config.experiment.id / ESTIMATE_FILE
+    if path.exists():
+        return None
+    try:
+        estimate = estimate_cost(config, samples=0, keys_file=keys_file, only_models=only_models,
+                                 registries=registries)
+        return write_estimate(estimate, path)
+    except Exception as exc:  # an estimate is a courtesy: the run goes on without one
+        logging.getLogger(__name__).warning("no pre-run estimate recorded: %s", exc)
+        return None

@@ -4,9 +4,12 @@ For every (task, phase, model) the call plan counts, one call's tokens come from
 source available:
 
 * **history**: the usage of calls of that (phase, model) already in the run folder
-  (``--continue``);
+  (``--continue``, or a past run of the config: its folder holds ``meta.json``); the time
+  of a phase is then the pace that run kept (``meta.json`` phase log: seconds per record);
 * **samples**: live sample calls (``estimate_samples`` per model and phase): measured reply
-  sizes, and input tokens calibrated against what the provider reported;
+  sizes, and input tokens calibrated against what the provider reported. A model whose
+  calls are free (``Interface.free_samples``: the ``mock``) is always measured this way,
+  even with ``samples=0``, so every estimate of a mock run agrees;
 * **heuristics**: input tokens counted on the real rendered prompt; output tokens a typical
   size for the phase, capped by ``max_tokens``.
 
@@ -26,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coeval.config.model import Config, ModelConfig
-from coeval.planning.cost.history import measured_history
+from coeval.planning.cost.history import measured_history, seconds_per_record
 from coeval.planning.cost.measure import Measured
 from coeval.planning.cost.remaining import forked_source, remaining_cells, surveyed_folder
 from coeval.planning.cost.pricing import LOCAL_INTERFACES, Price, price_for
@@ -46,6 +49,7 @@ __all__ = ["CellEstimate", "CostEstimate", "estimate_cost"]
 #: of :class:`coeval.InterfaceFacts`), for time estimates.
 _DEFAULT_TOKENS_PER_S = 60.0
 _REQUEST_OVERHEAD_S = 0.8
+_FREE_SAMPLES = 2  # sample calls per phase of a free model when the config asks for none
 _MIN_HISTORY = 3  # records of a (phase, model) before their average is trusted
 
 
@@ -208,15 +212,22 @@ def estimate_cost(
     else:
         plan = plan_experiment(config, only_models=only_models, registries=registries)
         cells = dict(plan.cells)
-    if continue_run:
+    pace: dict[str, float] = {}
+    if continue_run or run.meta_path.is_file():  # a past run of this config: sizes and pace measured
         history = measured_history(run, config, phases={phase for (_, phase, _), n in cells.items() if n})
+        pace = seconds_per_record(run)
+    if continue_run:
         notes.append("remaining work only: calls whose records already exist are not counted")
     builder = RequestBuilder(config, run, registries=registries)
+    # free models (the mock) are measured alike with or without sample calls, so that
+    # `run`'s estimate, `plan --estimate-samples 0` and `describe` agree
+    n_free = max(n_samples, config.experiment.estimate_samples or _FREE_SAMPLES)
     sampled = (
         asyncio.run(
-            run_samples(config, cells, builder, samples=n_samples, keys_file=keys_file, registries=registries)
+            run_samples(config, cells, builder, samples=n_samples, free_samples=n_free, keys_file=keys_file,
+                        registries=registries)
         )
-        if n_samples > 0 and any(cells.values())
+        if any(cells.values())
         else SampleResults()
     )
     notes.extend(sampled.notes)
@@ -230,6 +241,9 @@ def estimate_cost(
             )
     estimates = _cells(config, cells, builder, texts, sampled, history, prices, registries)
     phase_seconds = _phase_seconds(config, plan, estimates, sampled, registries)
+    learned = [phase for phase in phase_seconds if phase in pace and _learn_time(phase, estimates, pace, phase_seconds)]
+    if learned:
+        notes.append(f"time of {', '.join(learned)}: at the pace of the past run in {run.root} (meta.json phase log)")
     if any(c.batch and c.calls for c in estimates):
         notes.append(
             "batch phases are not in the time estimate: providers return batches within hours (up to 24 h)"
@@ -306,17 +320,32 @@ def _cells(
     return out
 
 
+def _learn_time(
+    phase: str, cells: Sequence[CellEstimate], pace: Mapping[str, float], phase_seconds: dict[str, float]
+) -> bool:
+    """Time ``phase``'s real-time calls at the seconds per record a past run kept."""
+    calls = sum(c.calls for c in cells if c.phase == phase and not c.batch)
+    if not calls:
+        return False
+    phase_seconds[phase] = pace[phase] * calls
+    return True
+
+
 def _phase_seconds(
     config: Config, plan: Plan, cells: Sequence[CellEstimate], sampled: SampleResults, registries: Registries
 ) -> dict[str, float]:
-    """Per phase: models on one interface share its concurrency; interfaces run in parallel."""
+    """Per phase: models on one lane share its concurrency; lanes run in parallel. A lane is
+    the interface, or for a free model (the mock, always built) its ``connection_key``, as
+    the scheduler forms them (every mock model is its own lane)."""
     models = {m.name: m for m in config.models}
     out: dict[str, float] = {}
     for phase in (p.phase for p in plan.phases):
-        busy: dict[str, float] = defaultdict(float)  # interface -> call-seconds / concurrency
+        busy: dict[str, float] = defaultdict(float)  # lane -> call-seconds / concurrency
         for c in cells:
             if c.phase == phase and c.calls and not c.batch:
                 m = models[c.model]
-                busy[m.interface] += c.seconds / _concurrency(m, sampled, registries)
+                iface = sampled.interfaces.get(m.name) if m.name in sampled.free else None
+                lane = iface.connection_key() if iface is not None else m.interface
+                busy[lane] += c.seconds / _concurrency(m, sampled, registries)
         out[phase] = max(busy.values(), default=0.0)
     return out

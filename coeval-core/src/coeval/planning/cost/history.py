@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Collection, Iterator
+from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from coeval.storage.records import is_ok, scan_phase
 from coeval.storage.run_folder import RunFolder, iter_jsonl
 from coeval.phases.ids import ATTRIBUTE_MAPPING, CALLER_FIELDS, RUBRIC_MAPPING
 
-__all__ = ["HISTORY_SAMPLE_PER_FILE", "done_calls", "measured_history"]
+__all__ = ["HISTORY_SAMPLE_PER_FILE", "done_calls", "measured_history", "seconds_per_record"]
 
 #: Records read per phase file to measure token sizes of the calls already made.
 HISTORY_SAMPLE_PER_FILE = 200
@@ -127,3 +128,31 @@ def measured_history(
             if is_ok(rec):
                 add(phase, str(rec.get(field)), rec.get("usage"))
     return out
+
+
+def _when(value: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def seconds_per_record(run: RunFolder) -> dict[str, float]:
+    """phase -> wall seconds per record written, at the pace the folder's runs kept
+    (``meta.json`` ``phase_log``: each entry's start to end over its ``written``); phases
+    that wrote nothing are left out. Whole seconds: a phase under a second counts as 0."""
+    try:
+        log = run.read_meta().get("phase_log") or []
+    except (OSError, ValueError):
+        return {}
+    seconds: Counter[str] = Counter()
+    written: Counter[str] = Counter()
+    for entry in log:
+        if not isinstance(entry, dict) or not isinstance(entry.get("written"), int) or entry["written"] <= 0:
+            continue
+        start, end = _when(entry.get("started_at")), _when(entry.get("finished_at"))
+        if start is None or end is None or end < start:
+            continue
+        seconds[str(entry.get("phase"))] += int((end - start).total_seconds())
+        written[str(entry.get("phase"))] += entry["written"]
+    return {phase: seconds[phase] / n for phase, n in written.items()}

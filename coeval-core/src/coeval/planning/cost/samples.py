@@ -5,6 +5,10 @@ exactly as the phases build them. Samples chain like the pipeline: teachers' sam
 datapoints are what students answer, and students' sample answers are what judges score,
 so later phases are measured on realistic inputs. A model that cannot be sampled (no
 credentials, distribution missing, a failing call) falls back to heuristics, with a note.
+
+A model whose interface has ``free_samples`` (the ``mock``: no cost, no network) is sampled
+even when no sample call is asked for, without its ``latency_ms`` wait and injected faults:
+its reply sizes are measured rather than guessed, and its time comes from its parameters.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class SampleResults:
     texts: dict[str, TaskTexts] = attrs.field(factory=dict)  # task -> texts seen in samples
     notes: list[str] = attrs.field(factory=list)
     interfaces: dict[str, Interface] = attrs.field(factory=dict)
+    free: set[str] = attrs.field(factory=set)  # models measured with free samples (no latency)
 
     @property
     def calls(self) -> int:
@@ -74,11 +79,36 @@ class SampleResults:
         return self._total(model, phase).avg_latency
 
 
+def is_free(model: ModelConfig, registries: Registries) -> bool:
+    """Whether calls of ``model`` cost nothing and stay on this machine (``free_samples``)."""
+    if model.interface not in registries.interfaces:
+        return False
+    return getattr(registries.interfaces.get(model.interface), "free_samples", False) is True
+
+
+#: Mock parameters a free sample leaves out: it measures reply sizes, not time or faults.
+_NOT_SAMPLED = frozenset({"latency_ms", "failure_rate", "rate_limit_rate", "malformed_rate"})
+
+
+def _without_wait(model: ModelConfig) -> ModelConfig:
+    """``model`` without its simulated latency and faults."""
+    return attrs.evolve(
+        model,
+        parameters={k: v for k, v in model.parameters.items() if k not in _NOT_SAMPLED},
+        role_parameters={
+            role: {k: v for k, v in params.items() if k not in _NOT_SAMPLED}
+            for role, params in model.role_parameters.items()
+        },
+    )
+
+
 def _build_interfaces(
     config: Config, models: list[ModelConfig], keys: KeyStore, registries: Registries, notes: list[str]
 ) -> dict[str, Interface]:
     out: dict[str, Interface] = {}
     for m in models:
+        if is_free(m, registries):
+            m = _without_wait(m)
         if m.interface not in registries.interfaces:
             notes.append(
                 f"{m.name}: {missing_interface(m.interface)}; no sample calls (heuristics used)"
@@ -110,16 +140,21 @@ async def run_samples(
     builder: RequestBuilder,
     *,
     samples: int,
+    free_samples: int = 0,
     keys_file: str | None = None,
     registries: Registries,
     timeout_s: float = 90.0,
 ) -> SampleResults:
-    """Make ``samples`` calls per (model, phase with planned calls), in phase order."""
+    """Make ``samples`` calls per (model, phase with planned calls), in phase order;
+    ``free_samples`` for a model whose interface has ``free_samples``."""
     results = SampleResults()
-    if samples <= 0:
-        return results
     wanted = {model for (_, _, model), n in cells.items() if n > 0}
-    models = [m for m in config.models if m.name in wanted]
+    free = {m.name for m in config.models if m.name in wanted and is_free(m, registries)}
+    count = {name: free_samples if name in free else samples for name in wanted}
+    models = [m for m in config.models if m.name in wanted and count[m.name] > 0]
+    if not models:
+        return results
+    results.free = free
     keys = KeyStore.load(keys_file)
     results.interfaces = _build_interfaces(config, models, keys, registries, results.notes)
     texts = {t.name: builder.default_texts(t) for t in config.tasks}
@@ -135,7 +170,7 @@ async def run_samples(
                 task_names = [
                     t for (t, p, name), n in cells.items() if p == phase and name == m.name and n > 0
                 ]
-                for i in range(samples if task_names else 0):
+                for i in range(count[m.name] if task_names else 0):
                     task = tasks[task_names[i % len(task_names)]]
                     requests = builder.requests(phase, task, m, texts[task.name], seq=i + 1)
                     if requests:
@@ -164,7 +199,7 @@ async def run_samples(
                 in_tok = result.usage.input_tokens or est_in
                 out_tok = result.usage.output_tokens or estimate_tokens(result.text)
                 expected = expected_output_tokens(phase, tasks[task_name], models_by_name[name])
-                measured.add(in_tok, out_tok, est_in, latency, expected)
+                measured.add(in_tok, out_tok, est_in, None if name in free else latency, expected)
                 if phase in (ATTRIBUTE_MAPPING, RUBRIC_MAPPING):
                     _collect_proposal(req, result, task_name, seen)
                 elif phase == DATA_GENERATION:
