@@ -11,6 +11,7 @@ from coeval.config import load_config
 from coeval.config.model import Config
 from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.interfaces.mock import MockInterface
+from coeval.planning.cost.samples import in_estimate_sample
 from coeval.storage.records import latest_by_id
 from coeval.run.options import RunOptions
 from coeval.run.runner import RunResult, run_experiment
@@ -90,10 +91,12 @@ def duplicate_ids(run: RunFolder, phase: str) -> list[str]:
 
 
 class RecordingMock(MockInterface):
-    """The mock, remembering every request per model (class-level, reset by tests)."""
+    """The mock, remembering every request a run makes per model (class-level, reset by
+    tests); the free calls an estimate makes to measure reply sizes are not the run's."""
 
     requests: ClassVar[list[tuple[str, GenerateRequest]]] = []
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
-        RecordingMock.requests.append((self.model.name, request))
+        if not in_estimate_sample():
+            RecordingMock.requests.append((self.model.name, request))
         return await super().generate(request)

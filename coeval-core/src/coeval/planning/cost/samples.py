@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,16 @@ from coeval.phases.ids import ATTRIBUTE_MAPPING, DATA_GENERATION, RESPONSE_COLLE
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
 
-__all__ = ["SampleResults", "run_samples"]
+__all__ = ["SampleResults", "in_estimate_sample", "run_samples"]
+
+#: Set while an estimate's sample calls run: an interface (or a test's recording one) can
+#: tell a call made to measure reply sizes from one a phase makes.
+_SAMPLING: contextvars.ContextVar[bool] = contextvars.ContextVar("coeval_estimate_sample", default=False)
+
+
+def in_estimate_sample() -> bool:
+    """Whether the current call is one of the estimate's sample calls (not the run's)."""
+    return _SAMPLING.get()
 
 #: Interfaces that need no credentials to be called.
 _NO_CREDENTIALS = LOCAL_INTERFACES
@@ -129,6 +139,7 @@ def _build_interfaces(
 
 
 async def _call(iface: Interface, request: GenerateRequest, timeout: float) -> tuple[Any, float]:
+    _SAMPLING.set(True)  # in this call's own task context only
     start = time.perf_counter()
     result = await asyncio.wait_for(iface.generate(request), timeout)
     return result, time.perf_counter() - start
