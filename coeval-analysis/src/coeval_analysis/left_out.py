@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from coeval.config.model import SamplingConfig
 from coeval.contract.manager import registries
 from coeval.run.limits import LIMIT_KEY
-from coeval.storage.records import datapoint_slot
+from coeval.storage.records import above_slots
 
 from coeval_analysis.data import DataQuality
 
@@ -111,9 +111,7 @@ def above_total(dps: pa.Table, slots: dict[tuple[str, str], int]) -> tuple[set[s
         return ids, counts
     for dp, task, teacher in zip(dps.column("id").to_pylist(), dps.column("task_id").to_pylist(),
                                  dps.column("teacher_model_id").to_pylist(), strict=True):
-        limit = slots.get((str(task), str(teacher)))
-        seq = datapoint_slot(str(dp)) if limit is not None and dp is not None else None
-        if seq is not None and limit is not None and seq > limit and str(dp) not in ids:
+        if dp is not None and above_slots(slots, str(task), str(teacher), str(dp)) and str(dp) not in ids:
             ids.add(str(dp))
             per = counts.setdefault(str(task), {})
             per[str(teacher)] = per.get(str(teacher), 0) + 1

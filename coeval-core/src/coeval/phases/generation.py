@@ -34,9 +34,9 @@ from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, parse_datapoint
 from coeval.quality import ItemGate, gate_for
 from coeval.storage.records import (
+    above_slots,
     call_fields,
     datapoint_id,
-    datapoint_slot,
     is_ok,
     load_file_records,
     record_status,
@@ -84,13 +84,8 @@ def beyond_slots(view: RunView, datapoints: Iterable[Mapping[str, Any]],
                  slots: Mapping[tuple[str, str], int] | None = None) -> set[str]:
     """Ids of the ``datapoints`` above the slots of their (task, teacher)."""
     slots = slot_counts(view) if slots is None else slots
-    out: set[str] = set()
-    for dp in datapoints:
-        limit = slots.get((str(dp.get("task_id")), str(dp.get("teacher_model_id"))))
-        seq = datapoint_slot(str(dp.get("id", ""))) if limit is not None else None
-        if seq is not None and limit is not None and seq > limit:
-            out.add(str(dp["id"]))
-    return out
+    return {str(dp["id"]) for dp in datapoints
+            if above_slots(slots, str(dp.get("task_id")), str(dp.get("teacher_model_id")), str(dp.get("id", "")))}
 
 
 def above_slots_test(view: RunView) -> Callable[[str, str], bool]:
@@ -103,9 +98,8 @@ def above_slots_test(view: RunView) -> Callable[[str, str], bool]:
         head = f"{task}__"
         if not datapoint.startswith(head):
             return False
-        teacher, _, tail = datapoint[len(head):].rpartition("__")
-        limit = slots.get((task, teacher))
-        return limit is not None and tail.isdigit() and int(tail) > limit
+        teacher = datapoint[len(head):].rpartition("__")[0]  # ids are {task}__{teacher}__{seq}
+        return above_slots(slots, task, teacher, datapoint)
 
     return above
 

@@ -31,6 +31,7 @@ __all__ = [
     "call_fields",
     "transcript_fields",
     "datapoint_id",
+    "above_slots",
     "datapoint_slot",
     "evaluation_id",
     "is_ok",
@@ -61,6 +62,17 @@ def datapoint_slot(datapoint: str) -> int | None:
     may end in digits too, so callers check the teacher first."""
     tail = str(datapoint).rsplit("__", 1)[-1]
     return int(tail) if tail.isdigit() else None
+
+
+def above_slots(slots: Mapping[tuple[str, str], int], task: str, teacher: str, datapoint: str) -> bool:
+    """Whether ``datapoint`` of ``(task, teacher)`` is above that pair's slots (a lowered
+    ``sampling.total``): the one rule the run, ``status`` and the analysis leave such
+    datapoints out by. A pair without slots (ingested data, a removed teacher) has none above."""
+    limit = slots.get((task, teacher))
+    if limit is None:
+        return False
+    seq = datapoint_slot(datapoint)
+    return seq is not None and seq > limit
 
 
 def response_id(datapoint: str, student: str, sample: int = 1) -> str:
