@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from coeval.phases.evaluation import EvaluationPhase
+from coeval.phases.survey_memo import forget_surveys
 from coeval.run.runner import EXIT_INTERRUPTED
 
 from .pipeline_support import folder, make_config, meta, mock_model, run, task
@@ -30,6 +31,7 @@ def test_sigterm_during_the_pre_run_survey_ends_the_run(tmp_path: Any, monkeypat
         return survey(self, view)
 
     monkeypatch.setattr(EvaluationPhase, "survey", blocked)
+    forget_surveys()  # the first run's own survey is kept while the folder is unchanged
 
     def terminate() -> None:
         if entered.wait(20):

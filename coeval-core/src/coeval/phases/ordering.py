@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, MutableMapping, Sequence
 from typing import Any
 
+from coeval.phases.survey_memo import survey_of
 from coeval.config.model import Config, ModelConfig
 from coeval.phases.info import configured_mode
 from coeval.phases.modes import phase_modes
@@ -48,7 +49,7 @@ def phases_that_may_run(
     (on a finished run of a million records a survey is the whole cost of --continue)."""
     for i, phase in enumerate(phases):
         if continue_run and phase.name in completed:
-            survey = surveys[phase.name] = phase.survey(view)
+            survey = surveys[phase.name] = survey_of(phase, view)
             if survey.complete:
                 continue
         return [p.name for p in phases[i:]]

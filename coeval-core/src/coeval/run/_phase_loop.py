@@ -7,6 +7,7 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+from coeval.phases.survey_memo import survey_of
 from coeval.console.lane_figures import record_lanes
 from coeval.phases.base import Phase, PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
 from coeval.run._state import RunState
@@ -45,7 +46,7 @@ class PhaseLoop(RunState):
             if self.stop_requested:
                 break
             if self.options.continue_run and name in completed and not upstream_wrote:
-                survey = self._surveys.pop(name, None) or phase.survey(view)
+                survey = self._surveys.pop(name, None) or survey_of(phase, view)
                 if survey.complete:
                     self.results[name] = PhaseResult(name, mode, status="skipped", survey=survey)
                     log.info("phase skipped: completed earlier", phase=name)
@@ -91,7 +92,7 @@ class PhaseLoop(RunState):
                 ctx.writers.close()
                 ledger.flush()
             if not (self.stop_requested and result.skip_causes["cancelled"]):  # stopped early: not surveyed (slow)
-                result.survey = phase.survey(RunView(self.config, self.run, self.registries))
+                result.survey = survey_of(phase, RunView(self.config, self.run, self.registries))
             upstream_complete = all(self.results[p.name].status in ("completed", "skipped")  # complete inputs only
                                     for p in phases[: phases.index(phase)] if p.name in self.results)
             result.status = "completed" if upstream_complete and result.survey and result.survey.complete else "partial"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from coeval.phases.survey_memo import survey_of
 from coeval.config.credentials import KeyStore, redact
 from coeval.interfaces.base import ModelError
 from coeval.phases.base import RunView
@@ -88,7 +89,7 @@ def models_to_probe(config: Config, mode: str, registries: Registries) -> list[M
     needed: set[str] = set()
     teacher_phases = set(MAPPING_PHASES)
     for entry in registries.phases:
-        survey = entry.value.survey(view)
+        survey = survey_of(entry.value, view)
         for group, counts in survey.groups.items():
             if counts.ok < counts.expected:
                 if entry.name in teacher_phases:

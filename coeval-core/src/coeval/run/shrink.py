@@ -24,12 +24,17 @@ __all__ = ["find_shrink"]
 _ROLE_FIELD = {"teacher": "teacher_model_id", "student": "student_model_id", "judge": "judge_model_id"}
 
 
-def _records_by(run: RunFolder) -> dict[str, Counter[str]]:
-    """role -> model -> records that model made in that role."""
+def _records_by(run: RunFolder, dropped: set[tuple[str, str]]) -> dict[str, Counter[str]]:
+    """role -> model -> records that model made in that role, for the (role, model) pairs
+    ``dropped`` only: a run of millions of records is read only when a role was dropped."""
     out: dict[str, Counter[str]] = {role: Counter() for role in _ROLE_FIELD}
     for phase, role in ((phase, ROLES[phase]) for phase in RECORD_PHASES):
+        names = {name for r, name in dropped if r == role}
+        if not names:
+            continue
         for rec in load_phase_records(run, phase).values():
-            out[role][str(rec.get(_ROLE_FIELD[role]))] += 1
+            if (name := str(rec.get(_ROLE_FIELD[role]))) in names:
+                out[role][name] += 1
     return out
 
 
@@ -38,9 +43,11 @@ def find_shrink(run: RunFolder, meta: Mapping[str, Any], config: Config) -> list
     recorded = (meta.get("settings") or {}).get("models") or {}
     if not recorded:
         return []
-    made = _records_by(run)
-    changes: list[Change] = []
     current = {m.name: set(m.roles) for m in config.models}
+    dropped = {(role, name) for name, entry in recorded.items() if isinstance(entry, Mapping)
+               for role in (entry.get("roles") or {}) if role not in current.get(name, set())}
+    made = _records_by(run, dropped)
+    changes: list[Change] = []
     for name, entry in sorted(recorded.items()):
         roles = sorted((entry.get("roles") or {}) if isinstance(entry, Mapping) else {})
         for role in roles:

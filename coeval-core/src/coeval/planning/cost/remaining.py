@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from coeval.phases.survey_memo import survey_of
 from coeval.config.model import Config
 from coeval.config.validate import resolve_run_reference
 from coeval.planning.cost.history import done_calls
@@ -118,7 +119,7 @@ def remaining_cells(
     for phase in ordered_phases(registries):
         name = phase.name
         mode = run_mode(config, phase, continue_run=continue_run)
-        if name in completed and not upstream_owes and phase.survey(view).complete:
+        if name in completed and not upstream_owes and survey_of(phase, view).complete:
             continue
         before = sum(cells.values())
         try:
