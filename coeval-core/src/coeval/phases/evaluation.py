@@ -348,14 +348,18 @@ class EvaluationPhase:
                 continue
             # responses grouped by their evaluators' scorer lists (one list per task, usually)
             ids_of: dict[int, tuple[list[Scorer], list[bytes]]] = {}
-            task_level = plan.task_level(task, rubric)
-            for resp in responses:
-                dp = {} if task_level else state.datapoints.get(str(resp.get("datapoint_id")), {})
-                rid = resp["id"].encode()
+            if plan.task_level(task, rubric):  # the same scorers for every answer: listed once
+                rids = [resp["id"].encode() for resp in responses]
                 for index in range(len(plan.evaluators)):
-                    scorers = plan.scorers(index, task, rubric, dp)
-                    if scorers:
-                        ids_of.setdefault(id(scorers), (scorers, []))[1].append(rid)
+                    if scorers := plan.scorers(index, task, rubric, {}):
+                        ids_of.setdefault(id(scorers), (scorers, []))[1].extend(rids)
+            else:
+                for resp in responses:
+                    dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
+                    rid = resp["id"].encode()
+                    for index in range(len(plan.evaluators)):
+                        if scorers := plan.scorers(index, task, rubric, dp):
+                            ids_of.setdefault(id(scorers), (scorers, []))[1].append(rid)
             pairs = [(scorer, ids) for scorers, ids in ids_of.values() for scorer in scorers]
             for scorer, ids in pairs:
                 counts = s.groups.get(scorer.name) or s.group(scorer.name)
