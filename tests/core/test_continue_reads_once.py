@@ -26,34 +26,28 @@ def finished(work: Path) -> Path:
     return work / "coeval.yaml"
 
 
-def test_each_phase_is_surveyed_once_on_a_continue_of_a_finished_run(
-    finished: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    surveys: Counter[str] = Counter()
+@pytest.fixture
+def surveys(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Phase 5's surveys, counted as they are made."""
+    made: Counter[str] = Counter()
     real = EvaluationPhase.survey
 
     def counted(self: EvaluationPhase, view: object) -> object:
-        surveys[self.name] += 1
+        made[self.name] += 1
         return real(self, view)  # type: ignore[arg-type]
 
     monkeypatch.setattr(EvaluationPhase, "survey", counted)
+    return made
+
+
+def test_each_phase_is_surveyed_once_on_a_continue_of_a_finished_run(finished: Path, surveys: Counter[str]) -> None:
     forget_surveys()  # as in a new process: nothing surveyed yet
     result = CliRunner().invoke(cli, ["run", str(finished), "--continue"])
     assert result.exit_code == 0, result.output
     assert surveys == {EVALUATION: 1}
 
 
-def test_a_continue_survey_is_made_again_once_a_record_changes(
-    finished: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    surveys: Counter[str] = Counter()
-    real = EvaluationPhase.survey
-
-    def counted(self: EvaluationPhase, view: object) -> object:
-        surveys[self.name] += 1
-        return real(self, view)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(EvaluationPhase, "survey", counted)
+def test_a_continue_survey_is_made_again_once_a_record_changes(finished: Path, surveys: Counter[str]) -> None:
     evaluations = next(Path("runs").glob("*/phase5_evaluations/*.jsonl"))
     lines = evaluations.read_text().splitlines(keepends=True)
     evaluations.write_text("".join(lines[:-1]))  # a judgment lost: the run must notice and redo it
