@@ -41,6 +41,7 @@ __all__ = [
     "cut_partial_last_line",
     "iter_jsonl",
     "loads_record",
+    "parse_stamp",
     "utc_now",
 ]
 
@@ -50,6 +51,17 @@ PHASE_DIRS = FOLDERS
 
 def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_stamp(value: object) -> datetime | None:
+    """A time as :func:`utc_now` writes it (or any ISO 8601 form); None when ``value`` is
+    not one (a hand-edited or older ``meta.json``)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -8,12 +8,12 @@ Estimated figures come from the run folder's ``cost_estimate.json``; actual ones
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from rich.table import Table
 
 from coeval.planning.cost.report import format_duration
+from coeval.storage.run_folder import parse_stamp
 
 __all__ = ["ROWS", "against_table", "estimate_against_actual", "run_seconds"]
 
@@ -27,15 +27,6 @@ ROWS = {
 }
 
 
-def _when(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def run_seconds(meta: Mapping[str, Any]) -> float | None:
     """Wall time of the folder's runs (``meta.json`` ``runs``: each finished run's start to
     end, summed); None when no run has both times."""
@@ -43,7 +34,7 @@ def run_seconds(meta: Mapping[str, Any]) -> float | None:
     for entry in meta.get("runs") or []:
         if not isinstance(entry, Mapping):
             continue
-        start, end = _when(entry.get("started_at")), _when(entry.get("finished_at"))
+        start, end = parse_stamp(entry.get("started_at")), parse_stamp(entry.get("finished_at"))
         if start is not None and end is not None and end >= start:
             total += (end - start).total_seconds()
             seen = True

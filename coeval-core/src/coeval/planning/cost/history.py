@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Collection, Iterator
-from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from coeval.config.model import Config
 from coeval.planning.cost.measure import Measured
 from coeval.phases.mapping import _proposal_path
 from coeval.storage.records import is_ok, scan_phase
-from coeval.storage.run_folder import RunFolder, iter_jsonl
+from coeval.storage.run_folder import RunFolder, iter_jsonl, parse_stamp
 from coeval.phases.ids import ATTRIBUTE_MAPPING, CALLER_FIELDS, RUBRIC_MAPPING
 
 __all__ = ["HISTORY_SAMPLE_PER_FILE", "done_calls", "measured_history", "seconds_per_record"]
@@ -130,13 +129,6 @@ def measured_history(
     return out
 
 
-def _when(value: Any) -> datetime | None:
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
-    except ValueError:
-        return None
-
-
 def seconds_per_record(run: RunFolder) -> dict[str, float]:
     """phase -> wall seconds per record written, at the pace the folder's runs kept
     (``meta.json`` ``phase_log``: each entry's start to end over its ``written``); phases
@@ -150,7 +142,7 @@ def seconds_per_record(run: RunFolder) -> dict[str, float]:
     for entry in log:
         if not isinstance(entry, dict) or not isinstance(entry.get("written"), int) or entry["written"] <= 0:
             continue
-        start, end = _when(entry.get("started_at")), _when(entry.get("finished_at"))
+        start, end = parse_stamp(entry.get("started_at")), parse_stamp(entry.get("finished_at"))
         if start is None or end is None or end < start:
             continue
         seconds[str(entry.get("phase"))] += int((end - start).total_seconds())
