@@ -31,12 +31,17 @@ def tests(session: nox.Session) -> None:
     session.run("bash", "scripts/test.sh", *session.posargs, external=True)
 
 
+#: Pinned like mypy (requirements/dev.txt has the same pin).
+RUFF = "ruff==0.17.6"
+
+
 @nox.session(python=False)
 def lint(session: nox.Session) -> None:
     """ruff over all distributions and tests."""
     py = _python(session)
-    session.run(py, "-m", "pip", "install", "-q", "ruff", external=True)
-    session.run(py, "-m", "ruff", "check", *[f"{p}/src" for p in PACKAGES], "tests", "benchmarks", external=True)
+    session.run(py, "-m", "pip", "install", "-q", RUFF, external=True)
+    session.run(py, "-m", "ruff", "check", *[f"{p}/src" for p in [*PACKAGES, "coeval-testing"]], "examples/plugins",
+                "tests", "benchmarks", external=True)
 
 
 #: Pinned: a newer mypy can add errors (or crash) on unchanged code; bump on purpose.

@@ -52,8 +52,8 @@ def _proc_cpu_seconds(pid: int) -> float | None:
 def _run(config_path: Path, keys_file: Path | None) -> tuple[Any, Any, float, float]:
     """Run the experiment in this process; (result, progress, wall s, cpu s)."""
     from coeval.config import load_config
-    from coeval.contract.manager import registries
     from coeval.console.progress import ProgressReporter
+    from coeval.contract.manager import registries
     from coeval.run.options import RunOptions
     from coeval.run.runner import arun_experiment
 

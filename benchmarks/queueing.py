@@ -19,10 +19,9 @@ import time
 from typing import Any
 
 from coeval.config.model import ModelConfig
-from coeval.interfaces.base import GenerateRequest
 from coeval.contract.manager import registries
+from coeval.interfaces.base import GenerateRequest
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
-
 from coeval_testing.fake_server import FakeServer
 from coeval_testing.fake_server._state import FakeConfig
 

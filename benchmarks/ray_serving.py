@@ -73,7 +73,6 @@ async def _measure(iface: Interface, calls: int, latency_calls: int) -> dict[str
 
 def run(calls: int = 24, latency_calls: int = 15) -> dict[str, Any]:
     import ray
-
     from coeval_hf.cluster_served import cluster_aware
     from coeval_hf.llamacpp import LlamaCppInterface
 

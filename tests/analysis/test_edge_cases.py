@@ -174,7 +174,6 @@ def test_a_run_awaiting_phase_5_after_ingest_is_flagged(tmp_path: Path) -> None:
 
 def test_summary_json_floats_carry_six_significant_digits_not_float32_noise(tmp_path: Path) -> None:
     import numpy as np
-
     from coeval_analysis.reports.summary import to_jsonable
 
     noisy = 0.5500000149011612  # a mean of float32 scores, as an earlier summary.json showed it

@@ -5,9 +5,16 @@ reference has no per-student taste (its view of a student is what the ranking me
 from __future__ import annotations
 
 import numpy as np
+from coeval_analysis.stats.measurement import (
+    LAMBDA_FLOOR,
+    Reference,
+    fit_all,
+    layout_of,
+    measured,
+    student_scores,
+)
 
 from benchmarks.labels_in_loop import simulate_labels, simulate_run
-from coeval_analysis.stats.measurement import LAMBDA_FLOOR, Reference, fit_all, layout_of, measured, student_scores
 
 
 def test_labels_one_per_datapoint_leave_the_reference_unmeasured_and_the_ranking_intact() -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from coeval_analysis._jsonl import JSON_TEXT, MAP, TEXT, _read_slow, read_records
 from coeval_analysis.judge_replies import judge_replies
 from coeval_analysis.loader import load_run

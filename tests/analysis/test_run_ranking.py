@@ -62,7 +62,7 @@ def test_uneven_missing_answers_warn_and_add_a_common_items_ranking(make_run: Ca
                 rec.update(scores={}, status="failed", error="parse_error: no JSON object")
             lines.append(json.dumps(rec))
         path.write_text("\n".join(lines) + "\n")
-    s, output, page = _run_cli(run)
+    s, _output, page = _run_cli(run)
     stu_e = s["students"]["stu-e"]
     assert (stu_e["n_answers"], stu_e["n_failed"], stu_e["n_unjudged"]) == (72, 0, 36)
     assert stu_e["missing_rate"] == 0.5

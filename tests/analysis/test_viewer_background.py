@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 from coeval_analysis.viewer import prebuild, queries, server
 from coeval_analysis.viewer.build import DATAPOINT_SUMMARY
 from coeval_analysis.viewer.rowsql import datapoint_rows_sql
 from coeval_analysis.viewer.server import ViewServer
 from coeval_analysis.viewer.store import RunStore, cache_path
+
 from tests.analysis.test_viewer import CONFIG
 
 _VALUE = {"High": 1.0, "Medium": 0.5, "Low": 0.0}

@@ -13,7 +13,6 @@ from typing import Any
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 from coeval_analysis.viewer import queries
 from coeval_analysis.viewer.server import shared_datapoints

@@ -73,10 +73,10 @@ class HubStandIn:
                 return self._answer(404, body, {"Content-Type": "application/json",
                                                 "X-Error-Code": "RepoNotFound"}, send_body)
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:
                 self._route(True)
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 self._route(False)
 
         return Handler

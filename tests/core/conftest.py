@@ -8,7 +8,6 @@ from typing import Any
 
 import pluggy
 import pytest
-
 from coeval import (
     RegisterEvaluator,
     RegisterInterface,

@@ -12,9 +12,9 @@ from coeval.config.model import Config
 from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.interfaces.mock import MockInterface
 from coeval.planning.cost.samples import in_estimate_sample
-from coeval.storage.records import latest_by_id
 from coeval.run.options import RunOptions
 from coeval.run.runner import RunResult, run_experiment
+from coeval.storage.records import latest_by_id
 from coeval.storage.run_folder import RunFolder, iter_jsonl
 
 ALL_ROLES = ["teacher", "student", "judge"]

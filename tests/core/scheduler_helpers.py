@@ -11,7 +11,6 @@ from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface, ModelError, Usage
 from coeval.scheduler import WorkItem, WorkOutcome
 
-
 #: Where the scheduler's correction note on a retried unparseable reply begins.
 CORRECTION_MARK = "\n\nYour previous reply (item "
 

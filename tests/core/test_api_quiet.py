@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 from coeval.config import load_config
 from coeval.run.options import RunOptions

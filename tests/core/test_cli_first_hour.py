@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 
 SUMMARY = re.compile(r"^(\w+): (\d+)/(\d+) done(?:, (\d+) cancelled \(([^)]*)\))? \((\d+) ok, (\d+) failed\)", re.M)
@@ -42,7 +41,7 @@ def test_a_budget_stop_counts_the_items_not_run_as_cancelled_not_done(work: Path
     assert lines, err
     stopped = [line for line in lines if line[3]]
     assert stopped, err  # at least one phase was cut short by the budget
-    for phase, done, total, cancelled, cause, ok, failed in stopped:
+    for _phase, done, total, cancelled, cause, ok, failed in stopped:
         assert cause == "budget"
         assert int(done) + int(cancelled) == int(total)
         assert int(done) == int(ok) + int(failed) < int(total)
@@ -66,9 +65,8 @@ def test_a_stopped_phase_is_told_by_its_summary_line_not_by_a_raw_log_line(
 def test_a_phase_bar_is_hidden_until_its_items_are_counted() -> None:
     import io
 
-    from rich.console import Console
-
     from coeval.console.progress import ProgressReporter
+    from rich.console import Console
 
     out = io.StringIO()
     reporter = ProgressReporter(enabled=True, console=Console(file=out, force_terminal=True, width=120))

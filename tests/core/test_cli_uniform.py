@@ -11,7 +11,6 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 from coeval.contract.manager import reset_plugins
 
@@ -96,7 +95,7 @@ def test_a_run_error_uses_the_same_prefix(work: Path, capfd: pytest.CaptureFixtu
     assert result.exit_code == 2, err
     assert "needs coeval-providers, which is installed but disabled (COEVAL_DISABLE_PLUGINS names 'providers')" in err
     assert "not installed" not in err
-    assert [line for line in err.splitlines() if "rror" in line][0].startswith("error: model ")
+    assert next(line for line in err.splitlines() if "rror" in line).startswith("error: model ")
 
 
 def coeval_subprocess(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -266,8 +266,8 @@ def phase_id_literals() -> dict[str, int]:
 
 def interface_names() -> set[str]:
     """Every interface an installed plugin registers or a shipped distribution names."""
-    from coeval.interfaces.known import SHIPPED_INTERFACES
     from coeval.contract.manager import registries
+    from coeval.interfaces.known import SHIPPED_INTERFACES
 
     return (set(SHIPPED_INTERFACES) | set(registries().interfaces.names())) - {"mock"}
 

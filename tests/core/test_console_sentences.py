@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 from coeval.console.logs import run_logging
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from coeval.planning.cost import estimate_cost, history
+
 from tests.core.pipeline_support import folder, make_config, meta, mock_model, run, task
 
 

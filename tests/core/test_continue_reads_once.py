@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 from coeval.phases.evaluation import EvaluationPhase
-from coeval.phases.survey_memo import forget_surveys
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
+from coeval.phases.survey_memo import forget_surveys
 from coeval.run import shrink
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateRequest, RateLimitError
 from coeval.interfaces.mock import MockInterface

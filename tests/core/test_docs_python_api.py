@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 
 API_DOC = Path(__file__).resolve().parents[2] / "docs" / "python-api.md"

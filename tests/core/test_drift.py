@@ -7,7 +7,6 @@ from pathlib import Path
 
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 
 RUN = Path("runs") / "starter-mock"

@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
+
 from tests.core.pipeline_support import mock_model, task
 
 RUN = Path("runs") / "exp"

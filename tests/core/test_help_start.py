@@ -8,7 +8,6 @@ import shlex
 from pathlib import Path
 
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli.init_templates import TEMPLATES
 from coeval.cli.main import cli
 

@@ -5,8 +5,8 @@ ingested benchmark fixtures; config switches; registration through the plugin ho
 from __future__ import annotations
 
 import pytest
-from coeval.phases.base import PhaseError
 from coeval.contract.manager import registries
+from coeval.phases.base import PhaseError
 from coeval.quality import Candidate, QualityRejection, gate_for
 from coeval.quality.checks import implied_min_words
 
@@ -122,16 +122,16 @@ def test_builtin_checks_are_registered_through_the_hook() -> None:
 
 
 def test_an_unknown_check_in_the_config_is_a_clear_error(tmp_path) -> None:
+    import attrs
     from coeval.phases.base import RunView
     from coeval.storage.run_folder import RunFolder
-    from tests.core.pipeline_support import make_config, mock_model, task
 
-    import attrs
+    from tests.core.pipeline_support import make_config, mock_model, task
 
     # a config validated while a plugin with that check was installed, run without it
     cfg = make_config(tmp_path, [mock_model("m")], [task()])
     cfg = attrs.evolve(cfg, experiment=attrs.evolve(cfg.experiment, item_checks={"no_such_check": False}))
-    with pytest.raises(PhaseError, match="experiment.item_checks: unknown check 'no_such_check'"):
+    with pytest.raises(PhaseError, match=r"experiment\.item_checks: unknown check 'no_such_check'"):
         gate_for(RunView(cfg, RunFolder(tmp_path / "r"), registries()))
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli import keys_cmd
 from coeval.cli.main import cli
 from coeval.config.credentials import KeyStore

@@ -8,11 +8,10 @@ answer that says more than the label matches on neither.
 from __future__ import annotations
 
 import pytest
-from coeval_analysis.labels import LabelScorer
-
+from coeval.answer_checks.labels import normalise_label
 from coeval.config.model import TaskConfig
 from coeval.evaluators.label import LabelEvaluator
-from coeval.answer_checks.labels import normalise_label
+from coeval_analysis.labels import LabelScorer
 
 TASK = TaskConfig(name="sentiment", description="d", label_attributes=("sentiment",))
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 
 META = Path("runs/starter-mock/meta.json")

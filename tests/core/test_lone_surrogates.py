@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from coeval.storage.run_folder import JsonlWriter, iter_jsonl
+
 from tests.core.pipeline_support import folder, lines, make_config, mock_model, run, task
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 
 REASON = "mock fault rates add up to more than 1 (1.2)"

@@ -10,6 +10,7 @@ import time
 import jsonschema
 import pytest
 from coeval.config.model import ModelConfig
+from coeval.contract.manager import registries
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,
@@ -18,7 +19,6 @@ from coeval.interfaces.base import (
     TransientModelError,
 )
 from coeval.interfaces.mock import MockInterface, MockParameterError
-from coeval.contract.manager import registries
 
 SCORES = ["High", "Medium", "Low"]
 

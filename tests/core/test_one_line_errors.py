@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 from coeval.storage import run_folder
+
 from tests.core.pipeline_support import mock_model, task
 
 RUN = Path("runs") / "exp"

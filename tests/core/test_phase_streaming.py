@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from coeval.evaluators import base as evaluator_base
 from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.interfaces.mock import MockInterface

@@ -9,7 +9,6 @@ import pytest
 from coeval import hookimpl
 
 from .pipeline_support import (
-    RecordingMock,
     folder,
     lines,
     make_config,

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 from coeval.console import PIPE_WIDTH, output_console
 

@@ -6,16 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import coeval
 import pluggy
 import pytest
-
-import coeval
 from coeval import RegisterBatchRunner, RegisterInterface, RegisterReport, RegisterRunEnd, hookimpl
 from coeval.config import ConfigError, load_config
-from coeval.interfaces.mock import MockInterface
-from coeval.planning import batch_phases
 from coeval.contract.errors import DuplicateRegistrationError
 from coeval.contract.manager import collect, registries
+from coeval.interfaces.mock import MockInterface
+from coeval.planning import batch_phases
 
 REPO = Path(__file__).resolve().parents[2]
 DISTRIBUTIONS = {

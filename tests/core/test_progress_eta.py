@@ -6,12 +6,11 @@ from __future__ import annotations
 import io
 import re
 
-from rich.console import Console
-
+from coeval.console.eta import RecentRate, format_eta
+from coeval.console.progress import ProgressReporter
 from coeval.scheduler.batching.base import BatchJobStatus
 from coeval.scheduler.batching.watch import BatchWatch, WaitingJob
-from coeval.console.progress import ProgressReporter
-from coeval.console.eta import RecentRate, format_eta
+from rich.console import Console
 
 
 class Clock:

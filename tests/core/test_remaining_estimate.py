@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 from coeval.config import load_config
 from coeval.config.model import Config
 from coeval.planning.cost import estimate_cost
+
 from tests.core.pipeline_support import folder, lines, make_config, meta, mock_model, run, task
 
 PHASES = ("data_generation", "response_collection", "evaluation")

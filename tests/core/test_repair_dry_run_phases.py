@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 from coeval.storage.run_folder import RunFolder
 

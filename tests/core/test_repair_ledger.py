@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
-
-from coeval.run.drift import find_drift
 from coeval.contract.manager import registries
+from coeval.run.drift import find_drift
 from coeval.storage.repair import repair_run
+
 from tests.core.pipeline_support import folder, make_config, meta, mock_model, run, task
 
 

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 
 

@@ -7,7 +7,6 @@ from collections import Counter
 from pathlib import Path
 
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 
 RUN = Path("runs") / "starter-mock"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import io
 
-from coeval.interfaces.base import GenerateResult
 from coeval.console.progress import ProgressReporter
+from coeval.interfaces.base import GenerateResult
 from coeval.scheduler import BatchExecutor, Scheduler, SchedulerLimits, WorkOutcome
 from rich.console import Console
 

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from coeval.run.runner import RunResult
+
 from tests.core.pipeline_support import duplicate_ids, folder, make_config, mock_model, run, task
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from coeval.cli.status_cmd import collect_status
 from coeval.storage.record_inputs import datapoint_version, response_version
+
 from tests.core.pipeline_support import folder, lines, make_config, mock_model, records, run, task
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from coeval.run import runner
+
 from tests.core.pipeline_support import folder, make_config, mock_model, run, task
 
 

@@ -10,7 +10,6 @@ import threading
 from typing import Any
 
 import pytest
-
 from coeval.phases.evaluation import EvaluationPhase
 from coeval.phases.survey_memo import forget_surveys
 from coeval.run.runner import EXIT_INTERRUPTED

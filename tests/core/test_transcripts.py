@@ -9,7 +9,6 @@ from typing import Any
 
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
 
 _CONFIG: dict[str, Any] = {

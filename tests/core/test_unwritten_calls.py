@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from coeval.contract.manager import Entry, registries
 from coeval.storage import run_folder
+
 from tests.core.pipeline_support import RecordingMock, folder, make_config, meta, mock_model, run, task
 
 
@@ -63,7 +63,6 @@ def test_the_phase_summary_counts_only_written_records_and_names_the_write_error
 
     import yaml
     from click.testing import CliRunner
-
     from coeval.cli.main import cli
 
     raw = {"models": [mock_model("a", seed=1, latency_ms=5), mock_model("b", seed=2, latency_ms=5)],

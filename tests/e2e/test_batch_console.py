@@ -74,13 +74,13 @@ def test_fetch_batches_after_ctrl_c_speaks_in_sentences_and_collects_once(fake: 
     assert not [line for line in err.splitlines() if RAW_EVENT.search(line)], err
 
     early = _coeval(tmp_path, "status", "--run", str(run), "--fetch-batches")
-    out, err = early.communicate(timeout=60)
+    _, err = early.communicate(timeout=60)
     assert early.returncode == 0, err
     assert err == "0 of 1 batch jobs collected (0 records ok, 0 failed); 1 still pending\n"
     while time.monotonic() < deadline:  # until the provider has finished the job
         time.sleep(1.0)
         later = _coeval(tmp_path, "status", "--run", str(run), "--fetch-batches", "-q")
-        out, err = later.communicate(timeout=60)
+        _out, err = later.communicate(timeout=60)
         if "1 still pending" not in err:
             break
     assert err == "1 of 1 batch jobs collected (2 records ok, 0 failed); 0 still pending\n"

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.scheduler.batching import PendingStore
 from coeval.config import load_config
 from coeval.run.options import RunOptions
 from coeval.run.runner import run_experiment
+from coeval.scheduler.batching import PendingStore
 from coeval.scheduler.resample import retry_seed
 from coeval.storage.run_folder import RunFolder
 from coeval_testing.fake_server import FakeServer

@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from coeval_testing.fake_server import FakeServer
 from coeval_testing.fake_server._state import FakeConfig
 

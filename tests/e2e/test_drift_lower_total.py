@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from coeval.cli.main import cli
+
 from tests.core.pipeline_support import mock_model, task
 
 BASE: dict[str, Any] = {

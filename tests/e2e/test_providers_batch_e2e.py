@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.scheduler.batching import PendingStore, fetch_pending_batches
 from coeval.config import load_config
 from coeval.config.credentials import KeyStore
 from coeval.run.options import RunOptions
 from coeval.run.runner import run_experiment
+from coeval.scheduler.batching import PendingStore, fetch_pending_batches
 from coeval.storage.run_folder import RunFolder
 from coeval_testing.fake_server import FakeServer
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.config.model import ModelConfig
 from coeval.config.credentials import Credentials, KeyStore
+from coeval.config.model import ModelConfig
 from coeval_testing.fake_server import FakeServer
 
 #: The secret every test key embeds; it must never show up in an error or a record.

@@ -10,12 +10,12 @@ from typing import Any
 
 import attrs
 import pytest
-from coeval.scheduler.batching import BatchExecutor, PendingStore, PollPolicy
-from coeval.config.model import Config, ExperimentConfig, ModelConfig
 from coeval.config.credentials import KeyStore
-from coeval.interfaces.base import GenerateRequest, GenerateResult
+from coeval.config.model import Config, ExperimentConfig, ModelConfig
 from coeval.contract.manager import registries
+from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.scheduler import OutputParseError, WorkItem, WorkOutcome
+from coeval.scheduler.batching import BatchExecutor, PendingStore, PollPolicy
 from coeval.storage.run_folder import RunFolder
 
 from tests.providers.conftest import model_and_credentials, provider_setup, write_keys

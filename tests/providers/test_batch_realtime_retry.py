@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from coeval.config.credentials import KeyStore
+from coeval.config.model import Config, ExperimentConfig, ModelConfig
+from coeval.contract.manager import registries
+from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
+from coeval.scheduler import OutputParseError, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval.scheduler.batching import BatchExecutor, PendingStore, PollPolicy
 from coeval.scheduler.batching.watch import BatchWatch
-from coeval.config.model import Config, ExperimentConfig, ModelConfig
-from coeval.config.credentials import KeyStore
-from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
-from coeval.contract.manager import registries
-from coeval.scheduler import OutputParseError, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval.scheduler.resample import retry_seed
 from coeval.storage.run_folder import RunFolder
 from coeval_testing.fake_server._core import count_tokens

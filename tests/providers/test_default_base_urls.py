@@ -17,10 +17,10 @@ import aiohttp
 import botocore.httpsession
 import pytest
 import yarl
-from coeval.config.model import ModelConfig
 from coeval.config.credentials import KeyStore
-from coeval.interfaces.base import GenerateRequest, GenerateResult
+from coeval.config.model import ModelConfig
 from coeval.contract.manager import registries
+from coeval.interfaces.base import GenerateRequest, GenerateResult
 
 from tests.providers.conftest import ALL_INTERFACES, SECRET, provider_setup, write_keys
 

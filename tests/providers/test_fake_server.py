@@ -12,7 +12,6 @@ import pytest
 from coeval_testing.fake_server import schema_instance
 from coeval_testing.fake_server._strict import bedrock_job_problem, vertex_job_problem
 
-
 BEARER = {"Authorization": "Bearer test-key"}
 
 

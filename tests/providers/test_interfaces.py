@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 import pytest
-from coeval.interfaces.base import GenerateRequest, GenerateResult, MalformedResponseError
 from coeval.contract.manager import registries
+from coeval.interfaces.base import GenerateRequest, GenerateResult, MalformedResponseError
 from coeval.scheduler import ManualClock, RetryPolicy, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 
 from tests.providers.conftest import ALL_INTERFACES, SECRET, model_and_credentials, provider_setup
@@ -320,8 +320,8 @@ def test_wrong_base_url_says_cannot_connect_and_names_the_host(name: str, tmp_pa
 def test_vertex_without_any_google_credentials_is_fatal_and_says_how_to_fix(tmp_path: Any, monkeypatch: Any) -> None:
     """No token, no service-account file and no Application Default Credentials: every retry
     would fail the same way, so the error is fatal and names the settings to fix."""
-    from coeval.config.model import ModelConfig
     from coeval.config.credentials import Credentials
+    from coeval.config.model import ModelConfig
     from coeval.interfaces.base import FatalModelError
 
     for var in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CONFIG"):

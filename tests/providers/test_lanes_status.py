@@ -10,7 +10,6 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
-
 from coeval_testing.fake_server import FakeServer
 from coeval_testing.fake_server._state import FakeConfig
 

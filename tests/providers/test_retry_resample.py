@@ -4,16 +4,15 @@ with a new seed and a higher temperature, so it can answer differently."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from coeval.config.model import ModelConfig
-from coeval_providers.interfaces.facts import SAMPLING_KEYS
-from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.contract.manager import registries
+from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.scheduler import OutputParseError, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval.scheduler.resample import retry_seed
-from coeval_testing.fake_server import FakeServer
 from coeval_providers.interfaces import interface_class
+from coeval_providers.interfaces.facts import SAMPLING_KEYS
+from coeval_testing.fake_server import FakeServer
 
 
 def _run_judge_item(fake: FakeServer, rejected_replies: int) -> WorkOutcome:

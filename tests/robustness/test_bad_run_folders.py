@@ -164,7 +164,7 @@ def test_continue_heals_a_damaged_run(name, phase, damage, finished, reference):
 
 def _replaced_by_a_newer_record(line: str, now: list[str]) -> bool:
     old = json.loads(line)
-    if old.get("status") != "ok" or "response_hash" not in old and "datapoint_hash" not in old:
+    if old.get("status") != "ok" or ("response_hash" not in old and "datapoint_hash" not in old):
         return False
     newer = [json.loads(n) for n in now if _is_record(n) and json.loads(n).get("id") == old["id"]]
     return len(newer) == 1 and newer[0] != old

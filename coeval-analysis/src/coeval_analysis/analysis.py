@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from coeval_analysis.data import LLM_JUDGE, RunData
+from coeval_analysis.headline_notes import headline_notes
 from coeval_analysis.human_labels import HumanLabel, run_labels
 from coeval_analysis.item_quality import with_rejections
 from coeval_analysis.item_tables import datapoint_table, label_table, response_table
@@ -25,10 +26,8 @@ from coeval_analysis.judge_quality import (
     dropped_entries,
     with_degenerate_rates,
 )
-from coeval_analysis.headline_notes import headline_notes
 from coeval_analysis.judge_replies import judge_replies
 from coeval_analysis.pass_rates import pass_rate_summary, pass_rate_table
-from coeval_analysis.teacher_diversity import with_diversity
 from coeval_analysis.ranking import (
     MIN_INTERVAL_DATAPOINTS,
     MISSING_GAP,
@@ -42,6 +41,7 @@ from coeval_analysis.ranking import (
     teacher_weights,
     unrelated_weight,
 )
+from coeval_analysis.reference_judge import reference_summary, reference_table
 from coeval_analysis.run_warnings import collect_warnings, flag_constant_raters
 from coeval_analysis.stale import stale_warnings
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
@@ -49,11 +49,11 @@ from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.coverage import attribute_coverage
 from coeval_analysis.stats.diagnostics import self_preference, teacher_discrimination, verbosity
 from coeval_analysis.stats.icc_bootstrap import icc_intervals
-from coeval_analysis.reference_judge import reference_summary, reference_table
 from coeval_analysis.stats.measurement import TAU
 from coeval_analysis.stats.reference import evaluator_scores, gold_report, label_report
 from coeval_analysis.stats.robust import RobustRanking, robust_ranking
 from coeval_analysis.stats.scores import ScoreModel
+from coeval_analysis.teacher_diversity import with_diversity
 
 __all__ = ["SCHEMA_VERSION", "Analysis", "AnalysisOptions", "analyze"]
 

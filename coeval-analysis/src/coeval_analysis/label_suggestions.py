@@ -42,10 +42,10 @@ own measures.
 from __future__ import annotations
 
 import json
-from statistics import NormalDist
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-
 from coeval.answer_checks.labels import normalise_label
 
 if TYPE_CHECKING:

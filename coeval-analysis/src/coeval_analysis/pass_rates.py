@@ -24,12 +24,18 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from coeval.answer_checks.functions import CHECK_NAMES
+
 from coeval_analysis.data import RunData
 
-__all__ = ["PASS_FAIL_EVALUATORS", "pass_at_k", "pass_at_k_table", "pass_rate_table", "pass_rate_summary",
-           "wilson_interval"]
+__all__ = [
+    "PASS_FAIL_EVALUATORS",
+    "pass_at_k",
+    "pass_at_k_table",
+    "pass_rate_summary",
+    "pass_rate_table",
+    "wilson_interval",
+]
 #: the code evaluator, whose per-sample pass@1 scores give pass@k
 CODE_EVALUATOR = "python_tests"
 BOOTSTRAP_DRAWS = 2000

@@ -19,6 +19,7 @@ from coeval_analysis._jsonl import map_entries
 from coeval_analysis.columns import _cat, _failed_status, _id_codes, _last_valid, _short, _text
 from coeval_analysis.data import LLM_JUDGE, DataQuality, PhaseQuality
 
+
 def _datapoint_tables(
     dps: pa.Table, dp_bad: int, quality: DataQuality, datapoint_ids: Vocabulary, tasks: Vocabulary,
     models: Vocabulary,

@@ -131,7 +131,7 @@ def simulate(sc: Scenario, seed: int) -> Simulated:
     missing = np.zeros((n_items, S), bool)
     order = np.argsort(-difficulty)
     for s, share in sc.fail_hardest.items():
-        missing[order[: int(round(share * n_items))], s] = True
+        missing[order[: round(share * n_items)], s] = True
     if sc.all_failed is not None:
         missing[:, sc.all_failed] = True
     jj, ii, ss = np.nonzero(~missing[None, :, :] & np.ones((n_j, 1, 1), bool))

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
-
 from coeval.cli.verbosity import current_verbosity, info
 from coeval.contract.manager import registries
 from coeval.storage import RunFolder
+
 from coeval_benchmarks.own_data import OwnDataAdapter
 
 __all__ = ["ingest_command"]
@@ -60,9 +60,8 @@ def _names(values: Iterable[str]) -> list[str]:
 
 
 def _print_list(adapters: dict[str, Any]) -> None:
-    from rich.table import Table
-
     from coeval.console import output_console
+    from rich.table import Table
 
     table = Table("name", "hub dataset", "split", "gold metric", "shipped by", title="Benchmarks")
     for name, adapter in sorted(adapters.items()):

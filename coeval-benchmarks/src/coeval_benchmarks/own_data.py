@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
 
@@ -33,7 +33,7 @@ class OwnDataAdapter(BenchmarkAdapter):
     output_description = "A correct, complete answer to the prompt."
     #: kept only when rows carry a label (ingest drops attributes no item has)
     label_attributes = (LABEL_ATTRIBUTE,)
-    rubric = {
+    rubric: ClassVar[Mapping[str, str]] = {
         "correctness": "The answer is correct and agrees with the reference answer when one is given.",
         "completeness": "The answer addresses every part of the prompt.",
     }

@@ -24,21 +24,59 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from coeval.config.credentials import Credentials, redact
     from coeval.config.errors import ConfigError, ValidationIssue
     from coeval.config.loader import load_config, validate_config
-    from coeval.planning import plan_experiment
-    from coeval.run.runner import run_experiment
+    from coeval.config.model import Config, ModelConfig, TaskConfig
+    from coeval.contract.evaluation import (
+        EvaluationCall,
+        EvaluationFailed,
+        EvaluationRequest,
+        EvaluationResult,
+        Evaluator,
+        Scorer,
+        Scoring,
+        SubmitCalls,
+    )
     from coeval.contract.hookspecs import hookimpl, hookspec
-    from coeval.contract.types import BatchRunnerFactory, BenchmarkAdapter, InterfaceFactory, InterfaceFacts, ItemCheck, Metric, MetricFactory, RegisterBatchRunner, RegisterBenchmark, RegisterEvaluator, RegisterInterface, RegisterItemCheck, RegisterMetric, RegisterPhase, RegisterReport, RegisterRunEnd, ReportWriter, RunEndAction
-    from coeval.contract.evaluation import EvaluationCall, EvaluationFailed, EvaluationRequest, EvaluationResult, Evaluator, Scorer, Scoring, SubmitCalls
+    from coeval.contract.types import (
+        BatchRunnerFactory,
+        BenchmarkAdapter,
+        InterfaceFactory,
+        InterfaceFacts,
+        ItemCheck,
+        Metric,
+        MetricFactory,
+        RegisterBatchRunner,
+        RegisterBenchmark,
+        RegisterEvaluator,
+        RegisterInterface,
+        RegisterItemCheck,
+        RegisterMetric,
+        RegisterPhase,
+        RegisterReport,
+        RegisterRunEnd,
+        ReportWriter,
+        RunEndAction,
+    )
     from coeval.evaluators.base import ModelFreeEvaluator
     from coeval.evaluators.routing import routed_factors
-    from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, Interface, MalformedResponseError, ModelError, RateLimitError, TransientModelError, Usage
+    from coeval.interfaces.base import (
+        FatalModelError,
+        GenerateRequest,
+        GenerateResult,
+        Interface,
+        MalformedResponseError,
+        ModelError,
+        RateLimitError,
+        TransientModelError,
+        Usage,
+    )
     from coeval.interfaces.batch import BatchJobStatus, BatchRunner
     from coeval.phases.base import Phase, PhaseContext, PhaseError, PlannedCalls, RunView, Survey
+    from coeval.planning import plan_experiment
+    from coeval.run.runner import run_experiment
     from coeval.scheduler.work import OutputParseError, WorkOutcome
-    from coeval.config.model import Config, ModelConfig, TaskConfig
-    from coeval.config.credentials import Credentials, redact
     from coeval.storage.records import load_phase_records, usable_response
     from coeval.storage.run_folder import RunFolder
 

@@ -17,8 +17,8 @@ from coeval_hf._host import ModelSlot, get_host
 from coeval_hf._params import read_sampling
 
 if TYPE_CHECKING:
-    from coeval.config.model import ModelConfig
     from coeval.config.credentials import Credentials
+    from coeval.config.model import ModelConfig
 
 __all__ = ["HostedInterface"]
 

@@ -93,7 +93,7 @@ class ServedModel:
             from ray import serve
 
             context = serve.get_replica_context()
-            return str(getattr(context, "replica_id", None) and context.replica_id.unique_id or context.replica_tag)
+            return str((getattr(context, "replica_id", None) and context.replica_id.unique_id) or context.replica_tag)
         except Exception:  # outside Ray (the unit tests)
             return "local"
 

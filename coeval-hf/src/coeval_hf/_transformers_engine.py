@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-
 from coeval.interfaces.base import FatalModelError, GenerateResult, ModelError, TransientModelError, Usage
+
 from coeval_hf._constrained import json_mask_processor
 from coeval_hf._devices import resolve_device, resolve_dtype
 from coeval_hf._host import PendingCall

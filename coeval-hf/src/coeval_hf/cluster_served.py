@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from coeval.config.cluster_block import cluster_problems, read_cluster
 from coeval.config.model import ModelConfig
-from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, Interface, TransientModelError
+from coeval.interfaces.base import (
+    FatalModelError,
+    GenerateRequest,
+    GenerateResult,
+    Interface,
+    TransientModelError,
+)
 
 from coeval_hf import ray_serving
 

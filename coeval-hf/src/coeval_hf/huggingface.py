@@ -36,8 +36,8 @@ from coeval_hf._params import ParameterError, read_bool, read_int
 from coeval_hf._transformers_engine import LoadSpec, TransformersEngine, hf_cache_dir
 
 if TYPE_CHECKING:
-    from coeval.config.model import ModelConfig
     from coeval.config.credentials import Credentials
+    from coeval.config.model import ModelConfig
 
 __all__ = ["HuggingFaceInterface"]
 

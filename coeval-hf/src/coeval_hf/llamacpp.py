@@ -35,8 +35,8 @@ from coeval_hf._params import ParameterError, read_bool, read_int, read_sampling
 from coeval_hf.embedded import DEFAULT_MODEL, EmbeddedModelMissing, embedded_model_path, is_embedded_name
 
 if TYPE_CHECKING:
-    from coeval.config.model import ModelConfig
     from coeval.config.credentials import Credentials
+    from coeval.config.model import ModelConfig
 
 __all__ = ["LlamaCppEngine", "LlamaCppInterface", "build_chat_payload", "default_threads"]
 

@@ -24,12 +24,28 @@ from markupsafe import Markup
 
 from coeval_analysis.reports.blocks import Section
 from coeval_analysis.reports.checks_section import checks_section
-from coeval_analysis.reports.data_sections import coverage_section, quality_section, references_section, warnings_section
+from coeval_analysis.reports.data_sections import (
+    coverage_section,
+    quality_section,
+    references_section,
+    warnings_section,
+)
 from coeval_analysis.reports.item_quality import item_quality_section
-from coeval_analysis.reports.judge_sections import agreement_section, bias_section, judges_section, teachers_section
+from coeval_analysis.reports.judge_sections import (
+    agreement_section,
+    bias_section,
+    judges_section,
+    teachers_section,
+)
 from coeval_analysis.reports.page import PageContext
 from coeval_analysis.reports.reference_section import reference_section
-from coeval_analysis.reports.student_sections import breakdowns_section, comparisons_section, missing_section, overview_section, ranking_section
+from coeval_analysis.reports.student_sections import (
+    breakdowns_section,
+    comparisons_section,
+    missing_section,
+    overview_section,
+    ranking_section,
+)
 from coeval_analysis.reports.summary import to_jsonable
 from coeval_analysis.reports.viewer_links import viewer_section
 

@@ -33,7 +33,7 @@ def _item_sums(mat: np.ndarray, item: np.ndarray, n_items: int) -> np.ndarray:
 
 def icc_from_sums(sums: np.ndarray, k: int) -> dict[str, np.ndarray]:
     """ICC(3,1), ICC(3,k), ICC(2,1) from (..., 4 + k) weighted sums (weights = multiplicities)."""
-    w, sm, sm2, sy2 = sums[..., 0], sums[..., 1], sums[..., 2], sums[..., 3]
+    w, _sm, sm2, sy2 = sums[..., 0], sums[..., 1], sums[..., 2], sums[..., 3]
     col = sums[..., 4:]
     with np.errstate(divide="ignore", invalid="ignore"):
         grand = col.sum(-1) / (k * w)

@@ -3,6 +3,7 @@ with a little CSS and no script, so they work in any browser and in tests."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from html import escape
@@ -120,10 +121,8 @@ def start_page(name: str, base: str, ranking: Sequence[Mapping[str, Any]], facet
 
 def _pre(value: Any, cls: str = "") -> str:
     if isinstance(value, str) and value.startswith(("{", "[")):
-        try:
+        with contextlib.suppress(ValueError):
             value = json.dumps(json.loads(value), indent=1, ensure_ascii=False)
-        except ValueError:
-            pass
     return f'<pre class="{cls}">{_e(value)}</pre>'
 
 

@@ -106,7 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         self.connection.settimeout(self.server.idle_timeout_s)  # a silent connection is closed, not waited on
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug(format, *args)
 
     def _refuse(self, status: int, text: str, headers: Sequence[tuple[str, str]]) -> None:
@@ -119,7 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         refusal = self.server.guard.admit(self.path, self.headers)
         if refusal is not None:
             self._refuse(refusal.status, refusal.text, refusal.headers)
@@ -143,7 +143,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         refusal = self.server.guard.admit(self.path, self.headers)
         if refusal is not None:
             self._refuse(refusal.status, refusal.text, refusal.headers)

@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coeval.answer_checks.user_code import load_function
 from coeval.answer_checks.labels import normalise_label
+from coeval.answer_checks.user_code import load_function
 
 __all__ = ["CHECK_NAMES", "check_params", "param_problem", "run_check"]
 

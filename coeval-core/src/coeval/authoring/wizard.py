@@ -18,17 +18,16 @@ from typing import Any
 import click
 
 from coeval.authoring.describe import readable
+from coeval.config.credentials import KeyStore, redact
 from coeval.config.errors import ConfigError
 from coeval.config.loader import load_config, structure_config
 from coeval.config.model import PHASE_IDS, PHASE_MODES, ROLES
 from coeval.config.yaml_out import dump_config_yaml
-from coeval.config.credentials import KeyStore, redact
+from coeval.contract.manager import registries
+from coeval.contract.status import missing_interface
 from coeval.interfaces.base import GenerateRequest
 from coeval.interfaces.known import AUTO_INTERFACE, DEFAULT_INTERFACE, SHIPPED_INTERFACES
-from coeval.contract.manager import registries
 from coeval.phases.judging import extract_json
-from coeval.contract.status import missing_interface
-from coeval.contract.manager import registries
 from coeval.storage.run_folder import atomic_write_text, utc_now
 
 __all__ = [

@@ -7,10 +7,10 @@ from __future__ import annotations
 import attrs
 
 from coeval.config.model import Config
-from coeval.phases.order import ordered_phases
-from coeval.planning import Plan
 from coeval.contract.manager import registries
+from coeval.phases.order import ordered_phases
 from coeval.phases.ordering import run_mode
+from coeval.planning import Plan
 
 __all__ = ["with_continue_modes"]
 

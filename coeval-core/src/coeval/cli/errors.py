@@ -67,8 +67,8 @@ def echo_issues(issues: Any, *, err: bool = True) -> None:
 def report_user_error(exc: BaseException) -> int | None:
     """Print ``exc`` if it is a user error and return the exit code; None for anything else."""
     # lazy: they pull yaml, attrs and jsonschema into coeval.cli.main, which stays light
-    from coeval.config.errors import ConfigError
     from coeval.config.credentials import KeyFileError, redact
+    from coeval.config.errors import ConfigError
 
     if isinstance(exc, ConfigError):
         n = len(exc.errors)

@@ -12,10 +12,10 @@ import click
 
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
-from coeval.config.model import ModelConfig
 from coeval.config.credentials import KeyFileError, KeyStore, redact
-from coeval.contract.status import missing_interface
+from coeval.config.model import ModelConfig
 from coeval.contract.manager import registries
+from coeval.contract.status import missing_interface
 from coeval.interfaces.known import IN_PROCESS_INTERFACES, SERVER_ADDRESS_ENV
 
 #: Providers that need no key, only a reachable server (listed when their URL is configured).

@@ -12,8 +12,8 @@ from coeval.cli.errors import user_errors
 from coeval.cli.lanes_preview import format_lanes
 from coeval.cli.run_cmd import load_for_cli, parse_model_list
 from coeval.console import output_console
-from coeval.planning.cost import estimate_cost, print_estimate, write_estimate
 from coeval.planning import print_plan
+from coeval.planning.cost import estimate_cost, print_estimate, write_estimate
 
 
 @click.command("plan")

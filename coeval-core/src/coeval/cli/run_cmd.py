@@ -18,14 +18,14 @@ from coeval.cli.run_end import run_end_actions
 from coeval.cli.run_summary import run_summary_json
 from coeval.cli.spend_check import DEFAULT_CONFIRM_ABOVE_USD, check_spend
 from coeval.cli.verbosity import verbosity, verbosity_options
+from coeval.config.credentials import KeyStore
 from coeval.config.errors import ConfigError
 from coeval.config.loader import load_config
-from coeval.config.credentials import KeyStore
-from coeval.run.limits import limit_datapoints, limit_note, record_limit
 from coeval.planning import format_plan, plan_experiment
-from coeval.sandbox.policy import ALLOW_UNSANDBOXED_ENV
+from coeval.run.limits import limit_datapoints, limit_note, record_limit
 from coeval.run.options import RunOptions
 from coeval.run.selection import select, unknown_names
+from coeval.sandbox.policy import ALLOW_UNSANDBOXED_ENV
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 

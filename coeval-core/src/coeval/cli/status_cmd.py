@@ -10,9 +10,6 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.table import Table
 
-from coeval.scheduler.batching.fetch import FetchError, fetch_pending_batches
-from coeval.scheduler.batching.pending import PendingStore
-from coeval.planning.call_figures import call_figures, figures_table
 from coeval.cli.config_arg import run_path_from
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.lane_table import lanes_table
@@ -20,26 +17,29 @@ from coeval.cli.repair_cmd import open_run_folder
 from coeval.cli.status_expected import with_planned_totals
 from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
+from coeval.config.credentials import KeyStore
 from coeval.console import output_console
+from coeval.console.lane_figures import read_lanes
 from coeval.console.text import plain, safe_tree
+from coeval.contract.manager import registries as _registries
+from coeval.interfaces.known import INGEST_BENCHMARK_FIELD
+from coeval.phases.base import RunView
+from coeval.phases.ids import RECORD_PHASES
+from coeval.phases.order import ordered_phases
+from coeval.planning.call_figures import call_figures, figures_table
 from coeval.planning.cost.against import against_table, estimate_against_actual
 from coeval.planning.cost.report import read_estimate
-from coeval.config.credentials import KeyStore
-from coeval.console.lane_figures import read_lanes
-from coeval.run.limits import LIMIT_KEY, full_config, limit_note
-from coeval.phases.order import ordered_phases
-from coeval.phases.base import RunView
-from coeval.contract.manager import registries as _registries
 from coeval.quality import rejections
-from coeval.storage.record_inputs import stale_note, stale_records
-from coeval.storage.records import load_phase_records, record_status
 from coeval.run.ingested import merge_ingested
+from coeval.run.limits import LIMIT_KEY, full_config, limit_note
+from coeval.scheduler.batching.fetch import FetchError, fetch_pending_batches
+from coeval.scheduler.batching.pending import PendingStore
 from coeval.storage import iter_jsonl
 from coeval.storage.lock import folder_in_use
+from coeval.storage.record_inputs import stale_note, stale_records
+from coeval.storage.records import load_phase_records, record_status
 from coeval.storage.run_folder import RunFolder
 from coeval.storage.snapshot import read_config_snapshot
-from coeval.phases.ids import RECORD_PHASES
-from coeval.interfaces.known import INGEST_BENCHMARK_FIELD
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import Config
-from coeval.planning import plan_experiment
 from coeval.phases.ids import RECORD_PHASES as _RECORD_PHASES
+from coeval.planning import plan_experiment
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries

@@ -8,11 +8,11 @@ import click
 
 from coeval.authoring.wizard import WizardError, build_interactively, draft_config, write_config
 from coeval.cli.errors import UserError, user_errors
-from coeval.config.loader import load_config
 from coeval.config.credentials import KeyStore
+from coeval.config.loader import load_config
+from coeval.contract.manager import registries
 from coeval.phases.modes import registered_modes
 from coeval.phases.order import ordered_phases
-from coeval.contract.manager import registries
 from coeval.run.probe import probe_models
 
 

@@ -19,16 +19,16 @@ import cattrs
 
 from coeval.answer_checks.user_code import add_config_folder
 from coeval.config._yaml import LineMap, read_yaml
+from coeval.config.credentials import KeyStore
 from coeval.config.data_rules import with_data_facts
 from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
+from coeval.config.secret_settings import register_setting_secrets
 from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
-from coeval.config.credentials import KeyStore
 from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
+from coeval.phases import ids
 from coeval.phases.modes import default_mode, registered_modes
 from coeval.phases.order import ordered_phases
-from coeval.config.secret_settings import register_setting_secrets
-from coeval.phases import ids
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries

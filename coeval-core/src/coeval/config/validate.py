@@ -77,10 +77,10 @@ from coeval.config.task_rules import TaskRules
 __all__ = [
     "ALL_RULES",
     "ENVIRONMENT_RULES",
-    "disk_issues",
     "KNOWN_EVALUATORS",
     "KNOWN_METRICS",
     "Validator",
+    "disk_issues",
     "judged_factors",
     "resolve_run_reference",
     "run_folder_path",

@@ -23,8 +23,8 @@ from datetime import datetime
 
 import attrs
 
-from coeval.interfaces.batch import BatchJobStatus
 from coeval.console.eta import hms
+from coeval.interfaces.batch import BatchJobStatus
 
 __all__ = ["BatchWatch", "WaitingJob", "clock_time", "epoch_of"]
 

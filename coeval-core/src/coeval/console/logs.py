@@ -21,8 +21,8 @@ from typing import Any
 
 import structlog
 
-from coeval.console._log import plain_renderer
 from coeval.config.credentials import redact
+from coeval.console._log import plain_renderer
 from coeval.storage.safe_files import open_no_follow
 
 __all__ = ["LOGGER_NAME", "get_logger", "redact_event", "run_logging"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import click
@@ -29,8 +29,8 @@ from coeval.contract.types import (
     EvaluationRequest,
     EvaluationResult,
     Evaluator,
-    InterfaceFacts,
     InterfaceFactory,
+    InterfaceFacts,
     ItemCheck,
     Metric,
     MetricFactory,
@@ -56,13 +56,15 @@ __all__ = [
     "DISABLE_ENV",
     "BatchRunnerFactory",
     "BenchmarkAdapter",
+    "DuplicateRegistrationError",
+    "Entry",
     "EvaluationCall",
     "EvaluationFailed",
     "EvaluationRequest",
     "EvaluationResult",
     "Evaluator",
-    "InterfaceFacts",
     "InterfaceFactory",
+    "InterfaceFacts",
     "ItemCheck",
     "Metric",
     "MetricFactory",
@@ -77,23 +79,21 @@ __all__ = [
     "RegisterPhase",
     "RegisterReport",
     "RegisterRunEnd",
+    "Registries",
+    "Registry",
     "ReportWriter",
     "RunEndAction",
     "Scorer",
     "Scoring",
     "SubmitCalls",
-    "DuplicateRegistrationError",
-    "Entry",
-    "Registries",
-    "Registry",
-    "disabled_plugin_names",
-    "get_plugin_manager",
     "collect",
     "collect_registries",
+    "disabled_plugin_names",
+    "get_plugin_manager",
     "new_plugin_manager",
     "registries",
-    "use_plugin_manager",
     "reset_plugins",
+    "use_plugin_manager",
 ]
 
 CORE_PLUGIN = "core"

@@ -33,10 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
-
-import attrs
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.contract.evaluation import (

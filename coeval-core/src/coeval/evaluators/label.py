@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from coeval.answer_checks.labels import normalise_label
 from coeval.config.model import TaskConfig
 from coeval.evaluators.base import ModelFreeEvaluator
-from coeval.answer_checks.labels import normalise_label
 
 __all__ = ["LabelEvaluator", "gold_label", "normalize_label"]
 

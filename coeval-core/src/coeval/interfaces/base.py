@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 if TYPE_CHECKING:
-    from coeval.config.model import ModelConfig
     from coeval.config.credential_record import Credentials
+    from coeval.config.model import ModelConfig
 
 __all__ = [
     "CallGivenBack",

@@ -19,8 +19,8 @@ import attrs
 from coeval.interfaces.base import GenerateRequest, GenerateResult, ModelError
 
 if TYPE_CHECKING:
-    from coeval.config.model import ModelConfig
     from coeval.config.credential_record import Credentials
+    from coeval.config.model import ModelConfig
 
 __all__ = ["TERMINAL_STATES", "BatchJobStatus", "BatchRunner", "BatchState"]
 

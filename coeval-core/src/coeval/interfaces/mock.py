@@ -62,8 +62,8 @@ from coeval.interfaces.base import (
 )
 
 if TYPE_CHECKING:
-    from coeval.config.model import ModelConfig
     from coeval.config.credential_record import Credentials
+    from coeval.config.model import ModelConfig
 
 __all__ = ["MockInterface", "MockParameterError"]
 

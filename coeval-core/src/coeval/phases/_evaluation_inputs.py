@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from coeval.config.model import TaskConfig
-from coeval.phases._items import CountStopped
+from coeval.phases._items import raise_if_stopped
 from coeval.phases.base import RunView
 from coeval.phases.generation import above_slots_test
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
@@ -126,10 +126,6 @@ class EvaluationState:
         #: set when the phase ends: a count still reading files for it gives up (CountStopped)
         self.stop: threading.Event | None = None
 
-    def _check_stop(self) -> None:
-        if self.stop is not None and self.stop.is_set():
-            raise CountStopped()
-
     @property
     def all_responses(self) -> dict[str, dict[str, Any]]:
         """Every answer by id (read when first asked: only old records need it)."""
@@ -154,7 +150,7 @@ class EvaluationState:
         out: Counter[tuple[str, str]] = Counter()
         tasks = {name.encode() for name in self.tasks}
         for path in self.view.run.jsonl_files(RESPONSE_COLLECTION):
-            self._check_stop()
+            raise_if_stopped(self.stop)
             data = path.read_bytes()
             found = match_every_line(_OK_RESPONSE, data)
             if found is not None:  # our layout, every answer usable: (id, datapoint, task) bytes
@@ -172,7 +168,7 @@ class EvaluationState:
     def each_datapoint(self) -> Iterator[dict[str, Any]]:
         """Every datapoint (the last per id of each file), read one file at a time."""
         for path in self.view.run.jsonl_files(DATA_GENERATION):
-            self._check_stop()
+            raise_if_stopped(self.stop)
             yield from load_file_records(path).values()
 
     def rubric(self, task: TaskConfig) -> Mapping[str, Any] | None:

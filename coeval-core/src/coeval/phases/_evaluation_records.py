@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from coeval.evaluators.base import EvaluationCall, EvaluationFailed, Evaluator, Scores, Scoring
+from coeval.scheduler.work import WorkOutcome
 from coeval.storage.record_inputs import RESPONSE_HASH, response_version
 from coeval.storage.records import call_fields, evaluation_id, utc_now
-from coeval.scheduler.work import WorkOutcome
 
 __all__ = ["call_record", "model_free_record", "record_base"]
 

@@ -9,7 +9,7 @@ from typing import Generic, TypeVar
 
 from coeval.scheduler.work import WorkItem
 
-__all__ = ["CountStopped", "LazyItems", "LazySpecs", "Total", "count_later", "mode_refusal", "then"]
+__all__ = ["CountStopped", "LazyItems", "LazySpecs", "Total", "count_later", "mode_refusal", "raise_if_stopped", "then"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -22,6 +22,12 @@ Total = int | Future[int]
 
 class CountStopped(Exception):
     """A count given up: the phase it was for has ended."""
+
+
+def raise_if_stopped(stop: threading.Event | None) -> None:
+    """Give up a count (:class:`CountStopped`) once ``stop`` is set: its phase has ended."""
+    if stop is not None and stop.is_set():
+        raise CountStopped()
 
 
 def count_later(count: Callable[[], T], start: threading.Event | None = None, wait_s: float = 1.0) -> Future[T]:
@@ -38,7 +44,7 @@ def count_later(count: Callable[[], T], start: threading.Event | None = None, wa
             start.wait(wait_s)
         try:
             future.set_result(count())
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the total
+        except BaseException as exc:
             future.set_exception(exc)
 
     threading.Thread(target=work, name="coeval-count", daemon=True).start()
@@ -53,7 +59,7 @@ def then(future: Future[T], fn: Callable[[T], U]) -> Future[U]:
     def done(f: Future[T]) -> None:
         try:
             out.set_result(fn(f.result()))
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             out.set_exception(exc)
 
     future.add_done_callback(done)

@@ -13,10 +13,10 @@ answers in the same way, so ``coeval run``, ``--continue`` and ``coeval status``
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-import threading
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
@@ -24,8 +24,8 @@ import attrs
 from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.contract.plans import PlannedCalls
 from coeval.contract.types import Phase as RegisteredPhase
-from coeval.storage.superseded import drop_superseded
 from coeval.storage.run_folder import JsonlWriter, RunFolder
+from coeval.storage.superseded import drop_superseded
 
 if TYPE_CHECKING:
     from coeval.contract.registries import Registries

@@ -27,12 +27,15 @@ import attrs
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest
 from coeval.phases._items import LazyItems, mode_refusal
+from coeval.phases._sampling import AttributeDraw, AttributeSampler
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
+from coeval.phases.ids import DATA_GENERATION, RUBRIC_MAPPING, SHORT_TITLES, TITLES
 from coeval.phases.own_data import survey_task_data, write_task_data
 from coeval.phases.plans import PlannedCalls, plan_data_generation
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, parse_datapoint
 from coeval.quality import ItemGate, gate_for
+from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.records import (
     above_slots,
     call_fields,
@@ -42,9 +45,6 @@ from coeval.storage.records import (
     record_status,
     utc_now,
 )
-from coeval.phases._sampling import AttributeDraw, AttributeSampler
-from coeval.scheduler.work import WorkItem, WorkOutcome
-from coeval.phases.ids import DATA_GENERATION, RUBRIC_MAPPING, SHORT_TITLES, TITLES
 
 __all__ = ["DataGenerationPhase", "above_slots_test", "beyond_slots", "sampler_for", "slot_counts"]
 

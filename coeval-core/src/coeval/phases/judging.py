@@ -19,13 +19,13 @@ from typing import Any
 from coeval.scheduler.work import OutputParseError
 
 __all__ = [
-    "parse_rationale",
     "SCORES",
     "SCORE_VALUES",
     "extract_json",
     "normalize_factor_name",
     "normalize_score",
     "parse_per_factor",
+    "parse_rationale",
     "parse_single",
     "score_value",
 ]

@@ -7,7 +7,7 @@ check ``experiment.phases`` and fill in defaults for phases it has no fixed list
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from coeval.phases.base import Phase

@@ -8,14 +8,13 @@ decides which models need an interface, and which calls go through a batch API.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, MutableMapping, Sequence
-from typing import Any
 
-from coeval.phases.survey_memo import survey_of
 from coeval.config.model import Config, ModelConfig
-from coeval.phases.info import configured_mode
-from coeval.phases.modes import phase_modes
 from coeval.phases.base import Phase, RunView, Survey
 from coeval.phases.ids import RECORD_PHASES
+from coeval.phases.info import configured_mode
+from coeval.phases.modes import phase_modes
+from coeval.phases.survey_memo import survey_of
 
 __all__ = ["batch_enabled", "models_needed", "phase_roles", "phases_that_may_run", "run_mode"]
 

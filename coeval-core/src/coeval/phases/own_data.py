@@ -13,8 +13,8 @@ from coeval.config.model import TaskConfig
 from coeval.config.task_data import data_backend, data_folder, data_teacher
 from coeval.phases._items import mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
-from coeval.storage.records import load_file_records, record_status, utc_now
 from coeval.phases.ids import DATA_GENERATION
+from coeval.storage.records import load_file_records, record_status, utc_now
 
 __all__ = ["data_tasks", "survey_task_data", "write_task_data"]
 

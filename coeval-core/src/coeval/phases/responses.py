@@ -20,12 +20,14 @@ import attrs
 
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest, GenerateResult
-from coeval.run.limits import within_limit
-from coeval.phases._items import CountStopped, LazyItems, Total, count_later, mode_refusal
+from coeval.phases._items import LazyItems, Total, count_later, mode_refusal, raise_if_stopped
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.phases.generation import beyond_slots, slot_counts
+from coeval.phases.ids import DATA_GENERATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 from coeval.phases.plans import PlannedCalls, plan_response_collection
 from coeval.prompts import render_prompt
+from coeval.run.limits import within_limit
+from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
 from coeval.storage.record_inputs import DATAPOINT_HASH, datapoint_version, stale_response
 from coeval.storage.records import (
     call_fields,
@@ -38,8 +40,6 @@ from coeval.storage.records import (
     usable_datapoint,
     utc_now,
 )
-from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
-from coeval.phases.ids import DATA_GENERATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 
 __all__ = ["ResponseCollectionPhase", "parse_answer", "samples_of", "usable_datapoints"]
 
@@ -61,16 +61,7 @@ def samples_of(view: RunView, datapoint: dict[str, Any]) -> int:
 def usable_datapoints(view: RunView) -> list[dict[str, Any]]:
     """Datapoints of the config's tasks that students may answer, in file order (under
     ``--limit N``, N per (task, teacher); none above a lowered ``sampling.total``)."""
-    tasks = {t.name for t in view.config.tasks}
-    callable_teachers = {m.name for m in view.callable_models("teacher")}
-    datapoints = load_phase_records(view.run, DATA_GENERATION)
-    above = beyond_slots(view, datapoints.values())  # a lowered sampling.total leaves them out
-    usable = (
-        dp
-        for dp in datapoints.values()
-        if dp.get("task_id") in tasks and usable_datapoint(dp) and dp.get("id") not in above
-    )
-    return within_limit(view.config, usable, callable_teachers.__contains__)  # --limit: every teacher
+    return list(UsableDatapoints(view))
 
 
 class UsableDatapoints:
@@ -88,8 +79,7 @@ class UsableDatapoints:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         view, tasks = self.view, self.tasks
         for path in view.run.jsonl_files(DATA_GENERATION):
-            if self.stop is not None and self.stop.is_set():
-                raise CountStopped()
+            raise_if_stopped(self.stop)
             datapoints = load_file_records(path)
             above = beyond_slots(view, datapoints.values(), self.slots)
             usable = (dp for dp in datapoints.values()

@@ -7,15 +7,15 @@ import asyncio
 from collections import Counter
 from typing import Any
 
-from coeval.phases.survey_memo import survey_of
 from coeval.console.lane_figures import record_lanes
 from coeval.phases.base import Phase, PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
+from coeval.phases.ids import MAPPING_PHASES
+from coeval.phases.survey_memo import survey_of
 from coeval.run._state import RunState
 from coeval.run.ledger import Ledger
 from coeval.run.result import EXIT_FAILED, EXIT_GAPS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RunError
 from coeval.storage.run_folder import RunFolder, utc_now
 from coeval.storage.safe_files import folder_lock
-from coeval.phases.ids import MAPPING_PHASES
 
 __all__ = ["PhaseLoop"]
 

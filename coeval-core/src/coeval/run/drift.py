@@ -18,8 +18,8 @@ from typing import Any
 
 import attrs
 
-from coeval.config.model import Config, TaskConfig
 from coeval.config.credentials import redact
+from coeval.config.model import Config, TaskConfig
 from coeval.config.secret_settings import scrub_settings
 from coeval.storage.run_folder import RunFolder, utc_now
 from coeval.storage.snapshot import SECRET_PARAMETER_KEYS

@@ -8,9 +8,9 @@ from typing import Any
 
 import attrs
 
+from coeval.config.credentials import redact
 from coeval.config.loader import structure_config
 from coeval.config.model import Config, ModelConfig, TaskConfig
-from coeval.config.credentials import redact
 from coeval.console.logs import get_logger
 from coeval.interfaces.known import BENCHMARK_INTERFACE
 

@@ -10,8 +10,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coeval.scheduler import Scheduler, WorkOutcome
 from coeval.phases.ids import CALLER_FIELDS
+from coeval.scheduler import Scheduler, WorkOutcome
 from coeval.storage.records import match_every_line
 from coeval.storage.run_folder import RunFolder, loads_record
 

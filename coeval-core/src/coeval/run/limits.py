@@ -25,9 +25,9 @@ from typing import Any
 import attrs
 
 from coeval.config.model import Config
+from coeval.phases.ids import DATA_GENERATION
 from coeval.storage.records import load_phase_records
 from coeval.storage.run_folder import RunFolder
-from coeval.phases.ids import DATA_GENERATION
 
 __all__ = [
     "LIMIT_KEY",

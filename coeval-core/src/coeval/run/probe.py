@@ -22,16 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coeval.phases.survey_memo import survey_of
 from coeval.config.credentials import KeyStore, redact
+from coeval.contract.manager import registries as installed
+from coeval.contract.status import missing_interface
 from coeval.interfaces.base import ModelError
 from coeval.phases.base import RunView
-from coeval.contract.status import missing_interface
-from coeval.contract.manager import registries as installed
+from coeval.phases.ids import MAPPING_PHASES
+from coeval.phases.survey_memo import survey_of
 from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.server_wait import DEFAULT_CONNECT_WAIT_S, ServerWait, is_connection_failure
 from coeval.storage.run_folder import RunFolder
-from coeval.phases.ids import MAPPING_PHASES
 
 log = logging.getLogger("coeval.probe")
 

@@ -42,6 +42,7 @@ from coeval.console.logs import run_logging
 from coeval.console.progress import NullProgress, ProgressReporter
 from coeval.contract.manager import registries as installed
 from coeval.phases.base import Phase, RunView
+from coeval.phases.ids import RECORD_PHASES
 from coeval.phases.info import configured_mode
 from coeval.phases.order import ordered_phases
 from coeval.phases.ordering import batch_enabled, phases_that_may_run
@@ -72,7 +73,6 @@ from coeval.storage.leftovers import sweep_temp_files
 from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line
 from coeval.storage.snapshot import write_config_snapshot
-from coeval.phases.ids import RECORD_PHASES
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries

@@ -14,10 +14,10 @@ from coeval.config.model import Config
 from coeval.contract.manager import registries
 from coeval.phases.base import RunView
 from coeval.phases.generation import beyond_slots, slot_counts
+from coeval.phases.ids import DATA_GENERATION, RECORD_PHASES, ROLES
 from coeval.run.drift import Change
 from coeval.storage.records import datapoint_slot, load_phase_records
 from coeval.storage.run_folder import RunFolder
-from coeval.phases.ids import DATA_GENERATION, RECORD_PHASES, ROLES
 
 __all__ = ["find_shrink"]
 

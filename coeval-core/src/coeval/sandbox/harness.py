@@ -43,7 +43,7 @@ def _writes(mode: object, flags: object) -> bool:
 
 def _hook(event: str, args: tuple[object, ...]) -> None:
     if event == "open":
-        path, mode, flags = (list(args) + [None, None, None])[:3]
+        path, mode, flags = [*args, None, None, None][:3]
         if _writes(mode, flags) and not _inside(path):
             raise PermissionError(f"sandbox: writing outside the working directory is not allowed ({path!r})")
         return

@@ -20,6 +20,7 @@ not protect against):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -97,10 +98,8 @@ def _pre_exec(limits: ExecutionLimits, isolate: bool) -> None:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _tail(raw: bytes) -> str:

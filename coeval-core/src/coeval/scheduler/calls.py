@@ -16,11 +16,11 @@ from coeval.interfaces.base import (
     TransientModelError,
 )
 from coeval.scheduler.correction import with_correction
-from coeval.scheduler.lanes import Lane, TIMEOUTS_TO_EJECT
+from coeval.scheduler.lanes import TIMEOUTS_TO_EJECT, Lane
 from coeval.scheduler.resample import resampled
 from coeval.scheduler.routing import Routing
 from coeval.scheduler.server_wait import is_connection_failure, is_timeout
-from coeval.scheduler.state import _Job, _note_error, _PhaseRun, _TURN_S, _YIELD_EVERY
+from coeval.scheduler.state import _TURN_S, _YIELD_EVERY, _Job, _note_error, _PhaseRun
 from coeval.scheduler.work import OutputParseError
 
 log = logging.getLogger("coeval.scheduler")

@@ -44,9 +44,9 @@ How it runs (see DESIGN.md section 3):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sized
 from concurrent.futures import Future
@@ -227,10 +227,8 @@ class Scheduler(Calls):
         def done(future: Future[int]) -> None:
             if future.cancelled() or future.exception() is not None:
                 return
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the run is over
                 loop.call_soon_threadsafe(known, future.result())
-            except RuntimeError:  # the loop is closed: the run is over
-                pass
 
         return done
 

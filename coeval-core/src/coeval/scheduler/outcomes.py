@@ -10,7 +10,7 @@ import attrs
 
 from coeval.config.credentials import redact
 from coeval.interfaces.base import Usage
-from coeval.scheduler.state import _Job, _PhaseRun, SchedulerBase, UNWRITTEN
+from coeval.scheduler.state import UNWRITTEN, SchedulerBase, _Job, _PhaseRun
 from coeval.scheduler.work import WorkOutcome
 
 log = logging.getLogger("coeval.scheduler")

@@ -10,8 +10,8 @@ from coeval.config.credentials import redact
 from coeval.interfaces.base import Interface
 from coeval.scheduler.adaptive import AdaptiveLimit
 from coeval.scheduler.batch_run import BatchRun
-from coeval.scheduler.lanes import Lane, lane_for_new_worker, LaneQueue
-from coeval.scheduler.state import _BUFFER_PER_SLOT, _carry_over, _Job, _MIN_BUFFER, _PhaseRun
+from coeval.scheduler.lanes import Lane, LaneQueue, lane_for_new_worker
+from coeval.scheduler.state import _BUFFER_PER_SLOT, _MIN_BUFFER, _carry_over, _Job, _PhaseRun
 from coeval.scheduler.work import WorkItem
 
 log = logging.getLogger("coeval.scheduler")

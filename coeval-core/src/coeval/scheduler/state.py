@@ -18,7 +18,7 @@ from coeval.scheduler.clock import Clock
 from coeval.scheduler.lanes import Lane
 from coeval.scheduler.prior import PriorAttempts
 from coeval.scheduler.retry import RetryPolicy
-from coeval.scheduler.work import WorkItem, WorkOutcome
+from coeval.scheduler.work import WorkItem
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "UNWRITTEN", "LaneStats", "SchedulerLimits", "SchedulerStats", "Tracker"]
 

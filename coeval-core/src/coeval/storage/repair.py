@@ -31,16 +31,16 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coeval.run.drift import settings_of
-from coeval.phases.order import ordered_phases
 from coeval.phases.base import RunView
-from coeval.storage.records import FAILED, record_status, usable_datapoint, usable_response
+from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
+from coeval.phases.order import ordered_phases
+from coeval.run.drift import settings_of
 from coeval.run.ingested import merge_ingested
 from coeval.run.ledger import written_calls
 from coeval.storage.leftovers import remove_stale_scratch, sweep_temp_files
+from coeval.storage.records import FAILED, record_status, usable_datapoint, usable_response
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text, utc_now
 from coeval.storage.snapshot import read_config_snapshot
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries

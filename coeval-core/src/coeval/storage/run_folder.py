@@ -28,8 +28,15 @@ from typing import Any
 
 from filelock import FileLock
 
+from coeval.phases.ids import (
+    ATTRIBUTE_MAPPING,
+    DATA_GENERATION,
+    EVALUATION,
+    FOLDERS,
+    RESPONSE_COLLECTION,
+    RUBRIC_MAPPING,
+)
 from coeval.storage.safe_files import folder_lock, open_no_follow, refuse_links
-from coeval.phases.ids import ATTRIBUTE_MAPPING, DATA_GENERATION, EVALUATION, FOLDERS, RESPONSE_COLLECTION, RUBRIC_MAPPING
 
 __all__ = [
     "PHASE_DIRS",

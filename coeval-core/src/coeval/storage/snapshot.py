@@ -14,10 +14,10 @@ import attrs
 import yaml
 
 from coeval.config._yaml import load_yaml_guarded
+from coeval.config.credentials import redact
 from coeval.config.errors import ConfigError
 from coeval.config.loader import load_config, structure_config
 from coeval.config.model import Config
-from coeval.config.credentials import redact
 from coeval.config.secret_settings import scrub_settings
 from coeval.storage.run_folder import RunFolder, atomic_write_text
 

@@ -6,8 +6,8 @@ import json
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
-from coeval.scheduler.batching.base import BatchRunner
 from coeval.interfaces.base import ModelError, TransientModelError
+from coeval.scheduler.batching.base import BatchRunner
 
 from coeval_providers import _errors
 from coeval_providers.interfaces._base import ProviderInterface

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from coeval.scheduler.batching.base import BatchJobStatus
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,
@@ -16,6 +15,7 @@ from coeval.interfaces.base import (
     ModelError,
     TransientModelError,
 )
+from coeval.scheduler.batching.base import BatchJobStatus
 
 from coeval_providers.batch._common import ProviderBatchRunner, line_error
 from coeval_providers.interfaces.anthropic import AnthropicInterface, parse_message

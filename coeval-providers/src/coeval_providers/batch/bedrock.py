@@ -17,8 +17,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coeval.scheduler.batching.base import BatchJobStatus
 from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, ModelError
+from coeval.scheduler.batching.base import BatchJobStatus
 
 from coeval_providers import _errors
 from coeval_providers.batch._common import ProviderBatchRunner, dump_jsonl, line_error, load_jsonl

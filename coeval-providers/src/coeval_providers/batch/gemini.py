@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from coeval.scheduler.batching.base import BatchJobStatus
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,
@@ -27,6 +26,8 @@ from coeval.interfaces.base import (
     ModelError,
     TransientModelError,
 )
+from coeval.scheduler.batching.base import BatchJobStatus
+
 from coeval_providers import _errors
 from coeval_providers.batch._common import ProviderBatchRunner, dump_jsonl, line_error, load_jsonl
 from coeval_providers.interfaces.gemini import (

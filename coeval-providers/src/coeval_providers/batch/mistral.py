@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coeval.scheduler.batching.base import BatchJobStatus
 from coeval.interfaces.base import GenerateRequest, GenerateResult, ModelError
+from coeval.scheduler.batching.base import BatchJobStatus
 
 from coeval_providers.batch._common import dump_jsonl
 from coeval_providers.batch.openai import OpenAIFileBatchRunner

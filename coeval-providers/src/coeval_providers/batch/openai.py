@@ -11,8 +11,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from coeval.scheduler.batching.base import BatchJobStatus
 from coeval.interfaces.base import GenerateRequest, GenerateResult, ModelError
+from coeval.scheduler.batching.base import BatchJobStatus
 
 from coeval_providers.batch._common import ProviderBatchRunner, dump_jsonl, line_error, load_jsonl
 from coeval_providers.interfaces.azure_openai import AzureOpenAIInterface

@@ -16,12 +16,14 @@ from coeval.interfaces.base import (
     ModelError,
     Usage,
 )
+
 from coeval_providers import _errors
 from coeval_providers.pricing import pricing_table
 
 if TYPE_CHECKING:
-    from coeval.config.model import ModelConfig
     from coeval.config.credentials import Credentials
+    from coeval.config.model import ModelConfig
+
     from coeval_providers.pricing import Price
 
 __all__ = ["NON_GENERATION_KEYS", "ProviderInterface", "max_tokens_of", "system_of"]

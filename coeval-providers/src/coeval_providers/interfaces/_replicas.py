@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import attrs
-
 from coeval.scheduler.server_wait import is_connection_failure, is_timeout
 
 __all__ = ["Replica", "ReplicaSet", "ReplicasUnavailableError"]

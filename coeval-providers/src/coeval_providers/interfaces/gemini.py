@@ -23,6 +23,7 @@ from coeval.interfaces.base import (
     ModelError,
     TransientModelError,
 )
+
 from coeval_providers import _errors
 from coeval_providers._loop_local import LoopLocal
 from coeval_providers.interfaces._base import ProviderInterface, max_tokens_of, stop_of, system_of

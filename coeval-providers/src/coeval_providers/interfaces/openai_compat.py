@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
-
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,
@@ -27,6 +26,7 @@ from coeval.interfaces.base import (
     ModelError,
     TransientModelError,
 )
+
 from coeval_providers import _errors
 from coeval_providers._loop_local import LoopLocal
 from coeval_providers.interfaces._base import (
@@ -37,16 +37,16 @@ from coeval_providers.interfaces._base import (
     system_of,
 )
 from coeval_providers.interfaces._replicas import ReplicaSet
-from coeval_providers.interfaces.facts import KEY_ENV
 from coeval_providers.interfaces._self_hosted import is_self_hosted
 from coeval_providers.interfaces._server_names import rename_for_server
+from coeval_providers.interfaces.facts import KEY_ENV
 
 __all__ = [
     "HOSTED_VENDORS",
     "AzureAIInterface",
-    "CompatVendor",
     "CerebrasInterface",
     "CohereInterface",
+    "CompatVendor",
     "DeepInfraInterface",
     "DeepSeekInterface",
     "GroqInterface",

@@ -11,7 +11,11 @@ from aiohttp import web
 from coeval_testing.fake_server import _batch
 from coeval_testing.fake_server._core import STATE, Call, Reply, handle_model_call, make_reply, message_text
 from coeval_testing.fake_server._state import BatchJob
-from coeval_testing.fake_server._strict import anthropic_batch_problem, anthropic_body_problem, anthropic_headers_problem
+from coeval_testing.fake_server._strict import (
+    anthropic_batch_problem,
+    anthropic_body_problem,
+    anthropic_headers_problem,
+)
 
 __all__ = ["add_routes", "anthropic_error", "list_models"]
 

@@ -13,8 +13,8 @@ from aiohttp import web
 from coeval_testing.fake_server import _anthropic, _batch
 from coeval_testing.fake_server._core import STATE, Call, Reply, count_tokens, handle_model_call, make_reply
 from coeval_testing.fake_server._state import BatchJob
-from coeval_testing.fake_server._strict import bedrock_job_problem
 from coeval_testing.fake_server._storage import s3_split
+from coeval_testing.fake_server._strict import bedrock_job_problem
 
 __all__ = ["add_routes"]
 

@@ -29,15 +29,15 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coeval.config.model import Config, ModelConfig
+from coeval.contract.manager import registries as installed
+from coeval.planning import Plan, batch_phases, plan_experiment
 from coeval.planning.cost.history import measured_history, seconds_per_record
 from coeval.planning.cost.measure import Measured
-from coeval.planning.cost.remaining import forked_source, remaining_cells, surveyed_folder
 from coeval.planning.cost.pricing import LOCAL_INTERFACES, Price, price_for
+from coeval.planning.cost.remaining import forked_source, remaining_cells, surveyed_folder
 from coeval.planning.cost.requests import KNOWN_PHASES, RequestBuilder, TaskTexts, expected_output_tokens
 from coeval.planning.cost.samples import SampleResults, run_samples
 from coeval.planning.cost.tokens import estimate_tokens
-from coeval.planning import Plan, batch_phases, plan_experiment
-from coeval.contract.manager import registries as installed
 from coeval.storage.run_folder import RunFolder, utc_now
 
 if TYPE_CHECKING:

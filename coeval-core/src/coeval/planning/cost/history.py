@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from coeval.config.model import Config
-from coeval.planning.cost.measure import Measured
+from coeval.phases.ids import ATTRIBUTE_MAPPING, CALLER_FIELDS, RUBRIC_MAPPING
 from coeval.phases.mapping import _proposal_path
+from coeval.planning.cost.measure import Measured
 from coeval.storage.records import is_ok, scan_phase
 from coeval.storage.run_folder import RunFolder, iter_jsonl, parse_stamp
-from coeval.phases.ids import ATTRIBUTE_MAPPING, CALLER_FIELDS, RUBRIC_MAPPING
 
 __all__ = ["HISTORY_SAMPLE_PER_FILE", "done_calls", "measured_history", "seconds_per_record"]
 

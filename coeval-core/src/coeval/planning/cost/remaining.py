@@ -22,18 +22,18 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from coeval.phases.survey_memo import survey_of
 from coeval.config.model import Config
 from coeval.config.validate import resolve_run_reference
-from coeval.planning.cost.history import done_calls
-from coeval.run.limits import completed_phases
+from coeval.phases.base import PhaseRefusedError, RunView
+from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.info import configured_mode, planned_calls
 from coeval.phases.order import ordered_phases
-from coeval.phases.base import PhaseRefusedError, RunView
-from coeval.run.ingested import merge_ingested
 from coeval.phases.ordering import run_mode
+from coeval.phases.survey_memo import survey_of
+from coeval.planning.cost.history import done_calls
+from coeval.run.ingested import merge_ingested
+from coeval.run.limits import completed_phases
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries

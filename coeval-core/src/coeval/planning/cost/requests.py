@@ -16,16 +16,23 @@ import attrs
 
 from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.config.validate import judged_factors
-from coeval.planning.cost.tokens import filler_text
 from coeval.interfaces.base import GenerateRequest
 from coeval.phases.base import RunView
 from coeval.phases.evaluation import judge_factors
 from coeval.phases.generation import sampler_for
+from coeval.phases.ids import (
+    ATTRIBUTE_MAPPING,
+    DATA_GENERATION,
+    EVALUATION,
+    RESPONSE_COLLECTION,
+    ROLES,
+    RUBRIC_MAPPING,
+)
 from coeval.phases.mapping import AttributeMappingPhase, RubricMappingPhase
+from coeval.planning.cost.tokens import filler_text
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, JUDGE_FACTOR_SCHEMA, judge_single_schema
 from coeval.storage.run_folder import RunFolder
-from coeval.phases.ids import ATTRIBUTE_MAPPING, DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION, ROLES, RUBRIC_MAPPING
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries

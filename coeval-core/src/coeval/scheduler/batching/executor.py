@@ -45,21 +45,21 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from coeval.config.credentials import KeyStore, redact
+from coeval.interfaces.base import ModelError
 from coeval.scheduler.batching.base import BatchJobStatus, BatchRunner
 from coeval.scheduler.batching.outcomes import fail_all, item_outcome, missing_reason, read_results
 from coeval.scheduler.batching.pending import PendingJob, PendingStore
 from coeval.scheduler.batching.realtime import realtime_scheduler, retry_rejected, retryable, run_in_real_time
 from coeval.scheduler.batching.submit import chunks, submit_job
 from coeval.scheduler.batching.watch import BatchWatch, WaitingJob, epoch_of
-from coeval.config.credentials import KeyStore, redact
-from coeval.interfaces.base import ModelError
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.run_folder import RunFolder, utc_now
 
 if TYPE_CHECKING:
     from coeval.config.model import Config, ModelConfig
-    from coeval.interfaces.base import Interface
     from coeval.contract.registries import Registries
+    from coeval.interfaces.base import Interface
     from coeval.scheduler import Scheduler
 
 __all__ = ["BatchExecutor", "PollPolicy", "make_batch_executor"]

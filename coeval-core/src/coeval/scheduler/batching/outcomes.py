@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from coeval.scheduler.batching.base import BatchJobStatus, BatchRunner
-from coeval.scheduler.batching.pending import PendingJob
 from coeval.config.credentials import redact
 from coeval.interfaces.base import GenerateResult, ModelError, TransientModelError
+from coeval.scheduler.batching.base import BatchJobStatus, BatchRunner
+from coeval.scheduler.batching.pending import PendingJob
 from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
 
 __all__ = ["fail_all", "item_outcome", "missing_reason", "parsed_outcome", "read_results"]

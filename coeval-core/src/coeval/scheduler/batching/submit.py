@@ -7,8 +7,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from coeval.scheduler.batching.base import BatchRunner
 from coeval.interfaces.base import GenerateRequest, ModelError
+from coeval.scheduler.batching.base import BatchRunner
 
 __all__ = ["chunks", "submit_job"]
 

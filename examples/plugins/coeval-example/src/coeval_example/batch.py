@@ -20,7 +20,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from coeval import BatchJobStatus, BatchRunner, GenerateRequest, GenerateResult, ModelError, TransientModelError
+from coeval import (
+    BatchJobStatus,
+    BatchRunner,
+    GenerateRequest,
+    GenerateResult,
+    ModelError,
+    TransientModelError,
+)
 
 from coeval_example.interface import echo
 

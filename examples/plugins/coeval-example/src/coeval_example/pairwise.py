@@ -32,12 +32,12 @@ from coeval import (
     GenerateResult,
     ModelConfig,
     OutputParseError,
-    routed_factors,
     Scorer,
     Scoring,
     SubmitCalls,
     TaskConfig,
     WorkOutcome,
+    routed_factors,
 )
 
 __all__ = ["VERDICT_SCORES", "PairwiseJudge"]

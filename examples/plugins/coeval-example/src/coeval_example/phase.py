@@ -12,15 +12,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 from coeval import (
-    load_phase_records,
     PhaseContext,
     PlannedCalls,
     RunFolder,
     RunView,
     Survey,
+    load_phase_records,
     usable_response,
 )
 
