@@ -51,8 +51,8 @@ from typing import Any
 
 from benchmarks._common import machine, run_child
 
-FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "overhead", "resume", "analysis", "labels",
-           "viewer", "queueing", "ray")
+FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "overhead", "estimates", "resume", "analysis",
+           "labels", "viewer", "queueing", "ray")
 
 
 def _cold(r: dict[str, Any]) -> str:
@@ -91,6 +91,10 @@ def _overhead(quick: bool) -> dict[str, Any]:
     result["cpu_ms_per_call_runs"] = per_call
     result["ok"] = result["cpu_ms_per_call"] <= result["target_ms_per_call"] and all(r["ok"] or quick for r in runs)
     return result
+
+
+def _estimates(quick: bool) -> dict[str, Any]:
+    return run_child("estimates:run", {"only": ["mock"], "total": 2} if quick else {}, timeout=900)
 
 
 def _resume(quick: bool) -> dict[str, Any]:
@@ -142,6 +146,7 @@ RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "streaming_phase": _streaming_phase,
     "throughput": _throughput,
     "overhead": _overhead,
+    "estimates": _estimates,
     "resume": _resume,
     "analysis": _analysis,
     "labels": _labels,
@@ -207,6 +212,10 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 f"<= {r['target_ms_per_call']} ms",
                 verdict,
             ))
+        elif name == "estimates":
+            shown = "; ".join(f"{s['shape']}: {s['estimated_s']:.1f} s estimated, {s['actual_s']:.1f} s taken "
+                              f"(x{s['ratio']:.2f})" for s in r["shapes"].values())  # fmt: skip
+            rows.append(("b2. time estimate", shown, "within +-30% (x0.77-1.30)", verdict))
         elif name == "resume":
             rows.append((
                 "c. resume scan",

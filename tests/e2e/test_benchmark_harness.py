@@ -19,7 +19,7 @@ def test_quick_benchmarks_run_and_write_results(tmp_path: Path) -> None:
     import coeval_testing.fake_server  # noqa: F401  (the throughput benchmark starts it)
     out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--quick", "--only", "limiter,streaming,throughput,overhead,resume", "--out", str(out)],
+        [sys.executable, "-m", "benchmarks.run", "--quick", "--only", "limiter,streaming,throughput,overhead,estimates,resume", "--out", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -32,5 +32,9 @@ def test_quick_benchmarks_run_and_write_results(tmp_path: Path) -> None:
     assert results["overhead"]["calls"] == 1240
     assert results["limiter"]["calls"] == 1240 and results["limiter"]["peak_in_flight"] > 0
     assert results["streaming"]["calls"] > 0 and results["streaming"]["unstarted"] > 0  # SIGTERM stopped it
+    mock = results["estimates"]["shapes"]["mock"]  # the estimate against the run it made
+    assert mock["calls"] == 1240 and mock["estimated_s"] > 0 and mock["actual_s"] > 0
+    assert mock["ratio"] == pytest.approx(mock["estimated_s"] / mock["actual_s"], rel=0.05)
+    assert "b2. time estimate" in proc.stdout
     assert results["resume"]["evaluation_records"] == 10_000
     assert results["resume"]["records_untouched"] is True  # --continue on a finished run wrote nothing

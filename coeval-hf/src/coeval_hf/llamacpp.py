@@ -38,9 +38,14 @@ if TYPE_CHECKING:
     from coeval.config.credentials import Credentials
     from coeval.config.model import ModelConfig
 
-__all__ = ["LlamaCppEngine", "LlamaCppInterface", "build_chat_payload", "default_threads"]
+__all__ = ["LlamaCppEngine", "LlamaCppInterface", "build_chat_payload", "default_threads", "seconds_per_token"]
 
 DEFAULT_CONTEXT = 4096
+#: Seconds per token read or written, per GB of GGUF file, on one thread: the shipped
+#: SmolLM2-135M (98 MB) ran the quick start at 7.8 ms per prompt-or-reply token on one thread
+#: of a busy two-core machine (prompt tokens cost about as much as reply tokens at this size,
+#: and a JSON schema's grammar slows the reply). A time estimate, not a promise.
+SECONDS_PER_TOKEN_GB_THREAD = 0.08
 
 
 def default_threads() -> int:
@@ -196,6 +201,22 @@ def parse_reply(reply: Any, label: str) -> GenerateResult | ModelError:
         cost_usd=0.0,
         model=Path(str(reply.get("model"))).name if reply.get("model") else None,  # the file, not its folder
     )
+
+
+def seconds_per_token(model: ModelConfig) -> float | None:
+    """The plan's time per token of one call of ``model``: its file's size over its threads
+    (:data:`SECONDS_PER_TOKEN_GB_THREAD`); None when the file is not found."""
+    params = model.parameters
+    value = params.get("model")
+    try:
+        path = embedded_model_path(value or DEFAULT_MODEL) if value is None or (
+            isinstance(value, str) and is_embedded_name(value)) else Path(str(value)).expanduser()
+        size_gb = path.stat().st_size / 1e9
+    except (EmbeddedModelMissing, OSError):
+        return None
+    threads = params.get("threads")
+    threads = threads if isinstance(threads, int) and threads > 0 else default_threads()
+    return SECONDS_PER_TOKEN_GB_THREAD * size_gb / threads
 
 
 class LlamaCppInterface(HostedInterface):

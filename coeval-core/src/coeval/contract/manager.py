@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import pluggy
@@ -51,6 +51,9 @@ from coeval.contract.types import (
     SubmitCalls,
 )
 from coeval.evaluators.base import ModelFreeEvaluator
+
+if TYPE_CHECKING:
+    from coeval.config.model import ModelConfig
 
 __all__ = [
     "DISABLE_ENV",
@@ -209,6 +212,8 @@ def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterf
         sampling_keys: Iterable[str] | None = None,
         cluster_engines: Sequence[str] = (),
         tokens_per_s: float | None = None,
+        one_at_a_time: bool = False,
+        seconds_per_token: Callable[[ModelConfig], float | None] | None = None,
     ) -> None:
         options: dict[str, Any] = {}
         if not requires_model:
@@ -227,6 +232,10 @@ def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterf
             options["cluster_engines"] = tuple(cluster_engines)
         if tokens_per_s is not None:
             options["tokens_per_s"] = tokens_per_s
+        if one_at_a_time:
+            options["one_at_a_time"] = True
+        if seconds_per_token is not None:
+            options["seconds_per_token"] = seconds_per_token
         registry.add(name, factory, plugin, **options)
 
     return register

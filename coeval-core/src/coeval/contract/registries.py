@@ -133,6 +133,8 @@ class Registries:
             sampling_keys=options.get("sampling_keys"),
             cluster_engines=tuple(options.get("cluster_engines", ())),
             tokens_per_s=options.get("tokens_per_s"),
+            one_at_a_time=options.get("one_at_a_time", False) is True,
+            seconds_per_token=options.get("seconds_per_token"),
         )
 
     def all(self) -> dict[str, Registry[Any]]:

@@ -144,6 +144,12 @@ class InterfaceFacts:
     #: typical output tokens per second of one call, for the plan's time estimate (None: a
     #: default speed)
     tokens_per_s: float | None = None
+    #: its calls run one at a time on this machine, whatever the concurrency (a local engine
+    #: in the run's process): the time estimate adds them up rather than overlapping them
+    one_at_a_time: bool = False
+    #: seconds one call takes per token it reads or writes, from the model's settings (a
+    #: local engine: its file size and threads); None or returning None: ``tokens_per_s``
+    seconds_per_token: Callable[[ModelConfig], float | None] | None = attrs.field(default=None, hash=False)
 
 
 #: ``check(candidate, context)`` -> None to accept, or the reason to reject (:mod:`coeval.quality`).
@@ -156,7 +162,7 @@ RunEndAction = Callable[[Path], object]
 class RegisterInterface(Protocol):
     """``register(name, factory, *, requires_model=True, virtual_teacher=False,
     exempt_item_checks=(), key_env=(), key_fields=None, sampling_keys=None,
-    cluster_engines=(), tokens_per_s=None)`` of ``register_interfaces``: the options are the
+    cluster_engines=(), tokens_per_s=None, one_at_a_time=False, seconds_per_token=None)`` of ``register_interfaces``: the options are the
     :class:`InterfaceFacts` of the same names. Whether the interface batches is not an
     option: it does when a batch runner is registered under its name."""
 
@@ -174,6 +180,8 @@ class RegisterInterface(Protocol):
         sampling_keys: Iterable[str] | None = None,
         cluster_engines: Sequence[str] = (),
         tokens_per_s: float | None = None,
+        one_at_a_time: bool = False,
+        seconds_per_token: Callable[[ModelConfig], float | None] | None = None,
     ) -> None: ...
 
 

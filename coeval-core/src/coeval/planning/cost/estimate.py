@@ -14,8 +14,19 @@ source available:
   size for the phase, capped by ``max_tokens``.
 
 Cost uses the ``model_price`` hook (coeval-providers' pricing table), discounted for phases
-that go through a batch API. Time assumes each provider connection runs at its starting
-concurrency; batch phases are reported separately (providers return them within hours).
+that go through a batch API; batch phases are left out of the time (providers return them
+within hours).
+
+Time, per phase, is the longest of three bounds (:func:`_phase_seconds`):
+
+* **each lane's round trips**: a lane (one provider connection) starts at its interface's
+  starting concurrency and its limiter adds one call per answer up to its maximum (slow
+  start), carried from one phase to the next as the run's limiter is; a call takes the
+  sampled latency, a past run's, or the interface's typical speed;
+* **calls that run one at a time** (``one_at_a_time`` local engines, e.g. llama.cpp): added
+  up, at ``seconds_per_token`` x (prompt + reply tokens) when the interface can tell;
+* **the run's own CPU**: every call costs the orchestrator, and a provider SDK's client
+  more (figures of ``nox -s bench``), and the first call through an SDK starts its client.
 """
 
 from __future__ import annotations
@@ -50,6 +61,21 @@ __all__ = ["CellEstimate", "CostEstimate", "estimate_cost"]
 _DEFAULT_TOKENS_PER_S = 60.0
 _REQUEST_OVERHEAD_S = 0.8
 _FREE_SAMPLES = 2  # sample calls per phase of a free model when the config asks for none
+#: a phase's own start: the survey of the run folder, its files opened
+_PHASE_START_S = 0.2
+#: Seconds per call of a run bound by its own CPU: the run itself (scheduling, records,
+#: progress: the mock's whole cost), and a provider SDK's client besides (request building,
+#: HTTP, reply parsing; its event loop also waits on sockets, so a CPU-bound SDK run keeps
+#: its core about 88% busy). ``nox -s bench``'s estimates figure on a busy two-core machine:
+#: 0.6 ms of CPU per call on the mock, 2.4 ms through the openai SDK; a faster machine
+#: finishes sooner than estimated
+_RUN_CPU_PER_CALL_S = 0.0006
+_SDK_CPU_PER_CALL_S = 0.0021
+#: a provider SDK's start in the run (its import, the first connection) when no sample call
+#: measured it (1.35 s on the loopback fake server)
+_CLIENT_START_S = 1.4
+#: a local engine's own cost per call besides its tokens (template, sampler set-up)
+_LOCAL_CALL_S = 0.05
 _MIN_HISTORY = 3  # records of a (phase, model) before their average is trusted
 
 
@@ -157,28 +183,55 @@ class CostEstimate:
         }
 
 
-def _heuristic_latency(model: ModelConfig, output_tokens: float, registries: Registries) -> float:
+def _heuristic_latency(
+    model: ModelConfig, input_tokens: float, output_tokens: float, registries: Registries
+) -> float:
     if model.interface == "mock":
         latency = model.parameters.get("latency_ms", 0)
         if isinstance(latency, list | tuple) and latency:
             latency = sum(latency) / len(latency)
         return float(latency or 0) / 1000
-    overhead = 0.05 if model.interface in LOCAL_INTERFACES else _REQUEST_OVERHEAD_S
     facts = registries.interface_facts(model.interface)
+    per_token = facts.seconds_per_token(model) if facts is not None and facts.seconds_per_token else None
+    if per_token is not None:  # a local engine that can tell its speed from the model
+        return _LOCAL_CALL_S + per_token * (input_tokens + output_tokens)
+    overhead = _LOCAL_CALL_S if model.interface in LOCAL_INTERFACES else _REQUEST_OVERHEAD_S
     speed = facts.tokens_per_s if facts is not None and facts.tokens_per_s else _DEFAULT_TOKENS_PER_S
     return overhead + output_tokens / speed
 
 
-def _concurrency(model: ModelConfig, samples: SampleResults, registries: Registries) -> int:
-    iface = samples.interfaces.get(model.name)
-    if iface is not None:
-        return max(1, int(getattr(iface, "default_concurrency", 8)))
-    if model.interface in registries.interfaces:
-        factory = registries.interfaces.get(model.interface)
-        value = getattr(factory, "default_concurrency", None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return 8
+def _lane_bounds(model: ModelConfig, samples: SampleResults, registries: Registries) -> tuple[int, int]:
+    """The concurrency a lane of ``model`` starts at and the most its limiter grows to: the
+    model's ``concurrency`` / ``max_concurrency``, else its interface's (the built one when
+    sampled, else the registered class's), else the base interface's 8 and 64."""
+    source: Any = samples.interfaces.get(model.name)
+    if source is None and model.interface in registries.interfaces:
+        source = registries.interfaces.get(model.interface)
+    start, top = getattr(source, "default_concurrency", 8), getattr(source, "max_concurrency", 64)
+    start = start if isinstance(start, int) and start > 0 else 8
+    top = top if isinstance(top, int) and top > 0 else 64
+    params = model.parameters
+    if isinstance(params.get("max_concurrency"), int) and params["max_concurrency"] > 0:
+        top = params["max_concurrency"]
+        start = min(start, top)
+    if isinstance(params.get("concurrency"), int) and params["concurrency"] > 0:
+        start = params["concurrency"]
+    return start, max(top, start)
+
+
+def _slow_start(calls: float, latency_s: float, limit: float, top: float) -> tuple[float, float]:
+    """Seconds ``calls`` calls of ``latency_s`` each take on a lane whose limiter is at
+    ``limit`` and adds one call per answer up to ``top`` (:mod:`coeval.scheduler.adaptive`),
+    and the limit it ends at: a round trip per doubling, then ``top`` calls per round trip."""
+    seconds, left = 0.0, calls
+    while left > 0 and latency_s > 0:
+        if limit >= top:
+            return seconds + latency_s * left / top, top
+        batch = min(left, limit)
+        seconds += latency_s  # a round trip: the calls in flight answer together
+        left -= batch
+        limit = min(top, limit + batch)
+    return seconds, min(top, limit + left)
 
 
 def estimate_cost(
@@ -302,7 +355,7 @@ def _cells(
         price = prices.get(model_name)
         tokens_in, tokens_out = per_in * calls, per_out * calls
         cost = price.cost(tokens_in, tokens_out, batch=batch, calls=calls) if price is not None else None
-        per_call_s = latency if latency is not None else _heuristic_latency(model, per_out, registries)
+        per_call_s = latency if latency is not None else _heuristic_latency(model, per_in, per_out, registries)
         out.append(
             CellEstimate(
                 task=task_name,
@@ -334,18 +387,39 @@ def _learn_time(
 def _phase_seconds(
     config: Config, plan: Plan, cells: Sequence[CellEstimate], sampled: SampleResults, registries: Registries
 ) -> dict[str, float]:
-    """Per phase: models on one lane share its concurrency; lanes run in parallel. A lane is
-    the interface, or for a free model (the mock, always built) its ``connection_key``, as
-    the scheduler forms them (every mock model is its own lane)."""
+    """Per phase, the longest of its lanes' round trips, its one-at-a-time calls added up,
+    and the run's CPU for its calls (see the module docstring), plus the phase's start. A
+    lane is the interface, or for a free model (the mock, always built) its
+    ``connection_key``, as the scheduler forms them (every mock model is its own lane)."""
     models = {m.name: m for m in config.models}
+    reached: dict[str, float] = {}  # lane -> its limiter's limit so far (carried across phases)
+    started_sdk = False
     out: dict[str, float] = {}
     for phase in (p.phase for p in plan.phases):
-        busy: dict[str, float] = defaultdict(float)  # lane -> call-seconds / concurrency
+        lanes: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # lane -> [calls, call-seconds]
+        bounds: dict[str, tuple[int, int]] = {}
+        serial = cpu = client_start = 0.0
         for c in cells:
-            if c.phase == phase and c.calls and not c.batch:
-                m = models[c.model]
-                iface = sampled.interfaces.get(m.name) if m.name in sampled.free else None
-                lane = iface.connection_key() if iface is not None else m.interface
-                busy[lane] += c.seconds / _concurrency(m, sampled, registries)
-        out[phase] = max(busy.values(), default=0.0)
+            if c.phase != phase or not c.calls or c.batch:
+                continue
+            m = models[c.model]
+            facts = registries.interface_facts(m.interface)
+            if facts is not None and facts.one_at_a_time:
+                serial += c.seconds
+                continue
+            iface = sampled.interfaces.get(m.name) if m.name in sampled.free else None
+            lane = iface.connection_key() if iface is not None else m.interface
+            lanes[lane][0] += c.calls
+            lanes[lane][1] += c.seconds
+            bounds.setdefault(lane, _lane_bounds(m, sampled, registries))
+            cpu += c.calls * (_RUN_CPU_PER_CALL_S + (0.0 if m.name in sampled.free else _SDK_CPU_PER_CALL_S))
+            if m.name not in sampled.free and not started_sdk:  # the first call through a provider SDK
+                started_sdk, client_start = True, sampled.client_start_s or _CLIENT_START_S
+        longest = 0.0
+        for lane, (calls, seconds) in lanes.items():
+            first, top = bounds[lane]
+            taken, reached[lane] = _slow_start(calls, seconds / calls, reached.get(lane, first), top)
+            longest = max(longest, taken)
+        busy = max(longest, serial, cpu)
+        out[phase] = busy + _PHASE_START_S + client_start if busy else 0.0
     return out

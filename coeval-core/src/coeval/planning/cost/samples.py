@@ -18,6 +18,7 @@ import contextlib
 import contextvars
 import time
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -60,6 +61,8 @@ class SampleResults:
     notes: list[str] = attrs.field(factory=list)
     interfaces: dict[str, Interface] = attrs.field(factory=dict)
     free: set[str] = attrs.field(factory=set)  # models measured with free samples (no latency)
+    #: how much longer a client's first call took than its others (the SDK's start); None: not seen
+    client_start_s: float | None = None
 
     @property
     def calls(self) -> int:
@@ -86,7 +89,12 @@ class SampleResults:
         return self._total(model, phase).output_ratio
 
     def latency(self, phase: str, model: str) -> float | None:
-        return self._total(model, phase).avg_latency
+        """A model's mean sampled latency in ``phase``; where none of its calls there was
+        timed (its only sample started the client), over its other phases."""
+        measured = self._total(model, phase)
+        if measured.calls and not measured.timed:
+            return self._total(model).avg_latency
+        return measured.avg_latency
 
 
 def is_free(model: ModelConfig, registries: Registries) -> bool:
@@ -145,6 +153,31 @@ async def _call(iface: Interface, request: GenerateRequest, timeout: float) -> t
     return result, time.perf_counter() - start
 
 
+async def _gather_warm(
+    jobs: Sequence[tuple[str, str, GenerateRequest]],
+    interfaces: Mapping[str, Interface],
+    warm: set[str],
+    timeout_s: float,
+) -> tuple[list[Any], list[bool]]:
+    """Run ``jobs`` concurrently, but the first call of a model not yet ``warm`` first and
+    alone with the other models' first calls: it also starts the model's client (the SDK's
+    import, the connection), so its time is no measure of a call (on a loopback server 1.5 s
+    against 0.2 s). Returns each job's outcome and whether it was such a cold call."""
+    first = {name: i for i, (name, _, _) in reversed(list(enumerate(jobs))) if name not in warm}
+    cold = [first.get(name) == i for i, (name, _, _) in enumerate(jobs)]
+    order = [i for i in range(len(jobs)) if cold[i]], [i for i in range(len(jobs)) if not cold[i]]
+    outcomes: list[Any] = [None] * len(jobs)
+    for group in order:
+        if group:
+            done = await asyncio.gather(
+                *(_call(interfaces[jobs[i][0]], jobs[i][2], timeout_s) for i in group), return_exceptions=True
+            )
+            for i, outcome in zip(group, done, strict=True):
+                outcomes[i] = outcome
+    warm.update(first)
+    return outcomes, cold
+
+
 async def run_samples(
     config: Config,
     cells: dict[tuple[str, str, str], int],
@@ -172,6 +205,8 @@ async def run_samples(
     tasks = {t.name: t for t in config.tasks}
     models_by_name = {m.name: m for m in config.models}
     failed_models: set[str] = set()
+    warm: set[str] = set()  # models whose client has made a call
+    first_latency: dict[str, float] = {}
     try:
         for phase in dict.fromkeys(p for (_, p, _) in cells):
             jobs: list[tuple[str, str, GenerateRequest]] = []
@@ -188,12 +223,9 @@ async def run_samples(
                         jobs.append((m.name, task.name, requests[i % len(requests)]))
             if not jobs:
                 continue
-            outcomes = await asyncio.gather(
-                *(_call(results.interfaces[name], req, timeout_s) for name, _, req in jobs),
-                return_exceptions=True,
-            )
+            outcomes, cold = await _gather_warm(jobs, results.interfaces, warm, timeout_s)
             seen: dict[str, list[Any]] = defaultdict(list)
-            for (name, task_name, req), outcome in zip(jobs, outcomes, strict=True):
+            for index, ((name, task_name, req), outcome) in enumerate(zip(jobs, outcomes, strict=True)):
                 measured = results.measured.setdefault((phase, name, task_name), Measured())
                 if isinstance(outcome, BaseException):
                     measured.failures += 1
@@ -210,7 +242,10 @@ async def run_samples(
                 in_tok = result.usage.input_tokens or est_in
                 out_tok = result.usage.output_tokens or estimate_tokens(result.text)
                 expected = expected_output_tokens(phase, tasks[task_name], models_by_name[name])
-                measured.add(in_tok, out_tok, est_in, None if name in free else latency, expected)
+                timed = name not in free and not cold[index]  # a client's first call also starts it
+                if cold[index] and name not in free:
+                    first_latency[name] = latency
+                measured.add(in_tok, out_tok, est_in, latency if timed else None, expected)
                 if phase in (ATTRIBUTE_MAPPING, RUBRIC_MAPPING):
                     _collect_proposal(req, result, task_name, seen)
                 elif phase == DATA_GENERATION:
@@ -226,6 +261,8 @@ async def run_samples(
             with contextlib.suppress(Exception):
                 await iface.aclose()
     results.texts = texts
+    starts = [t - avg for name, t in first_latency.items() if (avg := results._total(name).avg_latency) is not None]
+    results.client_start_s = max(0.0, max(starts)) if starts else None
     return results
 
 

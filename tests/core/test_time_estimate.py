@@ -1,0 +1,106 @@
+"""The time estimate's parts: the limiter's slow start, calls that run one at a time, the
+run's own CPU, and sample calls whose first call per client only starts the client."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from coeval.config import load_config
+from coeval.config.model import ModelConfig
+from coeval.contract.manager import registries
+from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface, Usage
+from coeval.planning.cost import estimate_cost
+from coeval.planning.cost.estimate import _PHASE_START_S, _RUN_CPU_PER_CALL_S, _slow_start
+from coeval.planning.cost.measure import Measured
+from coeval.planning.cost.samples import SampleResults, _gather_warm
+
+
+def test_slow_start_doubles_per_round_trip_then_runs_at_the_top() -> None:
+    # 4 in flight, one more per answer: 4, 8, 16, 32 answered in four round trips, the last 40 in a fifth
+    assert _slow_start(100, 1.0, 4, 512) == (5.0, 104)
+    # at the top: top calls per round trip, no round trip lost to growth
+    assert _slow_start(1024, 0.2, 512, 512) == (pytest.approx(0.4), 512)
+    # the top caps the growth: 8 -> 10 after the first round trip, then 10 per round trip
+    seconds, limit = _slow_start(38, 0.5, 8, 10)
+    assert (seconds, limit) == (pytest.approx(0.5 + 30 * 0.5 / 10), 10)
+    # instant calls take no time but still raise the limit
+    assert _slow_start(50, 0.0, 16, 512) == (0.0, 66)
+
+
+def test_an_instant_mock_run_is_timed_by_its_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no latency, a phase takes the run's own CPU per call, not zero."""
+    monkeypatch.chdir(tmp_path)
+    Path("exp.yaml").write_text(_CONFIG, encoding="utf-8")
+    estimate = estimate_cost(load_config("exp.yaml"), samples=0, registries=registries())
+    for phase, seconds in estimate.phase_seconds.items():
+        calls = sum(c.calls for c in estimate.cells if c.phase == phase)
+        expected = _PHASE_START_S + calls * _RUN_CPU_PER_CALL_S if calls else 0.0
+        assert seconds == pytest.approx(expected, abs=1e-9), phase
+
+
+class _SlowFirst(Interface):
+    """Its first call takes 0.3 s more (a client starting), the others 0.02 s."""
+
+    name = "slow-first"
+
+    def __init__(self, model: ModelConfig, log: list[str]) -> None:
+        super().__init__(model)
+        self.log, self.started = log, False
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        cold = not self.started
+        self.started = True
+        self.log.append(f"{self.model.name}:{'cold' if cold else 'warm'}:start")
+        await asyncio.sleep(0.32 if cold else 0.02)
+        return GenerateResult("ok", Usage(10, 2))
+
+
+def test_sample_calls_run_each_clients_first_call_apart_and_untimed() -> None:
+    log: list[str] = []
+    ifaces = {n: _SlowFirst(ModelConfig(n, "slow-first"), log) for n in ("a", "b")}
+    req = GenerateRequest(prompt="p", params={})
+    jobs = [("a", "t", req), ("a", "t", req), ("b", "t", req), ("b", "t", req)]
+    warm: set[str] = set()
+    started = time.perf_counter()
+    outcomes, cold = asyncio.run(_gather_warm(jobs, ifaces, warm, 5.0))
+    assert cold == [True, False, True, False]
+    assert warm == {"a", "b"}
+    # the first calls went out alone; the others after them, and were timed as warm calls
+    assert log[:2] == ["a:cold:start", "b:cold:start"] and sorted(log[2:]) == ["a:warm:start", "b:warm:start"]
+    assert [round(latency, 1) for _, latency in outcomes] == [0.3, 0.0, 0.3, 0.0]
+    assert time.perf_counter() - started < 1.0  # each group ran concurrently
+    # a later phase's calls of warmed clients are all timed
+    outcomes, cold = asyncio.run(_gather_warm(jobs[:2], ifaces, warm, 5.0))
+    assert cold == [False, False]
+
+
+def test_a_phase_sampled_only_cold_takes_the_models_latency_from_its_other_phases() -> None:
+    results = SampleResults()
+    cold, warm = Measured(), Measured()
+    cold.add(10, 5, 10, None, 5)  # its only call started the client: not timed
+    warm.add(10, 5, 10, 0.25, 5)
+    warm.add(10, 5, 10, 0.35, 5)
+    results.measured = {("data_generation", "m", "t"): cold, ("evaluation", "m", "t"): warm}
+    assert results.latency("data_generation", "m") == pytest.approx(0.3)
+    assert results.latency("evaluation", "m") == pytest.approx(0.3)
+    assert results.latency("evaluation", "other") is None
+
+
+_CONFIG = """
+models:
+  - {name: m1, interface: mock, roles: [teacher, student, judge], parameters: {seed: 1}}
+  - {name: m2, interface: mock, roles: [student, judge], parameters: {seed: 2}}
+tasks:
+  - name: t
+    description: Answer a short question.
+    output_description: A short answer.
+    target_attributes: {tone: [formal, casual]}
+    nuanced_attributes: {}
+    sampling: {target: [1, 1], nuance: [0, 0], total: 4}
+    rubric: {accuracy: The answer is correct.}
+    evaluation_mode: single
+experiment: {id: time-est, storage_folder: runs, probe_mode: disable}
+"""
