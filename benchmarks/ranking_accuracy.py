@@ -139,7 +139,8 @@ def main() -> None:
     # 40 seeds two runs (5 points) decide the comparison with the plain mean, at 300 under one
     parser.add_argument("--seeds", type=int, default=300, help="seeds per scenario for accuracy")
     parser.add_argument("--interval-seeds", type=int, default=10, help="seeds per scenario with intervals")
-    parser.add_argument("--label-seeds", type=int, default=10, help="seeds of the reference shape with labels")
+    parser.add_argument("--label-seeds", type=int, default=40,
+                        help="seeds of the reference shape with labels (a width moves by half a place per run)")
     args = parser.parse_args()
     acc = _accuracy(args.seeds)
     print()

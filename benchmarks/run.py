@@ -53,6 +53,8 @@ from benchmarks._common import machine, run_child
 
 FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "overhead", "estimates", "resume", "analysis",
            "labels", "viewer", "queueing", "ray")
+#: figures run only when ``--only`` names them (the ceiling: a million calls, tens of minutes)
+OPT_IN = ("ceiling",)
 
 
 def _cold(r: dict[str, Any]) -> str:
@@ -97,6 +99,19 @@ def _estimates(quick: bool) -> dict[str, Any]:
     return run_child("estimates:run", {"only": ["mock"], "total": 2} if quick else {}, timeout=900)
 
 
+def _ceiling(quick: bool) -> dict[str, Any]:
+    calls = 12_400 if quick else 1_000_000
+    runs = {iface: run_child("ceiling:ceiling", {"calls": calls, "interface": iface}, timeout=7200)
+            for iface in ("mock", "sdk")}  # fmt: skip
+    sdk = runs["sdk"]
+    return {"name": "ceiling", "runs": runs, "target_sdk_cpu_ms_per_call": TARGET_SDK_CPU_MS,
+            "ok": sdk.get("cpu_ms_per_call") is not None and sdk["cpu_ms_per_call"] <= TARGET_SDK_CPU_MS}  # fmt: skip
+
+
+#: CPU per call of the openai SDK path at the ceiling
+TARGET_SDK_CPU_MS = 0.8
+
+
 def _resume(quick: bool) -> dict[str, Any]:
     from benchmarks import resume
 
@@ -116,7 +131,7 @@ def _labels(quick: bool) -> dict[str, Any]:
         import benchmarks.labels_in_loop  # noqa: F401
     except ImportError as exc:  # the analysis distribution is not installed
         return {"name": "labels", "ok": False, "error": f"unavailable: {exc}"}
-    args = {"n_labels": 40, "seeds": 2, "n_boot": 50} if quick else {"n_labels": 40, "seeds": 10, "n_boot": 150}
+    args = {"n_labels": 40, "seeds": 2, "n_boot": 50} if quick else {"n_labels": 40, "seeds": 40, "n_boot": 150}
     return run_child("labels_in_loop:run", args, timeout=900)
 
 
@@ -147,6 +162,7 @@ RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "throughput": _throughput,
     "overhead": _overhead,
     "estimates": _estimates,
+    "ceiling": _ceiling,
     "resume": _resume,
     "analysis": _analysis,
     "labels": _labels,
@@ -216,6 +232,12 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
             shown = "; ".join(f"{s['shape']}: {s['estimated_s']:.1f} s estimated, {s['actual_s']:.1f} s taken "
                               f"(x{s['ratio']:.2f})" for s in r["shapes"].values())  # fmt: skip
             rows.append(("b2. time estimate", shown, "within +-30% (x0.77-1.30)", verdict))
+        elif name == "ceiling":
+            shown = "; ".join(f"{i}: {r2['calls']:,} calls in {r2['wall_s']:.0f} s ({r2['calls_per_s']:,.0f}/s), "
+                              f"{r2['cpu_ms_per_call']:.3f} ms CPU per call, peak {r2['process_peak_mb']:.0f} MB"
+                              for i, r2 in r["runs"].items())  # fmt: skip
+            rows.append(("h. ceiling (no latency)", shown, f"sdk <= {r['target_sdk_cpu_ms_per_call']} ms per call",
+                         verdict))
         elif name == "resume":
             rows.append((
                 "c. resume scan",
@@ -239,8 +261,9 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 f"reference shape, {r['n_labels']} labels ({r['seeds']} seeds): Spearman no labels / suggested / "
                 f"random {p['none']['rho']:.3f} / {p['suggested']['rho']:.3f} / {p['random']['rho']:.3f}; GPT-like "
                 f"rank ranges' width {p['none']['gpt_width']:.2f} / {p['suggested']['gpt_width']:.2f} / "
-                f"{p['random']['gpt_width']:.2f}",
-                "suggested Spearman >= 0.95, width suggested < random",
+                f"{p['random']['gpt_width']:.2f} (suggested - random {p['suggested_minus_random']['gpt_width']:+.2f} "
+                f"+- {p['suggested_minus_random']['gpt_width_se']:.2f})",
+                "suggested Spearman >= 0.95, width suggested < random by 2 standard errors",
                 verdict,
             ))
         elif name == "viewer":
@@ -288,7 +311,8 @@ def _table(rows: list[tuple[str, str, str, str]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default=",".join(FIGURES), help=f"comma-separated subset of {', '.join(FIGURES)}")
+    parser.add_argument("--only", default=",".join(FIGURES),
+                        help=f"comma-separated subset of {', '.join(FIGURES)}; also {', '.join(OPT_IN)} (not run unless named)")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test of the harness")
     parser.add_argument("--out", default="bench-results.json", help="where to write the results (JSON)")
     parser.add_argument("--phase-datapoints", type=int, default=None,
@@ -298,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [f.strip() for f in args.only.split(",") if f.strip()]
     unknown = [f for f in chosen if f not in RUNNERS]
     if unknown:
-        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(FIGURES)}")
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(FIGURES + OPT_IN)}")
 
     info = machine()
     print(f"machine: {info['cpu']}, {info['cpu_count']} CPUs, {info['memory_gb']} GB, Python {info['python']}; "

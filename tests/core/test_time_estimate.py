@@ -7,7 +7,9 @@ import asyncio
 import time
 from pathlib import Path
 
+import pluggy
 import pytest
+from coeval import RegisterInterface, hookimpl
 from coeval.config import load_config
 from coeval.config.model import ModelConfig
 from coeval.contract.manager import registries
@@ -75,6 +77,42 @@ def test_sample_calls_run_each_clients_first_call_apart_and_untimed() -> None:
     # a later phase's calls of warmed clients are all timed
     outcomes, cold = asyncio.run(_gather_warm(jobs[:2], ifaces, warm, 5.0))
     assert cold == [False, False]
+
+
+class _SlowFirstPerClient(Interface):
+    """A provider whose client's first call takes 0.3 s longer (its start), all 0.02 s after."""
+
+    name = "slowstart"
+
+    def __init__(self, model: ModelConfig, credentials: object = None) -> None:
+        super().__init__(model)
+        self.started = False
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        cold, self.started = not self.started, True
+        await asyncio.sleep(0.32 if cold else 0.02)
+        return GenerateResult('{"prompt": "What is 2 + 2?", "reference_response": "4"}', Usage(20, 10))
+
+
+class _SlowStartPlugin:
+    @hookimpl
+    def register_interfaces(self, register: RegisterInterface) -> None:
+        register("slowstart", _SlowFirstPerClient, requires_model=False)
+
+
+def test_plan_times_calls_by_warm_samples_and_adds_the_clients_start_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pm: pluggy.PluginManager
+) -> None:
+    pm.register(_SlowStartPlugin(), name="slowstart-test")
+    monkeypatch.chdir(tmp_path)
+    slow = "interface: slowstart, access_key: key-for-the-test"  # a provider: sampled only with a key
+    Path("exp.yaml").write_text(_CONFIG.replace("interface: mock", slow), encoding="utf-8")
+    estimate = estimate_cost(load_config("exp.yaml"), samples=2, registries=registries())
+    timed = [c for c in estimate.cells if c.calls]
+    assert timed and all(c.seconds / c.calls == pytest.approx(0.02, abs=0.015) for c in timed)  # warm calls only
+    first, *later = [estimate.phase_seconds[p] for p in ("data_generation", "response_collection", "evaluation")]
+    assert first >= _PHASE_START_S + 0.25  # the client's start, measured by the cold calls, once
+    assert all(s < _PHASE_START_S + 0.2 for s in later)
 
 
 def test_a_phase_sampled_only_cold_takes_the_models_latency_from_its_other_phases() -> None:

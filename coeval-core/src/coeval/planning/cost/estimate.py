@@ -412,8 +412,9 @@ def _phase_seconds(
             lanes[lane][0] += c.calls
             lanes[lane][1] += c.seconds
             bounds.setdefault(lane, _lane_bounds(m, sampled, registries))
-            cpu += c.calls * (_RUN_CPU_PER_CALL_S + (0.0 if m.name in sampled.free else _SDK_CPU_PER_CALL_S))
-            if m.name not in sampled.free and not started_sdk:  # the first call through a provider SDK
+            through_sdk = m.name not in sampled.free and m.interface not in LOCAL_INTERFACES
+            cpu += c.calls * (_RUN_CPU_PER_CALL_S + (_SDK_CPU_PER_CALL_S if through_sdk else 0.0))
+            if through_sdk and not started_sdk:  # the first call through a provider SDK starts its client
                 started_sdk, client_start = True, sampled.client_start_s or _CLIENT_START_S
         longest = 0.0
         for lane, (calls, seconds) in lanes.items():

@@ -243,8 +243,8 @@ async def run_samples(
                 out_tok = result.usage.output_tokens or estimate_tokens(result.text)
                 expected = expected_output_tokens(phase, tasks[task_name], models_by_name[name])
                 timed = name not in free and not cold[index]  # a client's first call also starts it
-                if cold[index] and name not in free:
-                    first_latency[name] = latency
+                if cold[index] and name not in free and models_by_name[name].interface not in LOCAL_INTERFACES:
+                    first_latency[name] = latency  # a provider SDK's start (a local model's load is not one)
                 measured.add(in_tok, out_tok, est_in, latency if timed else None, expected)
                 if phase in (ATTRIBUTE_MAPPING, RUBRIC_MAPPING):
                     _collect_proposal(req, result, task_name, seen)
