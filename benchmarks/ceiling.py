@@ -70,6 +70,8 @@ def ceiling(calls: int = 1_000_000, interface: str = "mock") -> dict[str, Any]:
         "calls_per_s": round(made / wall, 1) if wall else None,
         "cpu_ms_per_call": round(cpu * 1000 / made, 4) if made else None,
         "peak_mb": round(peak_mb, 1),
+        "phases": [{"phase": t.phase_id, "calls": t.ok + t.failed + t.retries, "wall_s": round(t.elapsed, 1)}
+                   for t in progress.trackers],
     }
     if server_cpu0 is not None and server_cpu1 is not None and made:
         out["server_cpu_ms_per_call"] = round((server_cpu1 - server_cpu0) * 1000 / made, 4)

@@ -90,8 +90,9 @@ def reference_leak(c: Candidate, ctx: CheckContext) -> str | None:
 def near_duplicate(c: Candidate, ctx: CheckContext) -> str | None:
     """A prompt too similar (word-shingle Jaccard >= ``threshold``) to an accepted item of
     the same task and teacher."""
-    score = ctx.index.most_similar(c.task.name, c.teacher, str(c.value.get("prompt", "")))
-    if score >= float(ctx.options.get("threshold", 0.8)):
+    threshold = float(ctx.options.get("threshold", 0.8))
+    score = ctx.index.most_similar(c.task.name, c.teacher, str(c.value.get("prompt", "")), at_least=threshold)
+    if score >= threshold:
         return f"the prompt repeats an earlier item (similarity {score:.2f}); write a different item"
     return None
 

@@ -7,6 +7,7 @@ fails the item with ``error_kind: quality`` when the retries are used up.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -66,17 +67,41 @@ def resolve_checks(registry: Iterable[Any], settings: Mapping[str, Any]) -> list
 
 
 class _ShingleIndex:
-    """Accepted prompts per (task, teacher), as shingle sets."""
+    """Accepted prompts per (task, teacher), as shingle sets, with an inverted index from
+    each shingle to the prompts that hold it.
+
+    A check compares a prompt only with the accepted prompts that share a shingle with it,
+    and with ``at_least``, only with those that share one of its rarest shingles (a prompt
+    whose Jaccard reaches ``t`` shares at least ``ceil(t * n)`` of this prompt's ``n``
+    shingles, so it holds one of any ``n - ceil(t * n) + 1`` of them). Comparing with every
+    accepted prompt made phase 3 quadratic: 6 ms a check at 1,000 items per teacher, 126 ms
+    at 20,000."""
 
     def __init__(self) -> None:
         self._items: dict[tuple[str, str], list[frozenset[str]]] = {}
+        self._holders: dict[tuple[str, str], dict[str, list[int]]] = {}
 
     def add(self, task: str, teacher: str, text: str) -> None:
-        self._items.setdefault((task, teacher), []).append(shingles(text))
-
-    def most_similar(self, task: str, teacher: str, text: str) -> float:
+        items = self._items.setdefault((task, teacher), [])
+        holders = self._holders.setdefault((task, teacher), {})
         mine = shingles(text)
-        return max((jaccard(mine, other) for other in self._items.get((task, teacher), ())), default=0.0)
+        for shingle in mine:
+            holders.setdefault(shingle, []).append(len(items))
+        items.append(mine)
+
+    def most_similar(self, task: str, teacher: str, text: str, at_least: float = 0.0) -> float:
+        """The highest Jaccard similarity of ``text`` to an accepted prompt of ``(task,
+        teacher)``: exact when it is ``at_least`` or more; below ``at_least`` otherwise."""
+        mine = shingles(text)
+        holders = self._holders.get((task, teacher))
+        if not mine or not holders:
+            return 0.0
+        items = self._items[(task, teacher)]
+        probe = sorted(mine, key=lambda s: len(holders.get(s, ())))
+        if at_least > 0.0:  # a prompt that can reach at_least holds one of these
+            probe = probe[: len(mine) - math.ceil(at_least * len(mine) - 1e-9) + 1]
+        candidates = {i for shingle in probe for i in holders.get(shingle, ())}
+        return max((jaccard(mine, items[i]) for i in candidates), default=0.0)
 
 
 class ItemGate:

@@ -38,7 +38,10 @@ class Candidate:
 
 
 class NearDuplicateIndex(Protocol):
-    def most_similar(self, task: str, teacher: str, text: str) -> float: ...
+    def most_similar(self, task: str, teacher: str, text: str, at_least: float = 0.0) -> float:
+        """The highest similarity of ``text`` to an accepted prompt of ``(task, teacher)``:
+        exact when it is ``at_least`` or more, below ``at_least`` otherwise."""
+        ...
 
 
 @attrs.frozen
