@@ -44,3 +44,11 @@ def test_the_quickstart_estimate_adds_up_its_local_calls(tmp_path: Path, monkeyp
         expected = _PHASE_START_S + sum(c.seconds for c in cells) if cells else 0.0
         assert seconds == pytest.approx(expected), phase  # one at a time: the calls add up
     assert estimate.phase_seconds["evaluation"] > 0
+
+
+def test_the_plans_lane_list_says_llamacpp_calls_run_one_at_a_time() -> None:
+    from coeval.cli.lanes_preview import format_lanes
+
+    config = load_config(ROOT / "examples" / "quickstart.yaml", check_filesystem=False)
+    lines = [line for line in format_lanes(config).splitlines() if line.startswith("  ")]
+    assert lines and all(line.endswith("(at most 8 in flight; the engine runs them one at a time)") for line in lines)

@@ -12,8 +12,8 @@ __all__ = ["format_lanes", "lanes_of"]
 
 
 def lanes_of(config: Any, keys: Any = None) -> dict[str, dict[str, Any]]:
-    """lane key -> {models, max_concurrency, queue_aware, replicas}; models whose interface cannot be
-    built here (not installed, missing settings) are left out."""
+    """lane key -> {models, max_concurrency, queue_aware, replicas, one_at_a_time}; models whose
+    interface cannot be built here (not installed, missing settings) are left out."""
     regs = registries()
     lanes: dict[str, dict[str, Any]] = {}
     for model in config.models:
@@ -27,7 +27,9 @@ def lanes_of(config: Any, keys: Any = None) -> dict[str, dict[str, Any]]:
             continue
         lane = lanes.setdefault(key, {"models": [], "max_concurrency": iface.max_concurrency,
                                       "queue_aware": bool(getattr(iface, "queue_aware", False)),
-                                      "replicas": len(iface.replica_views())})
+                                      "replicas": len(iface.replica_views()),
+                                      "one_at_a_time": bool(getattr(regs.interface_facts(model.interface),
+                                                                    "one_at_a_time", False))})
         lane["models"].append(model.name)
         lane["max_concurrency"] = min(lane["max_concurrency"], iface.max_concurrency)
     return lanes
@@ -41,5 +43,7 @@ def format_lanes(config: Any, keys: Any = None) -> str:
     for key, lane in lanes.items():
         mode = ", latency-aware" if lane["queue_aware"] else ""
         where = f" on each of {lane['replicas']} replicas" if lane.get("replicas", 0) > 1 else ""
-        lines.append(f"  {key}: {', '.join(lane['models'])} (at most {lane['max_concurrency']} in flight{where}{mode})")
+        serial = "; the engine runs them one at a time" if lane.get("one_at_a_time") else ""
+        lines.append(f"  {key}: {', '.join(lane['models'])} "
+                     f"(at most {lane['max_concurrency']} in flight{where}{mode}{serial})")
     return "\n".join(lines) + "\n"
