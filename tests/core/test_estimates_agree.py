@@ -98,14 +98,17 @@ def test_plan_learns_time_and_tokens_from_a_past_run_of_the_config(tmp_path, mon
 
 def test_each_mock_model_is_its_own_lane_in_the_time_estimate(tmp_path, monkeypatch):
     """The scheduler gives every mock model its own lane (``connection_key``): two judges
-    at 100 ms, one call in flight each, run side by side, not in one shared pool."""
+    at 100 ms, one call in flight each (the mock's bounds, which the scheduler reads from
+    the interface as the estimate does), run side by side, not in one shared pool."""
+    from coeval.interfaces.mock import MockInterface
     from coeval.planning.cost import estimate_cost
     from coeval.planning.cost.estimate import _PHASE_START_S
 
     monkeypatch.chdir(tmp_path)
-    one = "latency_ms: 100, concurrency: 1, max_concurrency: 1"
-    Path("exp.yaml").write_text(CONFIG.replace("{seed: 3, latency_ms: 40}", f"{{seed: 3, {one}}}")
-                                .replace("{seed: 5}", f"{{seed: 5, {one}}}"), encoding="utf-8")
+    monkeypatch.setattr(MockInterface, "default_concurrency", 1)
+    monkeypatch.setattr(MockInterface, "max_concurrency", 1)
+    Path("exp.yaml").write_text(CONFIG.replace("{seed: 3, latency_ms: 40}", "{seed: 3, latency_ms: 100}")
+                                .replace("{seed: 5}", "{seed: 5, latency_ms: 100}"), encoding="utf-8")
     estimate = estimate_cost(load_config("exp.yaml"), samples=0, registries=registries())
     judges = [c for c in estimate.cells if c.phase == "evaluation" and c.calls]
     per_judge = {name: sum(c.calls for c in judges if c.model == name) for name in ("teach-a", "stud-c")}

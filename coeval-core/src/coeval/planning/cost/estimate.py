@@ -201,21 +201,20 @@ def _heuristic_latency(
 
 
 def _lane_bounds(model: ModelConfig, samples: SampleResults, registries: Registries) -> tuple[int, int]:
-    """The concurrency a lane of ``model`` starts at and the most its limiter grows to: the
-    model's ``concurrency`` / ``max_concurrency``, else its interface's (the built one when
-    sampled, else the registered class's), else the base interface's 8 and 64."""
-    source: Any = samples.interfaces.get(model.name)
-    if source is None and model.interface in registries.interfaces:
-        source = registries.interfaces.get(model.interface)
-    start, top = getattr(source, "default_concurrency", 8), getattr(source, "max_concurrency", 64)
+    """The concurrency a lane of ``model`` starts at and the most its limiter grows to, as
+    the scheduler takes them: from the model's interface as built for the run (the sampled
+    one, else one built here, without credentials), so the interface's own reading of
+    ``concurrency``, ``max_concurrency`` or a self-hosted server applies; the base
+    interface's 8 and 64 when it cannot be built here."""
+    iface: Any = samples.interfaces.get(model.name)
+    if iface is None and model.interface in registries.interfaces:
+        try:
+            iface = registries.interfaces.get(model.interface)(model, None)
+        except Exception:  # not buildable here (settings, an SDK): the run will say why
+            iface = None
+    start, top = getattr(iface, "default_concurrency", 8), getattr(iface, "max_concurrency", 64)
     start = start if isinstance(start, int) and start > 0 else 8
     top = top if isinstance(top, int) and top > 0 else 64
-    params = model.parameters
-    if isinstance(params.get("max_concurrency"), int) and params["max_concurrency"] > 0:
-        top = params["max_concurrency"]
-        start = min(start, top)
-    if isinstance(params.get("concurrency"), int) and params["concurrency"] > 0:
-        start = params["concurrency"]
     return start, max(top, start)
 
 
@@ -393,11 +392,11 @@ def _phase_seconds(
     ``connection_key``, as the scheduler forms them (every mock model is its own lane)."""
     models = {m.name: m for m in config.models}
     reached: dict[str, float] = {}  # lane -> its limiter's limit so far (carried across phases)
+    bounds: dict[str, tuple[int, int]] = {}  # lane -> (starting concurrency, maximum)
     started_sdk = False
     out: dict[str, float] = {}
     for phase in (p.phase for p in plan.phases):
         lanes: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # lane -> [calls, call-seconds]
-        bounds: dict[str, tuple[int, int]] = {}
         serial = cpu = client_start = 0.0
         for c in cells:
             if c.phase != phase or not c.calls or c.batch:
@@ -411,7 +410,8 @@ def _phase_seconds(
             lane = iface.connection_key() if iface is not None else m.interface
             lanes[lane][0] += c.calls
             lanes[lane][1] += c.seconds
-            bounds.setdefault(lane, _lane_bounds(m, sampled, registries))
+            if lane not in bounds:
+                bounds[lane] = _lane_bounds(m, sampled, registries)
             through_sdk = m.name not in sampled.free and m.interface not in LOCAL_INTERFACES
             cpu += c.calls * (_RUN_CPU_PER_CALL_S + (_SDK_CPU_PER_CALL_S if through_sdk else 0.0))
             if through_sdk and not started_sdk:  # the first call through a provider SDK starts its client
