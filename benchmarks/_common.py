@@ -7,6 +7,7 @@ benchmark. The child reports its own ``getrusage`` figures.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,39 @@ def write_yaml(path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
+
+
+@dataclass(frozen=True)
+class FakeServerProcess:
+    """The fake provider server running in a process of its own."""
+
+    url: str  #: its root URL (the openai routes are under ``/v1``)
+    pid: int
+
+
+@contextlib.contextmanager
+def fake_server_process(latency_ms: float) -> Iterator[FakeServerProcess]:
+    """Start ``python -m coeval_testing.fake_server`` answering after ``latency_ms``, in a
+    separate process so that its CPU is not the measured run's; stopped on exit."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "coeval_testing.fake_server", "--port", "0", "--latency-ms", str(latency_ms),
+         "--no-log-bodies"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        if not url.startswith("http"):
+            raise RuntimeError(f"the fake server did not start: {server.stderr.read() if server.stderr else ''}")
+        yield FakeServerProcess(url, server.pid)
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def openai_keys(folder: Path) -> Path:
+    """A key file whose ``openai`` key the fake server accepts (every model shares it)."""
+    return write_yaml(folder / "keys.yaml", {"providers": {"openai": "sk-bench-shared-key"}})
 
 
 def run_child(function: str, args: dict[str, Any], *, timeout: float = 900) -> dict[str, Any]:

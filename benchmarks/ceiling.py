@@ -17,14 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks._common import medium_shape, write_yaml
-from benchmarks.pipeline import _proc_cpu_seconds, _run
+from benchmarks._common import fake_server_process, medium_shape, openai_keys, write_yaml
+from benchmarks.pipeline import _phases, _proc_cpu_seconds, _run
 
 #: calls of the medium shape per datapoint of each teacher (20 per teacher: 12,400 calls)
 CALLS_PER_DATAPOINT = 620
@@ -34,33 +32,21 @@ def ceiling(calls: int = 1_000_000, interface: str = "mock") -> dict[str, Any]:
     total = max(1, round(calls / CALLS_PER_DATAPOINT))
     with tempfile.TemporaryDirectory(prefix="coeval-bench-ceiling-") as tmp:
         work = Path(tmp)
-        server = None
-        keys = None
-        try:
-            if interface == "mock":
-                params: dict[str, Any] = {"latency_ms": 0}
-                iface = "mock"
-            else:
-                server = subprocess.Popen(
-                    [sys.executable, "-m", "coeval_testing.fake_server", "--port", "0", "--latency-ms", "0",
-                     "--no-log-bodies"],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                )  # fmt: skip
-                assert server.stdout is not None
-                url = server.stdout.readline().strip()
-                keys = write_yaml(work / "keys.yaml", {"providers": {"openai": "sk-bench-shared-key"}})
-                params = {"base_url": f"{url}/v1", "timeout": 60, "self_hosted": False}
-                iface = "openai"
-            config = write_yaml(work / "exp.yaml", medium_shape(iface, params, storage=work / "runs",
+        if interface == "mock":
+            config = write_yaml(work / "exp.yaml", medium_shape("mock", {"latency_ms": 0}, storage=work / "runs",
                                                                  experiment_id="bench-ceiling", total=total))
-            server_cpu0 = _proc_cpu_seconds(server.pid) if server is not None else None
-            _, progress, wall, cpu = _run(config, keys)
-            server_cpu1 = _proc_cpu_seconds(server.pid) if server is not None else None
-        finally:
-            if server is not None:
-                server.terminate()
-                server.wait(10)
-    made = sum(t.ok + t.failed + t.retries for t in progress.trackers)
+            _, progress, wall, cpu = _run(config, None)
+            server_cpu = None
+        else:
+            with fake_server_process(0) as server:
+                params = {"base_url": f"{server.url}/v1", "timeout": 60, "self_hosted": False}
+                config = write_yaml(work / "exp.yaml", medium_shape("openai", params, storage=work / "runs",
+                                                                     experiment_id="bench-ceiling", total=total))
+                server_cpu0 = _proc_cpu_seconds(server.pid)
+                _, progress, wall, cpu = _run(config, openai_keys(work))
+                server_cpu1 = _proc_cpu_seconds(server.pid)
+                server_cpu = server_cpu1 - server_cpu0 if server_cpu0 is not None and server_cpu1 is not None else None
+    phases, made = _phases(progress, 0.0, 0)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     out = {
         "name": "ceiling",
@@ -70,11 +56,10 @@ def ceiling(calls: int = 1_000_000, interface: str = "mock") -> dict[str, Any]:
         "calls_per_s": round(made / wall, 1) if wall else None,
         "cpu_ms_per_call": round(cpu * 1000 / made, 4) if made else None,
         "peak_mb": round(peak_mb, 1),
-        "phases": [{"phase": t.phase_id, "calls": t.ok + t.failed + t.retries, "wall_s": round(t.elapsed, 1)}
-                   for t in progress.trackers],
+        "phases": [{k: v for k, v in p.items() if k in ("phase", "calls", "wall_s")} for p in phases],
     }
-    if server_cpu0 is not None and server_cpu1 is not None and made:
-        out["server_cpu_ms_per_call"] = round((server_cpu1 - server_cpu0) * 1000 / made, 4)
+    if server_cpu is not None and made:
+        out["server_cpu_ms_per_call"] = round(server_cpu * 1000 / made, 4)
     return out
 
 

@@ -19,8 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks._common import REPO, medium_shape, write_yaml
+from benchmarks._common import REPO, fake_server_process, medium_shape, openai_keys, write_yaml
 
 #: estimate / actual within this band (+-30% of the actual time)
 TARGET_LOW, TARGET_HIGH = 1 / 1.3, 1.3
@@ -81,26 +79,13 @@ def mock(total: int | None = None) -> dict[str, Any]:
 def fake_server() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="coeval-bench-est-") as tmp:
         work = Path(tmp)
-        server = subprocess.Popen(
-            [sys.executable, "-m", "coeval_testing.fake_server", "--port", "0", "--latency-ms", "200",
-             "--no-log-bodies"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        try:
-            assert server.stdout is not None
-            url = server.stdout.readline().strip()
-            if not url.startswith("http"):
-                raise RuntimeError("the fake server did not start")
-            keys = write_yaml(work / "keys.yaml", {"providers": {"openai": "sk-bench-shared-key"}})
-            params = {"base_url": f"{url}/v1", "timeout": 60}
+        with fake_server_process(200) as server:
+            params = {"base_url": f"{server.url}/v1", "timeout": 60}
             config = write_yaml(work / "exp.yaml", medium_shape("openai", params, storage=work / "runs",
                                                                  experiment_id="bench-estimate-fake"))
             # the latency comes from plan's sample calls (free here: the server is local)
             return {"shape": "openai SDK, fake server, medium shape, 200 ms",
-                    **_estimate_and_run(config, keys, samples=FAKE_SERVER_SAMPLES)}
-        finally:
-            server.terminate()
-            server.wait(10)
+                    **_estimate_and_run(config, openai_keys(work), samples=FAKE_SERVER_SAMPLES)}
 
 
 def quickstart() -> dict[str, Any]:

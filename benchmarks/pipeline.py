@@ -20,14 +20,13 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._common import medium_shape, write_yaml
+from benchmarks._common import fake_server_process, medium_shape, openai_keys, write_yaml
 
 TARGET_THROUGHPUT_S = 60.0
 TARGET_OVERHEAD_MS = 0.3
@@ -102,18 +101,9 @@ def throughput(latency_ms: float = 200.0, concurrency: int | None = 64, total: i
     medium shape against it."""
     with tempfile.TemporaryDirectory(prefix="coeval-bench-tp-") as tmp:
         work = Path(tmp)
-        server = subprocess.Popen(
-            [sys.executable, "-m", "coeval_testing.fake_server", "--port", "0", "--latency-ms", str(latency_ms),
-             "--no-log-bodies"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        try:
-            assert server.stdout is not None
-            url = server.stdout.readline().strip()
-            if not url.startswith("http"):
-                raise RuntimeError(f"the fake server did not start: {server.stderr.read() if server.stderr else ''}")
-            keys = write_yaml(work / "keys.yaml", {"providers": {"openai": "sk-bench-shared-key"}})
-            params: dict[str, Any] = {"base_url": f"{url}/v1", "timeout": 60}
+        with fake_server_process(latency_ms) as server:
+            keys = openai_keys(work)
+            params: dict[str, Any] = {"base_url": f"{server.url}/v1", "timeout": 60}
             if concurrency is not None:
                 params.update(concurrency=concurrency, max_concurrency=concurrency)
             config = write_yaml(work / "exp.yaml", medium_shape("openai", params, storage=work / "runs",
@@ -122,9 +112,6 @@ def throughput(latency_ms: float = 200.0, concurrency: int | None = 64, total: i
             _, progress, wall, cpu = _run(config, keys)
             server_cpu1 = _proc_cpu_seconds(server.pid)
             peak = _peak_in_flight(work / "runs" / "bench-throughput")
-        finally:
-            server.terminate()
-            server.wait(10)
     phases, calls = _phases(progress, latency_ms / 1000.0, concurrency or 64)
     ideal = sum(p["ideal_s"] for p in phases)
     server_ms = None
