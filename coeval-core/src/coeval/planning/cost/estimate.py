@@ -412,7 +412,7 @@ def _phase_seconds(
             lanes[lane][1] += c.seconds
             if lane not in bounds:
                 bounds[lane] = _lane_bounds(m, sampled, registries)
-            through_sdk = m.name not in sampled.free and m.interface not in LOCAL_INTERFACES
+            through_sdk = sampled.through_sdk(m)
             cpu += c.calls * (_RUN_CPU_PER_CALL_S + (_SDK_CPU_PER_CALL_S if through_sdk else 0.0))
             if through_sdk and not started_sdk:  # the first call through a provider SDK starts its client
                 started_sdk, client_start = True, sampled.client_start_s or _CLIENT_START_S

@@ -88,6 +88,11 @@ class SampleResults:
         measurement over to tasks that were not sampled)."""
         return self._total(model, phase).output_ratio
 
+    def through_sdk(self, model: ModelConfig) -> bool:
+        """Whether ``model``'s calls go through a provider's SDK client (not free, not local):
+        its first call starts the client, and each call costs the SDK's CPU."""
+        return model.name not in self.free and model.interface not in LOCAL_INTERFACES
+
     def latency(self, phase: str, model: str) -> float | None:
         """A model's mean sampled latency in ``phase``; where none of its calls there was
         timed (its only sample started the client), over its other phases."""
@@ -243,7 +248,7 @@ async def run_samples(
                 out_tok = result.usage.output_tokens or estimate_tokens(result.text)
                 expected = expected_output_tokens(phase, tasks[task_name], models_by_name[name])
                 timed = name not in free and not cold[index]  # a client's first call also starts it
-                if cold[index] and name not in free and models_by_name[name].interface not in LOCAL_INTERFACES:
+                if cold[index] and results.through_sdk(models_by_name[name]):
                     first_latency[name] = latency  # a provider SDK's start (a local model's load is not one)
                 measured.add(in_tok, out_tok, est_in, latency if timed else None, expected)
                 if phase in (ATTRIBUTE_MAPPING, RUBRIC_MAPPING):
