@@ -35,11 +35,12 @@ class Calls(Routing):
         clock = self.clock
         queue = lane.queue
         ready = queue.ready
+        slots = lane.slots
         handled = 0
         turn = clock.now()  # the scheduler's clock: virtual under a ManualClock, so tests are deterministic
         try:
             while not run.stopping:
-                if lane.workers > lane.limit.current:
+                if slots.held > lane.limit.current:
                     return  # the limit shrank: this worker's slot is gone
                 if lane.down and lane.workers > 1 and lane.siblings_up():
                     return  # a replica that is down keeps one worker, to probe it
@@ -58,12 +59,19 @@ class Calls(Routing):
                     await queue.wake.wait()
                     continue
                 await self._attempt(run, lane, ready.popleft())
+                if slots.waiting and slots.others_waiting(lane):  # another phase's lane waits for a slot
+                    if ready:
+                        slots.wait(run, lane)  # this lane's items want it back in turn
+                    return
                 handled += 1
                 if handled >= _YIELD_EVERY or clock.now() - turn > _TURN_S:
                     await asyncio.sleep(0)
                     handled, turn = 0, clock.now()
         finally:
             lane.workers -= 1
+            slots.held -= 1
+            if slots.waiting:
+                self._give_slot(slots)
 
     async def _attempt(self, run: _PhaseRun, lane: Lane, job: _Job) -> None:
         """One call for ``job`` (or its skip): finish it, or queue its retry."""
@@ -83,9 +91,11 @@ class Calls(Routing):
         run.stats.phase_calls += 1
         job.attempts += 1
         lane.in_flight += 1
-        load = lane.in_flight
-        if load > lane.peak:
-            lane.peak = load
+        slots = lane.slots
+        slots.in_flight += 1
+        load = slots.in_flight
+        if lane.in_flight > lane.peak:
+            lane.peak = lane.in_flight
         seq = lane.limit.started()
         request = item.request
         if job.correction is not None:  # a retry after a rejected reply: tell why, and sample differently
@@ -102,9 +112,11 @@ class Calls(Routing):
                     result = await iface.generate(request)
         except asyncio.CancelledError:
             lane.in_flight -= 1
+            slots.in_flight -= 1
             raise
         except Exception as exc:
             lane.in_flight -= 1
+            slots.in_flight -= 1
             if isinstance(exc, CallGivenBack) and run.stopping:  # given back unanswered: no call counts
                 self.calls[name] -= 1
                 run.stats.phase_calls -= 1
@@ -123,6 +135,7 @@ class Calls(Routing):
             run.settle()
             return
         lane.in_flight -= 1
+        slots.in_flight -= 1
         finished = self.clock.now()
         lane.limit.succeeded(finished - started, finished, load)
         job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
@@ -135,7 +148,7 @@ class Calls(Routing):
             job.cost = (job.cost or 0.0) + result.cost_usd
         if result.cost_usd:
             self._add_spend(run, result.cost_usd)
-        if lane.workers < lane.limit.current and lane.queue.ready:
+        if slots.held < lane.limit.current and lane.queue.ready:
             self._spawn_workers(run, lane)
         parse = item.parse
         if parse is None:

@@ -60,7 +60,7 @@ from coeval.scheduler.adaptive import AdaptiveLimit
 from coeval.scheduler.batch import BatchExecutor
 from coeval.scheduler.calls import Calls
 from coeval.scheduler.clock import Clock, SystemClock
-from coeval.scheduler.lanes import percentile
+from coeval.scheduler.lanes import Slots, percentile
 from coeval.scheduler.state import (
     DEFAULT_MAX_ATTEMPTS,
     UNWRITTEN,
@@ -106,6 +106,7 @@ class Scheduler(Calls):
         #: Spend reported by results so far, counting ``limits.spend_before_usd``.
         self.spend_usd = float(self.limits.spend_before_usd)
         self._limiters: dict[str, AdaptiveLimit] = {}
+        self._slots: dict[str, Slots] = {}
         self._lane_keys: dict[str, str] = {}
         self._runs: set[_PhaseRun] = set()
         # an executor that retries rejected batch replies in real time draws on this

@@ -25,13 +25,37 @@ from coeval.scheduler.server_wait import DEFAULT_CONNECT_WAIT_S, ServerWait
 if TYPE_CHECKING:
     from coeval.interfaces.base import Interface
 
-__all__ = ["TIMEOUTS_TO_EJECT", "Lane", "LaneQueue", "lane_for_new_worker", "percentile"]
+__all__ = ["TIMEOUTS_TO_EJECT", "Lane", "LaneQueue", "Slots", "lane_for_new_worker", "percentile"]
 
 #: A replica that times out this many calls in a row is ejected like one that refuses.
 TIMEOUTS_TO_EJECT = 3
 #: Latencies kept per lane and phase for its p50/p95: past this many, a uniform sample
 #: (reservoir sampling), so a phase of a million calls costs no more memory than 10,000.
 LATENCY_SAMPLES = 10_000
+
+
+class Slots:
+    """One connection's calls in flight and workers across the phases running at once
+    (pipelined phases each have their own lanes on the same connection): together they stay
+    within the connection's limit, and a lane left waiting for a slot gets the next one a
+    worker gives up, so no phase starves another."""
+
+    __slots__ = ("held", "in_flight", "waiting")
+
+    def __init__(self) -> None:
+        self.held = 0  # workers of every lane on this connection
+        self.in_flight = 0
+        #: lanes with ready items that found every slot held, first come first served
+        self.waiting: dict[int, tuple[Any, Lane]] = {}
+
+    def wait(self, run: Any, lane: Lane) -> None:
+        """Queue ``lane`` for the next slot given up (behind the lanes already waiting)."""
+        self.waiting.pop(id(lane), None)
+        self.waiting[id(lane)] = (run, lane)
+
+    def others_waiting(self, lane: Lane) -> bool:
+        waiting = self.waiting
+        return bool(waiting) and (len(waiting) > 1 or id(lane) not in waiting)
 
 
 class LaneQueue:
@@ -58,12 +82,14 @@ class Lane:
     """
 
     __slots__ = ("_answered", "_rng", "calls", "ejections", "in_flight", "key", "latencies_ms", "limit", "models",
-                 "paused_until", "pauses", "peak", "pinned", "queue", "server_wait", "timeouts_in_a_row", "url", "workers")
+                 "paused_until", "pauses", "peak", "pinned", "queue", "server_wait", "slots", "timeouts_in_a_row", "url",
+                 "workers")
 
     def __init__(self, key: str, limit: AdaptiveLimit, iface: Interface | None = None, *,
-                 queue: LaneQueue | None = None, url: str | None = None) -> None:
+                 queue: LaneQueue | None = None, url: str | None = None, slots: Slots | None = None) -> None:
         self.key = key
         self.limit = limit
+        self.slots = slots if slots is not None else Slots()
         self.server_wait = ServerWait(float(getattr(iface, "connect_wait_s", DEFAULT_CONNECT_WAIT_S)))
         self.url = url or str(getattr(iface, "server_label", "") or key)
         self.queue = queue if queue is not None else LaneQueue()
@@ -118,7 +144,7 @@ def lane_for_new_worker(queue: LaneQueue, now: float) -> Lane | None:
     idle = sum(lane.workers - lane.in_flight for lane in lanes if not lane.paused(now))
     if idle >= len(queue.ready):
         return None
-    admitted = [lane for lane in lanes if not lane.paused(now) and lane.workers < lane.limit.current]
+    admitted = [lane for lane in lanes if not lane.paused(now) and lane.slots.held < lane.limit.current]
     if admitted:
         return min(admitted, key=lambda lane: lane.workers)
     if sum(lane.workers for lane in lanes) == 0:

@@ -10,7 +10,7 @@ from coeval.config.credentials import redact
 from coeval.interfaces.base import Interface
 from coeval.scheduler.adaptive import AdaptiveLimit
 from coeval.scheduler.batch_run import BatchRun
-from coeval.scheduler.lanes import Lane, LaneQueue, lane_for_new_worker
+from coeval.scheduler.lanes import Lane, LaneQueue, Slots, lane_for_new_worker
 from coeval.scheduler.state import _BUFFER_PER_SLOT, _MIN_BUFFER, _carry_over, _Job, _PhaseRun
 from coeval.scheduler.work import WorkItem
 
@@ -118,12 +118,13 @@ class Routing(BatchRun):
         sharing one queue (``parameters.base_url`` as a list). Returns the first."""
         replicas = iface.replica_views()
         if not replicas:
-            lane = run.lanes[key] = Lane(key, self._limiter_for(key, iface), iface)
+            lane = run.lanes[key] = Lane(key, self._limiter_for(key, iface), iface, slots=self._slots_for(key))
             return lane
         queue = LaneQueue()
         for url, view in replicas:
             sub = f"{key} [{url}]"
-            run.lanes[sub] = Lane(sub, self._limiter_for(sub, view), view, queue=queue, url=url)
+            run.lanes[sub] = Lane(sub, self._limiter_for(sub, view), view, queue=queue, url=url,
+                                  slots=self._slots_for(sub))
         return queue.lanes[0]
 
     def _add_model(self, lane: Lane, name: str, iface: Interface) -> None:
@@ -144,22 +145,53 @@ class Routing(BatchRun):
         limiter.cap(iface.max_concurrency)
         return limiter
 
+    def _slots_for(self, key: str) -> Slots:
+        slots = self._slots.get(key)
+        if slots is None:
+            slots = self._slots[key] = Slots()
+        return slots
+
     def _spawn_workers(self, run: _PhaseRun, lane: Lane) -> None:
-        """Start workers until the lane runs at its limit or every queued job has one; for
-        replicas, each new worker goes to the admitted replica with the fewest outstanding."""
+        """Start workers until the lane's connection runs at its limit (counting the lanes of
+        other phases running at once) or every queued job has one; for replicas, each new
+        worker goes to the admitted replica with the fewest outstanding. A lane that wants
+        more workers than the limit leaves waits for the next slot given up."""
         if run.stopping:
             return
         queue = lane.queue
         if not queue.replicated:
-            while lane.workers < lane.limit.current and lane.workers - lane.in_flight < len(queue.ready):
+            slots, limit = lane.slots, lane.limit
+            while lane.workers - lane.in_flight < len(queue.ready):
+                if slots.held >= limit.current:
+                    slots.wait(run, lane)
+                    return
                 self._start_worker(run, lane)
             return
         now = self.clock.now()
         while (target := lane_for_new_worker(queue, now)) is not None:
             self._start_worker(run, target)
+        if sum(m.workers - m.in_flight for m in queue.lanes) < len(queue.ready):
+            for member in queue.lanes:
+                member.slots.wait(run, member)
+
+    def _give_slot(self, slots: Slots) -> None:
+        """A worker gave up its slot: start one for the lane that waited longest for it (its
+        phase still running and its items still unserved)."""
+        entries = list(slots.waiting.items())  # one pass: a lane that still cannot start waits again
+        for key, (run, lane) in entries:
+            if slots.waiting.get(key) is None:
+                continue
+            del slots.waiting[key]
+            if run.stopping or run.finished.is_set():
+                continue
+            held = slots.held
+            self._spawn_workers(run, lane)
+            if slots.held > held:
+                return
 
     def _start_worker(self, run: _PhaseRun, lane: Lane) -> None:
         lane.workers += 1
+        lane.slots.held += 1
         task = asyncio.ensure_future(self._worker(run, lane))
         run.tasks.add(task)
         task.add_done_callback(run.tasks.discard)

@@ -15,7 +15,7 @@ from coeval.interfaces.base import Interface
 from coeval.scheduler.adaptive import AdaptiveLimit, LimitCounters
 from coeval.scheduler.batch import BatchExecutor
 from coeval.scheduler.clock import Clock
-from coeval.scheduler.lanes import Lane
+from coeval.scheduler.lanes import Lane, Slots
 from coeval.scheduler.prior import PriorAttempts
 from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.work import WorkItem
@@ -213,6 +213,7 @@ class SchedulerBase:
     calls: Counter[str]
     spend_usd: float
     _limiters: dict[str, AdaptiveLimit]
+    _slots: dict[str, Slots]
     _lane_keys: dict[str, str]
     _runs: set[_PhaseRun]
 

@@ -16,6 +16,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     parser.add_argument("--latency-ms", type=float, default=0.0, help="added to every model call")
     parser.add_argument("--jitter-ms", type=float, default=0.0, help="uniform extra latency per call")
+    parser.add_argument("--latency-sigma", type=float, default=0.0,
+                        help="draw each call's latency from a lognormal with median --latency-ms and this shape")
     parser.add_argument("--batch-seconds", type=float, default=None,
                         help="batch jobs complete after this many seconds (default: after 2 polls)")
     parser.add_argument("--no-log-bodies", action="store_true", help="keep prompts out of the request log")
@@ -25,7 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be 0-65535, not {args.port}")
-    config = FakeConfig(latency_ms=args.latency_ms, jitter_ms=args.jitter_ms,
+    config = FakeConfig(latency_ms=args.latency_ms, jitter_ms=args.jitter_ms, latency_sigma=args.latency_sigma,
                         batch_seconds_to_complete=args.batch_seconds, log_bodies=not args.no_log_bodies)
 
     def ready(url: str) -> None:

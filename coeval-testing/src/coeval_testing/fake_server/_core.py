@@ -10,6 +10,8 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import math
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -110,10 +112,18 @@ async def in_flight(state: FakeState) -> AsyncIterator[None]:
             state.in_flight -= 1
 
 
+def lognormal_ms(median_ms: float, sigma: float, index: int) -> float:
+    """Request ``index``'s latency under a lognormal of this median and shape: the same
+    index always draws the same latency, so runs are repeatable."""
+    return median_ms * math.exp(sigma * random.Random(index).gauss(0.0, 1.0))
+
+
 async def _latency(state: FakeState, index: int) -> None:
     cfg = state.config
     delay = cfg.latency_ms
-    if cfg.jitter_ms:
+    if cfg.latency_sigma > 0:
+        delay = lognormal_ms(cfg.latency_ms, cfg.latency_sigma, index)
+    elif cfg.jitter_ms:
         delay += cfg.jitter_ms * (int(hashlib.sha256(str(index).encode()).hexdigest()[:4], 16) / 0xFFFF)
     async with in_flight(state):
         if delay > 0:

@@ -71,6 +71,10 @@ class FakeConfig:
     latency_ms: float = 0.0
     #: Uniform jitter added on top of ``latency_ms`` (deterministic per request index).
     jitter_ms: float = 0.0
+    #: When above 0, each call's latency is drawn from a lognormal distribution with median
+    #: ``latency_ms`` and this shape (the heavy tail real providers show); deterministic per
+    #: request index. ``jitter_ms`` is then not used.
+    latency_sigma: float = 0.0
     #: Batch jobs finish after this many status polls ...
     batch_polls_to_complete: int = 2
     #: ... or, when set, after this many seconds (benchmarks).
