@@ -68,12 +68,13 @@ class FakeServerProcess:
 
 
 @contextlib.contextmanager
-def fake_server_process(latency_ms: float) -> Iterator[FakeServerProcess]:
-    """Start ``python -m coeval_testing.fake_server`` answering after ``latency_ms``, in a
-    separate process so that its CPU is not the measured run's; stopped on exit."""
+def fake_server_process(latency_ms: float, latency_sigma: float = 0.0) -> Iterator[FakeServerProcess]:
+    """Start ``python -m coeval_testing.fake_server`` answering after ``latency_ms`` (the
+    median of a lognormal of shape ``latency_sigma`` when it is above 0), in a separate
+    process so that its CPU is not the measured run's; stopped on exit."""
     server = subprocess.Popen(
         [sys.executable, "-m", "coeval_testing.fake_server", "--port", "0", "--latency-ms", str(latency_ms),
-         "--no-log-bodies"],
+         "--latency-sigma", str(latency_sigma), "--no-log-bodies"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

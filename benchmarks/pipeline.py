@@ -18,6 +18,7 @@ millisecond is CoEval's own (phases, scheduler, records, the mock's answers).
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import resource
 import sys
@@ -48,7 +49,7 @@ def _proc_cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def _run(config_path: Path, keys_file: Path | None) -> tuple[Any, Any, float, float]:
+def _run(config_path: Path, keys_file: Path | None, *, pipeline: bool = False) -> tuple[Any, Any, float, float]:
     """Run the experiment in this process; (result, progress, wall s, cpu s)."""
     from coeval.config import load_config
     from coeval.console.progress import ProgressReporter
@@ -60,7 +61,7 @@ def _run(config_path: Path, keys_file: Path | None) -> tuple[Any, Any, float, fl
     config = load_config(config_path, keys_file=keys)
     registries()  # plugin discovery and imports: once per process, not a per-call cost
     progress = ProgressReporter(enabled=False, summary=False)
-    options = RunOptions(keys_file=keys, progress=False)
+    options = RunOptions(keys_file=keys, progress=False, pipeline=pipeline)
     cpu0, wall0 = _cpu_seconds(), time.perf_counter()
     result = asyncio.run(arun_experiment(config, options, progress=progress))
     wall, cpu = time.perf_counter() - wall0, _cpu_seconds() - cpu0
@@ -94,14 +95,17 @@ def _peak_in_flight(run_root: Path) -> int:
 
 
 def throughput(latency_ms: float = 200.0, concurrency: int | None = 64, total: int | None = None,
-               target_s: float = TARGET_THROUGHPUT_S) -> dict[str, Any]:
+               target_s: float = TARGET_THROUGHPUT_S, latency_sigma: float = 0.0,
+               pipeline: bool = False) -> dict[str, Any]:
     """Figure (a), and with ``concurrency=None`` the limiter figure: the interface's default
     settings (no concurrency, no ``self_hosted``), so the adaptive limiter alone decides how
     many calls are in flight against the loopback server. Starts the fake server, runs the
-    medium shape against it."""
+    medium shape against it. With ``latency_sigma``, latencies are lognormal with median
+    ``latency_ms`` (the ideal then uses their mean); ``pipeline`` runs phases 3-5 at once."""
+    mean_ms = latency_ms * math.exp(latency_sigma ** 2 / 2)
     with tempfile.TemporaryDirectory(prefix="coeval-bench-tp-") as tmp:
         work = Path(tmp)
-        with fake_server_process(latency_ms) as server:
+        with fake_server_process(latency_ms, latency_sigma) as server:
             keys = openai_keys(work)
             params: dict[str, Any] = {"base_url": f"{server.url}/v1", "timeout": 60}
             if concurrency is not None:
@@ -109,10 +113,10 @@ def throughput(latency_ms: float = 200.0, concurrency: int | None = 64, total: i
             config = write_yaml(work / "exp.yaml", medium_shape("openai", params, storage=work / "runs",
                                                                  experiment_id="bench-throughput", total=total))
             server_cpu0 = _proc_cpu_seconds(server.pid)
-            _, progress, wall, cpu = _run(config, keys)
+            _, progress, wall, cpu = _run(config, keys, pipeline=pipeline)
             server_cpu1 = _proc_cpu_seconds(server.pid)
             peak = _peak_in_flight(work / "runs" / "bench-throughput")
-    phases, calls = _phases(progress, latency_ms / 1000.0, concurrency or 64)
+    phases, calls = _phases(progress, mean_ms / 1000.0, concurrency or 64)
     ideal = sum(p["ideal_s"] for p in phases)
     server_ms = None
     if server_cpu0 is not None and server_cpu1 is not None and calls:
@@ -121,6 +125,8 @@ def throughput(latency_ms: float = 200.0, concurrency: int | None = 64, total: i
         "name": "pipeline_throughput",
         "calls": calls,
         "latency_ms": latency_ms,
+        **({"latency_sigma": latency_sigma, "mean_latency_ms": round(mean_ms, 1)} if latency_sigma else {}),
+        "pipeline": pipeline,
         "concurrency": concurrency if concurrency is not None else "adaptive (interface defaults)",
         "peak_in_flight": peak,
         "wall_s": round(wall, 2),

@@ -11,6 +11,8 @@ Figures, each measured in a fresh process and printed beside its target:
    call after the phase starts, peak memory of the process, stop after SIGTERM;
 a. *pipeline throughput*: the medium shape (12,400 calls) through the ``openai`` interface
    against the fake provider server at 200 ms latency (:mod:`benchmarks.pipeline`);
+a2. *pipelining*: the same shape under heavy-tailed latency (lognormal, sigma 1, median
+   200 ms, 64 in flight), phases run one by one and pipelined (``--pipeline``);
 b. *orchestration overhead*: the same shape on the zero-latency ``mock``: CoEval's own CPU
    per call (median of three runs);
 c. *resume scan*: ``coeval run --continue`` on a finished run of 1,000,000 evaluation
@@ -51,7 +53,7 @@ from typing import Any
 
 from benchmarks._common import machine, run_child
 
-FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "overhead", "estimates", "resume", "analysis",
+FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "pipelining", "overhead", "estimates", "resume", "analysis",
            "labels", "viewer", "queueing", "ray")
 #: figures run only when ``--only`` names them (the ceiling: a million calls, tens of minutes)
 OPT_IN = ("ceiling",)
@@ -64,6 +66,19 @@ def _cold(r: dict[str, Any]) -> str:
 
 def _throughput(quick: bool) -> dict[str, Any]:
     return run_child("pipeline:throughput", {"total": 2} if quick else {}, timeout=900)
+
+
+#: Pipelined efficiency (ideal / wall) under lognormal latency.
+TARGET_PIPELINED_EFFICIENCY = 0.97
+
+
+def _pipelining(quick: bool) -> dict[str, Any]:
+    args: dict[str, Any] = {"latency_sigma": 1.0, "target_s": float("inf"), **({"total": 2} if quick else {})}
+    runs = {mode: run_child("pipeline:throughput", {**args, "pipeline": mode == "pipelined"}, timeout=900)
+            for mode in ("one_by_one", "pipelined")}  # fmt: skip
+    efficiency = runs["pipelined"]["efficiency"]
+    return {"name": "pipelining", "runs": runs, "target_efficiency": TARGET_PIPELINED_EFFICIENCY,
+            "ok": efficiency is not None and efficiency >= TARGET_PIPELINED_EFFICIENCY}
 
 
 def _limiter(quick: bool) -> dict[str, Any]:
@@ -160,6 +175,7 @@ RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "streaming": _streaming,
     "streaming_phase": _streaming_phase,
     "throughput": _throughput,
+    "pipelining": _pipelining,
     "overhead": _overhead,
     "estimates": _estimates,
     "ceiling": _ceiling,
@@ -188,6 +204,11 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 f"<= {r['target_s']:.0f} s",
                 verdict,
             ))
+        elif name == "pipelining":
+            shown = "; ".join(f"{mode.replace('_', ' ')}: {r2['wall_s']:.1f} s (ideal {r2['ideal_s']:.1f} s, "
+                              f"efficiency {r2['efficiency']:.3f})" for mode, r2 in r["runs"].items())  # fmt: skip
+            rows.append(("a2. pipelining, lognormal latency", shown,
+                         f"pipelined efficiency >= {r['target_efficiency']}", verdict))
         elif name == "limiter":
             rows.append((
                 "0. limiter, default settings",

@@ -71,25 +71,27 @@ def content(records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {k: {f: v for f, v in r.items() if f not in VOLATILE} for k, r in records.items()}
 
 
-def _child(config: Any, continue_run: bool, log_dir: str) -> None:
+def _child(config: Any, continue_run: bool, log_dir: str, pipeline: bool) -> None:
     """Runs in a forked process: note every item the scheduler is handed, then run."""
     from coeval.scheduler import core
 
     original = core.Scheduler.run
 
-    async def noting_run(self: Any, phase_id: str, items: Any) -> Any:
+    async def noting_run(self: Any, phase_id: str, items: Any, **kwargs: Any) -> Any:
         items = list(items)
         with open(os.path.join(log_dir, f"scheduled.{os.getpid()}.txt"), "a") as fh:
             fh.write("".join(f"{i.key}\n" for i in items))
             fh.flush()
-        return await original(self, phase_id, items)
+        return await original(self, phase_id, items, **kwargs)
 
     core.Scheduler.run = noting_run  # type: ignore[method-assign]
-    result = run(config, continue_run=continue_run)
+    result = run(config, continue_run=continue_run, pipeline=pipeline)
     os._exit(result.exit_code)
 
 
-def test_sigkill_at_random_moments_then_continue_equals_an_uninterrupted_run(tmp_path):
+# pipelined: phases 3-5 run at once (a kill lands with all three mid-way), fewer kills
+@pytest.mark.parametrize(("pipeline", "wanted_kills"), [(False, 20), (True, 12)], ids=["one-by-one", "pipelined"])
+def test_sigkill_at_random_moments_then_continue_equals_an_uninterrupted_run(tmp_path, pipeline, wanted_kills):
     total = 16
     reference = make_config(tmp_path, chaos_models(), [chaos_task(total)], exp_id="reference")
     assert run(reference).exit_code == 0
@@ -101,21 +103,21 @@ def test_sigkill_at_random_moments_then_continue_equals_an_uninterrupted_run(tmp
     log_dir = tmp_path / "scheduled"
     log_dir.mkdir()
     kills, experiments, attempts = 0, 0, 0
-    while kills < 20:
+    while kills < wanted_kills:
         experiments += 1
         cfg = make_config(tmp_path, chaos_models(), [chaos_task(total)], exp_id=f"chaos-{experiments}")
         rf = RunFolder.for_experiment(cfg.experiment.storage_folder, cfg.experiment.id)
         while True:
             attempts += 1
             before = present_ids(rf)
-            proc = ctx.Process(target=_child, args=(cfg, rf.exists(), str(log_dir)))
+            proc = ctx.Process(target=_child, args=(cfg, rf.exists(), str(log_dir), pipeline))
             proc.start()
             proc.join(rng.uniform(0.05, 0.7))
             if proc.is_alive():
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.join()
                 kills += 1
-                if kills == 10:  # a power cut mid-line on top: the next writer must heal the file
+                if kills == wanted_kills // 2:  # a power cut mid-line on top: the next writer must heal the file
                     victim = rf.jsonl_files("data_generation")
                     if victim:
                         with victim[0].open("a") as fh:
@@ -126,16 +128,16 @@ def test_sigkill_at_random_moments_then_continue_equals_an_uninterrupted_run(tmp
             scheduled = set(scheduled_path.read_text().split()) if scheduled_path.exists() else set()
             again = scheduled & before
             assert not again, f"attempt {attempts} called items whose records were written: {sorted(again)[:5]}"
-            if proc.exitcode == 0 or kills >= 20:
+            if proc.exitcode == 0 or kills >= wanted_kills:
                 break
-        final = run(cfg, continue_run=rf.exists())
+        final = run(cfg, continue_run=rf.exists(), pipeline=pipeline)
         assert final.exit_code == 0, final.message
         got = content(state(rf))
         assert got.keys() == expected.keys()
         assert got == expected
         meta = json.loads(rf.meta_path.read_text())
         assert meta["phases_completed"][-3:] == list(PHASES)
-    assert kills >= 20
+    assert kills >= wanted_kills
 
 
 @pytest.mark.slow

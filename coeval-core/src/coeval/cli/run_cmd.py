@@ -151,6 +151,9 @@ def load_for_cli(
     help="Ask before running when the cost estimate is above this (on a terminal only).",
 )
 @click.option("--yes", "-y", "assume_yes", is_flag=True, help="Do not ask about the cost estimate.")
+@click.option("--pipeline/--no-pipeline", default=False, show_default=True,
+              help="Run phases 3-5 at once: a datapoint is answered, and an answer judged, as soon as it "
+                   "exists (New/Extend modes, no batch; docs/performance.md).")
 @click.option("--allow-unsandboxed-code", is_flag=True, envvar=ALLOW_UNSANDBOXED_ENV,
               help="Run students' code for python_tests even where no network namespace can be made "
                    "(docs/benchmarks.md, 'The code sandbox').")
@@ -179,6 +182,7 @@ def command(
     log_level: str | None,
     confirm_above: float,
     assume_yes: bool,
+    pipeline: bool,
     allow_unsandboxed_code: bool,
     quiet: bool,
     verbose: bool,
@@ -226,6 +230,7 @@ def command(
         log_level=log_level.upper() if log_level else None,
         estimate_only=estimate_only,
         estimate_samples=estimate_samples,
+        pipeline=pipeline,
         progress=True,
         verbosity=level,
     )

@@ -120,6 +120,42 @@ class PhaseTracker:
             self._reporter._phase_finished(self)
 
 
+class TrackerPass:
+    """One scheduler run of a phase whose items come in several runs (a pipelined phase
+    runs a pass each time its upstream phase has written more): counts go to the phase's
+    one tracker, a pass's total is added to what earlier passes did, and the phase, not
+    the pass, finishes the tracker."""
+
+    __slots__ = ("_base", "tracker")
+
+    def __init__(self, tracker: PhaseTracker) -> None:
+        self.tracker = tracker
+        self._base = tracker.done + tracker.skipped  # the earlier passes, all finished
+
+    @property
+    def total(self) -> int:
+        return self.tracker.total - self._base
+
+    @total.setter
+    def total(self, items: int) -> None:
+        self.tracker.total = max(self.tracker.total, self._base + items)
+
+    def item_done(self, status: str, reason: str | None = None) -> None:
+        self.tracker.item_done(status, reason)
+
+    def items_skipped(self, count: int, reason: str) -> None:
+        self.tracker.items_skipped(count, reason)
+
+    def retried(self) -> None:
+        self.tracker.retried()
+
+    def add_spend(self, usd: float) -> None:
+        self.tracker.add_spend(usd)
+
+    def finish(self) -> None:
+        """A pass ends; the phase goes on."""
+
+
 #: Why an item was not run, as the summary line says it.
 _SKIP_WORDS = {"cancelled": "Ctrl-C", "batch_pending": "batch pending", "unwritten": "record not written"}
 

@@ -1,5 +1,6 @@
-"""The loop over the phases of one run: each phase in its mode, its result logged, and the
-run's verdict (status, exit code, message) from what the phases did."""
+"""The loop over the phases of one run: each phase in its mode (phases 3-5 pipelined when
+they may be, see :mod:`coeval.run.pipelining`), its result logged, and the run's verdict
+(status, exit code, message) from what the phases did."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from collections import Counter
 from typing import Any
 
 from coeval.console.lane_figures import record_lanes
+from coeval.console.progress import TrackerPass
 from coeval.phases.base import Phase, PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
 from coeval.phases.ids import MAPPING_PHASES
 from coeval.phases.survey_memo import survey_of
 from coeval.run._state import RunState
 from coeval.run.ledger import Ledger
+from coeval.run.pipelining import Upstream, pipeline_group
 from coeval.run.result import EXIT_FAILED, EXIT_GAPS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RunError
 from coeval.storage.run_folder import RunFolder, utc_now
 from coeval.storage.safe_files import folder_lock
@@ -23,86 +26,192 @@ __all__ = ["PhaseLoop"]
 #: Skip causes that are a graceful stop, not a failure.
 _LIMIT_CAUSES = frozenset({"quota", "budget"})
 
+#: How a phase ended when it stops the run: (status, exit code, message).
+Verdict = tuple[str, int, str]
+
 
 class PhaseLoop(RunState):
-    """Runs the phases in order and says what the run came to."""
+    """Runs the phases in order (some at once) and says what the run came to."""
 
     async def _phases(
         self, phases: list[Phase], completed: set[str], source: RunFolder | None, ledger: Ledger, log: Any
-    ) -> tuple[str, int, str]:
+    ) -> Verdict:
         assert self.scheduler is not None
-        scheduler = self.scheduler
         upstream_wrote = False
-
-        async def submit(phase_id: str, items: Any) -> Any:
-            stats = await scheduler.run(phase_id, items)
-            record_lanes(self.run, phase_id, stats)  # per-lane figures for `coeval status`
-            return stats
-
-        for phase in phases:
-            name = phase.name
-            mode = self._mode(phase)
-            view = RunView(self.config, self.run, self.registries)
+        index = 0
+        while index < len(phases):
+            phase = phases[index]
             if self.stop_requested:
                 break
-            if self.options.continue_run and name in completed and not upstream_wrote:
-                survey = self._surveys.pop(name, None) or survey_of(phase, view)
-                if survey.complete:
-                    self.results[name] = PhaseResult(name, mode, status="skipped", survey=survey)
-                    log.info("phase skipped: completed earlier", phase=name)
-                    continue
-            if mode not in getattr(phase, "modes", ("New", "Keep", "Extend", "Model")):
-                raise RunError(f"mode {mode} is not allowed for phase {name} (V-08)")
-            ctx = PhaseContext(
-                self.config, self.run, mode=mode, submit=submit, log=log.bind(phase=name),
-                only_models=self.only, record_outcome=ledger.add, registries=self.registries,
-                source_run=source,
-            )
-            result = ctx.result = PhaseResult(name, mode)
-            self.results[name] = result
-            started = utc_now()
-            self.meta.phase_started(name, self.phase_ids)
-            log.info("phase started", phase=name, mode=mode)
-            # shards share phases 1-2: one asks the teachers, the others then find the artifacts
-            shared_lock = folder_lock(self.run.root / ".teacher_phases.lock", thread_local=False) \
-                if self.only and name in MAPPING_PHASES else None
-            try:
-                if shared_lock is not None:
-                    await asyncio.to_thread(shared_lock.acquire)
-                try:
-                    await phase.run(ctx)
-                finally:
-                    if shared_lock is not None:
-                        shared_lock.release()
-            except PhaseRefusedError as exc:
-                result.status, result.message = "failed", str(exc)
-                self.meta.phase_finished(result, started, self.phase_ids)
-                log.error("phase refused", phase=name, reason=str(exc))
-                return "failed", EXIT_USAGE, str(exc)
-            except PhaseError as exc:
-                result.status, result.message = "failed", str(exc)
-                self.meta.phase_finished(result, started, self.phase_ids)
-                log.error("phase failed", phase=name, reason=str(exc))
-                return "failed", EXIT_FAILED, str(exc)
-            except asyncio.CancelledError:
-                result.status = "interrupted"
-                self.meta.phase_finished(result, started, self.phase_ids)
-                raise
-            finally:
-                ctx.writers.close()
-                ledger.flush()
+            mode = self._mode_to_run(phase, completed, upstream_wrote, log)
+            if mode is None:
+                index += 1
+                continue
+            group = pipeline_group(phases, index, {p.name: self._mode(p) for p in phases}) \
+                if self._may_pipeline() else [phase]
+            if len(group) == 1:
+                verdict = await self._run_phase(phase, mode, source, ledger, log)
+            else:
+                verdict = await self._run_pipelined(group, source, ledger, log)
+            if verdict is not None:
+                return verdict
+            upstream_wrote = upstream_wrote or any(self.results[p.name].written > 0 for p in group)
+            index += len(group)
+        return self._verdict(phases)
+
+    def _may_pipeline(self) -> bool:
+        """Pipelining is on, no batch executor keeps a barrier, and this process is the
+        folder's only writer."""
+        assert self.scheduler is not None
+        return bool(self.options.pipeline) and self.scheduler.batch_executor is None and not self.only
+
+    def _mode_to_run(self, phase: Phase, completed: set[str], upstream_wrote: bool, log: Any) -> str | None:
+        """The mode ``phase`` runs in, or None when ``--continue`` finds it complete."""
+        name = phase.name
+        mode = self._mode(phase)
+        if self.options.continue_run and name in completed and not upstream_wrote:
+            survey = self._surveys.pop(name, None) or survey_of(phase, RunView(self.config, self.run, self.registries))
+            if survey.complete:
+                self.results[name] = PhaseResult(name, mode, status="skipped", survey=survey)
+                log.info("phase skipped: completed earlier", phase=name)
+                return None
+        if mode not in getattr(phase, "modes", ("New", "Keep", "Extend", "Model")):
+            raise RunError(f"mode {mode} is not allowed for phase {name} (V-08)")
+        return mode
+
+    async def _submit(self, phase_id: str, items: Any) -> Any:
+        assert self.scheduler is not None
+        shared = self._trackers.get(phase_id)
+        stats = await self.scheduler.run(phase_id, items, tracker=TrackerPass(shared) if shared else None)
+        record_lanes(self.run, phase_id, stats)  # per-lane figures for `coeval status`
+        return stats
+
+    async def _run_pipelined(self, group: list[Phase], source: RunFolder | None, ledger: Ledger,
+                             log: Any) -> Verdict | None:
+        """Run ``group``'s phases at once, each downstream phase in passes fed by the one
+        before it; the first phase (in run order) that stops the run gives the verdict."""
+        if self.progress is not None:
+            for phase in group:
+                self._trackers[phase.name] = self.progress.start_phase(phase.name, 0)
+        log.info("phases pipelined", phases=[p.name for p in group])
+        feeds: list[Upstream | None] = [None]
+        runs = []
+        for position, phase in enumerate(group):
+            result = self.results[phase.name] = PhaseResult(phase.name, self._mode(phase))
+            feed = Upstream(result) if position < len(group) - 1 else None
+            runs.append(self._run_phase(phase, result.mode, source, ledger, log, upstream=feeds[-1], feed=feed,
+                                        result=result))
+            feeds.append(feed)
+        tasks = [asyncio.ensure_future(run) for run in runs]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in tasks:  # an error (a full disk) stops the other phases, as it would the loop
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    for other in tasks:
+                        other.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                    raise task.exception()  # type: ignore[misc]
+            verdicts = [task.result() for task in tasks]
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        finally:
+            for phase in group:
+                tracker = self._trackers.pop(phase.name, None)
+                if tracker is not None:
+                    tracker.finish()
+        return next((v for v in verdicts if v is not None), None)
+
+    async def _run_phase(self, phase: Phase, mode: str, source: RunFolder | None, ledger: Ledger, log: Any, *,
+                         upstream: Upstream | None = None, feed: Upstream | None = None,
+                         result: PhaseResult | None = None) -> Verdict | None:
+        """Run one phase (in passes when ``upstream`` feeds it; ``feed`` is told how it
+        ends); its verdict when it stops the run."""
+        name = phase.name
+        if result is None:
+            result = self.results[name] = PhaseResult(name, mode)
+        started = utc_now()
+        self.meta.phase_started(name, self.phase_ids)
+        log.info("phase started", phase=name, mode=mode)
+        verdict: Verdict | None = None
+        try:
+            verdict = await self._run_passes(phase, mode, result, source, ledger, log, upstream, started)
+            if verdict is not None:
+                return verdict
             if not (self.stop_requested and result.skip_causes["cancelled"]):  # stopped early: not surveyed (slow)
                 result.survey = survey_of(phase, RunView(self.config, self.run, self.registries))
+            if upstream is not None:
+                await upstream.ended.wait()  # its status is set
+            phases = self.phases
             upstream_complete = all(self.results[p.name].status in ("completed", "skipped")  # complete inputs only
                                     for p in phases[: phases.index(phase)] if p.name in self.results)
-            result.status = "completed" if upstream_complete and result.survey and result.survey.complete else "partial"
+            complete = upstream_complete and result.survey and result.survey.complete
+            result.status = "completed" if complete else "partial"
             if self.stop_requested and result.status != "completed":
                 result.status = "interrupted"
             self.meta.phase_finished(result, started, self.phase_ids)
             self._log_phase(result, log)
-            upstream_wrote = upstream_wrote or result.written > 0
-        return self._verdict(phases)
+            return None
+        except asyncio.CancelledError:
+            result.status = "interrupted"
+            self.meta.phase_finished(result, started, self.phase_ids)
+            raise
+        finally:
+            if feed is not None:
+                feed.end(failed=verdict is not None or result.status not in ("completed", "partial"))
 
+    async def _run_passes(self, phase: Phase, mode: str, result: PhaseResult, source: RunFolder | None,
+                          ledger: Ledger, log: Any, upstream: Upstream | None, started: str) -> Verdict | None:
+        """The phase's run: one pass, or, fed by ``upstream``, a pass each time it has
+        written more and a last one once it has ended (or none when it failed)."""
+        while True:
+            ended = upstream is None or upstream.ended.is_set()
+            seen = upstream.written() if upstream is not None else 0
+            try:
+                await self._pass(phase, mode, result, source, ledger, log)
+            except PhaseRefusedError as exc:
+                result.status, result.message = "failed", str(exc)
+                self.meta.phase_finished(result, started, self.phase_ids)
+                log.error("phase refused", phase=phase.name, reason=str(exc))
+                return "failed", EXIT_USAGE, str(exc)
+            except PhaseError as exc:
+                result.status, result.message = "failed", str(exc)
+                self.meta.phase_finished(result, started, self.phase_ids)
+                log.error("phase failed", phase=phase.name, reason=str(exc))
+                return "failed", EXIT_FAILED, str(exc)
+            if ended or self.stop_requested:
+                return None
+            assert upstream is not None
+            mode = "Extend"  # a later pass adds to what the first wrote
+            await upstream.grown(seen)
+            if upstream.failed:
+                return None  # as if run one by one: nothing more is asked of a failed upstream
+
+    async def _pass(self, phase: Phase, mode: str, result: PhaseResult, source: RunFolder | None, ledger: Ledger,
+                    log: Any) -> None:
+        name = phase.name
+        ctx = PhaseContext(
+            self.config, self.run, mode=mode, submit=self._submit, log=log.bind(phase=name),
+            only_models=self.only, record_outcome=ledger.add, registries=self.registries,
+            source_run=source,
+        )
+        ctx.result = result
+        # shards share phases 1-2: one asks the teachers, the others then find the artifacts
+        shared_lock = folder_lock(self.run.root / ".teacher_phases.lock", thread_local=False) \
+            if self.only and name in MAPPING_PHASES else None
+        try:
+            if shared_lock is not None:
+                await asyncio.to_thread(shared_lock.acquire)
+            try:
+                await phase.run(ctx)
+            finally:
+                if shared_lock is not None:
+                    shared_lock.release()
+        finally:
+            ctx.writers.close()
+            ledger.flush()
     def _log_phase(self, result: PhaseResult, log: Any) -> None:
         total = result.survey.total if result.survey is not None else None
         fields = {"phase": result.phase, "status": result.status, "written": result.written,

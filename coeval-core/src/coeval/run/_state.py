@@ -60,6 +60,8 @@ class RunState:
         #: Surveys made before the lock was taken, reused by the phase loop: on a finished
         #: run of a million records a survey is the whole cost of --continue, so make it once.
         self._surveys: dict[str, Any] = {}
+        #: the one progress tracker of each pipelined phase running, shared by its passes
+        self._trackers: dict[str, Any] = {}
 
     def _mode(self, phase: Phase) -> str:
         return run_mode(self.config, phase, continue_run=self.options.continue_run)

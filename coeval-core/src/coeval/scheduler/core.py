@@ -67,6 +67,7 @@ from coeval.scheduler.state import (
     LaneStats,
     SchedulerLimits,
     SchedulerStats,
+    Tracker,
     _PhaseRun,
 )
 from coeval.scheduler.work import WorkItem
@@ -132,15 +133,19 @@ class Scheduler(Calls):
         cap = self.limits.quota.get(model_name)
         return None if cap is None else max(0, cap - self.calls[model_name])
 
-    async def run(self, phase_id: str, items: Iterable[WorkItem]) -> SchedulerStats:
+    async def run(self, phase_id: str, items: Iterable[WorkItem], *, tracker: Tracker | None = None) -> SchedulerStats:
         """Run ``items``; returns when each has had ``on_done`` called exactly once.
 
-        Phases normally run one after another. Runs awaited concurrently share quota, spend
-        and the learned concurrency limits, but each starts its own workers.
+        Runs awaited concurrently (pipelined phases) share quota, spend, the learned
+        concurrency limits and each connection's slots. ``tracker``: where this run's
+        progress goes when the phase's items come in several runs (see
+        :class:`~coeval.console.progress.TrackerPass`); by default each run is a phase of
+        its own on the progress display.
         """
         loop_time = self.clock.now()
         stats = SchedulerStats(phase=phase_id)
-        tracker = self.progress.start_phase(phase_id, 0) if self.progress is not None else None
+        if tracker is None and self.progress is not None:
+            tracker = self.progress.start_phase(phase_id, 0)
         run = _PhaseRun(phase_id, stats, tracker)
         self._runs.add(run)
         later = getattr(items, "total_later", None)  # a count still running (coeval.phases._items)
