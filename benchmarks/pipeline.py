@@ -96,12 +96,13 @@ def _peak_in_flight(run_root: Path) -> int:
 
 def throughput(latency_ms: float = 200.0, concurrency: int | None = 64, total: int | None = None,
                target_s: float = TARGET_THROUGHPUT_S, latency_sigma: float = 0.0,
-               pipeline: bool = False) -> dict[str, Any]:
+               pipeline: bool = False, self_hosted: bool | None = None) -> dict[str, Any]:
     """Figure (a), and with ``concurrency=None`` the limiter figure: the interface's default
     settings (no concurrency, no ``self_hosted``), so the adaptive limiter alone decides how
     many calls are in flight against the loopback server. Starts the fake server, runs the
     medium shape against it. With ``latency_sigma``, latencies are lognormal with median
-    ``latency_ms`` (the ideal then uses their mean); ``pipeline`` runs phases 3-5 at once."""
+    ``latency_ms`` (the ideal then uses their mean); ``pipeline`` runs phases 3-5 at once;
+    ``self_hosted`` sets the parameter (None: the interface decides from the URL)."""
     mean_ms = latency_ms * math.exp(latency_sigma ** 2 / 2)
     with tempfile.TemporaryDirectory(prefix="coeval-bench-tp-") as tmp:
         work = Path(tmp)
@@ -110,6 +111,8 @@ def throughput(latency_ms: float = 200.0, concurrency: int | None = 64, total: i
             params: dict[str, Any] = {"base_url": f"{server.url}/v1", "timeout": 60}
             if concurrency is not None:
                 params.update(concurrency=concurrency, max_concurrency=concurrency)
+            if self_hosted is not None:
+                params["self_hosted"] = self_hosted
             config = write_yaml(work / "exp.yaml", medium_shape("openai", params, storage=work / "runs",
                                                                  experiment_id="bench-throughput", total=total))
             server_cpu0 = _proc_cpu_seconds(server.pid)

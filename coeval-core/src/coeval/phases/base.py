@@ -196,18 +196,28 @@ class WriterPool:
     file keeps one record per id. Only a run that is the folder's sole writer drops lines (a
     shard shares files with other processes: ``exclusive=False``)."""
 
-    def __init__(self, *, exclusive: bool = True) -> None:
+    def __init__(self, *, exclusive: bool = True, once: bool = False) -> None:
         self._writers: dict[Path, JsonlWriter] = {}
         self._replaced: dict[Path, set[str]] = {}
         self._exclusive = exclusive
+        #: ids written through this pool, when each may be written once (the overlapping
+        #: passes of a pipelined phase: see coeval.run.pipelining)
+        self._written: set[str] | None = set() if once else None
 
-    def write(self, path: Path, record: dict[str, Any], *, replaces: bool = False) -> None:
+    def write(self, path: Path, record: dict[str, Any], *, replaces: bool = False) -> bool:
+        """Append ``record`` to ``path``; False when a pool of ``once`` had written its id."""
+        if self._written is not None:
+            rid = str(record.get("id"))
+            if rid in self._written:
+                return False
+            self._written.add(rid)
         writer = self._writers.get(path)
         if writer is None:
             writer = self._writers[path] = JsonlWriter(path)
         writer.write(record)
         if replaces and self._exclusive:
             self._replaced.setdefault(path, set()).add(str(record.get("id")))
+        return True
 
     def close(self) -> None:
         for w in self._writers.values():

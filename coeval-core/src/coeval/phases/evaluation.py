@@ -531,8 +531,9 @@ class EvaluationPhase:
             if isinstance(result, EvaluationFailed) and (dp_id, result.error) not in logged:
                 logged.add((dp_id, result.error))
                 ctx.log.warning("evaluator failed", evaluator=ev.name, datapoint=dp_id, error=result.error)
-            ctx.writers.write(self._path(ctx, scoring), model_free_record(ev, scoring, result),
-                              replaces=scoring.record_id in replacing)
+            if not ctx.writers.write(self._path(ctx, scoring), model_free_record(ev, scoring, result),
+                                     replaces=scoring.record_id in replacing):
+                continue  # a pipelined phase's earlier pass wrote it
             if ctx.result is not None:
                 if isinstance(result, EvaluationFailed):
                     ctx.result.failed += 1

@@ -5,17 +5,26 @@ they may be, see :mod:`coeval.run.pipelining`), its result logged, and the run's
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import Counter
 from typing import Any
 
 from coeval.console.lane_figures import record_lanes
 from coeval.console.progress import TrackerPass
-from coeval.phases.base import Phase, PhaseContext, PhaseError, PhaseRefusedError, PhaseResult, RunView
+from coeval.phases.base import (
+    Phase,
+    PhaseContext,
+    PhaseError,
+    PhaseRefusedError,
+    PhaseResult,
+    RunView,
+    WriterPool,
+)
 from coeval.phases.ids import MAPPING_PHASES
 from coeval.phases.survey_memo import survey_of
 from coeval.run._state import RunState
 from coeval.run.ledger import Ledger
-from coeval.run.pipelining import Upstream, pipeline_group
+from coeval.run.pipelining import Passes, Upstream, pipeline_group, untaken
 from coeval.run.result import EXIT_FAILED, EXIT_GAPS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RunError
 from coeval.storage.run_folder import RunFolder, utc_now
 from coeval.storage.safe_files import folder_lock
@@ -79,8 +88,11 @@ class PhaseLoop(RunState):
             raise RunError(f"mode {mode} is not allowed for phase {name} (V-08)")
         return mode
 
-    async def _submit(self, phase_id: str, items: Any) -> Any:
+    async def _submit(self, phase_id: str, items: Any, taken: set[str] | None = None) -> Any:
+        """Hand ``items`` to the scheduler (a pipelined phase's pass: those no pass took yet)."""
         assert self.scheduler is not None
+        if taken is not None:
+            items = untaken(items, taken)
         shared = self._trackers.get(phase_id)
         stats = await self.scheduler.run(phase_id, items, tracker=TrackerPass(shared) if shared else None)
         record_lanes(self.run, phase_id, stats)  # per-lane figures for `coeval status`
@@ -159,45 +171,97 @@ class PhaseLoop(RunState):
             self.meta.phase_finished(result, started, self.phase_ids)
             raise
         finally:
+            tracker = self._trackers.pop(name, None)  # a pipelined phase's bar ends with the phase
+            if tracker is not None:
+                tracker.finish()
             if feed is not None:
                 feed.end(failed=verdict is not None or result.status not in ("completed", "partial"))
 
     async def _run_passes(self, phase: Phase, mode: str, result: PhaseResult, source: RunFolder | None,
                           ledger: Ledger, log: Any, upstream: Upstream | None, started: str) -> Verdict | None:
         """The phase's run: one pass, or, fed by ``upstream``, a pass each time it has
-        written more and a last one once it has ended (or none when it failed)."""
-        while True:
-            ended = upstream is None or upstream.ended.is_set()
-            seen = upstream.written() if upstream is not None else 0
-            try:
-                await self._pass(phase, mode, result, source, ledger, log)
-            except PhaseRefusedError as exc:
-                result.status, result.message = "failed", str(exc)
-                self.meta.phase_finished(result, started, self.phase_ids)
-                log.error("phase refused", phase=phase.name, reason=str(exc))
-                return "failed", EXIT_USAGE, str(exc)
-            except PhaseError as exc:
-                result.status, result.message = "failed", str(exc)
-                self.meta.phase_finished(result, started, self.phase_ids)
-                log.error("phase failed", phase=phase.name, reason=str(exc))
-                return "failed", EXIT_FAILED, str(exc)
-            if ended or self.stop_requested:
-                return None
-            assert upstream is not None
-            mode = "Extend"  # a later pass adds to what the first wrote
-            await upstream.grown(seen)
-            if upstream.failed:
-                return None  # as if run one by one: nothing more is asked of a failed upstream
+        written more and a last one once it has ended (none once it failed). A pass may
+        start while the one before still has calls in flight (at most two at once): they
+        share the phase's writers, and an item one pass has taken is not taken again."""
+        if upstream is None:
+            return await self._verdict_of(self._pass(phase, mode, result, source, ledger, log), phase, result,
+                                          started, log)
+        fed = Passes(WriterPool(exclusive=not self.only, once=True))
+        running: list[asyncio.Task[None]] = []
+        try:
+            while True:
+                ended = upstream.ended.is_set()
+                seen = upstream.written()
+                running.append(asyncio.ensure_future(self._pass(phase, mode, result, source, ledger, log, fed)))
+                mode = "Extend"  # a later pass adds to what the first wrote
+                if ended or self.stop_requested:
+                    break
+                growth = asyncio.ensure_future(upstream.grown(seen))
+                await asyncio.wait([growth, *running[:1]], return_when=asyncio.FIRST_COMPLETED)
+                if not growth.done():  # the older pass ended first: its errors first
+                    await self._settled(running)
+                    await growth
+                if upstream.failed:
+                    break  # as if run one by one: nothing more is asked of a failed upstream
+                while len(running) >= 2 or (running and running[0].done()):
+                    await self._settled(running)
+            while running:
+                await self._settled(running)
+        except (PhaseRefusedError, PhaseError) as exc:
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+            return await self._verdict_of(_raise(exc), phase, result, started, log)
+        except BaseException:
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+            raise
+        finally:
+            fed.writers.close()
+            ledger.flush()
+        return None
+
+    @staticmethod
+    async def _settled(running: list[asyncio.Task[None]]) -> None:
+        """Wait for the oldest pass; its error, if any, is raised here."""
+        task = running[0]
+        try:
+            await task
+        finally:
+            running.remove(task)
+
+    async def _verdict_of(self, work: Any, phase: Phase, result: PhaseResult, started: str,
+                          log: Any) -> Verdict | None:
+        """Await ``work`` (a phase's run); the verdict when the phase refused or failed."""
+        try:
+            await work
+        except PhaseRefusedError as exc:
+            result.status, result.message = "failed", str(exc)
+            self.meta.phase_finished(result, started, self.phase_ids)
+            log.error("phase refused", phase=phase.name, reason=str(exc))
+            return "failed", EXIT_USAGE, str(exc)
+        except PhaseError as exc:
+            result.status, result.message = "failed", str(exc)
+            self.meta.phase_finished(result, started, self.phase_ids)
+            log.error("phase failed", phase=phase.name, reason=str(exc))
+            return "failed", EXIT_FAILED, str(exc)
+        return None
 
     async def _pass(self, phase: Phase, mode: str, result: PhaseResult, source: RunFolder | None, ledger: Ledger,
-                    log: Any) -> None:
+                    log: Any, fed: Passes | None = None) -> None:
+        """One run of ``phase`` (of a pipelined phase, one pass: ``fed`` holds what its
+        passes share)."""
         name = phase.name
+        submit = self._submit if fed is None else functools.partial(self._submit, taken=fed.taken)
         ctx = PhaseContext(
-            self.config, self.run, mode=mode, submit=self._submit, log=log.bind(phase=name),
+            self.config, self.run, mode=mode, submit=submit, log=log.bind(phase=name),
             only_models=self.only, record_outcome=ledger.add, registries=self.registries,
             source_run=source,
         )
         ctx.result = result
+        if fed is not None:
+            ctx.writers = fed.writers
         # shards share phases 1-2: one asks the teachers, the others then find the artifacts
         shared_lock = folder_lock(self.run.root / ".teacher_phases.lock", thread_local=False) \
             if self.only and name in MAPPING_PHASES else None
@@ -210,8 +274,10 @@ class PhaseLoop(RunState):
                 if shared_lock is not None:
                     shared_lock.release()
         finally:
-            ctx.writers.close()
-            ledger.flush()
+            if fed is None:
+                ctx.writers.close()
+                ledger.flush()
+
     def _log_phase(self, result: PhaseResult, log: Any) -> None:
         total = result.survey.total if result.survey is not None else None
         fields = {"phase": result.phase, "status": result.status, "written": result.written,
@@ -245,3 +311,7 @@ class PhaseLoop(RunState):
         if self.only and not skip_causes:
             return "incomplete", EXIT_OK, "this shard's models are done; other shards' items remain"
         return "incomplete", EXIT_FAILED, "some items are still missing; see `coeval status`"
+
+
+async def _raise(exc: BaseException) -> None:
+    raise exc

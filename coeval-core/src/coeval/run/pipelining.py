@@ -17,12 +17,15 @@ shard (``--only-models``: other processes write the same folder).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
-from coeval.phases.base import Phase, PhaseResult
+import attrs
+
+from coeval.phases.base import Phase, PhaseResult, WriterPool
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
+from coeval.scheduler.work import WorkItem
 
-__all__ = ["PIPELINED_MODES", "PIPELINED_PHASES", "Upstream", "pipeline_group"]
+__all__ = ["PIPELINED_MODES", "PIPELINED_PHASES", "Passes", "Upstream", "pipeline_group", "untaken"]
 
 #: The phases that may run at once, each fed by the one before it.
 PIPELINED_PHASES = (DATA_GENERATION, RESPONSE_COLLECTION, EVALUATION)
@@ -71,3 +74,24 @@ class Upstream:
         wanted = since + max(1, int(since * PASS_GROWTH))
         while not self.ended.is_set() and self.written() < wanted:
             await asyncio.sleep(POLL_S)
+
+
+@attrs.define
+class Passes:
+    """What the passes of one pipelined phase share: its writers (one per file, whichever
+    pass writes), and the keys of every item a pass has handed to the scheduler. A pass
+    lists what it owes from the records it read when it started, so an item an earlier pass
+    is still running, or finished since, is listed again: it is skipped, as each item runs
+    once per phase when phases run one by one."""
+
+    writers: WriterPool
+    taken: set[str] = attrs.field(factory=set)
+
+
+def untaken(items: Iterable[WorkItem], taken: set[str]) -> Iterator[WorkItem]:
+    """``items`` no pass has taken yet, each marked taken as it goes to the scheduler."""
+    for item in items:
+        if item.key in taken:
+            continue
+        taken.add(item.key)
+        yield item
