@@ -67,14 +67,14 @@ def test_pipelined_phases_answer_and_judge_before_the_phase_before_them_ends(tmp
 def test_phases_run_one_by_one_without_pipeline(tmp_path: Path, monkeypatch) -> None:
     order = _writes(monkeypatch)
     cfg = make_config(tmp_path, _models(), [task(total=40)])
-    assert run(cfg).exit_code == 0
+    assert run(cfg, pipeline=False).exit_code == 0
     assert not _overlaps(order, 4) and not _overlaps(order, 5)
 
 
 def test_pipelined_records_equal_those_of_phases_run_one_by_one(tmp_path: Path) -> None:
     one_by_one = make_config(tmp_path, _models(), [task(total=40)], exp_id="one-by-one")
     pipelined = make_config(tmp_path, _models(), [task(total=40)], exp_id="pipelined")
-    assert run(one_by_one).exit_code == 0
+    assert run(one_by_one, pipeline=False).exit_code == 0
     result = run(pipelined, pipeline=True)
     assert result.exit_code == 0
     expected = _records(folder(one_by_one))
@@ -97,3 +97,14 @@ def test_a_quota_stops_a_pipelined_run_as_it_stops_one_run_phase_by_phase(tmp_pa
     cfg2 = make_config(tmp_path, models, [task(total=6)], quota={"capped": {"max_calls": 100}})
     assert run(cfg2, continue_run=True, pipeline=True).exit_code == 0
     assert sum(1 for r in _records(rf).values() if r.get("student_model_id") == "capped" and "response" in r) == 6
+
+
+def test_a_pipelined_phases_lane_figures_add_up_its_passes(tmp_path: Path) -> None:
+    from coeval.console.lane_figures import read_lanes
+
+    cfg = make_config(tmp_path, _models(), [task(total=40)])
+    assert run(cfg, pipeline=True).exit_code == 0
+    phases = read_lanes(folder(cfg).root)["phases"]
+    calls = {phase: sum(row["calls"] for row in phases[phase]["lanes"])
+             for phase in ("data_generation", "response_collection", "evaluation")}
+    assert calls == {"data_generation": 80, "response_collection": 160, "evaluation": 320}

@@ -146,6 +146,8 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     # noise: E[(x - a - lambda theta)^2] given the others, within datapoints, floored at a
     # twentieth of the judge's own spread so that no judge's noise collapses and takes over
     resid = (dx - new_lam * dm) ** 2 - new_lam**2 * v_loo
+    if lay.has_reference:
+        resid[:, -1] = _reference_resid(lay, W[:, -1], dx[:, -1] - new_lam[-1] * dm[:, -1], resid[:, -1])
     floor = np.maximum(NOISE_SHARE * varx, NOISE_FLOOR)
     new_s2 = np.where(n > 2, np.maximum((W * resid).sum(0) / nn, floor), s2)
     # taste: spread of a judge's mean residual across students beyond what noise explains
@@ -179,6 +181,25 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     shift = float(new.mu[cnt_i > 0].mean() - f.mu[cnt_i > 0].mean()) if (cnt_i > 0).any() else 0.0
     new.mu, new.location = new.mu - shift, new.location + new.scale * shift
     return new
+
+
+def _reference_resid(lay: Layout, w: np.ndarray, e: np.ndarray, resid: np.ndarray) -> np.ndarray:
+    """The reference judge's squared residuals about their mean per student (scaled by
+    n / (n - 1)): the consensus it is checked against carries the model judges' taste for
+    each student, which is theirs to answer for, not the reference's noise."""
+    S = lay.n_students
+    st = lay.cell_student
+    n = np.bincount(st, w, S)
+    n2 = np.bincount(st, w**2, S)
+    tot = np.bincount(st, w * e, S)
+    mean = np.where(n > 0, tot / np.where(n > 0, n, 1.0), 0.0)
+    # effective count per student: resampled datapoints count as often as they are drawn
+    eff = np.where(n2 > 0, n**2 / np.where(n2 > 0, n2, 1.0), 0.0)
+    ok = (eff > 1.5)[st] & (w > 0)
+    corr = np.where(ok, eff[st] / np.maximum(eff[st] - 1.0, _EPS), 1.0)
+    centred = (e - mean[st]) ** 2 * corr - (e**2 - resid)
+    out: np.ndarray = np.where(ok, centred, resid)
+    return out
 
 
 def _taste(lay: Layout, W: np.ndarray, resid: np.ndarray, s2: np.ndarray) -> np.ndarray:

@@ -151,7 +151,7 @@ def load_for_cli(
     help="Ask before running when the cost estimate is above this (on a terminal only).",
 )
 @click.option("--yes", "-y", "assume_yes", is_flag=True, help="Do not ask about the cost estimate.")
-@click.option("--pipeline/--no-pipeline", default=False, show_default=True,
+@click.option("--pipeline/--no-pipeline", default=True, show_default=True,
               help="Run phases 3-5 at once: a datapoint is answered, and an answer judged, as soon as it "
                    "exists (New/Extend modes, no batch; docs/performance.md).")
 @click.option("--allow-unsandboxed-code", is_flag=True, envvar=ALLOW_UNSANDBOXED_ENV,

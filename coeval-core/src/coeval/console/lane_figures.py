@@ -5,6 +5,7 @@ replicated model) are written: where the calls went, how many the server saw, th
 the adaptive limiter settled on, the most calls in flight, latency p50/p95 of answered
 calls, and how many times the server went down (replicas: ejections). A phase run again
 (``--continue``) replaces its rows lane by lane, so shards of one run keep each other's.
+A pipelined phase runs in passes; its rows add the passes up (:func:`add_pass`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from coeval.scheduler import SchedulerStats
+import attrs
+
+from coeval.scheduler import LaneStats, SchedulerStats
 from coeval.storage.run_folder import RunFolder, atomic_write_json, utc_now
 from coeval.storage.safe_files import folder_lock
 
-__all__ = ["LANES_FILE", "lane_rows", "read_lanes", "record_lanes"]
+__all__ = ["LANES_FILE", "add_pass", "lane_rows", "read_lanes", "record_lanes"]
 
 LANES_FILE = "lanes.json"
 
@@ -39,6 +42,32 @@ def lane_rows(stats: SchedulerStats) -> list[dict[str, Any]]:
             "queue_aware": lane.queue_aware,
         })
     return rows
+
+
+def add_pass(phase_lanes: SchedulerStats, stats: SchedulerStats) -> SchedulerStats:
+    """``phase_lanes`` (the passes of one phase so far) with one more pass's lanes added:
+    calls, pauses and ejections summed, the highest peak, the limit and limiter counters as
+    the pass left them, latency percentiles as the calls-weighted mean of the passes'."""
+    for key, lane in stats.lanes.items():
+        before = phase_lanes.lanes.get(key)
+        if before is None:
+            phase_lanes.lanes[key] = lane
+            continue
+        calls = before.calls + lane.calls
+
+        def weighted(a: float | None, b: float | None, before: LaneStats = before, lane: LaneStats = lane,
+                     calls: int = calls) -> float | None:
+            if a is None or b is None or not calls:
+                return b if a is None else a
+            return round((a * before.calls + b * lane.calls) / calls, 1)
+
+        phase_lanes.lanes[key] = attrs.evolve(
+            lane, calls=calls, pauses=before.pauses + lane.pauses, ejections=before.ejections + lane.ejections,
+            peak_in_flight=max(before.peak_in_flight, lane.peak_in_flight),
+            latency_p50_ms=weighted(before.latency_p50_ms, lane.latency_p50_ms),
+            latency_p95_ms=weighted(before.latency_p95_ms, lane.latency_p95_ms),
+        )
+    return phase_lanes
 
 
 def read_lanes(root: str | Path) -> dict[str, Any]:

@@ -123,14 +123,14 @@ class PhaseTracker:
 class TrackerPass:
     """One scheduler run of a phase whose items come in several runs (a pipelined phase
     runs a pass each time its upstream phase has written more): counts go to the phase's
-    one tracker, a pass's total is added to what earlier passes did, and the phase, not
-    the pass, finishes the tracker."""
+    one tracker, whose total is at least what was done before the pass plus the pass's
+    own, and the phase, not the pass, finishes the tracker."""
 
     __slots__ = ("_base", "tracker")
 
     def __init__(self, tracker: PhaseTracker) -> None:
         self.tracker = tracker
-        self._base = tracker.done + tracker.skipped  # the earlier passes, all finished
+        self._base = tracker.done + tracker.skipped  # done before this pass started
 
     @property
     def total(self) -> int:

@@ -9,7 +9,7 @@ import functools
 from collections import Counter
 from typing import Any
 
-from coeval.console.lane_figures import record_lanes
+from coeval.console.lane_figures import add_pass, record_lanes
 from coeval.console.progress import TrackerPass
 from coeval.phases.base import (
     Phase,
@@ -21,11 +21,13 @@ from coeval.phases.base import (
     WriterPool,
 )
 from coeval.phases.ids import MAPPING_PHASES
+from coeval.phases.info import configured_mode
 from coeval.phases.survey_memo import survey_of
 from coeval.run._state import RunState
 from coeval.run.ledger import Ledger
 from coeval.run.pipelining import Passes, Upstream, pipeline_group, untaken
 from coeval.run.result import EXIT_FAILED, EXIT_GAPS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RunError
+from coeval.scheduler import SchedulerStats
 from coeval.storage.run_folder import RunFolder, utc_now
 from coeval.storage.safe_files import folder_lock
 
@@ -58,6 +60,8 @@ class PhaseLoop(RunState):
                 continue
             group = pipeline_group(phases, index, {p.name: self._mode(p) for p in phases}) \
                 if self._may_pipeline() else [phase]
+            for later in group[1:]:  # fed by a phase that runs: never skipped, but their modes checked
+                self._mode_to_run(later, set(), True, log)
             if len(group) == 1:
                 verdict = await self._run_phase(phase, mode, source, ledger, log)
             else:
@@ -91,11 +95,16 @@ class PhaseLoop(RunState):
     async def _submit(self, phase_id: str, items: Any, taken: set[str] | None = None) -> Any:
         """Hand ``items`` to the scheduler (a pipelined phase's pass: those no pass took yet)."""
         assert self.scheduler is not None
+        if self.stop_requested:  # a phase (or pass) that reached its calls after the stop makes none
+            return None
         if taken is not None:
             items = untaken(items, taken)
         shared = self._trackers.get(phase_id)
         stats = await self.scheduler.run(phase_id, items, tracker=TrackerPass(shared) if shared else None)
-        record_lanes(self.run, phase_id, stats)  # per-lane figures for `coeval status`
+        lanes = stats
+        if taken is not None:  # the phase's lanes over all its passes
+            lanes = add_pass(self._pass_lanes.setdefault(phase_id, SchedulerStats(phase=phase_id)), stats)
+        record_lanes(self.run, phase_id, lanes)  # per-lane figures for `coeval status`
         return stats
 
     async def _run_pipelined(self, group: list[Phase], source: RunFolder | None, ledger: Ledger,
@@ -103,8 +112,9 @@ class PhaseLoop(RunState):
         """Run ``group``'s phases at once, each downstream phase in passes fed by the one
         before it; the first phase (in run order) that stops the run gives the verdict."""
         if self.progress is not None:
+            view = RunView(self.config, self.run, self.registries)
             for phase in group:
-                self._trackers[phase.name] = self.progress.start_phase(phase.name, 0)
+                self._trackers[phase.name] = self.progress.start_phase(phase.name, _planned(phase, view))
         log.info("phases pipelined", phases=[p.name for p in group])
         feeds: list[Upstream | None] = [None]
         runs = []
@@ -173,6 +183,8 @@ class PhaseLoop(RunState):
         finally:
             tracker = self._trackers.pop(name, None)  # a pipelined phase's bar ends with the phase
             if tracker is not None:
+                if result.status == "completed":  # the plan's count was an estimate: say what was done
+                    tracker.total = tracker.done + tracker.skipped
                 tracker.finish()
             if feed is not None:
                 feed.end(failed=verdict is not None or result.status not in ("completed", "partial"))
@@ -189,12 +201,12 @@ class PhaseLoop(RunState):
         fed = Passes(WriterPool(exclusive=not self.only, once=True))
         running: list[asyncio.Task[None]] = []
         try:
-            while True:
+            while not self.stop_requested:
                 ended = upstream.ended.is_set()
                 seen = upstream.written()
                 running.append(asyncio.ensure_future(self._pass(phase, mode, result, source, ledger, log, fed)))
                 mode = "Extend"  # a later pass adds to what the first wrote
-                if ended or self.stop_requested:
+                if ended:
                     break
                 growth = asyncio.ensure_future(upstream.grown(seen))
                 await asyncio.wait([growth, *running[:1]], return_when=asyncio.FIRST_COMPLETED)
@@ -311,6 +323,19 @@ class PhaseLoop(RunState):
         if self.only and not skip_causes:
             return "incomplete", EXIT_OK, "this shard's models are done; other shards' items remain"
         return "incomplete", EXIT_FAILED, "some items are still missing; see `coeval status`"
+
+
+def _planned(phase: Phase, view: RunView) -> int:
+    """A pipelined phase's items for its progress bar, from the config (its upstream has
+    not made them yet): the calls its plan expects when it starts from nothing, else 0 (the
+    bar's total then grows with the passes)."""
+    if configured_mode(view.config, phase) != "New":
+        return 0
+    plan = getattr(phase, "plan", None)
+    try:
+        return sum(plan(view).calls_by_model.values()) if callable(plan) else 0
+    except Exception:  # a plugin phase's plan: the bar does without
+        return 0
 
 
 async def _raise(exc: BaseException) -> None:

@@ -62,6 +62,8 @@ class RunState:
         self._surveys: dict[str, Any] = {}
         #: the one progress tracker of each pipelined phase running, shared by its passes
         self._trackers: dict[str, Any] = {}
+        #: each pipelined phase's lanes, added up over its passes (for ``lanes.json``)
+        self._pass_lanes: dict[str, Any] = {}
 
     def _mode(self, phase: Phase) -> str:
         return run_mode(self.config, phase, continue_run=self.options.continue_run)

@@ -21,7 +21,7 @@ class RunOptions:
     progress: bool = True  # console output: bars on a terminal, a summary line per phase; False: silent
     verbosity: int = 0  # -1 (--quiet): no bars, summary lines or warnings; 1 (--verbose): debug events
     #: run phases 3-5 at once where their modes allow it (see coeval.run.pipelining)
-    pipeline: bool = False
+    pipeline: bool = True
     closing_line: bool = True  # "coeval: run <status> (<folder>)" at the end (off for a scratch run)
 
     def console_level(self, default: str) -> str:
