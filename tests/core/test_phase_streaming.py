@@ -58,7 +58,9 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> _Counts:
 
 def test_each_phase_calls_before_its_last_item_is_listed(tmp_path: Any, counts: _Counts) -> None:
     config = make_config(tmp_path, [mock_model("m", latency_ms=0)], [task(total=TOTAL)])
-    result = run(config)
+    # phases one by one: pipelined, a phase lists what it owes once per pass (each item built
+    # by every pass that lists it before it is taken; tests/core/test_pipelined_phases.py)
+    result = run(config, pipeline=False)
     assert result.exit_code == 0, result.message
     assert len(ok_records(folder(config), "evaluation")) == TOTAL
     assert counts.built == {"data_generation": TOTAL, "response_collection": TOTAL, "evaluation": TOTAL}

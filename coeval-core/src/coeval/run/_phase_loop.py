@@ -183,8 +183,8 @@ class PhaseLoop(RunState):
         finally:
             tracker = self._trackers.pop(name, None)  # a pipelined phase's bar ends with the phase
             if tracker is not None:
-                if result.status == "completed":  # the plan's count was an estimate: say what was done
-                    tracker.total = tracker.done + tracker.skipped
+                # the plan's count was an estimate: the summary counts the items the passes took
+                tracker.total = tracker.done + tracker.skipped
                 tracker.finish()
             if feed is not None:
                 feed.end(failed=verdict is not None or result.status not in ("completed", "partial"))
