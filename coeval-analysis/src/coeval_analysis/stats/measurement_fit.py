@@ -146,7 +146,7 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     # noise: E[(x - a - lambda theta)^2] given the others, within datapoints, floored at a
     # twentieth of the judge's own spread so that no judge's noise collapses and takes over
     resid = (dx - new_lam * dm) ** 2 - new_lam**2 * v_loo
-    if lay.has_reference:
+    if lay.has_reference and measured(new_lam[-1:])[0]:
         resid[:, -1] = _reference_resid(lay, W[:, -1], dx[:, -1] - new_lam[-1] * dm[:, -1], resid[:, -1])
     floor = np.maximum(NOISE_SHARE * varx, NOISE_FLOOR)
     new_s2 = np.where(n > 2, np.maximum((W * resid).sum(0) / nn, floor), s2)

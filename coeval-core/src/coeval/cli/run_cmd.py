@@ -153,7 +153,7 @@ def load_for_cli(
 @click.option("--yes", "-y", "assume_yes", is_flag=True, help="Do not ask about the cost estimate.")
 @click.option("--pipeline/--no-pipeline", default=True, show_default=True,
               help="Run phases 3-5 at once: a datapoint is answered, and an answer judged, as soon as it "
-                   "exists (New/Extend modes, no batch; docs/performance.md).")
+                   "exists (New/Extend modes, no batch; docs/running.md).")
 @click.option("--allow-unsandboxed-code", is_flag=True, envvar=ALLOW_UNSANDBOXED_ENV,
               help="Run students' code for python_tests even where no network namespace can be made "
                    "(docs/benchmarks.md, 'The code sandbox').")
