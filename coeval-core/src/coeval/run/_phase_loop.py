@@ -196,8 +196,11 @@ class PhaseLoop(RunState):
         start while the one before still has calls in flight (at most two at once): they
         share the phase's writers, and an item one pass has taken is not taken again."""
         if upstream is None:
-            return await self._verdict_of(self._pass(phase, mode, result, source, ledger, log), phase, result,
-                                          started, log)
+            try:
+                await self._pass(phase, mode, result, source, ledger, log)
+            except PhaseError as exc:
+                return self._failed(exc, phase, result, started, log)
+            return None
         fed = Passes(WriterPool(exclusive=not self.only, once=True))
         running: list[asyncio.Task[None]] = []
         try:
@@ -219,11 +222,11 @@ class PhaseLoop(RunState):
                     await self._settled(running)
             while running:
                 await self._settled(running)
-        except (PhaseRefusedError, PhaseError) as exc:
+        except PhaseError as exc:
             for task in running:
                 task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
-            return await self._verdict_of(_raise(exc), phase, result, started, log)
+            return self._failed(exc, phase, result, started, log)
         except BaseException:
             for task in running:
                 task.cancel()
@@ -243,22 +246,13 @@ class PhaseLoop(RunState):
         finally:
             running.remove(task)
 
-    async def _verdict_of(self, work: Any, phase: Phase, result: PhaseResult, started: str,
-                          log: Any) -> Verdict | None:
-        """Await ``work`` (a phase's run); the verdict when the phase refused or failed."""
-        try:
-            await work
-        except PhaseRefusedError as exc:
-            result.status, result.message = "failed", str(exc)
-            self.meta.phase_finished(result, started, self.phase_ids)
-            log.error("phase refused", phase=phase.name, reason=str(exc))
-            return "failed", EXIT_USAGE, str(exc)
-        except PhaseError as exc:
-            result.status, result.message = "failed", str(exc)
-            self.meta.phase_finished(result, started, self.phase_ids)
-            log.error("phase failed", phase=phase.name, reason=str(exc))
-            return "failed", EXIT_FAILED, str(exc)
-        return None
+    def _failed(self, exc: PhaseError, phase: Phase, result: PhaseResult, started: str, log: Any) -> Verdict:
+        """The verdict of a phase that refused (exit 2) or failed (exit 1)."""
+        refused = isinstance(exc, PhaseRefusedError)
+        result.status, result.message = "failed", str(exc)
+        self.meta.phase_finished(result, started, self.phase_ids)
+        log.error("phase refused" if refused else "phase failed", phase=phase.name, reason=str(exc))
+        return "failed", EXIT_USAGE if refused else EXIT_FAILED, str(exc)
 
     async def _pass(self, phase: Phase, mode: str, result: PhaseResult, source: RunFolder | None, ledger: Ledger,
                     log: Any, fed: Passes | None = None) -> None:
@@ -337,6 +331,3 @@ def _planned(phase: Phase, view: RunView) -> int:
     except Exception:  # a plugin phase's plan: the bar does without
         return 0
 
-
-async def _raise(exc: BaseException) -> None:
-    raise exc
