@@ -108,3 +108,35 @@ def test_a_pipelined_phases_lane_figures_add_up_its_passes(tmp_path: Path) -> No
     calls = {phase: sum(row["calls"] for row in phases[phase]["lanes"])
              for phase in ("data_generation", "response_collection", "evaluation")}
     assert calls == {"data_generation": 80, "response_collection": 160, "evaluation": 320}
+
+
+def test_a_pipelined_pass_builds_only_the_items_no_pass_took(tmp_path: Path, monkeypatch) -> None:
+    """Each pass lists everything its upstream has written so far; the items earlier passes
+    took are skipped before their prompts are rendered, so each answer and judgment is built
+    once (before, a pass rendered every prompt afresh and dropped the taken ones)."""
+    from coeval.phases.evaluation import EvaluationPhase
+    from coeval.phases.responses import ResponseCollectionPhase
+
+    built: dict[str, list[str]] = {"responses": [], "judgments": []}
+    make_answer, make_judgment = ResponseCollectionPhase._item, EvaluationPhase._item
+
+    def answer(self: Any, ctx: Any, ask: Any) -> Any:
+        item = make_answer(self, ctx, ask)
+        built["responses"].append(item.key)
+        return item
+
+    def judgment(self: Any, ctx: Any, ev: Any, scoring: Any, call: Any, replacing: Any) -> Any:
+        item = make_judgment(self, ctx, ev, scoring, call, replacing)
+        built["judgments"].append(item.key)
+        return item
+
+    monkeypatch.setattr(ResponseCollectionPhase, "_item", answer)
+    monkeypatch.setattr(EvaluationPhase, "_item", judgment)
+    cfg = make_config(tmp_path, _models(), [task(total=40)])
+    assert run(cfg, pipeline=True).exit_code == 0
+    rf = folder(cfg)
+    for kind, phase in (("responses", "response_collection"), ("judgments", "evaluation")):
+        keys = built[kind]
+        assert len(keys) == len(set(keys)), f"{kind}: {len(keys) - len(set(keys))} built again"
+        written = sum(len(path.read_text().splitlines()) for path in rf.jsonl_files(phase))
+        assert len(keys) == written

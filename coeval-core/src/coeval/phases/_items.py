@@ -76,6 +76,21 @@ def _size(total: Total) -> int:
     return total.result() if isinstance(total, Future) else total
 
 
+def untaken(items: Iterable[WorkItem], taken: set[str]) -> Iterator[WorkItem]:
+    """``items`` whose key is not in ``taken``, each added to it as it goes: what a
+    pipelined pass hands the scheduler (see :mod:`coeval.run.pipelining`). Items that can
+    skip a taken key before building themselves (``untaken``) do."""
+    skipping = getattr(items, "untaken", None)
+    return skipping(taken) if skipping is not None else _built_untaken(items, taken)
+
+
+def _built_untaken(items: Iterable[WorkItem], taken: set[str]) -> Iterator[WorkItem]:
+    for item in items:
+        if item.key not in taken:
+            taken.add(item.key)
+            yield item
+
+
 class LazyItems(Generic[S]):
     """A sized iterable of work items built one at a time from light specs, so a phase of a
     million judge calls never holds a million rendered prompts.
@@ -84,10 +99,12 @@ class LazyItems(Generic[S]):
     ``total``: then not even the specs are held, and the scheduler's first call goes out
     while the later ones are still to be listed. A total still being counted (a future, see
     :func:`count_later`) is ``total_later``: the scheduler starts at once and learns it
-    when it comes; ``len`` waits for it."""
+    when it comes; ``len`` waits for it. ``key`` gives a spec's item key without building
+    the item, so a pipelined pass skips what earlier passes took before rendering its
+    prompt (:meth:`untaken`)."""
 
     def __init__(self, specs: Sequence[S] | Callable[[], Iterable[S]], build: Callable[[S], WorkItem],
-                 total: Total | None = None) -> None:
+                 total: Total | None = None, key: Callable[[S], str] | None = None) -> None:
         if callable(specs):
             if total is None:
                 raise TypeError("LazyItems over a spec generator needs its total")
@@ -98,6 +115,7 @@ class LazyItems(Generic[S]):
             later = getattr(specs, "total_later", None)
             self._total = later if isinstance(later, Future) else len(specs)
         self._build = build
+        self._key = key
 
     @property
     def total_later(self) -> Future[int] | None:
@@ -111,6 +129,21 @@ class LazyItems(Generic[S]):
         specs = self._specs() if callable(self._specs) else self._specs
         for spec in specs:
             yield self._build(spec)
+
+    def untaken(self, taken: set[str]) -> Iterator[WorkItem]:
+        """The items whose key is not in ``taken``, each added to it as it goes; with a
+        ``key``, a taken item is skipped before it is built."""
+        key = self._key
+        if key is None:
+            yield from _built_untaken(self, taken)
+            return
+        specs = self._specs() if callable(self._specs) else self._specs
+        build = self._build
+        for spec in specs:
+            spec_key = key(spec)
+            if spec_key not in taken:
+                taken.add(spec_key)
+                yield build(spec)
 
     def __bool__(self) -> bool:
         known = _known(self._total)

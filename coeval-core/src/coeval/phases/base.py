@@ -24,6 +24,7 @@ import attrs
 from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.contract.plans import PlannedCalls
 from coeval.contract.types import Phase as RegisteredPhase
+from coeval.phases._items import untaken
 from coeval.storage.run_folder import JsonlWriter, RunFolder
 from coeval.storage.superseded import drop_superseded
 
@@ -332,7 +333,14 @@ class _Booked:
         return bool(self._items)
 
     def __iter__(self) -> Iterator[WorkItem]:
-        for item in self._items:
+        return self._guarded(self._items)
+
+    def untaken(self, taken: set[str]) -> Iterator[WorkItem]:
+        """The items no pipelined pass took yet (:func:`coeval.phases._items.untaken`)."""
+        return self._guarded(untaken(self._items, taken))
+
+    def _guarded(self, items: Iterable[WorkItem]) -> Iterator[WorkItem]:
+        for item in items:
             yield attrs.evolve(item, on_done=self._guard(item.on_done))
 
     def _guard(self, on_done: Callable[[WorkOutcome], None]) -> Callable[[WorkOutcome], None]:

@@ -268,6 +268,11 @@ class _Owed:
         return n, n_model
 
 
+def _record_id(scoring: Scoring) -> str:
+    """A scoring's judgment id: its item's key, known before its judge prompt is rendered."""
+    return scoring.record_id
+
+
 class EvaluationPhase:
     name = EVALUATION
     #: the models it calls
@@ -511,7 +516,8 @@ class EvaluationPhase:
         the stale ones of the ids in ``replacing``)."""
 
         async def submit(batch: Sequence[Scoring], build: Callable[[Scoring], EvaluationCall]) -> None:
-            await ctx.submit(self.name, LazyItems(batch, lambda s: self._item(ctx, ev, s, build(s), replacing)))  # type: ignore[arg-type]
+            await ctx.submit(self.name, LazyItems(batch, lambda s: self._item(ctx, ev, s, build(s), replacing),  # type: ignore[arg-type]
+                                                  key=_record_id))
 
         try:
             results = await ev.evaluate(EvaluationRequest(scorings), submit)

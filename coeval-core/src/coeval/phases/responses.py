@@ -137,6 +137,11 @@ class _OwedAnswers:
         return sum(1 for _ in self.asks())
 
 
+def _answer_key(ask: _Ask) -> str:
+    """The id of the answer ``ask`` asks for: its item's key, known before its prompt is rendered."""
+    return response_id(ask.datapoint["id"], ask.student.name, ask.sample)
+
+
 class ResponseCollectionPhase:
     name = RESPONSE_COLLECTION
     #: the models it calls
@@ -217,7 +222,7 @@ class ResponseCollectionPhase:
         total: Total = count_later(count, start=ctx.first_done)
         try:
             await ctx.submit(self.name, LazyItems(  # type: ignore[arg-type]
-                lambda: owed.asks(ctx.log), lambda a: self._item(ctx, a), total))
+                lambda: owed.asks(ctx.log), lambda a: self._item(ctx, a), total, key=_answer_key))
         finally:
             stop.set()
 

@@ -17,13 +17,13 @@ shard (``--only-models``: other processes write the same folder).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 
 import attrs
 
+from coeval.phases._items import untaken
 from coeval.phases.base import Phase, PhaseResult, WriterPool
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
-from coeval.scheduler.work import WorkItem
 
 __all__ = ["PIPELINED_MODES", "PIPELINED_PHASES", "Passes", "Upstream", "pipeline_group", "untaken"]
 
@@ -86,12 +86,3 @@ class Passes:
 
     writers: WriterPool
     taken: set[str] = attrs.field(factory=set)
-
-
-def untaken(items: Iterable[WorkItem], taken: set[str]) -> Iterator[WorkItem]:
-    """``items`` no pass has taken yet, each marked taken as it goes to the scheduler."""
-    for item in items:
-        if item.key in taken:
-            continue
-        taken.add(item.key)
-        yield item
