@@ -39,6 +39,8 @@ from coeval.planning.cost import estimate_cost, print_estimate, write_estimate
 )
 @click.option("--only-models", metavar="A,B", help="Estimate only what these models do.")
 @click.option("--keys", metavar="PATH", help="Provider key file (for sample calls and interface: auto).")
+@click.option("--pipeline/--no-pipeline", default=True, show_default=True,
+              help="Time phases 3-5 run at once, as `coeval run` does unless given --no-pipeline.")
 @user_errors
 def command(
     config_arg: str | None,
@@ -49,6 +51,7 @@ def command(
     out: str | None,
     only_models: str | None,
     keys: str | None,
+    pipeline: bool,
 ) -> None:
     """Estimate calls, tokens, cost and time per phase and model.
 
@@ -70,7 +73,8 @@ def command(
         check_filesystem=continue_run,
     )
     estimate = estimate_cost(
-        config, samples=estimate_samples, continue_run=continue_run, keys_file=keys, only_models=models
+        config, samples=estimate_samples, continue_run=continue_run, keys_file=keys, only_models=models,
+        pipeline=pipeline,
     )
     target = Path(out) if out else None  # a plan only looks: it writes where --out says, nowhere else
     if as_json:

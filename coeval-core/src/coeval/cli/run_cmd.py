@@ -251,6 +251,7 @@ def command(
             only_models=models,
             keys_file=keys,
             quiet=quiet,
+            pipeline=pipeline,
         )
     result = run_experiment(config, options)
     run_end_actions(result)

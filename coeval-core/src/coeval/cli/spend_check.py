@@ -48,6 +48,7 @@ def check_spend(
     only_models: tuple[str, ...],
     keys_file: str | None,
     quiet: bool = False,
+    pipeline: bool = True,
 ) -> None:
     """Print the estimate (``quiet``: only when above ``confirm_above``); above it, ask on a
     terminal (``yes`` skips).
@@ -56,7 +57,8 @@ def check_spend(
     """
     try:
         estimate = estimate_cost(
-            config, samples=0, continue_run=continue_run, keys_file=keys_file, only_models=only_models
+            config, samples=0, continue_run=continue_run, keys_file=keys_file, only_models=only_models,
+            pipeline=pipeline,
         )
     except (OSError, ValueError):
         return  # an unreadable run folder: the run itself reports it, with the file and the fix

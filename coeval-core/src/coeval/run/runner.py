@@ -190,7 +190,8 @@ class _Run(RunStartup, PhaseLoop):
         record_settings(self.run, did)
         if not self.options.continue_run and fork is None:  # for `coeval status`: estimated against actual
             await off_the_loop(lambda: record_estimate(self.config, only_models=self.options.only_models,
-                                                       keys_file=self.options.keys_file, registries=self.registries))
+                                                       keys_file=self.options.keys_file, registries=self.registries,
+                                                       pipeline=self.options.pipeline))
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
         self._warn_stale_static_artifacts(log)
@@ -344,6 +345,7 @@ def _estimate_first(config: Config, options: RunOptions, registries: Registries)
         samples=options.estimate_samples,
         write_file=True,
         registries=registries,
+        pipeline=options.pipeline,
     )
     budget = config.experiment.budget_usd
     message = ""

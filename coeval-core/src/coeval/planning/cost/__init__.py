@@ -56,12 +56,13 @@ def estimate_and_report(
     write_file: bool = True,
     console: Any = None,
     registries: Registries | None = None,
+    pipeline: bool = True,
 ) -> CostEstimate:
     """Estimate, print the tables and write ``cost_estimate.json`` into the run folder
     (what ``coeval run --estimate-only`` and ``estimate_cost: true`` do)."""
     estimate = estimate_cost(
         config, samples=samples, continue_run=continue_run, keys_file=keys_file, only_models=only_models,
-        registries=registries,
+        registries=registries, pipeline=pipeline,
     )
     print_estimate(estimate, console)
     if write_file:
@@ -77,6 +78,7 @@ def record_estimate(
     only_models: tuple[str, ...] = (),
     keys_file: str | None = None,
     registries: Registries | None = None,
+    pipeline: bool = True,
 ) -> Path | None:
     """Before a run that asked for no estimate: keep one in ``cost_estimate.json`` anyway, so
     ``coeval status`` can set it against what the run did. No paid call (``samples=0``; a
@@ -87,7 +89,7 @@ def record_estimate(
         return None
     try:
         estimate = estimate_cost(config, samples=0, keys_file=keys_file, only_models=only_models,
-                                 registries=registries)
+                                 registries=registries, pipeline=pipeline)
         return write_estimate(estimate, path)
     except Exception as exc:  # an estimate is a courtesy: the run goes on without one
         logging.getLogger(__name__).warning("no pre-run estimate recorded: %s", exc)

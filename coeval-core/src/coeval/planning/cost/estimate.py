@@ -49,6 +49,7 @@ from coeval.planning.cost.remaining import forked_source, remaining_cells, surve
 from coeval.planning.cost.requests import KNOWN_PHASES, RequestBuilder, TaskTexts, expected_output_tokens
 from coeval.planning.cost.samples import SampleResults, run_samples
 from coeval.planning.cost.tokens import estimate_tokens
+from coeval.run.pipelining import PIPELINED_MODES, PIPELINED_PHASES
 from coeval.storage.run_folder import RunFolder, utc_now
 
 if TYPE_CHECKING:
@@ -105,6 +106,8 @@ class CostEstimate:
     sample_calls: int = 0
     notes: tuple[str, ...] = ()
     phase_seconds: Mapping[str, float] = attrs.field(factory=dict)
+    #: seconds phases 3-5 save by running at once (0 when the run takes them one by one)
+    pipelined_overlap_s: float = 0.0
     generated_at: str = attrs.field(factory=utc_now)
 
     # ---- totals -------------------------------------------------------------------------------
@@ -160,7 +163,7 @@ class CostEstimate:
 
     @property
     def seconds(self) -> float:
-        return sum(self.phase_seconds.values())
+        return max(0.0, sum(self.phase_seconds.values()) - self.pipelined_overlap_s)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``coeval plan --json`` and ``cost_estimate.json``)."""
@@ -175,6 +178,7 @@ class CostEstimate:
             "total_cost_usd": total["cost_usd"],
             "cost_complete": total["cost_complete"],
             "estimated_seconds": round(self.seconds, 1),
+            "pipelined_overlap_seconds": round(self.pipelined_overlap_s, 1),
             "phases": self.by_phase(),
             "models": self.by_model(),
             "tasks": self.by_task(),
@@ -241,13 +245,15 @@ def estimate_cost(
     keys_file: str | None = None,
     only_models: Sequence[str] = (),
     registries: Registries | None = None,
+    pipeline: bool = True,
 ) -> CostEstimate:
     """Estimate calls, tokens, dollars and time of a config (``coeval plan``).
 
     ``samples`` live calls per model and phase (default ``experiment.estimate_samples``;
     0 = heuristics only, no call). ``continue_run`` estimates only the work the run folder
     does not hold yet. ``registries`` are the plugins' phases and interfaces (those of the
-    installed plugins when None: this is an entry point of the Python API).
+    installed plugins when None: this is an entry point of the Python API). ``pipeline``:
+    the run will pipeline phases 3-5 (``coeval run``'s default), so their times overlap.
     """
     if registries is None:
         registries = installed()
@@ -292,8 +298,12 @@ def estimate_cost(
                 "its cost is left out of the total"
             )
     estimates = _cells(config, cells, builder, texts, sampled, history, prices, registries)
-    phase_seconds = _phase_seconds(config, plan, estimates, sampled, registries)
+    times = _phase_seconds(config, plan, estimates, sampled, registries)
+    phase_seconds = {phase: t.seconds for phase, t in times.items()}
     learned = [phase for phase in phase_seconds if phase in pace and _learn_time(phase, estimates, pace, phase_seconds)]
+    overlap = 0.0
+    if pipeline and not learned:  # a past run's pace already holds however it ran
+        overlap = _pipelined_overlap(config, times, estimates, only_models)
     if learned:
         notes.append(f"time of {', '.join(learned)}: at the pace of the past run in {run.root} (meta.json phase log)")
     if any(c.batch and c.calls for c in estimates):
@@ -315,6 +325,7 @@ def estimate_cost(
         sample_calls=sampled.calls,
         notes=tuple(dict.fromkeys(notes)),
         phase_seconds=phase_seconds,
+        pipelined_overlap_s=overlap,
     )
 
 
@@ -383,9 +394,30 @@ def _learn_time(
     return True
 
 
+@attrs.define
+class _PhaseTime:
+    """One phase's time and its parts: each lane's round trips, the calls run one at a
+    time, the run's CPU, and the mean latency of one call (what the phase adds after its
+    upstream's last record when phases are pipelined)."""
+
+    lanes: dict[str, float] = attrs.field(factory=dict)
+    serial: float = 0.0
+    cpu: float = 0.0
+    start: float = 0.0
+    call_s: float = 0.0
+
+    @property
+    def busy(self) -> float:
+        return max(max(self.lanes.values(), default=0.0), self.serial, self.cpu)
+
+    @property
+    def seconds(self) -> float:
+        return self.busy + self.start if self.busy else 0.0
+
+
 def _phase_seconds(
     config: Config, plan: Plan, cells: Sequence[CellEstimate], sampled: SampleResults, registries: Registries
-) -> dict[str, float]:
+) -> dict[str, _PhaseTime]:
     """Per phase, the longest of its lanes' round trips, its one-at-a-time calls added up,
     and the run's CPU for its calls (see the module docstring), plus the phase's start. A
     lane is the interface, or for a free model (the mock, always built) its
@@ -394,7 +426,7 @@ def _phase_seconds(
     reached: dict[str, float] = {}  # lane -> its limiter's limit so far (carried across phases)
     bounds: dict[str, tuple[int, int]] = {}  # lane -> (starting concurrency, maximum)
     started_sdk = False
-    out: dict[str, float] = {}
+    out: dict[str, _PhaseTime] = {}
     for phase in (p.phase for p in plan.phases):
         lanes: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # lane -> [calls, call-seconds]
         serial = cpu = client_start = 0.0
@@ -416,11 +448,32 @@ def _phase_seconds(
             cpu += c.calls * (_RUN_CPU_PER_CALL_S + (_SDK_CPU_PER_CALL_S if through_sdk else 0.0))
             if through_sdk and not started_sdk:  # the first call through a provider SDK starts its client
                 started_sdk, client_start = True, sampled.client_start_s or _CLIENT_START_S
-        longest = 0.0
+        time = out[phase] = _PhaseTime(serial=serial, cpu=cpu, start=_PHASE_START_S + client_start)
         for lane, (calls, seconds) in lanes.items():
             first, top = bounds[lane]
-            taken, reached[lane] = _slow_start(calls, seconds / calls, reached.get(lane, first), top)
-            longest = max(longest, taken)
-        busy = max(longest, serial, cpu)
-        out[phase] = busy + _PHASE_START_S + client_start if busy else 0.0
+            time.lanes[lane], reached[lane] = _slow_start(calls, seconds / calls, reached.get(lane, first), top)
+        calls_made = sum(calls for calls, _ in lanes.values())
+        time.call_s = sum(seconds for _, seconds in lanes.values()) / calls_made if calls_made else 0.0
     return out
+
+
+def _pipelined_overlap(config: Config, times: Mapping[str, _PhaseTime], cells: Sequence[CellEstimate],
+                       only_models: Sequence[str]) -> float:
+    """Seconds that running phases 3-5 at once saves on their times added up, as ``coeval
+    run`` pipelines them (:mod:`coeval.run.pipelining`): each lane's round trips, the calls
+    run one at a time and the run's CPU add up over the three phases, which then take the
+    longest of these, their starts, and one call of each downstream phase after its
+    upstream's last record. None is saved for a shard, a batch phase or a phase in Keep or
+    Model mode, which the run does not pipeline."""
+    group = [p for p in PIPELINED_PHASES if p in times]
+    if (len(group) < 2 or only_models or any(c.batch and c.calls for c in cells if c.phase in group)
+            or any(config.experiment.phases.mode(p) not in PIPELINED_MODES for p in group)):
+        return 0.0
+    parts = [times[p] for p in group]
+    lanes: dict[str, float] = defaultdict(float)
+    for t in parts:
+        for lane, seconds in t.lanes.items():
+            lanes[lane] += seconds
+    busy = max(max(lanes.values(), default=0.0), sum(t.serial for t in parts), sum(t.cpu for t in parts))
+    together = busy + sum(t.start for t in parts) + sum(t.call_s for t in parts[1:])
+    return max(0.0, sum(t.seconds for t in parts) - together)

@@ -66,6 +66,8 @@ def print_estimate(estimate: CostEstimate, console: Any = None) -> None:
             _usd(row["cost_usd"], row["cost_complete"]),
             time if row["calls"] else "-",
         )
+    if estimate.pipelined_overlap_s >= 0.5:
+        phases.add_row("phases 3-5 at once", "", "", "", "", f"-{format_duration(estimate.pipelined_overlap_s)}")
     total = estimate.total
     phases.add_row(
         "total",
