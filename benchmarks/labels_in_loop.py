@@ -55,8 +55,15 @@ class Run:
     quality: np.ndarray
 
 
-def simulate_run(seed: int, n_items: int = 60, n_factors: int = 3) -> Run:
-    """One run of the reference shape (see the module docstring)."""
+def simulate_run(
+    seed: int, n_items: int = 60, n_factors: int = 3, self_preference: float = 0.0, shared: bool = False
+) -> Run:
+    """One run of the reference shape (see the module docstring). ``self_preference``: each
+    GPT judge sees the answers of its own namesake student (gpt-4o-j: gpt-4o-like, gpt-3.5-j:
+    gpt-3.5-like) this much better than they are, the calibration variant in which the judges'
+    view of the two GPT-like students really is skewed, in opposite directions; ``shared``:
+    both see gpt-3.5-like's answers that much better instead, which turns their view of the
+    two upside down and which only the labels can show."""
     rng = np.random.default_rng(seed)
     S = len(STUDENTS)
     quality = np.asarray(QUALITY)
@@ -68,6 +75,8 @@ def simulate_run(seed: int, n_items: int = 60, n_factors: int = 3) -> Run:
         2: 0.5 + 0.1 * (latent - 0.5) + rng.normal(0, 0.05, latent.shape),  # flat: nearly always Medium
         3: 1.0 - latent + rng.normal(0, 0.1, latent.shape),  # contrary
     }
+    for j in GPT_LIKE:  # judge j's namesake is student j
+        seen[j][:, GPT_LIKE[1] if shared else j] += self_preference
     items, students, judges, values, conflicted = [], [], [], [], []
     for j, view in seen.items():
         v = np.digitize(view, THRESHOLDS).mean(2) / 2.0

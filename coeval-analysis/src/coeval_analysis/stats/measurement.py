@@ -37,7 +37,9 @@ docs/analysis.md).
 
 The code is split by job: :mod:`~coeval_analysis.stats.measurement_model` (constants,
 data, parameters), :mod:`~coeval_analysis.stats.measurement_fit` (the fit),
-:mod:`~coeval_analysis.stats.measurement_scores` (student quality and its scale) and
+:mod:`~coeval_analysis.stats.measurement_scores` (student quality and its scale),
+:mod:`~coeval_analysis.stats.measurement_taste` (each judge's taste measured against the
+labels, and its spread where they grade several students) and
 :mod:`~coeval_analysis.stats.measurement_bootstrap` (the refitting bootstrap); this module
 gathers their public names.
 """

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from coeval_analysis.stats.measurement_model import TEACHER_FLOOR, Fit, Layout, measured
+from coeval_analysis.stats.measurement_taste import taste_from_reference
 
 __all__ = ["Scores", "student_scores", "teacher_weights"]
 
@@ -116,45 +117,6 @@ def _reported_scale(lay: Layout, f: Fit, on_reference: bool = True) -> tuple[flo
 _TINY = 1e-12
 
 
-@dataclass
-class _RefTaste:
-    """Per (student, judge), in theta units: the judge's estimated taste for the student
-    (``shift``), the share of the estimate's evidence in it (``gain``, 0: the prior alone),
-    and the variances of the judge's and the reference's noise in the estimate."""
-
-    shift: np.ndarray  #: (S, K)
-    gain: np.ndarray  #: (S, K)
-    judge_var: np.ndarray  #: (S, K)
-    reference_var: np.ndarray  #: (S, K)
-
-
-def _taste_from_reference(lay: Layout, f: Fit, dev: np.ndarray) -> _RefTaste | None:
-    """Each model judge's taste for each student the reference judge grades: the mean, on
-    the answers both graded, of the judge's view of the answer less the reference's (the
-    answer's own quality cancels), shrunk by the judge's taste prior ``t_j^2``. None
-    without a reference whose scale is measured (nothing to tell a taste from quality):
-    a run without labels is scored as before."""
-    if not lay.has_reference or not measured(f.scale[-1:])[0]:
-        return None
-    S, K, r = lay.n_students, lay.K, lay.K - 1
-    lam = f.scale
-    ok_j = measured(lam)
-    ok_j[r] = False
-    both = lay.seen & lay.seen[:, r : r + 1] & ok_j[None, :]
-    safe = np.where(ok_j, lam, 1.0)
-    diff = np.where(both, dev / safe[None, :] - (dev[:, r] / lam[r])[:, None], 0.0)
-    key = (lay.cell_student[:, None] * K + np.arange(K)[None, :]).ravel()
-    n = np.bincount(key, both.ravel().astype(np.float64), S * K).reshape(S, K)
-    tot = np.bincount(key, diff.ravel(), S * K).reshape(S, K)
-    has = n > 0
-    nn = np.where(has, n, 1.0)
-    judge_var = np.where(has, (f.noise / safe**2)[None, :] / nn, 0.0)
-    reference_var = np.where(has, f.noise[r] / lam[r] ** 2 / nn, 0.0)
-    prior = np.where(ok_j, f.taste / safe**2, 0.0)[None, :]
-    gain = np.where(has, prior / np.maximum(prior + judge_var + reference_var, _TINY), 0.0)
-    return _RefTaste(gain * tot / nn, gain, judge_var, reference_var)
-
-
 def student_scores(lay: Layout, f: Fit, w_judge: np.ndarray | None = None, on_reference: bool = True) -> Scores:
     """Each student's information-weighted quality relative to the datapoints' means
     (``on_reference``: see :func:`_reported_scale`)."""
@@ -166,7 +128,7 @@ def student_scores(lay: Layout, f: Fit, w_judge: np.ndarray | None = None, on_re
     h = on * (f.scale**2 / f.noise)
     y = np.where(cf, lay.x - f.bias, lay.x)
     dev = np.where(seen, y - f.location - f.scale * f.mu[lay.cell_item][:, None], 0.0)
-    taste = _taste_from_reference(lay, f, dev) if on_reference else None
+    taste = taste_from_reference(lay, f, dev) if on_reference else None
     if taste is not None:  # each judge's view of a labelled student, less its estimated taste
         dev = np.where(seen, dev - (f.scale * taste.shift)[lay.cell_student], 0.0)
     num_c, den_c = (g * dev).sum(1), h.sum(1)
@@ -195,7 +157,7 @@ def student_scores(lay: Layout, f: Fit, w_judge: np.ndarray | None = None, on_re
         taste_var = stretch**2 * (w**2 * f.taste[None, :]).sum(1)
     else:  # what is left of each judge's taste, and the reference's noise that all corrections share
         u, k = w * f.scale[None, :], taste.gain
-        prior = np.where(measured(f.scale), f.taste / np.maximum(f.scale**2, _TINY), 0.0)[None, :]
+        prior = taste.prior
         left = u**2 * ((1.0 - k) ** 2 * prior + k**2 * taste.judge_var)
         unmeasured = w**2 * f.taste[None, :] * ~measured(f.scale)[None, :]
         common = (u * k * np.sqrt(taste.reference_var)).sum(1) ** 2

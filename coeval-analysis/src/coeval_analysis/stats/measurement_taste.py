@@ -1,0 +1,83 @@
+"""Each model judge's per-student taste measured against the reference judge (human labels,
+gold): the taste of every student the reference grades, and the spread of tastes that
+shrinks those estimates (see :mod:`coeval_analysis.stats.measurement`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from coeval_analysis.stats.measurement_model import TASTE_FLOOR, Fit, Layout, measured
+
+__all__ = ["LABELLED_STUDENTS", "RefTaste", "taste_from_reference"]
+
+#: students, each with at least two answers both graded, from which the labels measure a
+#: judge's taste spread themselves (fewer: the spread measured against the other judges)
+LABELLED_STUDENTS = 3
+_TINY = 1e-12
+
+
+@dataclass
+class RefTaste:
+    """Per (student, judge), in theta units: the judge's estimated taste for the student
+    (``shift``), the share of the estimate's evidence in it (``gain``, 0: the prior alone),
+    the variances of the judge's and the reference's noise in the estimate, and the taste
+    prior ``t_j^2`` it was shrunk by."""
+
+    shift: np.ndarray  #: (S, K)
+    gain: np.ndarray  #: (S, K)
+    judge_var: np.ndarray  #: (S, K)
+    reference_var: np.ndarray  #: (S, K)
+    prior: np.ndarray  #: (1, K)
+
+
+def taste_from_reference(lay: Layout, f: Fit, dev: np.ndarray) -> RefTaste | None:
+    """Each model judge's taste for each student the reference judge grades: the mean, on
+    the answers both graded, of the judge's view of the answer less the reference's (the
+    answer's own quality cancels), shrunk by the judge's taste prior (:func:`_prior`).
+    None without a reference whose scale is measured (nothing to tell a taste from
+    quality): a run without labels is scored as before."""
+    if not lay.has_reference or not measured(f.scale[-1:])[0]:
+        return None
+    S, K, r = lay.n_students, lay.K, lay.K - 1
+    lam = f.scale
+    ok_j = measured(lam)
+    ok_j[r] = False
+    both = lay.seen & lay.seen[:, r : r + 1] & ok_j[None, :]
+    safe = np.where(ok_j, lam, 1.0)
+    diff = np.where(both, dev / safe[None, :] - (dev[:, r] / lam[r])[:, None], 0.0)
+    key = (lay.cell_student[:, None] * K + np.arange(K)[None, :]).ravel()
+    n = np.bincount(key, both.ravel().astype(np.float64), S * K).reshape(S, K)
+    tot = np.bincount(key, diff.ravel(), S * K).reshape(S, K)
+    has = n > 0
+    nn = np.where(has, n, 1.0)
+    judge_var = np.where(has, (f.noise / safe**2)[None, :] / nn, 0.0)
+    reference_var = np.where(has, f.noise[r] / lam[r] ** 2 / nn, 0.0)
+    raw = tot / nn
+    spread = _prior(raw, n, judge_var + reference_var, f.taste / safe**2, TASTE_FLOOR**2 / safe**2)
+    prior = np.where(ok_j, spread, 0.0)[None, :]
+    gain = np.where(has, prior / np.maximum(prior + judge_var + reference_var, _TINY), 0.0)
+    return RefTaste(gain * raw, gain, judge_var, reference_var, prior)
+
+
+def _prior(
+    raw: np.ndarray, n: np.ndarray, var: np.ndarray, fallback: np.ndarray, floor: np.ndarray
+) -> np.ndarray:
+    """Per judge, the spread ``t_j^2`` of its tastes across students, measured where the
+    reference grades ``LABELLED_STUDENTS`` or more of them on two or more answers each: the
+    variance across those students of the judge's mean departure from the reference, less
+    what the noise of both gives (unbiased for unequal counts), floored at ``TASTE_FLOOR``.
+    The spread measured against the other model judges (``fallback``) carries their
+    nonlinearity (a judge whose levels saturate at one end differs by student from a judge
+    whose levels saturate at the other), which a reference on the judges' own rubric does
+    not; where the labels show a judge has a real taste, its spread comes out as large."""
+    use = n >= 2
+    k = use.sum(0)
+    kk = np.maximum(k, 1)
+    mean = np.where(use, raw, 0.0).sum(0) / kk
+    ss = np.where(use, (raw - mean[None, :]) ** 2, 0.0).sum(0)
+    noise = np.where(use, var, 0.0).sum(0) * (1.0 - 1.0 / kk)
+    spread = (ss - noise) / np.maximum(k - 1, 1)
+    out: np.ndarray = np.where(k >= LABELLED_STUDENTS, np.maximum(spread, floor), fallback)
+    return out
