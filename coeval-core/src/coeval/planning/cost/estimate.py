@@ -475,5 +475,5 @@ def _pipelined_overlap(config: Config, times: Mapping[str, _PhaseTime], cells: S
         for lane, seconds in t.lanes.items():
             lanes[lane] += seconds
     busy = max(max(lanes.values(), default=0.0), sum(t.serial for t in parts), sum(t.cpu for t in parts))
-    together = busy + sum(t.start for t in parts) + sum(t.call_s for t in parts[1:])
+    together = busy + sum(t.start for t in parts if t.busy) + sum(t.call_s for t in parts[1:])
     return max(0.0, sum(t.seconds for t in parts) - together)
