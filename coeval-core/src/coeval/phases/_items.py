@@ -30,12 +30,34 @@ def raise_if_stopped(stop: threading.Event | None) -> None:
         raise CountStopped()
 
 
-def count_later(count: Callable[[], T], start: threading.Event | None = None, wait_s: float = 1.0) -> Future[T]:
+class _Deferred(Future[T]):
+    """A future whose work starts when first waited for (:meth:`result`), or is started
+    (:meth:`begin`): a count nobody reads costs nothing."""
+
+    def __init__(self, begin: Callable[[], None]) -> None:
+        super().__init__()
+        self._begin: Callable[[], None] | None = begin
+        self._begin_lock = threading.Lock()
+
+    def begin(self) -> None:
+        with self._begin_lock:
+            begin, self._begin = self._begin, None
+        if begin is not None:
+            begin()
+
+    def result(self, timeout: float | None = None) -> T:
+        self.begin()
+        return super().result(timeout)
+
+
+def count_later(count: Callable[[], T], start: threading.Event | None = None, wait_s: float = 1.0,
+                *, deferred: bool = False) -> Future[T]:
     """``count()`` run in a daemon thread, its result (or error) on the returned future: a
     phase's first call need not wait for the pass that counts what the phase owes. With
     ``start``, the count waits for it (the phase's first finished call), at most ``wait_s``
-    seconds, so that it does not compete with the first calls for the interpreter."""
-    future: Future[T] = Future()
+    seconds, so that it does not compete with the first calls for the interpreter.
+    ``deferred``: the count starts only when its result is waited for (a pipelined pass,
+    whose total nobody reads unless an evaluator asks for it)."""
 
     def work() -> None:
         if not future.set_running_or_notify_cancel():
@@ -47,13 +69,16 @@ def count_later(count: Callable[[], T], start: threading.Event | None = None, wa
         except BaseException as exc:
             future.set_exception(exc)
 
-    threading.Thread(target=work, name="coeval-count", daemon=True).start()
+    thread = threading.Thread(target=work, name="coeval-count", daemon=True)
+    future: Future[T] = _Deferred(thread.start) if deferred else Future()
+    if not deferred:
+        thread.start()
     return future
 
 
 def then(future: Future[T], fn: Callable[[T], U]) -> Future[U]:
     """A future of ``fn(future's result)``."""
-    out: Future[U] = Future()
+    out: Future[U] = _Deferred(future.begin) if isinstance(future, _Deferred) else Future()
     out.set_running_or_notify_cancel()
 
     def done(f: Future[T]) -> None:

@@ -259,6 +259,9 @@ class PhaseContext(RunView):
         self._last_booked: WorkOutcome | None = None
         #: set when the phase's first item is done: a count run beside the phase starts then
         self.first_done = threading.Event()
+        #: whether the phase's item total is wanted (progress and ETA): a pipelined pass's is
+        #: not (the phase's bar counts from the plan), so its count runs only if asked for
+        self.wants_totals = True
 
     @property
     def sharded(self) -> bool:

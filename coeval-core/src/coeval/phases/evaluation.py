@@ -406,7 +406,7 @@ class EvaluationPhase:
                          evaluator_records=sum(n for n, _ in counts) - calls)
             return counts
 
-        counts = count_later(count, start=ctx.first_done)
+        counts = count_later(count, start=ctx.first_done, deferred=not ctx.wants_totals)
         # model-free evaluators first: their records are written in seconds
         order = sorted(range(len(evaluators)), key=lambda i: not isinstance(evaluators[i], ModelFreeEvaluator))
         tasks = list(state.tasks.values())

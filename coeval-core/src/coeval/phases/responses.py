@@ -219,7 +219,7 @@ class ResponseCollectionPhase:
             return total
 
         # counted in a thread (a pass over every datapoint) once the first calls are made
-        total: Total = count_later(count, start=ctx.first_done)
+        total: Total = count_later(count, start=ctx.first_done, deferred=not ctx.wants_totals)
         try:
             await ctx.submit(self.name, LazyItems(  # type: ignore[arg-type]
                 lambda: owed.asks(ctx.log), lambda a: self._item(ctx, a), total, key=_answer_key))

@@ -268,6 +268,7 @@ class PhaseLoop(RunState):
         ctx.result = result
         if fed is not None:
             ctx.writers = fed.writers
+            ctx.wants_totals = False
         # shards share phases 1-2: one asks the teachers, the others then find the artifacts
         shared_lock = folder_lock(self.run.root / ".teacher_phases.lock", thread_local=False) \
             if self.only and name in MAPPING_PHASES else None
