@@ -3,7 +3,9 @@ the server's capacity once it clearly does (a simulated server, answer by answer
 
 from __future__ import annotations
 
+import math
 import random
+from typing import Any
 
 from coeval.scheduler import AdaptiveLimit
 
@@ -43,3 +45,38 @@ def test_a_server_that_starts_queueing_later_is_cut_back() -> None:
     # now it serves 16 at once and queues the rest
     _drive(limit, lambda load, rng: 0.100 * max(1.0, load / 16.0), 3_000)
     assert 16 <= limit.current <= 40 and limit.counters.decreases >= 1
+
+
+def _lognormal(median_s: float, sigma: float) -> Any:
+    return lambda rng: median_s * math.exp(sigma * rng.gauss(0.0, 1.0))
+
+
+def test_heavy_tailed_latency_that_does_not_rise_with_load_lets_the_limit_grow() -> None:
+    # a provider behind a local gateway: lognormal latency (median 200 ms, sigma 1), whatever
+    # the load. Its fastest answers are 20x faster than its mean: not evidence of a queue
+    limit = AdaptiveLimit(4, 512, queue_aware=True)
+    draw = _lognormal(0.200, 1.0)
+    seen = _drive(limit, lambda load, rng: draw(rng), 20_000)
+    assert limit.current == 512
+    assert seen[3_000] >= 64  # and it gets there early in the run
+    assert limit.gradient is not None and limit.gradient.heavy_tailed
+
+
+def test_heavy_tailed_latency_rising_with_load_still_settles_near_capacity() -> None:
+    # 8 slots, lognormal service (median 100 ms, sigma 1), the rest queued
+    limit = AdaptiveLimit(4, 256, queue_aware=True)
+    draw = _lognormal(0.100, 1.0)
+    seen = _drive(limit, lambda load, rng: draw(rng) * max(1.0, load / 8.0), 20_000)
+    assert limit.gradient is not None and limit.gradient.heavy_tailed
+    assert 8 <= limit.current <= 24
+    assert max(seen[10_000:]) <= 32
+
+
+def test_steady_latency_never_reads_as_a_heavy_tail() -> None:
+    """A queue spreads latency at most as many times as there are calls in flight: a
+    server that queues keeps the fastest-answer test, which cuts it back soonest."""
+    for latency_at in (lambda load, rng: 0.200 + rng.uniform(0.0, 0.030),
+                       lambda load, rng: 0.100 * max(1.0, load / 2.0) + rng.uniform(0.0, 0.010)):
+        limit = AdaptiveLimit(4, 256, queue_aware=True)
+        _drive(limit, latency_at, 5_000)
+        assert limit.gradient is not None and not limit.gradient.heavy_tailed

@@ -100,7 +100,11 @@ class AdaptiveLimit:
         would otherwise raise it to its bound without ever using it, and each unit of limit
         is a worker task the event loop must turn)."""
         if self.gradient is not None and latency_s is not None:
+            was_heavy_tailed = self.gradient.heavy_tailed
             verdict = self.gradient.observe(latency_s, self._limit, now)
+            if self.gradient.heavy_tailed and not was_heavy_tailed:
+                # the cuts so far read a heavy tail as a queue: back to slow start
+                self.threshold = float(self.maximum)
             if verdict < 0 and self.gradient.target is not None:
                 self._shrink_to(self.gradient.target)
                 return

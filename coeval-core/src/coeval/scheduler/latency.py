@@ -29,6 +29,17 @@ limiter watches latency:
 
 Latency differences under :attr:`noise_floor_s` are ignored, so instant replies (mocks,
 caches) never look like queueing.
+
+**Heavy tails.** A queue raises latency at most as many times as there are calls in flight
+(each call waits behind the others at most). When some level's median latency is further
+above its fastest answer than that (half again, for jitter), the spread is the server's own
+(a provider behind a local gateway: lognormal, its fastest answers 20 times faster than its
+mean), and ``min_rtt`` no longer stands for the server's speed. From then on the lane
+compares *medians* by level of load instead (:class:`~coeval.scheduler.latency_medians.LoadMedians`):
+``base``, the median at the lowest loads, for ``min_rtt``, and the current level's median
+for ``srtt``; a queue still raises the median with the load, a heavy tail does not. A
+server that queues with steady latency never gets there, so it keeps the quicker fastest-
+answer test (a 2-slot replica is cut back within a few calls of its capacity).
 """
 
 from __future__ import annotations
@@ -36,6 +47,8 @@ from __future__ import annotations
 import math
 
 import attrs
+
+from coeval.scheduler.latency_medians import LoadMedians
 
 __all__ = ["LatencyGradient"]
 
@@ -80,8 +93,12 @@ class LatencyGradient:
     min_rtt: float | None = None
     srtt: float | None = None
     target: float | None = None
+    #: set once latency is spread wider than a queue could make it (see the module docstring)
+    heavy_tailed: bool = False
     _levels: dict[int, _LevelMin] = attrs.field(factory=dict)
+    _medians: LoadMedians = attrs.field(factory=LoadMedians)
     _next_adjust: float = 0.0
+    _answers: int = 0
 
     def _update(self, latency_s: float, limit: float) -> None:
         level = self._levels.get(_level(limit))
@@ -91,14 +108,29 @@ class LatencyGradient:
         top = _level(limit)
         self.min_rtt = min(lv.floor for key, lv in self._levels.items() if key <= top)
         self.srtt = latency_s if self.srtt is None else self.srtt + self.smoothing * (latency_s - self.srtt)
+        self._medians.add(latency_s, limit)
+        self._answers += 1
+        if not self.heavy_tailed and self._answers % 16 == 0:
+            self.heavy_tailed = self._medians.too_spread_for_a_queue()
+
+    def _speeds(self, latency_s: float | None) -> tuple[float | None, float | None]:
+        """(the server's speed unqueued, the latency now): ``min_rtt`` and ``srtt``, or for a
+        heavy tail the medians (until the lowest loads' median is known, the fastest answer
+        stands for it in the per-call test, and the limit never shrinks on latency)."""
+        if not self.heavy_tailed:
+            return self.min_rtt, self.srtt if latency_s is None else latency_s
+        medians = self._medians
+        if latency_s is None:
+            return medians.base, medians.current
+        return medians.base if medians.base is not None else self.min_rtt, latency_s
 
     def queue(self, limit: float, latency_s: float | None = None) -> float:
         """Estimated calls waiting in the server's queue with ``limit`` in flight, from the
         smoothed latency (or from one call's ``latency_s``)."""
-        rtt = self.srtt if latency_s is None else latency_s
-        if self.min_rtt is None or rtt is None or rtt - self.min_rtt < self.noise_floor_s:
+        base, rtt = self._speeds(latency_s)
+        if base is None or rtt is None or rtt - base < self.noise_floor_s:
             return 0.0
-        return max(0.0, limit * (1.0 - self.min_rtt / rtt))
+        return max(0.0, limit * (1.0 - base / rtt))
 
     def alpha(self, limit: float) -> float:
         return max(self.min_alpha, self.alpha_share * limit)
@@ -116,7 +148,8 @@ class LatencyGradient:
         # one decrease per round trip: calls still in flight answer from the old queue
         if now < self._next_adjust:
             return HOLD
-        assert self.min_rtt is not None and self.srtt is not None
+        base, rtt = self._speeds(None)
+        assert base is not None and rtt is not None and self.srtt is not None
         self._next_adjust = now + self.srtt
-        self.target = limit * self.min_rtt / self.srtt + alpha
+        self.target = limit * base / rtt + alpha
         return -1

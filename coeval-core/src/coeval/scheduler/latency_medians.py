@@ -1,0 +1,104 @@
+"""Median latency by level of load, for servers whose latency is spread too wide for its
+fastest answer to stand for its speed (see :class:`coeval.scheduler.latency.LatencyGradient`).
+
+A provider behind a local gateway (LiteLLM, a corporate relay) answers with latency that
+has a heavy tail: lognormal with sigma 1, its fastest answers are 20 times faster than its
+mean, whatever the load. Compared with the smoothed latency, that fastest answer reads as a
+queue of nearly every call in flight. Medians at different loads tell the two apart: a
+queue raises the median with the load, a heavy tail does not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+__all__ = ["LoadMedians", "level_of", "level_top"]
+
+#: The fewest answers a median is taken from.
+_FEWEST = 8
+#: ``base`` and ``current`` are recomputed after this many answers (each a sort of at most
+#: a few hundred latencies), and when the limit enters a new level.
+_RECOMPUTE_EVERY = 16
+
+
+def level_of(limit: float) -> int:
+    """Levels of load a factor of sqrt(2) apart: 1, 2, 3, 4-5, 6-7, 8-11, 12-15, ..."""
+    return int(2 * math.log2(max(1.0, limit)))
+
+
+def level_top(level: int) -> float:
+    """The most calls in flight at ``level``."""
+    return float(2 ** ((level + 1) / 2))
+
+
+def known_median(values: list[float], tolerance: float) -> float | None:
+    """The median of ``values`` once it is known to within ``tolerance`` (its standard
+    error, relative, estimated from the interquartile range), else None: a few answers
+    settle a steady server's latency, a heavy tail needs a few hundred."""
+    n = len(values)
+    if n < _FEWEST:
+        return None
+    ordered = sorted(values)
+    median = ordered[(n - 1) // 2]
+    if median <= 0:
+        return median
+    spread = ordered[(3 * n) // 4] - ordered[n // 4]
+    return median if 0.93 * spread / math.sqrt(n) <= tolerance * median else None
+
+
+class LoadMedians:
+    """The last ``window`` latencies at each level of load; ``base`` (the median at the
+    lowest loads) and ``current`` (the current level's median), each once known to within
+    ``tolerance``."""
+
+    def __init__(self, window: int = 200, tolerance: float = 0.1) -> None:
+        self.window, self.tolerance = window, tolerance
+        self.levels: dict[int, deque[float]] = {}
+        self.base: float | None = None
+        self.current: float | None = None
+        self._since = 0
+
+    def add(self, latency_s: float, limit: float) -> None:
+        top = level_of(limit)
+        level = self.levels.get(top)
+        if level is None:
+            level = self.levels[top] = deque(maxlen=self.window)
+            self._since = _RECOMPUTE_EVERY  # a new level: look again now
+        level.append(latency_s)
+        self._since += 1
+        if self._since >= _RECOMPUTE_EVERY:
+            self._since = 0
+            self._recompute(top)
+
+    def too_spread_for_a_queue(self) -> bool:
+        """Whether some level's median is further above its fastest answer than any queue
+        at that load could put it: with ``n`` calls in flight a call waits behind at most
+        ``n - 1`` others, so a queue raises latency at most ``n``-fold (Little's law; half
+        again for jitter). Wider, the spread is the server's own."""
+        for key, latencies in self.levels.items():
+            n = len(latencies)
+            if n < 2 * _FEWEST:
+                continue
+            ordered = sorted(latencies)
+            # a rough median will do: the test is for a spread several times the load
+            if ordered[0] > 0 and ordered[(n - 1) // 2] > 1.5 * level_top(key) * ordered[0]:
+                return True
+        return False
+
+    def _recompute(self, top: int) -> None:
+        """``base``: the median of the answers at the lowest loads (the levels below the
+        current one pooled from the lowest up until their median is known; the current
+        level too when they are not enough); ``current``: the current level's median."""
+        pooled: list[float] = []
+        base = None
+        for key in sorted(k for k in self.levels if k < top):
+            pooled.extend(self.levels[key])
+            base = known_median(pooled, self.tolerance)
+            if base is not None:
+                break
+        mine = list(self.levels[top])
+        if base is None:
+            base = known_median(pooled + mine, self.tolerance)
+        self.base = base
+        self.current = known_median(mine, self.tolerance)
