@@ -75,8 +75,9 @@ TARGET_PIPELINED_EFFICIENCY = 0.97
 def _pipelining(quick: bool) -> dict[str, Any]:
     from benchmarks.pipeline import perfect_efficiency
 
-    # self_hosted false: on a loopback URL the queue-aware limiter reads a heavy tail as a
-    # queue and holds the lane at a few calls in flight (docs/performance.md, figure a2)
+    # self_hosted false: the figure measures pipelining alone; on a loopback URL the
+    # queue-aware limiter first takes a heavy tail for a queue, for a few seconds
+    # (docs/performance.md, figure a2)
     args: dict[str, Any] = {"latency_sigma": 1.0, "target_s": float("inf"), "self_hosted": False,
                             **({"total": 2} if quick else {})}
     runs = {mode: run_child("pipeline:throughput", {**args, "pipeline": mode == "pipelined"}, timeout=900)
