@@ -115,14 +115,17 @@ class LatencyGradient:
 
     def _speeds(self, latency_s: float | None) -> tuple[float | None, float | None]:
         """(the server's speed unqueued, the latency now): ``min_rtt`` and ``srtt``, or for a
-        heavy tail the medians (until the lowest loads' median is known, the fastest answer
-        stands for it in the per-call test, and the limit never shrinks on latency)."""
+        heavy tail the medians (until the lowest loads' median is known closely, the limit
+        never shrinks on latency, and its plain median stands for it in the per-call test)."""
         if not self.heavy_tailed:
             return self.min_rtt, self.srtt if latency_s is None else latency_s
         medians = self._medians
         if latency_s is None:
             return medians.base, medians.current
-        return medians.base if medians.base is not None else self.min_rtt, latency_s
+        for base in (medians.base, medians.rough_base, self.min_rtt):
+            if base is not None:
+                return base, latency_s
+        return None, latency_s
 
     def queue(self, limit: float, latency_s: float | None = None) -> float:
         """Estimated calls waiting in the server's queue with ``limit`` in flight, from the

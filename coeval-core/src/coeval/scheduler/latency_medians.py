@@ -56,6 +56,9 @@ class LoadMedians:
         self.window, self.tolerance = window, tolerance
         self.levels: dict[int, deque[float]] = {}
         self.base: float | None = None
+        #: the lowest loads' plain median while ``base`` is not known closely yet (at least
+        #: 16 answers): good enough to let a call faster than it count as unqueued
+        self.rough_base: float | None = None
         self.current: float | None = None
         self._since = 0
 
@@ -102,3 +105,5 @@ class LoadMedians:
             base = known_median(pooled + mine, self.tolerance)
         self.base = base
         self.current = known_median(mine, self.tolerance)
+        everything = sorted(pooled + mine)
+        self.rough_base = everything[(len(everything) - 1) // 2] if len(everything) >= 2 * _FEWEST else None
