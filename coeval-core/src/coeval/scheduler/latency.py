@@ -110,8 +110,9 @@ class LatencyGradient:
         self.srtt = latency_s if self.srtt is None else self.srtt + self.smoothing * (latency_s - self.srtt)
         self._medians.add(latency_s, limit)
         self._answers += 1
-        if not self.heavy_tailed and self._answers % 16 == 0:
-            self.heavy_tailed = self._medians.too_spread_for_a_queue()
+        if not self.heavy_tailed and self._answers % 16 == 0 and self._medians.too_spread_for_a_queue():
+            self.heavy_tailed = True
+            self._medians.activate()
 
     def _speeds(self, latency_s: float | None) -> tuple[float | None, float | None]:
         """(the server's speed unqueued, the latency now): ``min_rtt`` and ``srtt``, or for a

@@ -60,26 +60,41 @@ class LoadMedians:
         #: 16 answers): good enough to let a call faster than it count as unqueued
         self.rough_base: float | None = None
         self.current: float | None = None
+        #: whether ``base`` and ``current`` are kept up to date (only a heavy-tailed lane
+        #: reads them; the others only collect latencies)
+        self.active = False
         self._since = 0
+        self._top = 0
+        self._touched: set[int] = set()  # levels added to since the last spread test
 
     def add(self, latency_s: float, limit: float) -> None:
-        top = level_of(limit)
+        top = self._top = level_of(limit)
         level = self.levels.get(top)
         if level is None:
             level = self.levels[top] = deque(maxlen=self.window)
             self._since = _RECOMPUTE_EVERY  # a new level: look again now
         level.append(latency_s)
+        self._touched.add(top)
         self._since += 1
-        if self._since >= _RECOMPUTE_EVERY:
+        if self.active and self._since >= _RECOMPUTE_EVERY:
             self._since = 0
             self._recompute(top)
 
+    def activate(self) -> None:
+        """Keep ``base`` and ``current`` from now on (the lane reads medians)."""
+        self.active = True
+        self._since = 0
+        self._recompute(self._top)
+
     def too_spread_for_a_queue(self) -> bool:
-        """Whether some level's median is further above its fastest answer than any queue
-        at that load could put it: with ``n`` calls in flight a call waits behind at most
+        """Whether a level's median is further above its fastest answer than any queue at
+        that load could put it: with ``n`` calls in flight a call waits behind at most
         ``n - 1`` others, so a queue raises latency at most ``n``-fold (Little's law; half
-        again for jitter). Wider, the spread is the server's own."""
-        for key, latencies in self.levels.items():
+        again for jitter). Wider, the spread is the server's own. Only the levels added to
+        since the last test are looked at: the others have not changed."""
+        touched, self._touched = self._touched, set()
+        for key in touched:
+            latencies = self.levels[key]
             n = len(latencies)
             if n < 2 * _FEWEST:
                 continue
