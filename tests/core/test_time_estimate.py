@@ -115,6 +115,47 @@ def test_plan_times_calls_by_warm_samples_and_adds_the_clients_start_once(
     assert all(s < _PHASE_START_S + 0.2 for s in later)
 
 
+class _OneAtATimeEngine(Interface):
+    """A local engine that every model shares and that runs one call at a time, 0.1 s each
+    (llama.cpp on this machine's cores): calls sent together wait behind each other."""
+
+    name = "serial-engine"
+    busy: asyncio.Lock | None = None
+
+    def __init__(self, model: ModelConfig, credentials: object = None) -> None:
+        super().__init__(model)
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        if _OneAtATimeEngine.busy is None:
+            _OneAtATimeEngine.busy = asyncio.Lock()
+        async with _OneAtATimeEngine.busy:
+            await asyncio.sleep(0.1)
+        return GenerateResult('{"prompt": "What is 2 + 2?", "reference_response": "4"}', Usage(20, 10))
+
+
+class _OneAtATimePlugin:
+    @hookimpl
+    def register_interfaces(self, register: RegisterInterface) -> None:
+        register("serial-engine", _OneAtATimeEngine, requires_model=False, one_at_a_time=True)
+
+
+def test_sample_calls_of_an_engine_that_runs_one_call_at_a_time_are_timed_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pm: pluggy.PluginManager
+) -> None:
+    """Sent together, two models' samples on one llama.cpp engine were each timed with the
+    wait behind the others: the quick start's plan said 290 s for a 120 s run."""
+    pm.register(_OneAtATimePlugin(), name="serial-engine-test")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_OneAtATimeEngine, "busy", None)
+    engine = "interface: serial-engine, access_key: key-for-the-test"
+    Path("exp.yaml").write_text(_CONFIG.replace("interface: mock", engine), encoding="utf-8")
+    estimate = estimate_cost(load_config("exp.yaml"), samples=3, registries=registries())
+    timed = [c for c in estimate.cells if c.calls]
+    assert {c.phase for c in timed} == {"data_generation", "response_collection", "evaluation"}
+    for c in timed:  # each call's own 0.1 s, not 0.1 s times the calls queued with it
+        assert c.seconds / c.calls == pytest.approx(0.1, abs=0.03), (c.phase, c.model)
+
+
 def test_a_phase_sampled_only_cold_takes_the_models_latency_from_its_other_phases() -> None:
     results = SampleResults()
     cold, warm = Measured(), Measured()

@@ -18,7 +18,7 @@ import contextlib
 import contextvars
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -163,22 +163,34 @@ async def _gather_warm(
     interfaces: Mapping[str, Interface],
     warm: set[str],
     timeout_s: float,
+    serial: Collection[str] = (),
 ) -> tuple[list[Any], list[bool]]:
     """Run ``jobs`` concurrently, but the first call of a model not yet ``warm`` first and
     alone with the other models' first calls: it also starts the model's client (the SDK's
     import, the connection), so its time is no measure of a call (on a loopback server 1.5 s
-    against 0.2 s). Returns each job's outcome and whether it was such a cold call."""
+    against 0.2 s). The calls of models in ``serial`` (engines that run one call at a time,
+    such as llama.cpp on this machine's cores) go one after another beside the others: sent
+    together, each would be timed with its wait behind the others, and the run, which also
+    takes them one at a time, would be estimated several times too long. Returns each job's
+    outcome and whether it was such a cold call."""
     first = {name: i for i, (name, _, _) in reversed(list(enumerate(jobs))) if name not in warm}
     cold = [first.get(name) == i for i, (name, _, _) in enumerate(jobs)]
     order = [i for i in range(len(jobs)) if cold[i]], [i for i in range(len(jobs)) if not cold[i]]
     outcomes: list[Any] = [None] * len(jobs)
+
+    async def one(i: int) -> None:
+        try:
+            outcomes[i] = await _call(interfaces[jobs[i][0]], jobs[i][2], timeout_s)
+        except Exception as exc:
+            outcomes[i] = exc
+
+    async def in_turn(indices: list[int]) -> None:
+        for i in indices:
+            await one(i)
+
     for group in order:
-        if group:
-            done = await asyncio.gather(
-                *(_call(interfaces[jobs[i][0]], jobs[i][2], timeout_s) for i in group), return_exceptions=True
-            )
-            for i, outcome in zip(group, done, strict=True):
-                outcomes[i] = outcome
+        together = [one(i) for i in group if jobs[i][0] not in serial]
+        await asyncio.gather(*together, in_turn([i for i in group if jobs[i][0] in serial]))
     warm.update(first)
     return outcomes, cold
 
@@ -211,6 +223,7 @@ async def run_samples(
     models_by_name = {m.name: m for m in config.models}
     failed_models: set[str] = set()
     warm: set[str] = set()  # models whose client has made a call
+    serial = {m.name for m in models if getattr(registries.interface_facts(m.interface), "one_at_a_time", False)}
     first_latency: dict[str, float] = {}
     try:
         for phase in dict.fromkeys(p for (_, p, _) in cells):
@@ -228,7 +241,7 @@ async def run_samples(
                         jobs.append((m.name, task.name, requests[i % len(requests)]))
             if not jobs:
                 continue
-            outcomes, cold = await _gather_warm(jobs, results.interfaces, warm, timeout_s)
+            outcomes, cold = await _gather_warm(jobs, results.interfaces, warm, timeout_s, serial)
             seen: dict[str, list[Any]] = defaultdict(list)
             for index, ((name, task_name, req), outcome) in enumerate(zip(jobs, outcomes, strict=True)):
                 measured = results.measured.setdefault((phase, name, task_name), Measured())
