@@ -201,7 +201,7 @@ def analyze(
     ref_summary = reference_summary(data, model, human, headline.comparisons.pairs, boot, opts.level)
     if ref_summary is not None:
         summary["reference"] = ref_summary
-    summary["warnings"] = stale_warnings(data.path) + summary["warnings"]  # first: they change every number
+    summary["warnings"] = stale_warnings(data) + summary["warnings"]  # first: they change every number
     if isinstance(summary["judges"], dict):
         flag_constant_raters(summary)
     summary["headline_notes"] = headline_notes(summary)

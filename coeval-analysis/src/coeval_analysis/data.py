@@ -7,6 +7,7 @@ into ``RunData.response_ids`` / ``RunData.datapoint_ids``.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,9 @@ class RunData:
     #: per ok (judge, response) with a reason or a copied example, worked out while loading
     #: (:func:`coeval_analysis.judge_replies.replies_frame`); None for data built otherwise
     replies: pd.DataFrame | None = None
+    #: phase -> records whose input is gone or was made again, counted while loading
+    #: (:func:`coeval_analysis.stale.stale_counts`); None for data built otherwise
+    stale: Counter[str] | None = None
 
     @property
     def judge_units(self) -> pd.DataFrame:

@@ -64,6 +64,7 @@ from coeval_analysis.run_files import (
     jsonl_files,
 )
 from coeval_analysis.score_units import _check_completeness, _label_details, _units, llm_factors
+from coeval_analysis.stale import STALE_COLUMNS, stale_counts
 
 __all__ = ["PHASE3", "evaluation_files", "jsonl_files", "left_out_by_config", "llm_factors", "load_run",
            "parse_score"]
@@ -116,8 +117,11 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
 
     # ---- read the three phases -------------------------------------------------------
     ev, ev_bad = read_records(
-        eval_files, {**_EVAL_COLUMNS, "rationale": JSON_TEXT}, {**_ID_HASH, **REPLY_FLAG_COLUMNS}, hidden=("rationale",)
+        eval_files, {**_EVAL_COLUMNS, "rationale": JSON_TEXT, **dict.fromkeys(STALE_COLUMNS, TEXT)},
+        {**_ID_HASH, **REPLY_FLAG_COLUMNS}, hidden=("rationale",),
     )
+    stale = stale_counts(root, ev)
+    ev = ev.drop_columns(list(STALE_COLUMNS))
     quality.n_records, quality.n_bad_lines = ev.num_rows, ev_bad
     ev, left_out = _leave_out_removed(ev, meta, config, quality)
     if ev.num_rows == 0:
@@ -219,4 +223,5 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
         labels=labels,
         quality=quality,
         replies=replies_frame(ev, response_ids),
+        stale=stale,
     )

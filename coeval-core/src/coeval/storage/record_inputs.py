@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
@@ -21,6 +21,7 @@ from coeval.storage.records import is_ok
 
 __all__ = [
     "DATAPOINT_HASH",
+    "EVALUATION_FIELDS",
     "RESPONSE_HASH",
     "datapoint_version",
     "response_version",
@@ -76,12 +77,13 @@ def stale_evaluation(ev: Mapping[str, Any], resp: Mapping[str, Any] | None) -> b
     return _older(ev, "evaluated_at", resp)
 
 
-def _latest(run: Any, phase_id: str, project: Callable[[Mapping[str, Any]], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _latest(records: Iterable[Mapping[str, Any]],
+            project: Callable[[Mapping[str, Any]], dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """:func:`~coeval.storage.records.load_phase_records` keeping only ``project(record)`` of each
     record: a phase of a million judgments with their transcripts would otherwise sit in
     memory whole (gigabytes) just to compare a few fields."""
     out: dict[str, dict[str, Any]] = {}
-    for rec in run.iter_records(phase_id):
+    for rec in records:
         rid = rec.get("id")
         if isinstance(rid, str) and rid:
             out.pop(rid, None)  # the last record of an id wins, as in latest_by_id
@@ -115,13 +117,20 @@ def _stale_against(rec: Mapping[str, Any], field: str, made_at: str, source: Map
     return _older(rec, made_at, source)
 
 
-def stale_records(run: Any, tasks: set[str] | None = None) -> Counter[str]:
+#: the fields of an evaluation record :func:`stale_records` compares
+EVALUATION_FIELDS = ("id", "status", "scores", "task_id", "response_id", RESPONSE_HASH, "evaluated_at")
+
+
+def stale_records(run: Any, tasks: set[str] | None = None,
+                  evaluations: Iterable[Mapping[str, Any]] | None = None) -> Counter[str]:
     """Phase -> records whose input is gone or was made again (``coeval status`` and
     ``analyze`` flag them; ``--continue`` makes them again). Reads each phase once, keeping
-    only the fields it compares."""
+    only the fields it compares. ``evaluations``: phase 5's records in file order, when the
+    caller has read them already (:data:`EVALUATION_FIELDS` of each is enough); ``analyze``
+    passes those its loader read, so a million judgments are not parsed twice."""
     out: Counter[str] = Counter()
-    datapoints = _latest(run, DATA_GENERATION, _slim_datapoint)
-    responses = _latest(run, RESPONSE_COLLECTION, _slim_response)
+    datapoints = _latest(run.iter_records(DATA_GENERATION), _slim_datapoint)
+    responses = _latest(run.iter_records(RESPONSE_COLLECTION), _slim_response)
     stale_answers: set[str] = set()
     for rid, resp in responses.items():
         if not resp["ok"] or (tasks is not None and resp["task_id"] not in tasks):
@@ -130,7 +139,8 @@ def stale_records(run: Any, tasks: set[str] | None = None) -> Counter[str]:
             stale_answers.add(rid)
             out[RESPONSE_COLLECTION] += 1
     del datapoints
-    for ev in _latest(run, EVALUATION, _slim_evaluation).values():
+    judged = run.iter_records(EVALUATION) if evaluations is None else evaluations
+    for ev in _latest(judged, _slim_evaluation).values():
         if not ev["ok"] or (tasks is not None and ev["task_id"] not in tasks):
             continue
         answer = str(ev["response_id"])
