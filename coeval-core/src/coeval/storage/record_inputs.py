@@ -21,7 +21,6 @@ from coeval.storage.records import is_ok
 
 __all__ = [
     "DATAPOINT_HASH",
-    "EVALUATION_FIELDS",
     "RESPONSE_HASH",
     "datapoint_version",
     "response_version",
@@ -117,17 +116,14 @@ def _stale_against(rec: Mapping[str, Any], field: str, made_at: str, source: Map
     return _older(rec, made_at, source)
 
 
-#: the fields of an evaluation record :func:`stale_records` compares
-EVALUATION_FIELDS = ("id", "status", "scores", "task_id", "response_id", RESPONSE_HASH, "evaluated_at")
-
-
 def stale_records(run: Any, tasks: set[str] | None = None,
                   evaluations: Iterable[Mapping[str, Any]] | None = None) -> Counter[str]:
     """Phase -> records whose input is gone or was made again (``coeval status`` and
     ``analyze`` flag them; ``--continue`` makes them again). Reads each phase once, keeping
     only the fields it compares. ``evaluations``: phase 5's records in file order, when the
-    caller has read them already (:data:`EVALUATION_FIELDS` of each is enough); ``analyze``
-    passes those its loader read, so a million judgments are not parsed twice."""
+    caller has read them already (``id, status, scores, task_id, response_id, response_hash``
+    and ``evaluated_at`` of each are enough); ``analyze`` passes those its loader read, so
+    a million judgments are not parsed twice."""
     out: Counter[str] = Counter()
     datapoints = _latest(run.iter_records(DATA_GENERATION), _slim_datapoint)
     responses = _latest(run.iter_records(RESPONSE_COLLECTION), _slim_response)
