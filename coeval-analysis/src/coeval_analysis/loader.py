@@ -22,6 +22,7 @@ Rules, each applied deliberately and counted in :class:`~coeval_analysis.data.Da
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +102,18 @@ def evaluation_files(root: Path) -> list[Path]:
 
 
 
+def _read_evaluations(root: Path, files: list[Path]) -> tuple[pa.Table, int, Counter[str]]:
+    """Phase 5's records (with the number of lines that were not records), and the run's
+    stale records counted from them (:func:`~coeval_analysis.stale.stale_counts`), so that
+    the judgments are read once."""
+    ev, bad = read_records(
+        files, {**_EVAL_COLUMNS, "rationale": JSON_TEXT, **dict.fromkeys(STALE_COLUMNS, TEXT)},
+        {**_ID_HASH, **REPLY_FLAG_COLUMNS}, hidden=("rationale",),
+    )
+    stale = stale_counts(root, ev)
+    return ev.drop_columns(list(STALE_COLUMNS)), bad, stale
+
+
 def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     """Load a run folder. Raises :class:`AnalysisInputError` when it is not one."""
     root = Path(path)
@@ -116,12 +129,7 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     quality = DataQuality()
 
     # ---- read the three phases -------------------------------------------------------
-    ev, ev_bad = read_records(
-        eval_files, {**_EVAL_COLUMNS, "rationale": JSON_TEXT, **dict.fromkeys(STALE_COLUMNS, TEXT)},
-        {**_ID_HASH, **REPLY_FLAG_COLUMNS}, hidden=("rationale",),
-    )
-    stale = stale_counts(root, ev)
-    ev = ev.drop_columns(list(STALE_COLUMNS))
+    ev, ev_bad, stale = _read_evaluations(root, eval_files)
     quality.n_records, quality.n_bad_lines = ev.num_rows, ev_bad
     ev, left_out = _leave_out_removed(ev, meta, config, quality)
     if ev.num_rows == 0:
