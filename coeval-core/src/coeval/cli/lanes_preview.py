@@ -28,8 +28,7 @@ def lanes_of(config: Any, keys: Any = None) -> dict[str, dict[str, Any]]:
         lane = lanes.setdefault(key, {"models": [], "max_concurrency": iface.max_concurrency,
                                       "queue_aware": bool(getattr(iface, "queue_aware", False)),
                                       "replicas": len(iface.replica_views()),
-                                      "one_at_a_time": bool(getattr(regs.interface_facts(model.interface),
-                                                                    "one_at_a_time", False))})
+                                      "one_at_a_time": regs.runs_one_at_a_time(model.interface)})
         lane["models"].append(model.name)
         lane["max_concurrency"] = min(lane["max_concurrency"], iface.max_concurrency)
     return lanes

@@ -137,6 +137,12 @@ class Registries:
             seconds_per_token=options.get("seconds_per_token"),
         )
 
+    def runs_one_at_a_time(self, name: str) -> bool:
+        """Whether the interface registered as ``name`` runs one call at a time (a local
+        engine such as llama.cpp); False when no plugin registered it."""
+        facts = self.interface_facts(name)
+        return facts is not None and facts.one_at_a_time
+
     def all(self) -> dict[str, Registry[Any]]:
         return {
             "interfaces": self.interfaces,

@@ -434,8 +434,7 @@ def _phase_seconds(
             if c.phase != phase or not c.calls or c.batch:
                 continue
             m = models[c.model]
-            facts = registries.interface_facts(m.interface)
-            if facts is not None and facts.one_at_a_time:
+            if registries.runs_one_at_a_time(m.interface):
                 serial += c.seconds
                 continue
             iface = sampled.interfaces.get(m.name) if m.name in sampled.free else None

@@ -223,7 +223,7 @@ async def run_samples(
     models_by_name = {m.name: m for m in config.models}
     failed_models: set[str] = set()
     warm: set[str] = set()  # models whose client has made a call
-    serial = {m.name for m in models if getattr(registries.interface_facts(m.interface), "one_at_a_time", False)}
+    serial = {m.name for m in models if registries.runs_one_at_a_time(m.interface)}
     first_latency: dict[str, float] = {}
     try:
         for phase in dict.fromkeys(p for (_, p, _) in cells):
