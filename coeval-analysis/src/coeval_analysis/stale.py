@@ -50,14 +50,13 @@ def _slim_rows(table: pa.Table) -> Iterator[Mapping[str, Any]]:
         yield {"status": st, **dict(zip(names, values, strict=True))}
 
 
-def stale_warnings(run: RunData | str | Path) -> list[dict[str, Any]]:
-    """``[{"kind": "stale_records", ...}]`` when the run has any, else []. For loaded data,
-    the counts its loader made; for a path, the run's records read anew."""
-    if not isinstance(run, str | Path) and run.stale is not None:
-        stale = run.stale
-    else:
+def stale_warnings(data: RunData) -> list[dict[str, Any]]:
+    """``[{"kind": "stale_records", ...}]`` when the run has any, else []: the counts its
+    loader made, or for data built otherwise, the run folder's records read anew."""
+    stale = data.stale
+    if stale is None:
         try:
-            stale = stale_records(RunFolder(run if isinstance(run, str | Path) else run.path))
+            stale = stale_records(RunFolder(data.path))
         except (OSError, ValueError):
             return []
     if not stale:
