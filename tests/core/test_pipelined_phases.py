@@ -4,6 +4,7 @@ one by one."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -140,3 +141,30 @@ def test_a_pipelined_pass_builds_only_the_items_no_pass_took(tmp_path: Path, mon
         assert len(keys) == len(set(keys)), f"{kind}: {len(keys) - len(set(keys))} built again"
         written = sum(len(path.read_text().splitlines()) for path in rf.jsonl_files(phase))
         assert len(keys) == written
+
+
+
+def test_one_slow_judgment_does_not_hold_back_the_judging_of_later_answers(tmp_path: Path, monkeypatch) -> None:
+    """Under heavy-tailed latency one call can take many times the others. A pass whose
+    items are all handed out waits only for its calls in flight: the passes after it go on
+    judging the answers written meanwhile. Before, at most two passes ran at once, so the
+    third waited for the slow call while the connection's slots ran dry."""
+    from coeval.interfaces.mock import MockInterface
+    from coeval.planning.cost.samples import in_estimate_sample
+
+    order = _writes(monkeypatch)
+    original = MockInterface.generate
+    judged_meanwhile: list[int] = []
+
+    async def one_slow_judgment(self: MockInterface, request: Any) -> Any:
+        if request.role == "judge" and not judged_meanwhile and not in_estimate_sample():
+            judged_meanwhile.append(-1)
+            await asyncio.sleep(2.0)
+            judged_meanwhile[0] = order.count(5)
+        return await original(self, request)
+
+    monkeypatch.setattr(MockInterface, "generate", one_slow_judgment)
+    cfg = make_config(tmp_path, _models(), [task(total=40)])
+    assert run(cfg, pipeline=True).exit_code == 0
+    assert order.count(5) == 2 * 40 * 2 * 2
+    assert judged_meanwhile == [order.count(5) - 1]  # every other judgment, while the slow one ran

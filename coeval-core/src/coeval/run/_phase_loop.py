@@ -25,7 +25,7 @@ from coeval.phases.info import configured_mode
 from coeval.phases.survey_memo import survey_of
 from coeval.run._state import RunState
 from coeval.run.ledger import Ledger
-from coeval.run.pipelining import Passes, Upstream, pipeline_group, untaken
+from coeval.run.pipelining import LISTING_PASSES, Pass, Passes, Upstream, pipeline_group, untaken
 from coeval.run.result import EXIT_FAILED, EXIT_GAPS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RunError
 from coeval.scheduler import SchedulerStats
 from coeval.storage.run_folder import RunFolder, utc_now
@@ -92,17 +92,18 @@ class PhaseLoop(RunState):
             raise RunError(f"mode {mode} is not allowed for phase {name} (V-08)")
         return mode
 
-    async def _submit(self, phase_id: str, items: Any, taken: set[str] | None = None) -> Any:
-        """Hand ``items`` to the scheduler (a pipelined phase's pass: those no pass took yet)."""
+    async def _submit(self, phase_id: str, items: Any, fed: Passes | None = None, current: Pass | None = None) -> Any:
+        """Hand ``items`` to the scheduler (the pass ``current`` of a pipelined phase: those
+        no pass took yet)."""
         assert self.scheduler is not None
         if self.stop_requested:  # a phase (or pass) that reached its calls after the stop makes none
             return None
-        if taken is not None:
-            items = untaken(items, taken)
+        if fed is not None and current is not None:
+            items = fed.listed_by(current, untaken(items, fed.taken))
         shared = self._trackers.get(phase_id)
         stats = await self.scheduler.run(phase_id, items, tracker=TrackerPass(shared) if shared else None)
         lanes = stats
-        if taken is not None:  # the phase's lanes over all its passes
+        if fed is not None:  # the phase's lanes over all its passes
             lanes = add_pass(self._pass_lanes.setdefault(phase_id, SchedulerStats(phase=phase_id)), stats)
         record_lanes(self.run, phase_id, lanes)  # per-lane figures for `coeval status`
         return stats
@@ -193,8 +194,9 @@ class PhaseLoop(RunState):
                           ledger: Ledger, log: Any, upstream: Upstream | None, started: str) -> Verdict | None:
         """The phase's run: one pass, or, fed by ``upstream``, a pass each time it has
         written more and a last one once it has ended (none once it failed). A pass may
-        start while the one before still has calls in flight (at most two at once): they
-        share the phase's writers, and an item one pass has taken is not taken again."""
+        start while earlier ones still have calls in flight (at most :data:`LISTING_PASSES`
+        still listing items): they share the phase's writers, and an item one pass has taken
+        is not taken again."""
         if upstream is None:
             try:
                 await self._pass(phase, mode, result, source, ledger, log)
@@ -202,49 +204,62 @@ class PhaseLoop(RunState):
                 return self._failed(exc, phase, result, started, log)
             return None
         fed = Passes(WriterPool(exclusive=not self.only, once=True))
-        running: list[asyncio.Task[None]] = []
+        running: list[Pass] = []
         try:
             while not self.stop_requested:
                 ended = upstream.ended.is_set()
                 seen = upstream.written()
-                running.append(asyncio.ensure_future(self._pass(phase, mode, result, source, ledger, log, fed)))
+                running.append(Pass(functools.partial(self._pass, phase, mode, result, source, ledger, log, fed)))
                 mode = "Extend"  # a later pass adds to what the first wrote
                 if ended:
                     break
                 growth = asyncio.ensure_future(upstream.grown(seen))
-                await asyncio.wait([growth, *running[:1]], return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait([growth, running[0].task], return_when=asyncio.FIRST_COMPLETED)
                 if not growth.done():  # the older pass ended first: its errors first
-                    await self._settled(running)
+                    await self._settled(running, running[0])
                     await growth
                 if upstream.failed:
                     break  # as if run one by one: nothing more is asked of a failed upstream
-                while len(running) >= 2 or (running and running[0].done()):
-                    await self._settled(running)
+                await self._room_for_a_pass(running, fed)
             while running:
-                await self._settled(running)
+                await self._settled(running, running[0])
         except PhaseError as exc:
-            for task in running:
-                task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
+            await self._cancel_passes(running)
             return self._failed(exc, phase, result, started, log)
         except BaseException:
-            for task in running:
-                task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
+            await self._cancel_passes(running)
             raise
         finally:
             fed.writers.close()
             ledger.flush()
         return None
 
+    async def _room_for_a_pass(self, running: list[Pass], fed: Passes) -> None:
+        """Settle the passes that ended (their errors here), and wait while
+        :data:`LISTING_PASSES` passes still have items to list."""
+        while True:
+            for done in [p for p in running if p.task.done()]:
+                await self._settled(running, done)
+            if fed.listing(running) < LISTING_PASSES:
+                return
+            fed.changed.clear()
+            changed = asyncio.ensure_future(fed.changed.wait())
+            await asyncio.wait([changed, *(p.task for p in running)], return_when=asyncio.FIRST_COMPLETED)
+            changed.cancel()
+
     @staticmethod
-    async def _settled(running: list[asyncio.Task[None]]) -> None:
-        """Wait for the oldest pass; its error, if any, is raised here."""
-        task = running[0]
+    async def _settled(running: list[Pass], one: Pass) -> None:
+        """Wait for the pass ``one``; its error, if any, is raised here."""
         try:
-            await task
+            await one.task
         finally:
-            running.remove(task)
+            running.remove(one)
+
+    @staticmethod
+    async def _cancel_passes(running: list[Pass]) -> None:
+        for one in running:
+            one.task.cancel()
+        await asyncio.gather(*(p.task for p in running), return_exceptions=True)
 
     def _failed(self, exc: PhaseError, phase: Phase, result: PhaseResult, started: str, log: Any) -> Verdict:
         """The verdict of a phase that refused (exit 2) or failed (exit 1)."""
@@ -255,11 +270,11 @@ class PhaseLoop(RunState):
         return "failed", EXIT_USAGE if refused else EXIT_FAILED, str(exc)
 
     async def _pass(self, phase: Phase, mode: str, result: PhaseResult, source: RunFolder | None, ledger: Ledger,
-                    log: Any, fed: Passes | None = None) -> None:
-        """One run of ``phase`` (of a pipelined phase, one pass: ``fed`` holds what its
-        passes share)."""
+                    log: Any, fed: Passes | None = None, current: Pass | None = None) -> None:
+        """One run of ``phase`` (of a pipelined phase, the pass ``current``: ``fed`` holds
+        what its passes share)."""
         name = phase.name
-        submit = self._submit if fed is None else functools.partial(self._submit, taken=fed.taken)
+        submit = self._submit if fed is None else functools.partial(self._submit, fed=fed, current=current)
         ctx = PhaseContext(
             self.config, self.run, mode=mode, submit=submit, log=log.bind(phase=name),
             only_models=self.only, record_outcome=ledger.add, registries=self.registries,

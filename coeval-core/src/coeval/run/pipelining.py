@@ -17,15 +17,18 @@ shard (``--only-models``: other processes write the same folder).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from typing import Any
 
 import attrs
 
 from coeval.phases._items import untaken
 from coeval.phases.base import Phase, PhaseResult, WriterPool
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
+from coeval.scheduler import WorkItem
 
-__all__ = ["PIPELINED_MODES", "PIPELINED_PHASES", "Passes", "Upstream", "pipeline_group", "untaken"]
+__all__ = ["LISTING_PASSES", "PIPELINED_MODES", "PIPELINED_PHASES", "Pass", "Passes", "Upstream", "pipeline_group",
+           "untaken"]
 
 #: The phases that may run at once, each fed by the one before it.
 PIPELINED_PHASES = (DATA_GENERATION, RESPONSE_COLLECTION, EVALUATION)
@@ -36,6 +39,10 @@ PIPELINED_MODES = frozenset({"New", "Extend"})
 PASS_GROWTH = 0.25
 #: How often a downstream phase between passes looks at its upstream's count.
 POLL_S = 0.05
+#: Passes of one phase that may be listing items at once. A pass that has handed the
+#: scheduler its last item does not count: it only waits for its calls in flight, and under
+#: heavy-tailed latency one slow call held the next pass back while the slots ran dry.
+LISTING_PASSES = 2
 
 
 def pipeline_group(phases: Sequence[Phase], start: int, mode_of: dict[str, str]) -> list[Phase]:
@@ -86,3 +93,28 @@ class Passes:
 
     writers: WriterPool
     taken: set[str] = attrs.field(factory=set)
+    #: Set when a pass has listed its last item (or ended): the loop may start another.
+    changed: asyncio.Event = attrs.field(factory=asyncio.Event)
+
+    def listed_by(self, current: Pass, items: Iterable[WorkItem]) -> Iterator[WorkItem]:
+        """``items`` as ``current`` hands them to the scheduler; once the last is taken, the
+        pass no longer holds back the next one."""
+        current.listed = False
+        yield from items
+        current.listed = True
+        self.changed.set()
+
+    def listing(self, running: Sequence[Pass]) -> int:
+        """How many of ``running`` still have items to list."""
+        return sum(1 for p in running if not p.listed and not p.task.done())
+
+
+class Pass:
+    """One pass of a pipelined phase: its task, and whether it has listed every item it
+    had to hand the scheduler (then only its calls in flight are left)."""
+
+    __slots__ = ("listed", "task")
+
+    def __init__(self, run: Callable[[Pass], Coroutine[Any, Any, None]]) -> None:
+        self.listed = False
+        self.task: asyncio.Task[None] = asyncio.ensure_future(run(self))
