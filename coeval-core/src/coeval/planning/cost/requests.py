@@ -47,6 +47,9 @@ _TYPICAL_OUTPUT = {
     RESPONSE_COLLECTION: 300,
 }
 _ROLE = ROLES
+#: Tokens of one criterion's part of a judge's reply: its score and a one-sentence rationale
+#: (the embedded SmolLM2 wrote 52 tokens for two criteria in the quick start).
+_JUDGE_REPLY_PER_FACTOR = 28
 #: Phases whose requests this module can build (a plugin phase's are unknown before it runs).
 KNOWN_PHASES = tuple(_ROLE)
 #: Stand-in rubric while phase 2 has not written one.
@@ -70,10 +73,10 @@ def max_output_tokens(model: ModelConfig, role: str) -> int | None:
 
 def expected_output_tokens(phase: str, task: TaskConfig, model: ModelConfig) -> float:
     """Heuristic reply size of one call: a typical size per phase, never above max_tokens."""
-    if phase == EVALUATION:
+    if phase == EVALUATION:  # a score and a one-sentence rationale per criterion, as the judge prompt asks
         factors = judged_factors(task)
         n = len(factors) if factors else len(_PLACEHOLDER_RUBRIC)
-        typical = 8 if task.evaluation_mode == "per_factor" else 6 + 8 * n
+        typical = _JUDGE_REPLY_PER_FACTOR if task.evaluation_mode == "per_factor" else 6 + _JUDGE_REPLY_PER_FACTOR * n
     else:
         typical = _TYPICAL_OUTPUT.get(phase, _TYPICAL_OUTPUT[RESPONSE_COLLECTION])
     role = _ROLE.get(phase)
