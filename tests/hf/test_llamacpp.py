@@ -63,6 +63,21 @@ def test_the_shipped_model_answers_a_short_prompt_quietly(capfd: pytest.CaptureF
     assert capfd.readouterr().err == ""  # llama.cpp's per-request log lines are off by default
 
 
+def test_the_generation_speed_llama_cpp_measured_is_kept() -> None:
+    """As through llama.cpp's own server (``tests/selfhosted``): records and ``coeval
+    status`` show tokens per second of the local model too."""
+    iface = make(max_tokens=24)
+
+    async def main() -> GenerateResult:
+        out = await iface.generate(ask(iface, "Count from one to twenty in words."))
+        await iface.aclose()
+        return out
+
+    result = asyncio.run(main())
+    assert result.usage.output_tokens >= 2  # a speed needs two tokens (llama.cpp says 0.0 for one)
+    assert result.tokens_per_s is not None and 1.0 < result.tokens_per_s < 10_000.0
+
+
 def test_json_schema_constrains_the_reply_to_valid_json() -> None:
     judge = make("judge")
 

@@ -58,6 +58,9 @@ def test_a_small_copy_of_the_quickstart_runs_every_phase_on_the_real_model(tmp_p
     assert all(str(r["response"]).strip() for r in responses)
     assert all(set(g["scores"]) == {"correctness", "concision"} for g in grades)  # type: ignore[arg-type]
     assert all(v in ("High", "Medium", "Low") for g in grades for v in g["scores"].values())  # type: ignore[attr-defined]
+    # generation speed from llama.cpp's timings, as `coeval status` shows it
+    calls = [r for r in datapoints + responses + grades if r["usage"]["output_tokens"] > 1]  # type: ignore[index]
+    assert calls and all(r["tokens_per_s"] > 0 for r in calls)  # type: ignore[operator]
 
     status = coeval("status", "--run", str(run), cwd=tmp_path)
     assert status.returncode == 0, status.stderr

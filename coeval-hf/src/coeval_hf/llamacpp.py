@@ -159,7 +159,7 @@ def stream_reply(server: Any, body: dict[str, Any], stop: Callable[[], bool]) ->
                 text.append(str(delta["content"]))
             if choice.get("finish_reason"):
                 last["finish_reason"] = choice["finish_reason"]
-        for key in ("usage", "model"):
+        for key in ("usage", "model", "timings"):
             if part.get(key):
                 last[key] = part[key]
         stopped = stop()
@@ -175,7 +175,7 @@ def stream_reply(server: Any, body: dict[str, Any], stop: Callable[[], bool]) ->
         return None
     message = {"role": "assistant", "content": "".join(text)}
     return {"choices": [{"index": 0, "finish_reason": last.get("finish_reason"), "message": message}],
-            "usage": last.get("usage") or {}, "model": last.get("model")}
+            "usage": last.get("usage") or {}, "model": last.get("model"), "timings": last.get("timings") or {}}
 
 
 def parse_reply(reply: Any, label: str) -> GenerateResult | ModelError:
@@ -195,11 +195,14 @@ def parse_reply(reply: Any, label: str) -> GenerateResult | ModelError:
     except (KeyError, IndexError, TypeError):
         return MalformedResponseError(f"{label}: reply without choices[0].message.content")
     usage = reply.get("usage") or {}
+    # llama.cpp's timings, as its HTTP server reports them (0.0 for a one-token reply: no speed)
+    speed = (reply.get("timings") or {}).get("predicted_per_second")
     return GenerateResult(
         text=text or "",
         usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
         cost_usd=0.0,
         model=Path(str(reply.get("model"))).name if reply.get("model") else None,  # the file, not its folder
+        tokens_per_s=float(speed) if isinstance(speed, int | float) and speed > 0 else None,
     )
 
 
