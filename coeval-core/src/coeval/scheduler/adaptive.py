@@ -44,6 +44,7 @@ class AdaptiveLimit:
         "_last_cut_seq",
         "_limit",
         "_next_start",
+        "_resume_at_base",
         "counters",
         "decrease_factor",
         "gradient",
@@ -69,6 +70,7 @@ class AdaptiveLimit:
         self.decrease_factor = decrease_factor
         self._next_start = 0
         self._last_cut_seq = -1
+        self._resume_at_base = False
         self.counters = LimitCounters(lowest=start, highest=start)
         self.gradient: LatencyGradient | None = LatencyGradient() if queue_aware else None
 
@@ -103,7 +105,13 @@ class AdaptiveLimit:
             was_heavy_tailed = self.gradient.heavy_tailed
             verdict = self.gradient.observe(latency_s, self._limit, now)
             if self.gradient.heavy_tailed and not was_heavy_tailed:
-                # the cuts so far read a heavy tail as a queue: back to slow start
+                # the cuts so far read a heavy tail as a queue: slow start again, up to the
+                # highest limit the lane had reached; past it, once the lowest loads' median
+                # is known (a queue beyond that limit then shows in the medians)
+                self.threshold = max(self._limit, float(self.counters.highest))
+                self._resume_at_base = True
+            elif self._resume_at_base and self.gradient.base_known:
+                self._resume_at_base = False
                 self.threshold = float(self.maximum)
             if verdict < 0 and self.gradient.target is not None:
                 self._shrink_to(self.gradient.target)

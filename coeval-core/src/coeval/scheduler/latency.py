@@ -128,6 +128,11 @@ class LatencyGradient:
                 return base, latency_s
         return None, latency_s
 
+    @property
+    def base_known(self) -> bool:
+        """Whether the median latency at the lowest loads is known closely (heavy tails)."""
+        return self._medians.base is not None
+
     def queue(self, limit: float, latency_s: float | None = None) -> float:
         """Estimated calls waiting in the server's queue with ``limit`` in flight, from the
         smoothed latency (or from one call's ``latency_s``)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
-__all__ = ["LoadMedians", "level_of", "level_top"]
+__all__ = ["LoadMedians", "level_of", "most_in_flight"]
 
 #: The fewest answers a median is taken from.
 _FEWEST = 8
@@ -27,9 +27,10 @@ def level_of(limit: float) -> int:
     return int(2 * math.log2(max(1.0, limit)))
 
 
-def level_top(level: int) -> float:
-    """The most calls in flight at ``level``."""
-    return float(2 ** ((level + 1) / 2))
+def most_in_flight(level: int) -> int:
+    """The most calls in flight at ``level``: the limit is below ``2 ** ((level + 1) / 2)``
+    there, and whole calls are in flight (3 at the level of limits 2.83 to 3.99)."""
+    return math.ceil(2 ** ((level + 1) / 2)) - 1
 
 
 def known_median(values: list[float], tolerance: float) -> float | None:
@@ -63,6 +64,8 @@ class LoadMedians:
         #: whether ``base`` and ``current`` are kept up to date (only a heavy-tailed lane
         #: reads them; the others only collect latencies)
         self.active = False
+        #: the fastest answer at any load: a lower bound of the server's time per call
+        self.fastest = float("inf")
         self._since = 0
         self._top = 0
         self._touched: set[int] = set()  # levels added to since the last spread test
@@ -74,6 +77,8 @@ class LoadMedians:
             level = self.levels[top] = deque(maxlen=self.window)
             self._since = _RECOMPUTE_EVERY  # a new level: look again now
         level.append(latency_s)
+        if latency_s < self.fastest:
+            self.fastest = latency_s
         self._touched.add(top)
         self._since += 1
         if self.active and self._since >= _RECOMPUTE_EVERY:
@@ -87,22 +92,33 @@ class LoadMedians:
         self._recompute(self._top)
 
     def too_spread_for_a_queue(self) -> bool:
-        """Whether a level's median is further above its fastest answer than any queue at
-        that load could put it: with ``n`` calls in flight a call waits behind at most
-        ``n - 1`` others, so a queue raises latency at most ``n``-fold (Little's law; half
-        again for jitter). Wider, the spread is the server's own. Only the levels added to
-        since the last test are looked at: the others have not changed."""
+        """Whether the median at some load is further above the fastest answer than any
+        queue at that load could put it: with ``n`` calls in flight a call waits behind at
+        most ``n - 1`` others, so a queue raises latency at most ``n``-fold over the
+        server's time per call (Little's law; half again for jitter). Wider, the spread is
+        the server's own.
+
+        The fastest answer is taken at any load: a queue never makes a call faster, so it
+        bounds the server's time per call from below wherever it was seen. The lowest
+        loads are pooled until they hold enough answers (all of them made with at most
+        ``n`` in flight): a lane cut back to a few calls in flight, whose limit moves
+        between 2, 3 and 4, tells a heavy tail from a queue after a few dozen answers.
+        Only levels added to since the last test are looked at again."""
         touched, self._touched = self._touched, set()
-        for key in touched:
-            latencies = self.levels[key]
-            n = len(latencies)
-            if n < 2 * _FEWEST:
-                continue
-            ordered = sorted(latencies)
-            # a rough median will do: the test is for a spread several times the load
-            if ordered[0] > 0 and ordered[(n - 1) // 2] > 1.5 * level_top(key) * ordered[0]:
-                return True
-        return False
+        fastest = self.fastest
+        if not touched or not fastest > 0:
+            return False
+        pooled: list[float] = []
+        pool_touched = False
+        for key in sorted(self.levels):
+            pooled.extend(self.levels[key])
+            pool_touched = pool_touched or key in touched
+            if len(pooled) >= 2 * _FEWEST:
+                if pool_touched and _spread(pooled, key, fastest):
+                    return True
+                break
+        return any(_spread(list(self.levels[key]), key, fastest) for key in touched
+                   if len(self.levels[key]) >= 2 * _FEWEST)
 
     def _recompute(self, top: int) -> None:
         """``base``: the median of the answers at the lowest loads (the levels below the
@@ -122,3 +138,11 @@ class LoadMedians:
         self.current = known_median(mine, self.tolerance)
         everything = sorted(pooled + mine)
         self.rough_base = everything[(len(everything) - 1) // 2] if len(everything) >= 2 * _FEWEST else None
+
+
+def _spread(latencies: list[float], level: int, fastest: float) -> bool:
+    """Whether the median of ``latencies`` (made at ``level`` or below) is beyond what a
+    queue could make of ``fastest`` (a rough median will do: the test is for a spread
+    several times the load)."""
+    latencies.sort()
+    return latencies[(len(latencies) - 1) // 2] > 1.5 * most_in_flight(level) * fastest
