@@ -31,15 +31,18 @@ Latency differences under :attr:`noise_floor_s` are ignored, so instant replies 
 caches) never look like queueing.
 
 **Heavy tails.** A queue raises latency at most as many times as there are calls in flight
-(each call waits behind the others at most). When some level's median latency is further
-above its fastest answer than that (half again, for jitter), the spread is the server's own
-(a provider behind a local gateway: lognormal, its fastest answers 20 times faster than its
-mean), and ``min_rtt`` no longer stands for the server's speed. From then on the lane
-compares *medians* by level of load instead (:class:`~coeval.scheduler.latency_medians.LoadMedians`):
-``base``, the median at the lowest loads, for ``min_rtt``, and the current level's median
-for ``srtt``; a queue still raises the median with the load, a heavy tail does not. A
-server that queues with steady latency never gets there, so it keeps the quicker fastest-
-answer test (a 2-slot replica is cut back within a few calls of its capacity).
+(each call waits behind the others at most). When the median latency at some load is
+further above the fastest answer at any load than that (half again, for jitter), the
+spread is the server's own (a provider behind a local gateway: lognormal, its fastest
+answers 20 times faster than its mean), and ``min_rtt`` no longer stands for the server's
+speed. From then on the lane compares *medians* by level of load instead
+(:class:`~coeval.scheduler.latency_medians.LoadMedians`): ``base``, the median at the
+lowest loads, for ``min_rtt``, and the current level's median for ``srtt``; a queue still
+raises the median with the load, a heavy tail does not. (The limiter's slow start then
+goes back to the highest limit it had reached, and past it once ``base`` is known:
+:attr:`base_known`.) A server that queues with steady latency never gets there, so it
+keeps the quicker fastest-answer test (a 2-slot replica is cut back within a few calls of
+its capacity).
 """
 
 from __future__ import annotations
