@@ -125,6 +125,14 @@ def _without_wait(model: ModelConfig) -> ModelConfig:
     )
 
 
+def _unsimulated(request: GenerateRequest) -> GenerateRequest:
+    """``request`` without the simulated latency and faults in its parameters: a request
+    carries its model's parameters for its role, which the mock reads before its own."""
+    if not _NOT_SAMPLED & set(request.params):
+        return request
+    return attrs.evolve(request, params={k: v for k, v in request.params.items() if k not in _NOT_SAMPLED})
+
+
 def _build_interfaces(
     config: Config, models: list[ModelConfig], keys: KeyStore, registries: Registries, notes: list[str]
 ) -> dict[str, Interface]:
@@ -238,7 +246,8 @@ async def run_samples(
                     task = tasks[task_names[i % len(task_names)]]
                     requests = builder.requests(phase, task, m, texts[task.name], seq=i + 1)
                     if requests:
-                        jobs.append((m.name, task.name, requests[i % len(requests)]))
+                        request = requests[i % len(requests)]
+                        jobs.append((m.name, task.name, _unsimulated(request) if m.name in free else request))
             if not jobs:
                 continue
             outcomes, cold = await _gather_warm(jobs, results.interfaces, warm, timeout_s, serial)
