@@ -14,7 +14,7 @@ from coeval.planning.cost import estimate_cost
 
 from .pipeline_support import task
 
-LATENCY_MS = 3000
+LATENCY_MS = 10_000
 
 
 def test_free_sample_calls_leave_out_the_mocks_latency_and_faults(tmp_path: Path) -> None:
@@ -29,5 +29,5 @@ def test_free_sample_calls_leave_out_the_mocks_latency_and_faults(tmp_path: Path
     took = time.monotonic() - started
     assert not [n for n in estimate["notes"] if "sample call failed" in n]  # no simulated fault
     assert estimate["samples"]["calls_made"] > 0  # measured, not heuristics
-    assert took < LATENCY_MS / 1000  # not even one simulated wait (three phases were sampled)
+    assert took < LATENCY_MS / 2000  # not even one simulated wait (three phases were sampled)
     assert estimate["estimated_seconds"] >= 3 * LATENCY_MS / 1000  # the run's time still counts it
