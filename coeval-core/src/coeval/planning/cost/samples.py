@@ -113,15 +113,17 @@ def is_free(model: ModelConfig, registries: Registries) -> bool:
 _NOT_SAMPLED = frozenset({"latency_ms", "failure_rate", "rate_limit_rate", "malformed_rate"})
 
 
+def _sampled(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` without the mock's simulated latency and faults."""
+    return {k: v for k, v in params.items() if k not in _NOT_SAMPLED}
+
+
 def _without_wait(model: ModelConfig) -> ModelConfig:
     """``model`` without its simulated latency and faults."""
     return attrs.evolve(
         model,
-        parameters={k: v for k, v in model.parameters.items() if k not in _NOT_SAMPLED},
-        role_parameters={
-            role: {k: v for k, v in params.items() if k not in _NOT_SAMPLED}
-            for role, params in model.role_parameters.items()
-        },
+        parameters=_sampled(model.parameters),
+        role_parameters={role: _sampled(params) for role, params in model.role_parameters.items()},
     )
 
 
@@ -130,7 +132,7 @@ def _unsimulated(request: GenerateRequest) -> GenerateRequest:
     carries its model's parameters for its role, which the mock reads before its own."""
     if not _NOT_SAMPLED & set(request.params):
         return request
-    return attrs.evolve(request, params={k: v for k, v in request.params.items() if k not in _NOT_SAMPLED})
+    return attrs.evolve(request, params=_sampled(request.params))
 
 
 def _build_interfaces(
