@@ -15,7 +15,7 @@ from coeval.config.model import ModelConfig
 from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
 from coeval.planning.cost import CostEstimate, estimate_cost
-from coeval.planning.cost.estimate import _PHASE_START_S
+from coeval.planning.cost.estimate import _CLIENT_START_S, _PHASE_START_S
 
 from .pipeline_support import folder, make_config, mock_model, run, task
 
@@ -84,10 +84,13 @@ def test_phases_on_their_own_connections_overlap_when_pipelined(tmp_path: Path) 
     # each phase is timed as before; the run as a whole is shorter by the overlap
     assert pipelined.phase_seconds == one_by_one.phase_seconds
     assert pipelined.seconds == pytest.approx(one_by_one.seconds - pipelined.pipelined_overlap_s)
-    # one lane per phase: the three take the longest phase's round trips, each phase's start,
-    # and one call of each downstream phase after its upstream's last record
-    busy = [pipelined.phase_seconds[p] - _PHASE_START_S for p in PIPELINED]
-    together = max(busy) + 3 * _PHASE_START_S + _call_s(pipelined, "response_collection") + _call_s(pipelined, "evaluation")
+    # one lane per phase: the three take the longest phase's round trips, each phase's start
+    # (the first also starts the provider's client), and one call of each downstream phase
+    # after its upstream's last record
+    starts = {p: _PHASE_START_S + (_CLIENT_START_S if p == "data_generation" else 0.0) for p in PIPELINED}
+    busy = [pipelined.phase_seconds[p] - starts[p] for p in PIPELINED]
+    together = (max(busy) + sum(starts.values()) + _call_s(pipelined, "response_collection")
+                + _call_s(pipelined, "evaluation"))
     others = sum(s for p, s in pipelined.phase_seconds.items() if p not in PIPELINED)
     assert pipelined.seconds == pytest.approx(others + together)
     # never shorter than its longest phase: the downstream phases' last calls follow their upstream's

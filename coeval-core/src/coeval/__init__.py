@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         RegisterRunEnd,
         ReportWriter,
         RunEndAction,
+        TokenSeconds,
     )
     from coeval.evaluators.base import ModelFreeEvaluator
     from coeval.evaluators.routing import routed_factors
@@ -108,6 +109,7 @@ _LAZY: dict[str, str] = {
     "RegisterRunEnd": "coeval.contract.types",
     "ReportWriter": "coeval.contract.types",
     "RunEndAction": "coeval.contract.types",
+    "TokenSeconds": "coeval.contract.types",
     "EvaluationCall": "coeval.evaluators.base",
     "EvaluationFailed": "coeval.evaluators.base",
     "EvaluationRequest": "coeval.evaluators.base",
@@ -209,6 +211,7 @@ __all__ = [
     "SubmitCalls",
     "Survey",
     "TaskConfig",
+    "TokenSeconds",
     "TransientModelError",
     "Usage",
     "ValidationIssue",

@@ -38,14 +38,9 @@ if TYPE_CHECKING:
     from coeval.config.credentials import Credentials
     from coeval.config.model import ModelConfig
 
-__all__ = ["LlamaCppEngine", "LlamaCppInterface", "build_chat_payload", "default_threads", "seconds_per_token"]
+__all__ = ["LlamaCppEngine", "LlamaCppInterface", "build_chat_payload", "default_threads", "engine_key", "model_file"]
 
 DEFAULT_CONTEXT = 4096
-#: Seconds per token read or written, per GB of GGUF file, on one thread: the shipped
-#: SmolLM2-135M (98 MB) ran the quick start at 7.8 ms per prompt-or-reply token on one thread
-#: of a busy two-core machine (prompt tokens cost about as much as reply tokens at this size,
-#: and a JSON schema's grammar slows the reply). A time estimate, not a promise.
-SECONDS_PER_TOKEN_GB_THREAD = 0.08
 
 
 def default_threads() -> int:
@@ -62,6 +57,27 @@ def default_threads() -> int:
     except AttributeError:  # not on Linux
         available = os.cpu_count() or 1
     return max(1, min(8, available // 2))
+
+
+def model_file(value: Any) -> Path:
+    """The GGUF file ``parameters.model`` names: a path, or the embedded model's name (or
+    none). Raises :class:`EmbeddedModelMissing` or :class:`ParameterError`."""
+    if value is None or (isinstance(value, str) and is_embedded_name(value)):
+        return embedded_model_path(value or DEFAULT_MODEL)
+    if not isinstance(value, str) or not value.strip():
+        raise ParameterError(f"parameters.model must be a .gguf path or {DEFAULT_MODEL!r}, got {value!r}")
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise ParameterError(
+            f"parameters.model: no GGUF file at {str(path)!r} "
+            f"(use {DEFAULT_MODEL!r} for the embedded model)"
+        )
+    return path
+
+
+def engine_key(path: Path, *, n_ctx: int, threads: int, n_gpu_layers: int) -> str:
+    """Identifies one loaded server: models with equal keys share it (and its prompt cache)."""
+    return f"llamacpp|{path.resolve()}|ctx={n_ctx}|threads={threads}|gpu={n_gpu_layers}"
 
 
 def build_chat_payload(request: GenerateRequest, label: str) -> dict[str, Any]:
@@ -127,7 +143,7 @@ class LlamaCppEngine:
     def _run_one(self, request: GenerateRequest) -> GenerateResult | ModelError:
         try:
             body = build_chat_payload(request, self.label)
-            reply = stream_reply(self._server, body, self._abort.is_set)
+            reply = self.reply(body)
         except ModelError as exc:
             return exc
         except Exception as exc:
@@ -135,6 +151,10 @@ class LlamaCppEngine:
         if reply is None:
             return CallGivenBack(f"{self.label}: generation stopped (Ctrl-C)")
         return parse_reply(reply, self.label)
+
+    def reply(self, body: dict[str, Any]) -> Any:
+        """The server's whole reply to a chat-completions ``body`` (its ``timings`` included)."""
+        return stream_reply(self._server, body, self._abort.is_set)
 
     def unload(self) -> None:
         self._server = None
@@ -206,22 +226,6 @@ def parse_reply(reply: Any, label: str) -> GenerateResult | ModelError:
     )
 
 
-def seconds_per_token(model: ModelConfig) -> float | None:
-    """The plan's time per token of one call of ``model``: its file's size over its threads
-    (:data:`SECONDS_PER_TOKEN_GB_THREAD`); None when the file is not found."""
-    params = model.parameters
-    value = params.get("model")
-    try:
-        path = embedded_model_path(value or DEFAULT_MODEL) if value is None or (
-            isinstance(value, str) and is_embedded_name(value)) else Path(str(value)).expanduser()
-        size_gb = path.stat().st_size / 1e9
-    except (EmbeddedModelMissing, OSError):
-        return None
-    threads = params.get("threads")
-    threads = threads if isinstance(threads, int) and threads > 0 else default_threads()
-    return SECONDS_PER_TOKEN_GB_THREAD * size_gb / threads
-
-
 class LlamaCppInterface(HostedInterface):
     """GGUF models through llama.cpp on the CPU; no ``model`` means the embedded SmolLM2.
 
@@ -248,24 +252,14 @@ class LlamaCppInterface(HostedInterface):
         self._check_sampling()  # bad sampling values fail now, not at the first call
 
     def _model_path(self, value: Any) -> Path:
-        if value is None or (isinstance(value, str) and is_embedded_name(value)):
-            try:
-                return embedded_model_path(value or DEFAULT_MODEL)
-            except EmbeddedModelMissing as exc:
-                raise FatalModelError(str(exc)) from None
-        if not isinstance(value, str) or not value.strip():
-            raise ParameterError(f"parameters.model must be a .gguf path or {DEFAULT_MODEL!r}, got {value!r}")
-        path = Path(value).expanduser()
-        if not path.is_file():
-            raise ParameterError(
-                f"parameters.model: no GGUF file at {str(path)!r} "
-                f"(use {DEFAULT_MODEL!r} for the embedded model)"
-            )
-        return path
+        try:
+            return model_file(value)
+        except EmbeddedModelMissing as exc:
+            raise FatalModelError(str(exc)) from None
 
     @property
     def slot_key(self) -> str:
-        return f"llamacpp|{self.path.resolve()}|ctx={self.n_ctx}|threads={self.threads}|gpu={self.n_gpu_layers}"
+        return engine_key(self.path, n_ctx=self.n_ctx, threads=self.threads, n_gpu_layers=self.n_gpu_layers)
 
     def _load(self) -> LlamaCppEngine:
         return LlamaCppEngine(

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 def register_interfaces(register: RegisterInterface) -> None:
     from coeval_hf.cluster_served import CLUSTER_ENGINES, cluster_aware
     from coeval_hf.huggingface import HuggingFaceInterface
-    from coeval_hf.llamacpp import LlamaCppInterface, seconds_per_token
+    from coeval_hf.llamacpp import LlamaCppInterface
+    from coeval_hf.llamacpp_speed import seconds_per_token
 
     # a model with parameters.cluster is served on Ray (coeval_hf.cluster_served)
     register("huggingface", cluster_aware(HuggingFaceInterface), key_env=("HF_TOKEN",),

@@ -49,6 +49,7 @@ from coeval.contract.types import (
     Scorer,
     Scoring,
     SubmitCalls,
+    TokenSeconds,
 )
 from coeval.evaluators.base import ModelFreeEvaluator
 
@@ -89,6 +90,7 @@ __all__ = [
     "Scorer",
     "Scoring",
     "SubmitCalls",
+    "TokenSeconds",
     "collect",
     "collect_registries",
     "disabled_plugin_names",
@@ -213,7 +215,7 @@ def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterf
         cluster_engines: Sequence[str] = (),
         tokens_per_s: float | None = None,
         one_at_a_time: bool = False,
-        seconds_per_token: Callable[[ModelConfig], float | None] | None = None,
+        seconds_per_token: Callable[[ModelConfig], float | TokenSeconds | None] | None = None,
     ) -> None:
         options: dict[str, Any] = {}
         if not requires_model:

@@ -59,6 +59,7 @@ __all__ = [
     "Scorer",
     "Scoring",
     "SubmitCalls",
+    "TokenSeconds",
 ]
 
 @runtime_checkable
@@ -117,6 +118,24 @@ class BenchmarkAdapter(Protocol):
 
 
 @attrs.frozen
+class TokenSeconds:
+    """How fast a local engine reads a prompt and writes a reply, for the plan's time
+    estimate (what ``seconds_per_token`` of :class:`InterfaceFacts` may return)."""
+
+    #: seconds per prompt token read
+    prompt: float
+    #: seconds per reply token written
+    reply: float
+    #: seconds per reply token written under a JSON schema (a grammar can slow the engine's
+    #: sampling); None: as ``reply``
+    structured: float | None = None
+    #: the engine that runs the model's calls (models with equal values share one), when it
+    #: keeps its last prompt so that a prompt beginning like it reads only the rest
+    #: (llama.cpp's prompt cache); None: every prompt is read whole
+    engine: str | None = None
+
+
+@attrs.frozen
 class InterfaceFacts:
     """What a registered interface declares about itself; the core keeps no table of
     interfaces, so validation, planning and the run ask these."""
@@ -147,9 +166,11 @@ class InterfaceFacts:
     #: its calls run one at a time on this machine, whatever the concurrency (a local engine
     #: in the run's process): the time estimate adds them up rather than overlapping them
     one_at_a_time: bool = False
-    #: seconds one call takes per token it reads or writes, from the model's settings (a
-    #: local engine: its file size and threads); None or returning None: ``tokens_per_s``
-    seconds_per_token: Callable[[ModelConfig], float | None] | None = attrs.field(default=None, hash=False)
+    #: seconds one call takes per token it reads or writes (a float), or per prompt and per
+    #: reply token (:class:`TokenSeconds`), for the model's settings (a local engine: measured
+    #: on this machine, or from its file size and threads); None or returning None: ``tokens_per_s``
+    seconds_per_token: Callable[[ModelConfig], float | TokenSeconds | None] | None = attrs.field(
+        default=None, hash=False)
 
 
 #: ``check(candidate, context)`` -> None to accept, or the reason to reject (:mod:`coeval.quality`).
@@ -181,7 +202,7 @@ class RegisterInterface(Protocol):
         cluster_engines: Sequence[str] = (),
         tokens_per_s: float | None = None,
         one_at_a_time: bool = False,
-        seconds_per_token: Callable[[ModelConfig], float | None] | None = None,
+        seconds_per_token: Callable[[ModelConfig], float | TokenSeconds | None] | None = None,
     ) -> None: ...
 
 

@@ -24,7 +24,9 @@ Time, per phase, is the longest of three bounds (:func:`_phase_seconds`):
   start), carried from one phase to the next as the run's limiter is; a call takes the
   sampled latency, a past run's, or the interface's typical speed;
 * **calls that run one at a time** (``one_at_a_time`` local engines, e.g. llama.cpp): added
-  up, at ``seconds_per_token`` x (prompt + reply tokens) when the interface can tell;
+  up, each at the interface's ``seconds_per_token`` for the prompt tokens its engine reads
+  (an engine that keeps its last prompt reads only what a prompt does not share with it:
+  :mod:`coeval.planning.cost.prompt_reads`) and for its reply tokens;
 * **the run's own CPU**: every call costs the orchestrator, and a provider SDK's client
   more (figures of ``nox -s bench``), and the first call through an SDK starts its client.
 """
@@ -39,12 +41,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coeval.config.model import Config, ModelConfig
+from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.contract.manager import registries as installed
+from coeval.contract.types import TokenSeconds
 from coeval.planning import Plan, batch_phases, plan_experiment
 from coeval.planning.cost.history import measured_history, seconds_per_record
 from coeval.planning.cost.measure import Measured
 from coeval.planning.cost.pricing import LOCAL_INTERFACES, Price, price_for
+from coeval.planning.cost.prompt_reads import read_share
 from coeval.planning.cost.remaining import forked_source, remaining_cells, surveyed_folder
 from coeval.planning.cost.requests import KNOWN_PHASES, RequestBuilder, TaskTexts, expected_output_tokens
 from coeval.planning.cost.samples import SampleResults, run_samples
@@ -187,21 +191,54 @@ class CostEstimate:
         }
 
 
-def _heuristic_latency(
-    model: ModelConfig, input_tokens: float, output_tokens: float, registries: Registries
-) -> float:
+def _heuristic_latency(model: ModelConfig, output_tokens: float, registries: Registries) -> float:
     if model.interface == "mock":
         latency = model.parameters.get("latency_ms", 0)
         if isinstance(latency, list | tuple) and latency:
             latency = sum(latency) / len(latency)
         return float(latency or 0) / 1000
     facts = registries.interface_facts(model.interface)
-    per_token = facts.seconds_per_token(model) if facts is not None and facts.seconds_per_token else None
-    if per_token is not None:  # a local engine that can tell its speed from the model
-        return _LOCAL_CALL_S + per_token * (input_tokens + output_tokens)
     overhead = _LOCAL_CALL_S if model.interface in LOCAL_INTERFACES else _REQUEST_OVERHEAD_S
     speed = facts.tokens_per_s if facts is not None and facts.tokens_per_s else _DEFAULT_TOKENS_PER_S
     return overhead + output_tokens / speed
+
+
+class _LocalSpeeds:
+    """The token speeds of the models whose interface can tell them (a local engine:
+    ``seconds_per_token``, asked once per model that makes calls), and the time of one call
+    of theirs: its reply tokens, and the prompt tokens its engine reads (all of them, or
+    what its last prompt does not share: :mod:`coeval.planning.cost.prompt_reads`)."""
+
+    def __init__(self, config: Config, cells: Mapping[tuple[str, str, str], int], registries: Registries) -> None:
+        self.cells = cells
+        self.students = len(config.students)
+        self.speeds: dict[str, TokenSeconds] = {}
+        calling = {name for (_, _, name), n in cells.items() if n}
+        for m in config.models:
+            facts = registries.interface_facts(m.interface)
+            if m.name not in calling or facts is None or facts.seconds_per_token is None:
+                continue
+            speed = facts.seconds_per_token(m)
+            if speed is not None:
+                self.speeds[m.name] = speed if isinstance(speed, TokenSeconds) else TokenSeconds(speed, speed)
+
+    def _same_engine(self, task: str, phase: str, engine: str) -> int:
+        """Models sending calls of ``task`` and ``phase`` to ``engine``."""
+        return sum(1 for (t, p, name), n in self.cells.items()
+                   if n and t == task and p == phase and name in self.speeds and self.speeds[name].engine == engine)
+
+    def call_seconds(self, builder: RequestBuilder, phase: str, task: TaskConfig, model: ModelConfig,
+                     texts: TaskTexts, input_tokens: float, output_tokens: float) -> float | None:
+        speed = self.speeds.get(model.name)
+        if speed is None:
+            return None
+        share = 1.0
+        if speed.engine is not None:
+            share = read_share(builder, phase, task, model, texts, students=self.students,
+                               same_engine=self._same_engine(task.name, phase, speed.engine))
+        structured = any(r.json_schema for r in builder.requests(phase, task, model, texts))
+        per_reply_token = speed.structured if structured and speed.structured is not None else speed.reply
+        return _LOCAL_CALL_S + speed.prompt * input_tokens * share + per_reply_token * output_tokens
 
 
 def _lane_bounds(model: ModelConfig, samples: SampleResults, registries: Registries) -> tuple[int, int]:
@@ -341,6 +378,7 @@ def _cells(
 ) -> list[CellEstimate]:
     tasks = {t.name: t for t in config.tasks}
     models = {m.name: m for m in config.models}
+    local_speeds = _LocalSpeeds(config, cells, registries)
     out = []
     for (task_name, phase, model_name), calls in sorted(cells.items()):
         task, model = tasks[task_name], models[model_name]
@@ -365,7 +403,10 @@ def _cells(
         price = prices.get(model_name)
         tokens_in, tokens_out = per_in * calls, per_out * calls
         cost = price.cost(tokens_in, tokens_out, batch=batch, calls=calls) if price is not None else None
-        per_call_s = latency if latency is not None else _heuristic_latency(model, per_in, per_out, registries)
+        if latency is None:
+            local = local_speeds.call_seconds(builder, phase, task, model, texts[task_name], per_in, per_out)
+            latency = local if local is not None else _heuristic_latency(model, per_out, registries)
+        per_call_s = latency
         out.append(
             CellEstimate(
                 task=task_name,

@@ -29,8 +29,9 @@ from coeval.phases.ids import (
     RUBRIC_MAPPING,
 )
 from coeval.phases.mapping import AttributeMappingPhase, RubricMappingPhase
-from coeval.planning.cost.tokens import filler_text
+from coeval.planning.cost.tokens import TOKENS_PER_WORD, filler_text
 from coeval.prompts import render_prompt
+from coeval.prompts.lengths import typical_words
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, JUDGE_FACTOR_SCHEMA, judge_single_schema
 from coeval.storage.run_folder import RunFolder
 
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["KNOWN_PHASES", "RequestBuilder", "TaskTexts", "expected_output_tokens", "max_output_tokens"]
 
-#: Typical reply sizes (tokens) when nothing better is known; capped by max_tokens.
+#: Typical reply sizes (tokens) when the task's output description names no length; capped
+#: by max_tokens.
 _TYPICAL_OUTPUT = {
     ATTRIBUTE_MAPPING: 150,
     RUBRIC_MAPPING: 200,
@@ -71,12 +73,40 @@ def max_output_tokens(model: ModelConfig, role: str) -> int | None:
     return None
 
 
+#: Tokens an answer has besides its words (the reply's last punctuation and line ends).
+_ANSWER_EXTRA_TOKENS = 4
+#: Tokens of the JSON a datapoint reply wraps its prompt and reference in.
+_DATAPOINT_JSON_TOKENS = 12
+#: An item's prompt, when the task names an answer length: half the answer, within these.
+_ITEM_PROMPT_TOKENS = (15.0, 150.0)
+
+
+def typical_item_tokens(task: TaskConfig) -> tuple[float, float] | None:
+    """Tokens of a typical datapoint's prompt and of its reference answer, when the task's
+    output description names a length ("one or two sentences", "150-200 words"); None when
+    it names none (the phase's typical size then applies)."""
+    words = typical_words(task.output_description)
+    if words is None:
+        return None
+    answer = words * TOKENS_PER_WORD + _ANSWER_EXTRA_TOKENS
+    low, high = _ITEM_PROMPT_TOKENS
+    return min(max(answer / 2, low), high), answer
+
+
 def expected_output_tokens(phase: str, task: TaskConfig, model: ModelConfig) -> float:
-    """Heuristic reply size of one call: a typical size per phase, never above max_tokens."""
+    """Heuristic reply size of one call, never above max_tokens: for datapoints and answers,
+    the length the task's output description names, else a typical size per phase; for
+    judges, a score and a one-sentence rationale per criterion."""
+    item = typical_item_tokens(task)
+    typical: float
     if phase == EVALUATION:  # a score and a one-sentence rationale per criterion, as the judge prompt asks
         factors = judged_factors(task)
         n = len(factors) if factors else len(_PLACEHOLDER_RUBRIC)
         typical = _JUDGE_REPLY_PER_FACTOR if task.evaluation_mode == "per_factor" else 6 + _JUDGE_REPLY_PER_FACTOR * n
+    elif item is not None and phase == DATA_GENERATION:
+        typical = item[0] + item[1] + _DATAPOINT_JSON_TOKENS
+    elif item is not None and phase == RESPONSE_COLLECTION:
+        typical = item[1]
     else:
         typical = _TYPICAL_OUTPUT.get(phase, _TYPICAL_OUTPUT[RESPONSE_COLLECTION])
     role = _ROLE.get(phase)
@@ -145,9 +175,15 @@ class RequestBuilder:
         dp_tokens = expected_output_tokens(DATA_GENERATION, task, teacher) if teacher else 400
         student = self.config.students[0] if self.config.students else None
         answer_tokens = expected_output_tokens(RESPONSE_COLLECTION, task, student) if student else 300
+        item = typical_item_tokens(task)
+        if item is None:  # no length named: the datapoint's reply split as prompt 40%, reference 55%
+            prompt_tokens, reference_tokens = dp_tokens * 0.4, dp_tokens * 0.55
+        else:  # the named length, scaled down where the teacher's max_tokens cuts the reply
+            share = min(1.0, dp_tokens / (item[0] + item[1] + _DATAPOINT_JSON_TOKENS))
+            prompt_tokens, reference_tokens = item[0] * share, item[1] * share
         return TaskTexts(
-            datapoint_prompt=filler_text(int(dp_tokens * 0.4)),
-            reference=filler_text(int(dp_tokens * 0.55)),
+            datapoint_prompt=filler_text(int(prompt_tokens)),
+            reference=filler_text(int(reference_tokens)),
             response=filler_text(int(answer_tokens)),
             target_draw=self.draw(task, teacher.name if teacher else "teacher")[0],
         )
