@@ -71,11 +71,11 @@ _PHASE_START_S = 0.2
 #: Seconds per call of a run bound by its own CPU: the run itself (scheduling, records,
 #: progress: the mock's whole cost), and a provider SDK's client besides (request building,
 #: HTTP, reply parsing; its event loop also waits on sockets, so a CPU-bound SDK run keeps
-#: its core about 88% busy). ``nox -s bench``'s estimates figure on a busy two-core machine:
-#: 0.6 ms of CPU per call on the mock, 2.4 ms through the openai SDK; a faster machine
-#: finishes sooner than estimated
-_RUN_CPU_PER_CALL_S = 0.0006
-_SDK_CPU_PER_CALL_S = 0.0021
+#: its core about 88% busy). ``nox -s bench``'s estimates figure on one two-core machine:
+#: 0.41 to 0.45 ms of CPU per call on the mock on a quiet day, 0.6 ms on a busy one (0.5 ms,
+#: the middle, keeps both within 30%); 2.4 ms through the openai SDK on the busy day
+_RUN_CPU_PER_CALL_S = 0.0005
+_SDK_CPU_PER_CALL_S = 0.0022
 #: a provider SDK's start in the run (its import, the first connection) when no sample call
 #: measured it (1.35 s on the loopback fake server)
 _CLIENT_START_S = 1.4
