@@ -14,6 +14,7 @@ from coeval.config import load_config
 from coeval.config.model import ModelConfig
 from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface, Usage
+from coeval.planning.cost import estimate as estimate_module
 from coeval.planning.cost import estimate_cost
 from coeval.planning.cost.estimate import _PHASE_START_S, _RUN_CPU_PER_CALL_S, _slow_start
 from coeval.planning.cost.measure import Measured
@@ -32,14 +33,18 @@ def test_slow_start_doubles_per_round_trip_then_runs_at_the_top() -> None:
     assert _slow_start(50, 0.0, 16, 512) == (0.0, 66)
 
 
-def test_an_instant_mock_run_is_timed_by_its_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With no latency, a phase takes the run's own CPU per call, not zero."""
+@pytest.mark.parametrize("factor", [1.0, 1.5])
+def test_an_instant_mock_run_is_timed_by_its_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  factor: float) -> None:
+    """With no latency, a phase takes the run's own CPU per call, not zero, at the speed
+    this machine runs such work now (1.5: half as long again as the reference machine)."""
+    monkeypatch.setattr(estimate_module, "speed_factor", lambda: factor)
     monkeypatch.chdir(tmp_path)
     Path("exp.yaml").write_text(_CONFIG, encoding="utf-8")
     estimate = estimate_cost(load_config("exp.yaml"), samples=0, registries=registries())
     for phase, seconds in estimate.phase_seconds.items():
         calls = sum(c.calls for c in estimate.cells if c.phase == phase)
-        expected = _PHASE_START_S + calls * _RUN_CPU_PER_CALL_S if calls else 0.0
+        expected = _PHASE_START_S + calls * _RUN_CPU_PER_CALL_S * factor if calls else 0.0
         assert seconds == pytest.approx(expected, abs=1e-9), phase
 
 

@@ -46,6 +46,7 @@ from coeval.contract.manager import registries as installed
 from coeval.contract.types import TokenSeconds
 from coeval.planning import Plan, batch_phases, plan_experiment
 from coeval.planning.cost.history import measured_history, seconds_per_record
+from coeval.planning.cost.machine_speed import speed_factor
 from coeval.planning.cost.measure import Measured
 from coeval.planning.cost.pricing import LOCAL_INTERFACES, Price, price_for
 from coeval.planning.cost.prompt_reads import read_share
@@ -71,11 +72,12 @@ _PHASE_START_S = 0.2
 #: Seconds per call of a run bound by its own CPU: the run itself (scheduling, records,
 #: progress: the mock's whole cost), and a provider SDK's client besides (request building,
 #: HTTP, reply parsing; its event loop also waits on sockets, so a CPU-bound SDK run keeps
-#: its core about 88% busy). ``nox -s bench``'s estimates figure on one two-core machine:
-#: 0.41 to 0.45 ms of CPU per call on the mock on a quiet day, 0.6 ms on a busy one (0.5 ms,
-#: the middle, keeps both within 30%); 2.4 ms through the openai SDK on the busy day
-_RUN_CPU_PER_CALL_S = 0.0005
-_SDK_CPU_PER_CALL_S = 0.0022
+#: its core about 88% busy). ``nox -s bench``'s estimates figure on the two-core machine of
+#: :data:`coeval.planning.cost.machine_speed.REFERENCE_S`: the mock shape at 0.42 ms a call
+#: (scaled by how fast the machine runs such work now: :func:`machine_speed.speed_factor`);
+#: 2.7 ms in all through the openai SDK against the fake server (which shared the machine)
+_RUN_CPU_PER_CALL_S = 0.00037
+_SDK_CPU_PER_CALL_S = 0.0023
 #: a provider SDK's start in the run (its import, the first connection) when no sample call
 #: measured it (1.35 s on the loopback fake server)
 _CLIENT_START_S = 1.4
@@ -464,6 +466,7 @@ def _phase_seconds(
     lane is the interface, or for a free model (the mock, always built) its
     ``connection_key``, as the scheduler forms them (every mock model is its own lane)."""
     models = {m.name: m for m in config.models}
+    run_cpu_s = _RUN_CPU_PER_CALL_S * speed_factor()
     reached: dict[str, float] = {}  # lane -> its limiter's limit so far (carried across phases)
     bounds: dict[str, tuple[int, int]] = {}  # lane -> (starting concurrency, maximum)
     started_sdk = False
@@ -485,7 +488,7 @@ def _phase_seconds(
             if lane not in bounds:
                 bounds[lane] = _lane_bounds(m, sampled, registries)
             through_sdk = sampled.through_sdk(m)
-            cpu += c.calls * (_RUN_CPU_PER_CALL_S + (_SDK_CPU_PER_CALL_S if through_sdk else 0.0))
+            cpu += c.calls * (run_cpu_s + (_SDK_CPU_PER_CALL_S if through_sdk else 0.0))
             if through_sdk and not started_sdk:  # the first call through a provider SDK starts its client
                 started_sdk, client_start = True, sampled.client_start_s or _CLIENT_START_S
         time = out[phase] = _PhaseTime(serial=serial, cpu=cpu, start=_PHASE_START_S + client_start)

@@ -1,0 +1,47 @@
+"""The CPU bound of the time estimate follows how fast this machine runs the run's kind of
+work now: a mock run took 5.3 s one day and 8.6 s another on the same two-core machine."""
+
+from __future__ import annotations
+
+import pytest
+from coeval.planning.cost import machine_speed
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> None:
+    machine_speed.speed_factor.cache_clear()
+
+
+def test_work_twice_as_slow_as_the_reference_makes_the_run_about_1_7_times_as_slow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rounds = iter([0.5, *[2 * machine_speed.REFERENCE_S] * 5])  # a slow first (warming) round is left out
+    monkeypatch.setattr(machine_speed, "work_seconds", lambda: next(rounds))
+    assert machine_speed.speed_factor() == pytest.approx(2**0.75)
+
+
+def test_the_median_round_counts_so_one_interrupted_round_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    ref = machine_speed.REFERENCE_S
+    rounds = iter([ref, ref, 50 * ref, ref, ref, ref])
+    monkeypatch.setattr(machine_speed, "work_seconds", lambda: next(rounds))
+    assert machine_speed.speed_factor() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("ratio", "factor"), [(0.001, 0.25**0.75), (1000.0, 4.0**0.75)])
+def test_a_measurement_far_off_is_bounded(monkeypatch: pytest.MonkeyPatch, ratio: float, factor: float) -> None:
+    monkeypatch.setattr(machine_speed, "work_seconds", lambda: ratio * machine_speed.REFERENCE_S)
+    assert machine_speed.speed_factor() == pytest.approx(factor)
+
+
+def test_measured_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+
+    def counted() -> float:
+        calls.append(1)
+        return machine_speed.REFERENCE_S
+
+    monkeypatch.setattr(machine_speed, "work_seconds", counted)
+    machine_speed.speed_factor()
+    machine_speed.speed_factor()
+    assert len(calls) == 6  # one warming round and five measured, once
+
