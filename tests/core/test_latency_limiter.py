@@ -85,3 +85,24 @@ def test_steady_latency_never_reads_as_a_heavy_tail() -> None:
         limit = AdaptiveLimit(4, 256, queue_aware=True)
         _drive(limit, latency_at, 5_000)
         assert limit.gradient is not None and not limit.gradient.heavy_tailed
+
+
+def test_a_stall_of_the_client_for_less_than_a_round_trip_is_not_taken_for_a_queue() -> None:
+    """The run's own event loop blocked for 150 ms (a garbage collection, the machine's other
+    process taking both cores): every call in flight answers that much late at once, then
+    the latency is flat again. A queue lasts; this does not, and the limit is not cut (on
+    the two-core machine such stalls cut a loopback lane every five seconds, holding it near
+    80 calls in flight where the server had room for more)."""
+    limit = AdaptiveLimit(4, 512, queue_aware=True)
+    _drive(limit, lambda load, rng: 0.200 + rng.uniform(0.0, 0.010), 2_000)
+    assert limit.current == 512
+    stalled = iter([0.350] * 12)  # 12 answers, 120 ms of the simulated clock: under a round trip
+    _drive(limit, lambda load, rng: next(stalled, 0.200 + rng.uniform(0.0, 0.010)), 200)
+    assert limit.counters.decreases == 0 and limit.current == 512
+
+
+def test_a_queue_that_lasts_a_round_trip_is_cut_back_as_before() -> None:
+    limit = AdaptiveLimit(4, 512, queue_aware=True)
+    _drive(limit, lambda load, rng: 0.200, 2_000)
+    _drive(limit, lambda load, rng: 0.350, 60)  # 600 ms of answers 75% late: a queue
+    assert limit.counters.decreases >= 1 and limit.current < 512

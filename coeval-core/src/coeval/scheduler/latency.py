@@ -102,6 +102,8 @@ class LatencyGradient:
     _medians: LoadMedians = attrs.field(factory=LoadMedians)
     _next_adjust: float = 0.0
     _answers: int = 0
+    #: when the smoothed latency last began to show a queue worth a cut (None: it does not)
+    _queued_since: float | None = None
 
     def _update(self, latency_s: float, limit: float) -> None:
         level = self._levels.get(_level(limit))
@@ -156,6 +158,13 @@ class LatencyGradient:
         if queue < alpha and self.queue(limit, latency_s) < alpha:
             return GROW
         if queue <= 2.0 * alpha:
+            self._queued_since = None
+            return HOLD
+        # a queue lasts; a stall of this process (every call in flight answering late at
+        # once) is over within a round trip: cut only once the queue has lasted one
+        if self._queued_since is None:
+            self._queued_since = now
+        if now - self._queued_since < (self.srtt or 0.0):
             return HOLD
         # one decrease per round trip: calls still in flight answer from the old queue
         if now < self._next_adjust:
