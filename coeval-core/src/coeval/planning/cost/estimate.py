@@ -73,8 +73,9 @@ _PHASE_START_S = 0.2
 #: progress: the mock's whole cost), and a provider SDK's client besides (request building,
 #: HTTP, reply parsing; its event loop also waits on sockets, so a CPU-bound SDK run keeps
 #: its core about 88% busy). ``nox -s bench``'s estimates figure on the two-core machine of
-#: :data:`coeval.planning.cost.machine_speed.REFERENCE_S`: the mock shape at 0.42 ms a call
-#: (scaled by how fast the machine runs such work now: :func:`machine_speed.speed_factor`);
+#: :data:`coeval.planning.cost.machine_speed.REFERENCE_S`: the mock shape at 0.37 ms a call
+#: (4.8 to 6.5 s for its 12,400 calls: the middle), scaled by how fast the machine runs such
+#: work now (:func:`machine_speed.speed_factor`);
 #: 2.7 ms in all through the openai SDK against the fake server (which shared the machine)
 _RUN_CPU_PER_CALL_S = 0.00037
 _SDK_CPU_PER_CALL_S = 0.0023
@@ -207,31 +208,34 @@ def _heuristic_latency(model: ModelConfig, output_tokens: float, registries: Reg
 
 class _LocalSpeeds:
     """The token speeds of the models whose interface can tell them (a local engine:
-    ``seconds_per_token``, asked once per model that makes calls), and the time of one call
-    of theirs: its reply tokens, and the prompt tokens its engine reads (all of them, or
-    what its last prompt does not share: :mod:`coeval.planning.cost.prompt_reads`)."""
+    ``seconds_per_token``, asked once per model, when a call of its is timed without a
+    measured latency), and the time of one call of theirs: its reply tokens, and the prompt
+    tokens its engine reads (all of them, or what its last prompt does not share:
+    :mod:`coeval.planning.cost.prompt_reads`)."""
 
     def __init__(self, config: Config, cells: Mapping[tuple[str, str, str], int], registries: Registries) -> None:
         self.cells = cells
+        self.models = {m.name: m for m in config.models}
         self.students = len(config.students)
-        self.speeds: dict[str, TokenSeconds] = {}
-        calling = {name for (_, _, name), n in cells.items() if n}
-        for m in config.models:
-            facts = registries.interface_facts(m.interface)
-            if m.name not in calling or facts is None or facts.seconds_per_token is None:
-                continue
-            speed = facts.seconds_per_token(m)
-            if speed is not None:
-                self.speeds[m.name] = speed if isinstance(speed, TokenSeconds) else TokenSeconds(speed, speed)
+        self.registries = registries
+        self.speeds: dict[str, TokenSeconds | None] = {}
+
+    def speed(self, name: str) -> TokenSeconds | None:
+        if name not in self.speeds:
+            model = self.models[name]
+            facts = self.registries.interface_facts(model.interface)
+            told = facts.seconds_per_token(model) if facts is not None and facts.seconds_per_token else None
+            self.speeds[name] = TokenSeconds(told, told) if isinstance(told, int | float) else told
+        return self.speeds[name]
 
     def _same_engine(self, task: str, phase: str, engine: str) -> int:
         """Models sending calls of ``task`` and ``phase`` to ``engine``."""
         return sum(1 for (t, p, name), n in self.cells.items()
-                   if n and t == task and p == phase and name in self.speeds and self.speeds[name].engine == engine)
+                   if n and t == task and p == phase and getattr(self.speed(name), "engine", None) == engine)
 
     def call_seconds(self, builder: RequestBuilder, phase: str, task: TaskConfig, model: ModelConfig,
                      texts: TaskTexts, input_tokens: float, output_tokens: float) -> float | None:
-        speed = self.speeds.get(model.name)
+        speed = self.speed(model.name)
         if speed is None:
             return None
         share = 1.0
