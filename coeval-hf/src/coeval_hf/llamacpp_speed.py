@@ -4,10 +4,11 @@ The speed of a CPU engine depends on the machine and on what else runs on it: on
 two-core machine the same quick start took 68 s one day and 106 s another. A fixed figure
 per GB of file is therefore off by that much, so the plan measures instead: the first time
 a model's file is planned for, two short generations of filler text (about a second in
-all, sized from the file-size guess) read llama.cpp's own timings: seconds per prompt token,
-per reply token, and per reply token under a JSON schema (its grammar slows sampling; the
-quick start's judges wrote 15 ms a token where its students wrote 11). It is not a call of the experiment and is made once per file and threads
-in a process. Where the file cannot be loaded, the guess stands.
+all, sized from the file-size guess) read llama.cpp's own timings: seconds per prompt
+token, per reply token, and per reply token under a JSON schema (its grammar slows
+sampling; the quick start's judges wrote 15 ms a token where its students wrote 11).
+They are not calls of the experiment, and are made once per file and threads in a
+process. Where the file cannot be loaded, the guess stands.
 """
 
 from __future__ import annotations
