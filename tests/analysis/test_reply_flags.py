@@ -27,6 +27,10 @@ CASES: list[tuple[dict[str, Any], tuple[bool, bool]]] = [
     ({"scores": "High", "rationale": [1, 2]}, (False, False)),
     ({"rationale": "ONE sentence on why!"}, (False, True)),
     ({"scores": {"Criterion Name!": "Low"}, "rationale": {"a": "Été is fine"}}, (True, True)),
+    # the example's words inside a longer text, or split by other characters, are no copy
+    ({"scores": {"criterion names": "Low"}, "rationale": {"a": "One sentence on why it fails."}}, (True, False)),
+    ({"scores": {"a": "Low"}, "rationale": {"a": "one sen-tence on why", "b": "sentence"}}, (True, False)),
+    ({"scores": {"a": "Low"}, "rationale": {"a": "-- One   SENTENCE on, why? --"}}, (False, True)),
 ]
 COLUMNS = {"id": TEXT, "scores": MAP, "rationale": JSON_TEXT}
 

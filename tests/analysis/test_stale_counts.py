@@ -35,15 +35,29 @@ def test_loaded_stale_counts_are_the_cores_own(tmp_path: Path) -> None:
     answers = rf.jsonl_files("response_collection")[0]  # judgments of the answers cut off are stale
     first, *rest = [json.loads(line) for line in answers.read_text().splitlines()[:3]]
     first["response"] += " (edited)"  # and those of an answer whose text changed: by its hash alone
+    rest[1]["generated_at"] = "2999-01-01T00:00:00Z"  # and, without a hash, those judged before it was made
     answers.write_text("".join(json.dumps(r) + "\n" for r in [first, *rest]))
+
+    datapoints = rf.jsonl_files("data_generation")[0]  # answers to a datapoint made again are stale
+    dp_rows = [json.loads(line) for line in datapoints.read_text().splitlines()]
+    dp_rows[-1]["prompt"] += " (made again)"
+    datapoints.write_text("".join(json.dumps(r) + "\n" for r in dp_rows))
 
     judgments = sorted(rf.jsonl_files("evaluation"))[0]
     _edit(judgments,
-          edits={3: {"scores": {}}, 4: {"status": "partial"}, 5: {"scores": {}}},
-          drop={3: ("status",), 6: ("status", "response_hash"), 5: ("status", "response_hash")},
+          edits={3: {"scores": {}}, 4: {"status": "partial"}, 5: {"scores": {}}, 8: {"id": ""},
+                 10: {"evaluated_at": "2000-01-01T00:00:00Z"}},
+          drop={3: ("status",), 6: ("status", "response_hash"), 5: ("status", "response_hash"),
+                9: ("response_id",), 10: ("response_hash",)},
           repeat=7)  # fmt: skip
+    for path in rf.jsonl_files("evaluation"):
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        for row in rows:
+            if row.get("response_id") == rest[1]["id"]:
+                row.pop("response_hash", None)
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     expected = stale_records(RunFolder(rf.root))
-    assert expected["evaluation"] > 0  # the run has stale judgments, of each kind above
+    assert expected["evaluation"] > 0 and expected["response_collection"] > 0  # of each kind above
 
     data = load_run(rf.root)
     assert data.stale == expected

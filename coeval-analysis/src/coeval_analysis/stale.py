@@ -5,15 +5,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from coeval.storage.record_inputs import RESPONSE_HASH, stale_note, stale_records
-from coeval.storage.records import FAILED
+from coeval.phases.ids import EVALUATION, RESPONSE_COLLECTION
+from coeval.storage.record_inputs import RESPONSE_HASH, Answers, read_answers, stale_note, stale_records
+from coeval.storage.records import OK
 from coeval.storage.run_folder import RunFolder
 
 if TYPE_CHECKING:
@@ -27,27 +27,68 @@ STALE_COLUMNS = (RESPONSE_HASH, "evaluated_at")
 
 def stale_counts(run_path: str | Path, evaluations: pa.Table) -> Counter[str]:
     """:func:`~coeval.storage.record_inputs.stale_records` of the run, its phase 5 taken from
-    the loader's table (``id, status, scores, task_id, response_id`` and
-    :data:`STALE_COLUMNS`, in file order): parsing a million judgments again in Python took
-    longer than the rest of the analysis."""
+    the loader's table (``id, status, scores, response_id`` and :data:`STALE_COLUMNS`, in
+    file order) and tested in DuckDB: the same test row by row in Python took 5 of a million
+    judgments' 30 s of analysis."""
     try:
-        return stale_records(RunFolder(run_path), evaluations=_slim_rows(evaluations))
+        answers = read_answers(RunFolder(run_path))
     except (OSError, ValueError):  # an unreadable phase 3 or 4: the loader says so itself
         return Counter()
+    out: Counter[str] = Counter()
+    if answers.stale:
+        out[RESPONSE_COLLECTION] = len(answers.stale)
+    judgments = _stale_judgments(evaluations, answers)
+    if judgments:
+        out[EVALUATION] = judgments
+    return out
 
 
-def _slim_rows(table: pa.Table) -> Iterator[Mapping[str, Any]]:
-    """Each row as the fields the staleness test reads. A record without a status is failed
+#: the latest record of each id (the last in file order) that is ok and scores an answer
+#: that is gone, stale, of another version, or (without a version) made after it was judged
+_STALE_JUDGMENTS = """
+SELECT count(*) FROM (
+    SELECT ok, response_id, response_hash, evaluated_at FROM judgments
+    WHERE id IS NOT NULL AND id <> ''
+    QUALIFY row_number() OVER (PARTITION BY id ORDER BY line DESC) = 1
+) AS j LEFT JOIN answers AS a ON a.id = j.response_id
+WHERE j.ok AND (a.id IS NULL OR a.stale OR CASE WHEN j.response_hash IS NOT NULL
+    THEN j.response_hash <> a.version ELSE coalesce(j.evaluated_at < a.generated_at, false) END)
+"""
+
+
+def _stale_judgments(table: pa.Table, answers: Answers) -> int:
+    """The number of stale judgments, as :func:`~coeval.storage.record_inputs.stale_records`
+    counts them."""
+    import duckdb
+
+    judgments = pa.table({
+        "line": pa.array(np.arange(table.num_rows, dtype=np.int64)),
+        "id": table.column("id"), "ok": _ok(table), "response_id": table.column("response_id"),
+        RESPONSE_HASH: table.column(RESPONSE_HASH), "evaluated_at": table.column("evaluated_at"),
+    })  # fmt: skip
+    rows = list(answers.versions())
+    names = ("id", "version", "generated_at", "stale")
+    types = (pa.string(), pa.string(), pa.string(), pa.bool_())
+    answer_table = pa.table([pa.array([r[i] for r in rows], t) for i, t in enumerate(types)], names=names)
+    con = duckdb.connect()
+    try:
+        con.register("judgments", judgments)
+        con.register("answers", answer_table)
+        found = con.execute(_STALE_JUDGMENTS).fetchone()
+    finally:
+        con.close()
+    return int(found[0]) if found else 0
+
+
+def _ok(table: pa.Table) -> pa.ChunkedArray | pa.Array:
+    """:func:`~coeval.storage.records.is_ok` of each row. A record without a status is failed
     when it has ``scores`` and they are empty (:func:`~coeval.storage.records.record_status`),
-    worked out here from the map's length so that no scores are turned into Python."""
+    worked out from the map's length so that no scores are turned into Python."""
     scores = table.column("scores").combine_chunks()
     empty = pa.array(np.diff(scores.offsets.to_numpy()) == 0) if len(scores) else pa.array([], pa.bool_())
     status = table.column("status")
-    status = pc.if_else(pc.and_(pc.is_null(status), pc.and_(pc.is_valid(scores), empty)), FAILED, status)
-    names = ("id", "task_id", "response_id", RESPONSE_HASH, "evaluated_at")
-    columns = [table.column(n).to_pylist() for n in names]
-    for st, *values in zip(status.to_pylist(), *columns, strict=True):
-        yield {"status": st, **dict(zip(names, values, strict=True))}
+    failed_by_scores = pc.and_(pc.is_valid(scores), empty)
+    return pc.if_else(pc.is_null(status), pc.invert(failed_by_scores), pc.fill_null(pc.equal(status, OK), False))
 
 
 def stale_warnings(data: RunData) -> list[dict[str, Any]]:

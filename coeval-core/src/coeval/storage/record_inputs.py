@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
+
+import attrs
 
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
 from coeval.storage.records import is_ok
@@ -22,7 +24,9 @@ from coeval.storage.records import is_ok
 __all__ = [
     "DATAPOINT_HASH",
     "RESPONSE_HASH",
+    "Answers",
     "datapoint_version",
+    "read_answers",
     "response_version",
     "stale_evaluation",
     "stale_note",
@@ -116,31 +120,52 @@ def _stale_against(rec: Mapping[str, Any], field: str, made_at: str, source: Map
     return _older(rec, made_at, source)
 
 
+@attrs.frozen
+class Answers:
+    """Phase 4's answers as the staleness test sees them: each answer's slim record by id,
+    and the ids of those that answer a datapoint gone or made again since."""
+
+    by_id: dict[str, dict[str, Any]]
+    stale: set[str]
+
+    def versions(self) -> Iterator[tuple[str, str, str | None, bool]]:
+        """(answer id, version, ``generated_at`` when it is text, stale) of each answer, for
+        a caller that tests judgments in bulk (``analyze`` does, in DuckDB)."""
+        for rid, resp in self.by_id.items():
+            made = resp["generated_at"]
+            yield rid, str(resp[_VERSION]), made if isinstance(made, str) else None, rid in self.stale
+
+
+def read_answers(run: Any, tasks: set[str] | None = None) -> Answers:
+    """Phases 3 and 4 read once, keeping only the fields the staleness test compares."""
+    datapoints = _latest(run.iter_records(DATA_GENERATION), _slim_datapoint)
+    responses = _latest(run.iter_records(RESPONSE_COLLECTION), _slim_response)
+    stale: set[str] = set()
+    for rid, resp in responses.items():
+        if not resp["ok"] or (tasks is not None and resp["task_id"] not in tasks):
+            continue
+        if _stale_against(resp, DATAPOINT_HASH, "generated_at", datapoints.get(str(resp["datapoint_id"]))):
+            stale.add(rid)
+    return Answers(responses, stale)
+
+
 def stale_records(run: Any, tasks: set[str] | None = None,
                   evaluations: Iterable[Mapping[str, Any]] | None = None) -> Counter[str]:
     """Phase -> records whose input is gone or was made again (``coeval status`` and
     ``analyze`` flag them; ``--continue`` makes them again). Reads each phase once, keeping
     only the fields it compares. ``evaluations``: phase 5's records in file order, when the
     caller has read them already (``id, status, scores, task_id, response_id, response_hash``
-    and ``evaluated_at`` of each are enough); ``analyze`` passes those its loader read, so
-    a million judgments are not parsed twice."""
+    and ``evaluated_at`` of each are enough)."""
     out: Counter[str] = Counter()
-    datapoints = _latest(run.iter_records(DATA_GENERATION), _slim_datapoint)
-    responses = _latest(run.iter_records(RESPONSE_COLLECTION), _slim_response)
-    stale_answers: set[str] = set()
-    for rid, resp in responses.items():
-        if not resp["ok"] or (tasks is not None and resp["task_id"] not in tasks):
-            continue
-        if _stale_against(resp, DATAPOINT_HASH, "generated_at", datapoints.get(str(resp["datapoint_id"]))):
-            stale_answers.add(rid)
-            out[RESPONSE_COLLECTION] += 1
-    del datapoints
+    answers = read_answers(run, tasks)
+    if answers.stale:
+        out[RESPONSE_COLLECTION] = len(answers.stale)
     judged = run.iter_records(EVALUATION) if evaluations is None else evaluations
     for ev in _latest(judged, _slim_evaluation).values():
         if not ev["ok"] or (tasks is not None and ev["task_id"] not in tasks):
             continue
         answer = str(ev["response_id"])
-        if answer in stale_answers or _stale_against(ev, RESPONSE_HASH, "evaluated_at", responses.get(answer)):
+        if answer in answers.stale or _stale_against(ev, RESPONSE_HASH, "evaluated_at", answers.by_id.get(answer)):
             out[EVALUATION] += 1  # built on a stale answer, it is stale too
     return out
 
