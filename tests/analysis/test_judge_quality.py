@@ -24,7 +24,7 @@ def test_single_factor_scorings_and_numeric_scores_do_not_count() -> None:
 
 def test_summary_entries_get_rate_and_flag() -> None:
     u = units([("flat", 1, 2), ("flat", 1, 2), ("fair", 1, 2), ("fair", 1, 0)])
-    out = with_degenerate_rates({"flat": {"n": 1}, "fair": {"n": 1}, "silent": {"n": 0}}, u)
+    out = with_degenerate_rates({"flat": {"n": 1}, "fair": {"n": 1}, "silent": {"n": 0}}, degenerate_rates(u))
     assert out == {"flat": {"n": 1, "degenerate_rate": 1.0, "degenerate": True},
                    "fair": {"n": 1, "degenerate_rate": 0.0, "degenerate": False},
                    "silent": {"n": 0, "degenerate_rate": None, "degenerate": False}}

@@ -176,7 +176,7 @@ def analyze(
         "n_responses_scored": len(model.scored_responses()),
         "data_quality": q.as_dict(),
         "students": students,
-        "judges": with_degenerate_rates(judges, data.units, replies),
+        "judges": with_degenerate_rates(judges, rates),
         "evaluator_records": evaluator_records,
         "agreement": agreement,
         "teachers": with_diversity(with_rejections(teachers, data.meta), data),

@@ -9,6 +9,7 @@ are degenerate; ``degenerate_rate`` is that share. Records without a ``rationale
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -25,13 +26,14 @@ DEGENERATE_SHARE = 0.5
 def _pairs(units: pd.DataFrame) -> pd.DataFrame:
     """Per (judge, response) scored on two factors or more: ``flat`` (one level for all)."""
     graded = units[units["level"] >= 0]
-    per = graded.groupby(["judge", "response"], observed=True)["level"].agg(["nunique", "size"])
+    # one level for all is lowest == highest: a pandas nunique per group took three times as long
+    per = graded.groupby(["judge", "response"], observed=True)["level"].agg(["min", "max", "size"])
     per = per[per["size"] >= 2]
     return pd.DataFrame(
         {
             "judge": per.index.get_level_values("judge").astype(str),
             "response": per.index.get_level_values("response"),
-            "flat": (per["nunique"] == 1).to_numpy(),
+            "flat": (per["min"] == per["max"]).to_numpy(),
         }
     )
 
@@ -60,11 +62,12 @@ def degenerate_rates(units: pd.DataFrame, replies: pd.DataFrame | None = None) -
     return out
 
 
-def with_degenerate_rates(judges: Any, units: pd.DataFrame, replies: pd.DataFrame | None = None) -> Any:
-    """The summary's judges with ``degenerate_rate`` and ``degenerate`` added (dict form only)."""
+def with_degenerate_rates(judges: Any, rates: Mapping[str, float | None]) -> Any:
+    """The summary's judges with ``degenerate_rate`` and ``degenerate`` added (dict form only),
+    from :func:`degenerate_rates` (a judge's rate does not depend on the others, so the rates
+    made before degenerate judges were dropped serve the judges kept)."""
     if not isinstance(judges, dict):
         return judges
-    rates = degenerate_rates(units, replies)
     out = {}
     for name, entry in judges.items():
         rate = rates.get(str(name))
