@@ -16,7 +16,12 @@ from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface, Usage
 from coeval.planning.cost import estimate as estimate_module
 from coeval.planning.cost import estimate_cost
-from coeval.planning.cost.estimate import _PHASE_START_S, _RUN_CPU_PER_CALL_S, _slow_start
+from coeval.planning.cost.estimate import (
+    _PHASE_START_S,
+    _RUN_CPU_PER_CALL_S,
+    _SDK_CPU_PER_CALL_S,
+    _slow_start,
+)
 from coeval.planning.cost.measure import Measured
 from coeval.planning.cost.samples import SampleResults, _gather_warm
 
@@ -46,6 +51,24 @@ def test_an_instant_mock_run_is_timed_by_its_cpu(tmp_path: Path, monkeypatch: py
         calls = sum(c.calls for c in estimate.cells if c.phase == phase)
         expected = _PHASE_START_S + calls * _RUN_CPU_PER_CALL_S * factor if calls else 0.0
         assert seconds == pytest.approx(expected, abs=1e-9), phase
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.5])
+def test_a_run_through_a_provider_sdk_is_timed_by_its_cpu_and_the_sdks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, factor: float) -> None:
+    """A phase of many calls through an SDK with room for all of them in flight takes the
+    run's CPU and the SDK's per call, both at the speed this machine runs such work now."""
+    monkeypatch.setattr(estimate_module, "speed_factor", lambda: factor)
+    monkeypatch.chdir(tmp_path)
+    wide = "{model: gpt-4o-mini, base_url: 'http://127.0.0.1:9/v1', concurrency: 100000, max_concurrency: 100000}"
+    config = (_CONFIG.replace("interface: mock", "interface: openai").replace("{seed: 1}", wide)
+              .replace("{seed: 2}", wide).replace("total: 4", "total: 20000"))
+    Path("exp.yaml").write_text(config, encoding="utf-8")
+    estimate = estimate_cost(load_config("exp.yaml"), samples=0, registries=registries(), pipeline=False)
+    per_call = (_RUN_CPU_PER_CALL_S + _SDK_CPU_PER_CALL_S) * factor
+    judged = sum(c.calls for c in estimate.cells if c.phase == "evaluation")
+    assert judged == 80_000  # 20,000 datapoints x 2 students x 2 judges
+    assert estimate.phase_seconds["evaluation"] == pytest.approx(_PHASE_START_S + judged * per_call, rel=1e-9)
 
 
 class _SlowFirst(Interface):

@@ -71,14 +71,17 @@ _FREE_SAMPLES = 2  # sample calls per phase of a free model when the config asks
 _PHASE_START_S = 0.2
 #: Seconds per call of a run bound by its own CPU: the run itself (scheduling, records,
 #: progress: the mock's whole cost), and a provider SDK's client besides (request building,
-#: HTTP, reply parsing; its event loop also waits on sockets, so a CPU-bound SDK run keeps
-#: its core about 88% busy). ``nox -s bench``'s estimates figure on the two-core machine of
-#: :data:`coeval.planning.cost.machine_speed.REFERENCE_S`: the mock shape at 0.37 ms a call
-#: (4.8 to 6.5 s for its 12,400 calls: the middle), scaled by how fast the machine runs such
-#: work now (:func:`machine_speed.speed_factor`);
-#: 2.7 ms in all through the openai SDK against the fake server (which shared the machine)
+#: HTTP, reply parsing; its event loop also waits on sockets, and the fake server shares the
+#: machine). ``nox -s bench``'s figures on the two-core machine of
+#: :data:`coeval.planning.cost.machine_speed.REFERENCE_S`, both scaled by how fast the
+#: machine runs such work now (:func:`machine_speed.speed_factor`): the mock shape at 0.37 ms
+#: a call (4.8 to 6.5 s for its 12,400 calls: the middle); the same shape through the openai
+#: SDK against the fake server, with limits left to the limiter, 1.2 to 1.6 ms a call of wall
+#: time in all (15.4 to 19.6 s for 12,493 calls), so about 1 ms for the SDK. (Before the
+#: latency limiter stopped cutting on the client's own stalls, that run was held by the
+#: limiter, not by its CPU, at about 2.7 ms a call.)
 _RUN_CPU_PER_CALL_S = 0.00037
-_SDK_CPU_PER_CALL_S = 0.0023
+_SDK_CPU_PER_CALL_S = 0.0010
 #: a provider SDK's start in the run (its import, the first connection) when no sample call
 #: measured it (1.35 s on the loopback fake server)
 _CLIENT_START_S = 1.4
@@ -470,7 +473,8 @@ def _phase_seconds(
     lane is the interface, or for a free model (the mock, always built) its
     ``connection_key``, as the scheduler forms them (every mock model is its own lane)."""
     models = {m.name: m for m in config.models}
-    run_cpu_s = _RUN_CPU_PER_CALL_S * speed_factor()
+    factor = speed_factor()
+    run_cpu_s, sdk_cpu_s = _RUN_CPU_PER_CALL_S * factor, _SDK_CPU_PER_CALL_S * factor
     reached: dict[str, float] = {}  # lane -> its limiter's limit so far (carried across phases)
     bounds: dict[str, tuple[int, int]] = {}  # lane -> (starting concurrency, maximum)
     started_sdk = False
@@ -492,7 +496,7 @@ def _phase_seconds(
             if lane not in bounds:
                 bounds[lane] = _lane_bounds(m, sampled, registries)
             through_sdk = sampled.through_sdk(m)
-            cpu += c.calls * (run_cpu_s + (_SDK_CPU_PER_CALL_S if through_sdk else 0.0))
+            cpu += c.calls * (run_cpu_s + (sdk_cpu_s if through_sdk else 0.0))
             if through_sdk and not started_sdk:  # the first call through a provider SDK starts its client
                 started_sdk, client_start = True, sampled.client_start_s or _CLIENT_START_S
         time = out[phase] = _PhaseTime(serial=serial, cpu=cpu, start=_PHASE_START_S + client_start)
