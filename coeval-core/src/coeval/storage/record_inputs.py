@@ -149,19 +149,16 @@ def read_answers(run: Any, tasks: set[str] | None = None) -> Answers:
     return Answers(responses, stale)
 
 
-def stale_records(run: Any, tasks: set[str] | None = None,
-                  evaluations: Iterable[Mapping[str, Any]] | None = None) -> Counter[str]:
+def stale_records(run: Any, tasks: set[str] | None = None) -> Counter[str]:
     """Phase -> records whose input is gone or was made again (``coeval status`` and
     ``analyze`` flag them; ``--continue`` makes them again). Reads each phase once, keeping
-    only the fields it compares. ``evaluations``: phase 5's records in file order, when the
-    caller has read them already (``id, status, scores, task_id, response_id, response_hash``
-    and ``evaluated_at`` of each are enough)."""
+    only the fields it compares (``analyze`` tests the judgments its loader read in bulk:
+    ``coeval_analysis.stale``)."""
     out: Counter[str] = Counter()
     answers = read_answers(run, tasks)
     if answers.stale:
         out[RESPONSE_COLLECTION] = len(answers.stale)
-    judged = run.iter_records(EVALUATION) if evaluations is None else evaluations
-    for ev in _latest(judged, _slim_evaluation).values():
+    for ev in _latest(run.iter_records(EVALUATION), _slim_evaluation).values():
         if not ev["ok"] or (tasks is not None and ev["task_id"] not in tasks):
             continue
         answer = str(ev["response_id"])
