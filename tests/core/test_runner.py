@@ -282,6 +282,17 @@ def test_generation_retries_above_the_default_attempt_bound_are_honoured(tmp_pat
     assert evaluation["attempts"] == 8
 
 
+def test_a_server_error_does_not_use_up_the_retries_the_config_asks_for(tmp_path):
+    # a 503 (a replica restarting), then prose five times, then a valid score: with
+    # generation_retries 5 the judge has its five retries for the prose besides the 503
+    judge = mock_model("j", ["judge"], replies=[{"mock_error": "transient"}] + ["I would rather not say."] * 5)
+    cfg = make_config(tmp_path, [mock_model("m", ["teacher", "student"]), judge], [task(total=1)],
+                      generation_retries=5)
+    assert run(cfg).exit_code == 0
+    (evaluation,) = ok_records(folder(cfg), "evaluation").values()
+    assert evaluation["attempts"] == 7
+
+
 def test_only_a_process_that_never_finished_triggers_the_recount():
     from coeval.run.runner import _a_process_stopped_unfinished
 

@@ -66,7 +66,7 @@ from coeval.run.result import (
 )
 from coeval.run.signals import Interrupts, handle_signals, off_the_loop, stop_gracefully
 from coeval.scheduler import Scheduler, SchedulerLimits
-from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS
+from coeval.scheduler.core import max_attempts_for
 from coeval.storage.claims import ModelClaims
 from coeval.storage.fork import fork_run
 from coeval.storage.leftovers import sweep_temp_files
@@ -198,7 +198,7 @@ class _Run(RunStartup, PhaseLoop):
         limits = SchedulerLimits(
             generation_retries=exp.generation_retries,
             # the bound on calls per item leaves room for every retry the config asks for
-            max_attempts=max(DEFAULT_MAX_ATTEMPTS, exp.generation_retries + 1),
+            max_attempts=max_attempts_for(exp.generation_retries),
             quota={name: q.max_calls for name, q in exp.quota.items()},
             budget_usd=exp.budget_usd,
             calls_before={k: int(v) for k, v in (meta.get("calls") or {}).items()},

@@ -69,6 +69,7 @@ from coeval.scheduler.state import (
     SchedulerStats,
     Tracker,
     _PhaseRun,
+    max_attempts_for,
 )
 from coeval.scheduler.work import WorkItem
 
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS", "UNWRITTEN", "LaneStats", "ModelError", "Scheduler", "SchedulerLimits", "SchedulerStats",
+    "max_attempts_for",
 ]
 
 

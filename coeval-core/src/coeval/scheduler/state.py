@@ -20,7 +20,8 @@ from coeval.scheduler.prior import PriorAttempts
 from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.work import WorkItem
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "UNWRITTEN", "LaneStats", "SchedulerLimits", "SchedulerStats", "Tracker"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "UNWRITTEN", "LaneStats", "SchedulerLimits", "SchedulerStats", "Tracker",
+           "max_attempts_for"]
 
 
 class Tracker(Protocol):
@@ -55,6 +56,16 @@ _BUFFER_PER_SLOT = 4
 
 #: Calls per item at most, all causes together, unless generation_retries asks for more.
 DEFAULT_MAX_ATTEMPTS = 6
+#: Calls a server's errors (5xx, timeouts, rate limits) may take besides the retries for bad
+#: output the config asks for: what the default bound leaves them at the default 2 retries.
+SERVER_ERROR_ROOM = 3
+
+
+def max_attempts_for(generation_retries: int) -> int:
+    """The bound on calls per item for a run with ``generation_retries``: every retry the
+    config asks for, and room for a few server errors besides, so that a replica restarting
+    in the middle of a call does not fail an item that needed all its retries."""
+    return max(DEFAULT_MAX_ATTEMPTS, generation_retries + 1 + SERVER_ERROR_ROOM)
 
 
 @attrs.define

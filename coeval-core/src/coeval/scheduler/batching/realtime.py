@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from coeval.interfaces.base import Interface
-from coeval.scheduler.core import DEFAULT_MAX_ATTEMPTS, Scheduler, SchedulerLimits
+from coeval.scheduler.core import Scheduler, SchedulerLimits, max_attempts_for
 from coeval.scheduler.prior import PriorAttempts
 from coeval.scheduler.work import WorkItem, WorkOutcome
 
@@ -37,12 +37,12 @@ def realtime_scheduler(name: str, iface: Interface, generation_retries: int, par
     counter, so each real-time call counts toward the model's quota as it is made."""
     if parent is None:
         limits = SchedulerLimits(generation_retries=generation_retries,
-                                 max_attempts=max(DEFAULT_MAX_ATTEMPTS, generation_retries + 1))
+                                 max_attempts=max_attempts_for(generation_retries))
         return Scheduler({name: iface}, limits)
     own = parent.limits
     limits = SchedulerLimits(
         generation_retries=generation_retries,
-        max_attempts=max(own.max_attempts, generation_retries + 1),
+        max_attempts=max(own.max_attempts, max_attempts_for(generation_retries)),
         quota=own.quota if share_quota else {},
         budget_usd=own.budget_usd,
         spend_before_usd=parent.spend_usd + spend_pending_usd,
