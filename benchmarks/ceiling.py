@@ -6,26 +6,39 @@ teacher = calls / 620; 1,000,000 calls: 1,613 per teacher), at zero latency:
 
 * **mock**: ``interface: mock``, every model its own lane;
 * **sdk**: ``interface: openai`` (the real SDK, aiohttp transport) against the loopback fake
-  server, one lane at up to 512 calls in flight.
+  server, one lane at up to 512 calls in flight;
+* **sdk-floor**: the SDK alone, without CoEval: the client the ``openai`` interface builds
+  (same transport, limits, retries off) posting the body it builds for a judge-sized
+  prompt, 512 at a time, to the same server. The sdk path's CPU per call less this floor is
+  what CoEval adds to each call (scheduling, prompts, parsing, records).
 
     python -m benchmarks.ceiling --calls 1000000 --interface mock
     python -m benchmarks.ceiling --calls 100000 --interface sdk
+    python -m benchmarks.ceiling --calls 50000 --interface sdk-floor
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import resource
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks._common import fake_server_process, medium_shape, openai_keys, write_yaml
-from benchmarks.pipeline import _phases, _proc_cpu_seconds, _run
+from benchmarks.pipeline import _cpu_seconds, _phases, _proc_cpu_seconds, _run
 
 #: calls of the medium shape per datapoint of each teacher (20 per teacher: 12,400 calls)
 CALLS_PER_DATAPOINT = 620
+#: calls in flight on the SDK paths (the interface's own bound)
+SDK_IN_FLIGHT = 512
+#: the floor's prompt: about the length of the medium shape's judge prompts
+FLOOR_PROMPT = "Grade the answer below against each criterion of the rubric. " * 24
+FLOOR_SCHEMA = {"type": "object", "properties": {"score": {"type": "string", "enum": ["High", "Medium", "Low"]}},
+                "required": ["score"]}  # fmt: skip
 
 
 def ceiling(calls: int = 1_000_000, interface: str = "mock") -> dict[str, Any]:
@@ -63,12 +76,71 @@ def ceiling(calls: int = 1_000_000, interface: str = "mock") -> dict[str, Any]:
     return out
 
 
+def sdk_floor(calls: int = 50_000) -> dict[str, Any]:
+    """The SDK's own CPU per call: ``calls`` posts of one judge-sized body through the client
+    the ``openai`` interface builds, :data:`SDK_IN_FLIGHT` at a time, each reply decoded as
+    the interface decodes it, with nothing of CoEval around them but the garbage collector's
+    setting a run uses (:mod:`coeval.run.collector`), so that the difference is CoEval's code."""
+    from coeval.config import load_config
+    from coeval.config.credentials import KeyStore
+    from coeval.contract.manager import registries
+    from coeval.interfaces.base import GenerateRequest
+    from coeval.run.collector import run_collector
+
+    with tempfile.TemporaryDirectory(prefix="coeval-bench-floor-") as tmp, fake_server_process(0) as server:
+        work = Path(tmp)
+        params = {"base_url": f"{server.url}/v1", "timeout": 60, "self_hosted": False}
+        keys = openai_keys(work)
+        config = load_config(write_yaml(work / "exp.yaml", medium_shape(
+            "openai", params, storage=work / "runs", experiment_id="bench-floor", total=1)), keys_file=str(keys))
+        model = config.models[0]
+        iface: Any = registries().interfaces.get(model.interface)(model, KeyStore.load(keys).for_provider(
+            model.interface, model.access_key))  # fmt: skip
+        body = iface.build_body(GenerateRequest(prompt=FLOOR_PROMPT, params=dict(model.parameters), role="judge",
+                                                json_schema=FLOOR_SCHEMA, schema_name="grade"))  # fmt: skip
+        server_cpu0 = _proc_cpu_seconds(server.pid)
+        with run_collector():
+            cpu, wall = asyncio.run(_post_many(iface, body, calls))
+        server_cpu1 = _proc_cpu_seconds(server.pid)
+    out: dict[str, Any] = {"name": "ceiling", "interface": "sdk-floor", "calls": calls, "wall_s": round(wall, 1),
+                           "calls_per_s": round(calls / wall, 1), "cpu_ms_per_call": round(cpu * 1000 / calls, 4),
+                           "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)}  # fmt: skip
+    if server_cpu0 is not None and server_cpu1 is not None:
+        out["server_cpu_ms_per_call"] = round((server_cpu1 - server_cpu0) * 1000 / calls, 4)
+    return out
+
+
+async def _post_many(iface: Any, body: dict[str, Any], calls: int) -> tuple[float, float]:
+    """(CPU s, wall s) of ``calls`` posts, :data:`SDK_IN_FLIGHT` workers pulling the next
+    one; the first post (connection, the client's lazy set-up) is not counted."""
+    client = iface.client()
+
+    async def post() -> None:
+        json.loads(await client.post(iface.chat_path, body=body, cast_to=bytes))
+
+    await post()
+    left = calls
+
+    async def worker() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            await post()
+
+    cpu0, wall0 = _cpu_seconds(), time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(SDK_IN_FLIGHT)))
+    cpu, wall = _cpu_seconds() - cpu0, time.perf_counter() - wall0
+    await iface.aclose()
+    return cpu, wall
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--calls", type=int, default=1_000_000)
-    parser.add_argument("--interface", choices=("mock", "sdk"), default="mock")
+    parser.add_argument("--interface", choices=("mock", "sdk", "sdk-floor"), default="mock")
     args = parser.parse_args()
-    print(json.dumps(ceiling(args.calls, args.interface), indent=1))
+    result = sdk_floor(args.calls) if args.interface == "sdk-floor" else ceiling(args.calls, args.interface)
+    print(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

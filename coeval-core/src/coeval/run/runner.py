@@ -49,6 +49,7 @@ from coeval.phases.ordering import batch_enabled, phases_that_may_run
 from coeval.planning.cost import estimate_and_report, record_estimate
 from coeval.run._phase_loop import PhaseLoop
 from coeval.run._startup import RunStartup
+from coeval.run.collector import run_collector
 from coeval.run.drift import record_settings
 from coeval.run.ingested import merge_ingested
 from coeval.run.kept_artifacts import as_the_run_did
@@ -267,7 +268,8 @@ async def arun_experiment(
                     if options.progress else NullProgress())
     run = _Run(config, options, registries=registries, progress=progress, interrupts=_interrupts)
     try:
-        return await run.execute()
+        with run_collector():
+            return await run.execute()
     except RunError as exc:
         message = redact(str(exc))
         sys.stderr.write(f"error: {message}\n")
