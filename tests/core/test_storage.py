@@ -60,3 +60,19 @@ def test_paths_follow_the_documented_layout(tmp_path: Path):
     )
     assert rf.evaluations_path("t", "a", "b").name == "t.a.b.evaluations.jsonl"
     assert rf.target_attrs_path("t").name == "t.target_attrs.json"
+
+
+def test_record_stamps_are_the_current_utc_second_and_follow_the_clock(monkeypatch) -> None:
+    import time
+
+    from coeval.storage import run_folder
+
+    clock = [1_796_000_000.2]
+    monkeypatch.setattr(run_folder.time, "time", lambda: clock[0])
+    assert run_folder.utc_now() == "2026-11-30T00:53:20Z"
+    clock[0] += 0.7  # the same second
+    assert run_folder.utc_now() == "2026-11-30T00:53:20Z"
+    clock[0] += 0.2  # the next one
+    assert run_folder.utc_now() == "2026-11-30T00:53:21Z"
+    clock[0] += 86_400
+    assert run_folder.utc_now() == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(clock[0])))

@@ -11,6 +11,7 @@ raises :class:`~coeval.scheduler.OutputParseError`: the scheduler asks again (up
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -42,6 +43,7 @@ def score_value(score: str) -> float:
     return SCORE_VALUES[score]
 
 
+@functools.lru_cache(maxsize=4096)  # a run compares the same few names in every judgment
 def normalize_factor_name(name: str) -> str:
     """How factor names are compared: case, spaces, hyphens and punctuation do not matter."""
     return re.sub(r"[^0-9a-z]+", "_", name.casefold()).strip("_")

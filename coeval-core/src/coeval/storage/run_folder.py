@@ -21,8 +21,9 @@ import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +57,19 @@ __all__ = [
 PHASE_DIRS = FOLDERS
 
 
+#: (whole second, its stamp): records in one second share the formatted time
+_last_stamp: tuple[int, str] = (-1, "")
+
+
 def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current UTC time to the second, as records carry it (``2026-11-28T22:46:55Z``).
+    Formatted once a second: a run stamps every record, hundreds a second."""
+    global _last_stamp
+    second = int(time.time())
+    last = _last_stamp
+    if last[0] != second:
+        last = _last_stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
+    return last[1]
 
 
 def parse_stamp(value: object) -> datetime | None:
@@ -261,6 +273,7 @@ class RunFolder:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self._phase_dirs: dict[str, Path] = {}  # built once: phases ask per record
+        self._record_files: dict[tuple[str, str, str, str], Path] = {}  # the same, per record file
 
     @classmethod
     def for_experiment(cls, storage_folder: str | os.PathLike[str], experiment_id: str) -> RunFolder:
@@ -298,10 +311,19 @@ class RunFolder:
         return self.phase_dir(DATA_GENERATION) / f"{task}.{teacher}.datapoints.jsonl"
 
     def responses_path(self, task: str, teacher: str, student: str) -> Path:
-        return self.phase_dir(RESPONSE_COLLECTION) / f"{task}.{teacher}.{student}.responses.jsonl"
+        return self._record_file(RESPONSE_COLLECTION, task, teacher, student)
 
     def evaluations_path(self, task: str, teacher: str, judge: str) -> Path:
-        return self.phase_dir(EVALUATION) / f"{task}.{teacher}.{judge}.evaluations.jsonl"
+        return self._record_file(EVALUATION, task, teacher, judge)
+
+    def _record_file(self, phase_id: str, task: str, teacher: str, model: str) -> Path:
+        """``<phase dir>/<task>.<teacher>.<model>.<kind>.jsonl``, built once per file."""
+        key = (phase_id, task, teacher, model)
+        path = self._record_files.get(key)
+        if path is None:
+            kind = "responses" if phase_id == RESPONSE_COLLECTION else "evaluations"
+            path = self._record_files[key] = self.phase_dir(phase_id) / f"{task}.{teacher}.{model}.{kind}.jsonl"
+        return path
 
     def jsonl_files(self, phase_id: str) -> list[Path]:
         d = self.phase_dir(phase_id)
