@@ -76,7 +76,7 @@ _PHASE_START_S = 0.2
 #: :data:`coeval.planning.cost.machine_speed.REFERENCE_S`, both scaled by how fast the
 #: machine runs such work now (:func:`machine_speed.speed_factor`): the mock shape at 0.37 ms
 #: a call (4.8 to 6.5 s for its 12,400 calls: the middle); the same shape through the openai
-#: SDK against the fake server, with limits left to the limiter, 13.6 to 18.0 s for 12,493
+#: SDK against the fake server, with limits left to the limiter, 13.6 to 18.2 s for 12,493
 #: calls since runs raise the garbage collector's threshold (:mod:`coeval.run.collector`):
 #: 0.92 to 1.12 ms a call in all at this machine's speed then (one run in five, which the
 #: machine slowed after its speed was measured, 1.86), so about 0.6 ms for the SDK. (Before
