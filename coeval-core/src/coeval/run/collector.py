@@ -6,7 +6,7 @@ headers and reply, our prompt and record) outlive several young collections whil
 waits on the network, are promoted to the oldest generation, and die there; that makes full
 collections frequent, each walking the whole heap. Measured through the ``openai`` SDK at 512
 in flight (``python -m benchmarks.ceiling --interface sdk``): 3,900 young and 32 full
-collections for 20,000 calls, a fifth to a quarter of the client's CPU. At
+collections for 20,000 calls, about a quarter of the client's CPU. At
 :data:`YOUNG_THRESHOLD` the same run makes 20 young collections and no full one; what a
 cycle holds is freed a little later, which the peak memory does not show.
 """
