@@ -74,16 +74,17 @@ _PHASE_START_S = 0.2
 #: HTTP, reply parsing; its event loop also waits on sockets, and the fake server shares the
 #: machine). ``nox -s bench``'s figures on the two-core machine of
 #: :data:`coeval.planning.cost.machine_speed.REFERENCE_S`, both scaled by how fast the
-#: machine runs such work now (:func:`machine_speed.speed_factor`): the mock shape at 0.37 ms
-#: a call (4.8 to 6.5 s for its 12,400 calls: the middle); the same shape through the openai
-#: SDK against the fake server, with limits left to the limiter, 13.6 to 18.2 s for 12,493
-#: calls since runs raise the garbage collector's threshold (:mod:`coeval.run.collector`):
-#: 0.92 to 1.12 ms a call in all at this machine's speed then (one run in five, which the
-#: machine slowed after its speed was measured, 1.86), so about 0.6 ms for the SDK. (Before
-#: that change 1 ms; before the latency limiter stopped cutting on the client's own stalls,
-#: that run was held by the limiter, not by its CPU, at about 2.7 ms a call.)
-_RUN_CPU_PER_CALL_S = 0.00037
-_SDK_CPU_PER_CALL_S = 0.0006
+#: machine runs such work now (:func:`machine_speed.speed_factor`). Since runs raise the
+#: garbage collector's threshold (:mod:`coeval.run.collector`): the mock shape at 0.30 ms a
+#: call (4.5 to 4.9 s for its 12,400 calls, against 5.4 to 6.3 s before, interleaved: the
+#: 0.37 ms it was, less a fifth); the same shape through the openai SDK against the fake
+#: server, with limits left to the limiter, 13.6 to 18.2 s for 12,493 calls: 0.92 to 1.12 ms
+#: a call in all at this machine's speed then (one run in five, which the machine slowed
+#: after its speed was measured, 1.86), so about 0.67 ms for the SDK. (Before that change
+#: 1 ms; before the latency limiter stopped cutting on the client's own stalls, that run was
+#: held by the limiter, not by its CPU, at about 2.7 ms a call.)
+_RUN_CPU_PER_CALL_S = 0.00030
+_SDK_CPU_PER_CALL_S = 0.00067
 #: a provider SDK's start in the run (its import, the first connection) when no sample call
 #: measured it (1.35 s on the loopback fake server)
 _CLIENT_START_S = 1.4
