@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
 
 __all__ = ["YOUNG_THRESHOLD", "run_collector"]
@@ -23,6 +24,7 @@ __all__ = ["YOUNG_THRESHOLD", "run_collector"]
 YOUNG_THRESHOLD = 50_000
 
 _runs = 0  #: runs under way in this process
+_count_lock = threading.Lock()  #: runs of several threads start and end at once (shards)
 _before: tuple[int, ...] = ()  #: the process's own thresholds, put back when the last run ends
 
 
@@ -32,13 +34,15 @@ def run_collector() -> Iterator[None]:
     while any run of this process is under way, and put the process's own setting back when
     the last one ends, so that a program embedding runs (several at once, too) keeps its own."""
     global _runs, _before
-    if _runs == 0:
-        _before = gc.get_threshold()
-        gc.set_threshold(max(_before[0], YOUNG_THRESHOLD), *_before[1:])
-    _runs += 1
+    with _count_lock:
+        if _runs == 0:
+            _before = gc.get_threshold()
+            gc.set_threshold(max(_before[0], YOUNG_THRESHOLD), *_before[1:])
+        _runs += 1
     try:
         yield
     finally:
-        _runs -= 1
-        if _runs == 0:
-            gc.set_threshold(*_before)
+        with _count_lock:
+            _runs -= 1
+            if _runs == 0:
+                gc.set_threshold(*_before)
