@@ -12,6 +12,9 @@ teacher = calls / 620; 1,000,000 calls: 1,613 per teacher), at zero latency:
   prompt, 512 at a time, to the same server. The sdk path's CPU per call less this floor is
   what CoEval adds to each call (scheduling, prompts, parsing, records).
 
+:func:`sdk_pool` sends figure a2's calls (``benchmarks.run``) the same bare way, at its
+latency and concurrency: the efficiency the SDK and the machine leave for any orchestrator.
+
     python -m benchmarks.ceiling --calls 1000000 --interface mock
     python -m benchmarks.ceiling --calls 100000 --interface sdk
     python -m benchmarks.ceiling --calls 50000 --interface sdk-floor
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import resource
 import tempfile
 import time
@@ -81,26 +85,10 @@ def sdk_floor(calls: int = 50_000) -> dict[str, Any]:
     the ``openai`` interface builds, :data:`SDK_IN_FLIGHT` at a time, each reply decoded as
     the interface decodes it, with nothing of CoEval around them but the garbage collector's
     setting a run uses (:mod:`coeval.run.collector`), so that the difference is CoEval's code."""
-    from coeval.config import load_config
-    from coeval.config.credentials import KeyStore
-    from coeval.contract.manager import registries
-    from coeval.interfaces.base import GenerateRequest
-    from coeval.run.collector import run_collector
-
     with tempfile.TemporaryDirectory(prefix="coeval-bench-floor-") as tmp, fake_server_process(0) as server:
-        work = Path(tmp)
-        params = {"base_url": f"{server.url}/v1", "timeout": 60, "self_hosted": False}
-        keys = openai_keys(work)
-        config = load_config(write_yaml(work / "exp.yaml", medium_shape(
-            "openai", params, storage=work / "runs", experiment_id="bench-floor", total=1)), keys_file=str(keys))
-        model = config.models[0]
-        iface: Any = registries().interfaces.get(model.interface)(model, KeyStore.load(keys).for_provider(
-            model.interface, model.access_key))  # fmt: skip
-        body = iface.build_body(GenerateRequest(prompt=FLOOR_PROMPT, params=dict(model.parameters), role="judge",
-                                                json_schema=FLOOR_SCHEMA, schema_name="grade"))  # fmt: skip
+        iface, body = _bare_interface(Path(tmp), server.url)
         server_cpu0 = _proc_cpu_seconds(server.pid)
-        with run_collector():
-            cpu, wall = asyncio.run(_post_many(iface, body, calls))
+        cpu, wall = _bare_posts(iface, body, calls, SDK_IN_FLIGHT)
         server_cpu1 = _proc_cpu_seconds(server.pid)
     out: dict[str, Any] = {"name": "ceiling", "interface": "sdk-floor", "calls": calls, "wall_s": round(wall, 1),
                            "calls_per_s": round(calls / wall, 1), "cpu_ms_per_call": round(cpu * 1000 / calls, 4),
@@ -110,15 +98,60 @@ def sdk_floor(calls: int = 50_000) -> dict[str, Any]:
     return out
 
 
-async def _post_many(iface: Any, body: dict[str, Any], calls: int) -> tuple[float, float]:
-    """(CPU s, wall s) of ``calls`` posts, :data:`SDK_IN_FLIGHT` workers pulling the next
-    one; the first post (connection, the client's lazy set-up) is not counted."""
+def sdk_pool(calls: int, latency_ms: float = 200.0, latency_sigma: float = 1.0, concurrency: int = 64) -> dict[str, Any]:
+    """Figure a2's calls without CoEval: ``calls`` posts through the SDK client the ``openai``
+    interface builds, ``concurrency`` workers each taking the next one as soon as its last
+    returns, to the fake server at figure a2's latency. The server draws each request's
+    latency by its index, so these are the run's very draws; the wall against the same
+    ideal (``calls x mean latency / concurrency``) is the most the SDK and this machine allow
+    a run with a perfect worker pool and nothing else to do."""
+    with tempfile.TemporaryDirectory(prefix="coeval-bench-pool-") as tmp, \
+            fake_server_process(latency_ms, latency_sigma) as server:  # fmt: skip
+        iface, body = _bare_interface(Path(tmp), server.url)
+        _, wall = _bare_posts(iface, body, calls, concurrency, warm_up=False)
+    ideal = calls * latency_ms * math.exp(latency_sigma**2 / 2) / 1000.0 / concurrency
+    return {"name": "sdk_pool", "calls": calls, "concurrency": concurrency, "wall_s": round(wall, 2),
+            "ideal_s": round(ideal, 2), "efficiency": round(ideal / wall, 3)}  # fmt: skip
+
+
+def _bare_interface(work: Path, server_url: str) -> tuple[Any, dict[str, Any]]:
+    """The ``openai`` interface of the medium shape's first model, pointed at the fake
+    server, and the body it builds for a judge-sized prompt with a schema."""
+    from coeval.config import load_config
+    from coeval.config.credentials import KeyStore
+    from coeval.contract.manager import registries
+    from coeval.interfaces.base import GenerateRequest
+
+    params = {"base_url": f"{server_url}/v1", "timeout": 60, "self_hosted": False}
+    keys = openai_keys(work)
+    config = load_config(write_yaml(work / "exp.yaml", medium_shape(
+        "openai", params, storage=work / "runs", experiment_id="bench-bare", total=1)), keys_file=str(keys))
+    model = config.models[0]
+    iface: Any = registries().interfaces.get(model.interface)(model, KeyStore.load(keys).for_provider(
+        model.interface, model.access_key))  # fmt: skip
+    body = iface.build_body(GenerateRequest(prompt=FLOOR_PROMPT, params=dict(model.parameters), role="judge",
+                                            json_schema=FLOOR_SCHEMA, schema_name="grade"))  # fmt: skip
+    return iface, body
+
+
+def _bare_posts(iface: Any, body: dict[str, Any], calls: int, in_flight: int, *, warm_up: bool = True) -> tuple[float, float]:
+    """(CPU s, wall s) of ``calls`` posts, ``in_flight`` workers pulling the next one, under
+    the collector setting a run uses; ``warm_up``: a first post (connection, the client's
+    lazy set-up) outside the count."""
+    from coeval.run.collector import run_collector
+
+    with run_collector():
+        return asyncio.run(_post_many(iface, body, calls, in_flight, warm_up))
+
+
+async def _post_many(iface: Any, body: dict[str, Any], calls: int, in_flight: int, warm_up: bool) -> tuple[float, float]:
     client = iface.client()
 
     async def post() -> None:
         json.loads(await client.post(iface.chat_path, body=body, cast_to=bytes))
 
-    await post()
+    if warm_up:
+        await post()
     left = calls
 
     async def worker() -> None:
@@ -128,7 +161,7 @@ async def _post_many(iface: Any, body: dict[str, Any], calls: int) -> tuple[floa
             await post()
 
     cpu0, wall0 = _cpu_seconds(), time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(SDK_IN_FLIGHT)))
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
     cpu, wall = _cpu_seconds() - cpu0, time.perf_counter() - wall0
     await iface.aclose()
     return cpu, wall
