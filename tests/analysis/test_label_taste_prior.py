@@ -52,3 +52,29 @@ def test_labels_that_show_a_taste_keep_its_spread() -> None:
         _, _, skewed = _with_labels(seed, self_preference=0.1)
         sd, sd0 = np.sqrt(skewed[:2]), np.sqrt(none[:2])
         assert (sd > 1.4 * sd0).all() and (sd > 0.03).all(), (seed, sd0, sd)
+
+
+def _spread(raw: list[float], var: list[float], labels: int = 4) -> float:
+    """One judge's taste spread from its mean departures per student and their noise."""
+    from coeval_analysis.stats.measurement_taste import _prior
+
+    column = np.asarray(raw)[:, None]
+    out = _prior(column, np.full_like(column, labels), np.asarray(var)[:, None], np.array([9.0]), np.array([1e-4]))
+    return float(out[0])
+
+
+def test_two_students_with_few_labels_do_not_pass_for_a_taste() -> None:
+    """Three students labelled closely show the judge departs from the labels by nothing;
+    two with a couple of labels each depart by 0.2, which their noise (sd 0.2) explains.
+    Each student counts by how well its labels measure it (DerSimonian and Laird), so the
+    spread is the floor; counted alike, the two noisy departures made a spread of 0.004."""
+    raw, var = [0.2, -0.2, 0.01, -0.01, 0.0], [0.04, 0.04, 1e-4, 1e-4, 1e-4]
+    assert _spread(raw, var) == 1e-4
+
+
+def test_with_equal_noise_the_spread_is_the_variance_less_the_noise() -> None:
+    raw = [0.1, -0.1, 0.05, -0.05, 0.0]
+    # variance across students (ss / (k - 1) = 0.025 / 4) less the noise of each (0.001)
+    assert abs(_spread(raw, [0.001] * 5) - (0.025 / 4 - 0.001)) < 1e-12
+    # fewer than LABELLED_STUDENTS students with two labels or more: the fallback
+    assert _spread(raw, [0.001] * 5, labels=1) == 9.0

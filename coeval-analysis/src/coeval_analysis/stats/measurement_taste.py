@@ -66,18 +66,24 @@ def _prior(
 ) -> np.ndarray:
     """Per judge, the spread ``t_j^2`` of its tastes across students, measured where the
     reference grades ``LABELLED_STUDENTS`` or more of them on two or more answers each: the
-    variance across those students of the judge's mean departure from the reference, less
-    what the noise of both gives (unbiased for unequal counts), floored at ``TASTE_FLOOR``.
+    variance across those students of the judge's mean departure from the reference beyond
+    what the noise of both gives, floored at ``TASTE_FLOOR``. It is the between-study
+    variance of a meta-analysis (each student a study, its departure's noise known), so it
+    is estimated as one is, by DerSimonian and Laird's method: each student weighted by the
+    inverse of its noise. A student with two labels is as noisy as its labeller; unweighted,
+    its departure counted as much as one with twenty labels, and two such students read as
+    a taste the well-labelled ones showed was not there. With equal noise it is the plain
+    variance less the noise.
     The spread measured against the other model judges (``fallback``) carries their
     nonlinearity (a judge whose levels saturate at one end differs by student from a judge
     whose levels saturate at the other), which a reference on the judges' own rubric does
     not; where the labels show a judge has a real taste, its spread comes out as large."""
     use = n >= 2
     k = use.sum(0)
-    kk = np.maximum(k, 1)
-    mean = np.where(use, raw, 0.0).sum(0) / kk
-    ss = np.where(use, (raw - mean[None, :]) ** 2, 0.0).sum(0)
-    noise = np.where(use, var, 0.0).sum(0) * (1.0 - 1.0 / kk)
-    spread = (ss - noise) / np.maximum(k - 1, 1)
+    w = np.where(use, 1.0 / np.maximum(var, _TINY), 0.0)
+    sw = np.maximum(w.sum(0), _TINY)
+    mean = (w * np.where(use, raw, 0.0)).sum(0) / sw
+    q = (w * np.where(use, (raw - mean[None, :]) ** 2, 0.0)).sum(0)  # Cochran's Q
+    spread = (q - (k - 1)) / np.maximum(sw - (w**2).sum(0) / sw, _TINY)
     out: np.ndarray = np.where(k >= LABELLED_STUDENTS, np.maximum(spread, floor), fallback)
     return out
