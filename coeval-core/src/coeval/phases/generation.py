@@ -249,8 +249,11 @@ class DataGenerationPhase:
         write_task_data(ctx)
         total = sum(group.count() for group in groups)
         ctx.log.info("phase planned", phase=self.name, mode=ctx.mode, items=total)
-        await ctx.submit(self.name, LazyItems(  # type: ignore[arg-type]
-            lambda: (slot for group in groups for slot in group.slots()), lambda s: self._item(ctx, s, gate), total))
+        try:
+            await ctx.submit(self.name, LazyItems(  # type: ignore[arg-type]
+                lambda: (slot for group in groups for slot in group.slots()), lambda s: self._item(ctx, s, gate), total))
+        finally:
+            gate.close()
 
     def _item(self, ctx: PhaseContext, slot: _Slot, gate: ItemGate) -> WorkItem:
         task, teacher = slot.task, slot.teacher

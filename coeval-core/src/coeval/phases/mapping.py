@@ -176,7 +176,10 @@ class _TeacherMappingPhase:
                             meta={"task": task.name, "kind": kind, "teacher": teacher.name},
                         )
                     )
-        await ctx.submit(self.name, items)
+        try:
+            await ctx.submit(self.name, items)
+        finally:
+            gate.close()
         for task, kind, path in pending:
             self._finish(ctx, task, kind, path)
 

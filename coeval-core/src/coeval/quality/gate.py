@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from coeval.config.model import TaskConfig
-from coeval.quality.ledger import add_rejection
+from coeval.quality.ledger import RejectionLedger
 from coeval.quality.model import DATAPOINT, Candidate, CheckContext
 from coeval.quality.placeholders import template_placeholders
 from coeval.quality.text import jaccard, shingles
@@ -111,10 +111,16 @@ class ItemGate:
                  exempt: Mapping[str, Iterable[str]] | None = None) -> None:
         self.checks = checks
         self.run = run
+        self.ledger = RejectionLedger(run) if run is not None else None
         #: teacher -> rules its interface opts out of (``exempt_item_checks`` interface option)
         self.exempt = {k: frozenset(v) for k, v in (exempt or {}).items()}
         self.index = _ShingleIndex()
         self._placeholders: dict[int, frozenset[str]] = {}
+
+    def close(self) -> None:
+        """Write the rejection counts still held (the phase's end, however it ends)."""
+        if self.ledger is not None:
+            self.ledger.flush()
 
     def remember(self, task: str, teacher: str, prompts: Iterable[str]) -> None:
         """Items already accepted (earlier runs): later items must not duplicate them."""
@@ -136,8 +142,8 @@ class ItemGate:
                 continue
             reason = check(candidate, self._context(candidate.task, options))
             if reason:
-                if self.run is not None:
-                    add_rejection(self.run, candidate.teacher, rule)
+                if self.ledger is not None:
+                    self.ledger.add(candidate.teacher, rule)
                 raise QualityRejection(rule, reason)
         if candidate.kind == DATAPOINT:
             self.index.add(candidate.task.name, candidate.teacher, str(candidate.value.get("prompt", "")))
