@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import resource
 import tempfile
 import time
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import fake_server_process, medium_shape, openai_keys, write_yaml
-from benchmarks.pipeline import _cpu_seconds, _phases, _proc_cpu_seconds, _run
+from benchmarks.pipeline import _cpu_seconds, _phases, _proc_cpu_seconds, _run, ideal_s
 
 #: calls of the medium shape per datapoint of each teacher (20 per teacher: 12,400 calls)
 CALLS_PER_DATAPOINT = 620
@@ -109,7 +108,7 @@ def sdk_pool(calls: int, latency_ms: float = 200.0, latency_sigma: float = 1.0, 
             fake_server_process(latency_ms, latency_sigma) as server:  # fmt: skip
         iface, body = _bare_interface(Path(tmp), server.url)
         _, wall = _bare_posts(iface, body, calls, concurrency, warm_up=False)
-    ideal = calls * latency_ms * math.exp(latency_sigma**2 / 2) / 1000.0 / concurrency
+    ideal = ideal_s(calls, latency_ms, latency_sigma, concurrency)
     return {"name": "sdk_pool", "calls": calls, "concurrency": concurrency, "wall_s": round(wall, 2),
             "ideal_s": round(ideal, 2), "efficiency": round(ideal / wall, 3)}  # fmt: skip
 

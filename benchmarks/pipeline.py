@@ -119,7 +119,7 @@ def throughput(latency_ms: float = 200.0, concurrency: int | None = 64, total: i
     medium shape against it. With ``latency_sigma``, latencies are lognormal with median
     ``latency_ms`` (the ideal then uses their mean); ``pipeline`` runs phases 3-5 at once;
     ``self_hosted`` sets the parameter (None: the interface decides from the URL)."""
-    mean_ms = latency_ms * math.exp(latency_sigma ** 2 / 2)
+    mean_ms = mean_latency_ms(latency_ms, latency_sigma)
     with tempfile.TemporaryDirectory(prefix="coeval-bench-tp-") as tmp:
         work = Path(tmp)
         with fake_server_process(latency_ms, latency_sigma) as server:
@@ -178,8 +178,18 @@ def perfect_efficiency(calls: int, latency_ms: float, latency_sigma: float, conc
     from coeval_testing.fake_server._core import lognormal_ms
 
     draws = [lognormal_ms(latency_ms, latency_sigma, i) / 1000.0 for i in range(calls)]
-    ideal = calls * latency_ms * math.exp(latency_sigma**2 / 2) / 1000.0 / concurrency
-    return ideal / perfect_makespan(draws, concurrency)
+    return ideal_s(calls, latency_ms, latency_sigma, concurrency) / perfect_makespan(draws, concurrency)
+
+
+def mean_latency_ms(latency_ms: float, latency_sigma: float) -> float:
+    """Mean of the fake server's latency: ``latency_ms``, the median of a lognormal of shape
+    ``latency_sigma`` (0: fixed)."""
+    return latency_ms * math.exp(latency_sigma**2 / 2)
+
+
+def ideal_s(calls: int, latency_ms: float, latency_sigma: float, concurrency: int) -> float:
+    """``calls x mean latency / concurrency``: the wall of calls that keep every slot busy."""
+    return calls * mean_latency_ms(latency_ms, latency_sigma) / 1000.0 / concurrency
 
 
 #: The mock's own CPU per call (its answers, schema instances and usage), within figure b.
