@@ -110,7 +110,7 @@ class ItemGate:
     def __init__(self, checks: list[CheckSpec], run: RunFolder | None,
                  exempt: Mapping[str, Iterable[str]] | None = None) -> None:
         self.checks = checks
-        #: rejection counts for the run's meta.json (None: counted nowhere, as in checks alone)
+        self.run = run
         self.ledger = RejectionLedger(run) if run is not None else None
         #: teacher -> rules its interface opts out of (``exempt_item_checks`` interface option)
         self.exempt = {k: frozenset(v) for k, v in (exempt or {}).items()}
