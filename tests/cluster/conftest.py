@@ -74,12 +74,21 @@ def ray_cluster() -> Iterator[LocalCluster]:
         shutil.rmtree(temp, ignore_errors=True)
 
 
+#: quiz items for a run whose datapoints come from a file (phase 3 makes no call)
+QUESTIONS = (("What is the capital of France?", "Paris."), ("How many legs does a spider have?", "Eight."),
+             ("What gas do plants take in from the air?", "Carbon dioxide."),
+             ("Which planet is closest to the Sun?", "Mercury."))
+
+
 def cluster_config(folder: Path, experiment: str, *, replicas: int = 2, keep_serving: bool = False,
-                   datapoints: int = 2, variant: int = 0) -> Path:
+                   datapoints: int = 2, variant: int = 0, from_file: bool = False) -> Path:
     """The quick start's greedy model alone, short replies, served on ``replicas`` replicas.
 
     ``variant`` goes into the seed (which greedy decoding ignores): a different variant is
-    a different application, so the tests of one module do not share replicas."""
+    a different application, so the tests of one module do not share replicas.
+    ``from_file``: the first ``datapoints`` of :data:`QUESTIONS` from a CSV file instead of
+    the teacher's, for a test of serving that the 135M teacher's item rejections (whose
+    retries depend on which items were accepted first) must not fail."""
     raw: dict[str, Any] = yaml.safe_load(QUICKSTART.read_text(encoding="utf-8"))
     model = raw["models"][0]
     model["parameters"].update({"seed": 1000 + variant, "threads": 1, "max_tokens": 160, "cluster": {
@@ -92,6 +101,12 @@ def cluster_config(folder: Path, experiment: str, *, replicas: int = 2, keep_ser
     task["target_attributes"] = {"topic": ["geography", "science"], "difficulty": ["easy"]}
     task["sampling"]["target"] = [1, 1]
     raw["experiment"] = {"id": experiment, "storage_folder": str(folder / "runs"), "generation_retries": 5}
+    if from_file:
+        rows = "".join(f"{q},{a}\n" for q, a in QUESTIONS[:datapoints])
+        (folder / f"{experiment}.csv").write_text("question,answer\n" + rows, encoding="utf-8")
+        task["data"] = {"file": f"{experiment}.csv", "prompt": "question", "reference": "answer"}
+        for key in ("target_attributes", "nuanced_attributes", "sampling", "prompt_library"):
+            task.pop(key, None)
     path = folder / f"{experiment}.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     return path

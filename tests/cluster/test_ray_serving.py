@@ -72,7 +72,7 @@ def test_a_replica_killed_mid_phase_loses_no_record_and_the_run_completes(
 ) -> None:
     import ray
 
-    config = cluster_config(tmp_path, "replica-lost", datapoints=4, variant=2)
+    config = cluster_config(tmp_path, "replica-lost", datapoints=4, variant=2, from_file=True)
     run = tmp_path / "runs" / "replica-lost"
     proc = subprocess.Popen([sys.executable, "-m", "coeval.cli.main", "run", "--config", str(config)], cwd=tmp_path,
                             env=ray_cluster.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
