@@ -25,6 +25,7 @@ class AzureOpenAIInterface(OpenAICompatInterface):
     needs_api_key = True
     default_concurrency = 32
     max_concurrency = 512
+    posts_encoded_body = False  # the SDK's Azure client routes by the body's ``model``
 
     def __init__(self, model: Any, credentials: Any = None) -> None:
         super().__init__(model, credentials)

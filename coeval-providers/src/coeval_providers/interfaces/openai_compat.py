@@ -28,6 +28,7 @@ from coeval.interfaces.base import (
 )
 
 from coeval_providers import _errors
+from coeval_providers._json_wire import encode_body, parse_reply
 from coeval_providers._loop_local import LoopLocal
 from coeval_providers.interfaces._base import (
     ProviderInterface,
@@ -137,6 +138,10 @@ class OpenAICompatInterface(ProviderInterface):
     #: Only ever a self-hosted server (``vllm``, ``ollama``); others are when their base URL
     #: is local (see :mod:`._self_hosted`).
     self_hosted_by_default: ClassVar[bool] = False
+    #: the body is posted as bytes encoded here (see :mod:`coeval_providers._json_wire`);
+    #: False where the SDK's client reads the body itself (Azure's picks the deployment URL
+    #: from its ``model``)
+    posts_encoded_body: ClassVar[bool] = True
 
     def __init__(self, model: Any, credentials: Any = None) -> None:
         super().__init__(model, credentials)
@@ -254,7 +259,8 @@ class OpenAICompatInterface(ProviderInterface):
         return body
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
-        body = self.build_body(request)
+        built = self.build_body(request)
+        body = encode_body(built) if self.posts_encoded_body else built
         try:
             if self._pinned_url is not None:
                 raw = await self._replica_clients[self._pinned_url].get().post(self.chat_path, body=body, cast_to=bytes)
@@ -263,7 +269,7 @@ class OpenAICompatInterface(ProviderInterface):
                 raw = await self.replicas.call(lambda url: clients[url].get().post(self.chat_path, body=body, cast_to=bytes))
             else:
                 raw = await self.client().post(self.chat_path, body=body, cast_to=bytes)
-            data = json.loads(raw)
+            data = parse_reply(raw)
         except ModelError:
             raise
         except Exception as exc:
