@@ -51,6 +51,7 @@ def test_replies_parse_as_json_would_and_malformed_ones_still_raise() -> None:
         parse_reply(b'{"choices": [')
 
 
+@pytest.mark.filterwarnings("error:Passing raw bytes:DeprecationWarning")  # bytes go as content, not body
 def test_a_non_ascii_prompt_reaches_the_server_intact(fake: Any, tmp_path: Any) -> None:
     model, creds = model_and_credentials("openai", fake.url, tmp_path)
     iface = registries().interfaces.get("openai")(model, creds)

@@ -2,7 +2,7 @@
 
 The ``openai`` SDK encodes a dict body with ``json.dumps`` and a custom encoder class
 (``ensure_ascii=False``): about 10 us for a judge-sized body, against 0.5 us for orjson,
-and it sends a ``bytes`` body as it is. Parsing the reply with orjson takes a quarter of
+and it sends bytes passed as a request's ``content`` as they are. Parsing the reply with orjson takes a quarter of
 ``json.loads``' time. At the orchestrator's ceiling these two are about 3% of the CPU per
 call (``python -m benchmarks.ceiling --interface sdk``, profiled).
 

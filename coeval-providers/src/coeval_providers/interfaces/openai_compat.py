@@ -260,15 +260,17 @@ class OpenAICompatInterface(ProviderInterface):
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         built = self.build_body(request)
-        body = encode_body(built) if self.posts_encoded_body else built
+        encoded = encode_body(built) if self.posts_encoded_body else built
+        # bytes go as the request's content, sent as they are; a dict as its JSON body
+        send: dict[str, Any] = {"content": encoded} if isinstance(encoded, bytes) else {"body": encoded}
         try:
             if self._pinned_url is not None:
-                raw = await self._replica_clients[self._pinned_url].get().post(self.chat_path, body=body, cast_to=bytes)
+                raw = await self._replica_clients[self._pinned_url].get().post(self.chat_path, cast_to=bytes, **send)
             elif self.replicas is not None:
                 clients = self._replica_clients
-                raw = await self.replicas.call(lambda url: clients[url].get().post(self.chat_path, body=body, cast_to=bytes))
+                raw = await self.replicas.call(lambda url: clients[url].get().post(self.chat_path, cast_to=bytes, **send))
             else:
-                raw = await self.client().post(self.chat_path, body=body, cast_to=bytes)
+                raw = await self.client().post(self.chat_path, cast_to=bytes, **send)
             data = parse_reply(raw)
         except ModelError:
             raise
