@@ -96,17 +96,18 @@ def cluster_config(folder: Path, experiment: str, *, replicas: int = 2, keep_ser
     model["role_parameters"] = {"student": {"max_tokens": 24}, "judge": {"max_tokens": 40}}
     raw["models"] = [model]
     task = raw["tasks"][0]
-    task["sampling"]["total"] = datapoints
-    # the topics and retries the 135M model handles: these tests are about serving, not the model
-    task["target_attributes"] = {"topic": ["geography", "science"], "difficulty": ["easy"]}
-    task["sampling"]["target"] = [1, 1]
     raw["experiment"] = {"id": experiment, "storage_folder": str(folder / "runs"), "generation_retries": 5}
-    if from_file:
+    if from_file:  # the quick start's item generation gives way to the file
         rows = "".join(f"{q},{a}\n" for q, a in QUESTIONS[:datapoints])
         (folder / f"{experiment}.csv").write_text("question,answer\n" + rows, encoding="utf-8")
         task["data"] = {"file": f"{experiment}.csv", "prompt": "question", "reference": "answer"}
         for key in ("target_attributes", "nuanced_attributes", "sampling", "prompt_library"):
             task.pop(key, None)
+    else:
+        task["sampling"]["total"] = datapoints
+        # the topics and retries the 135M model handles: these tests are about serving, not the model
+        task["target_attributes"] = {"topic": ["geography", "science"], "difficulty": ["easy"]}
+        task["sampling"]["target"] = [1, 1]
     path = folder / f"{experiment}.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     return path

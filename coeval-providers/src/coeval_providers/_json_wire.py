@@ -2,9 +2,10 @@
 
 The ``openai`` SDK encodes a dict body with ``json.dumps`` and a custom encoder class
 (``ensure_ascii=False``): about 10 us for a judge-sized body, against 0.5 us for orjson,
-and it sends bytes passed as a request's ``content`` as they are. Parsing the reply with orjson takes a quarter of
-``json.loads``' time. At the orchestrator's ceiling these two are about 3% of the CPU per
-call (``python -m benchmarks.ceiling --interface sdk``, profiled).
+and it sends bytes passed as a request's ``content`` as they are. Parsing the reply with
+orjson takes a quarter of ``json.loads``' time. At the orchestrator's ceiling these two
+were about 4% of the client's samples (3.3% and 0.9%; ``python -m benchmarks.ceiling
+--interface sdk``, profiled).
 
 Whatever orjson refuses goes the way it went before, so nothing a user sends or receives
 changes: a body it cannot encode (a lone surrogate, a key that is not a string, a type
