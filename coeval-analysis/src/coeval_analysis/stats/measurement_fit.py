@@ -268,16 +268,37 @@ def fit_measurement(
     max_iter: int = MAX_ITER,
     tol: float = TOL,
 ) -> Fit:
-    """Fit the model (``w_item``/``w_judge``: resample multiplicities; ``start``: a warm start)."""
+    """Fit the model (``w_item``/``w_judge``: resample multiplicities; ``start``: a warm start).
+
+    A cold fit whose rounds end with no judge measured has fallen into the model's empty
+    fixed point: once every scale is at its floor, no consensus is left to measure a judge
+    against, and none ever is again. It is fitted once more without damping its first round
+    toward the equal start (see :func:`_rounds`), and that fit is kept if it measures a judge.
+    """
     wi = np.ones(lay.n_items) if w_item is None else np.asarray(w_item, np.float64)
     wj = np.ones(lay.K) if w_judge is None else np.asarray(w_judge, np.float64)
-    f = _start(lay) if start is None else start
+    if start is not None:
+        return _rounds(lay, start, wi, wj, max_iter, tol, damp_first=True)
+    f = _rounds(lay, _start(lay), wi, wj, max_iter, tol, damp_first=True)
+    if measured(f.scale).any():
+        return f
+    again = _rounds(lay, _start(lay), wi, wj, max_iter, tol, damp_first=False)
+    return again if measured(again.scale).any() else f
+
+
+def _rounds(lay: Layout, f: Fit, wi: np.ndarray, wj: np.ndarray, max_iter: int, tol: float, damp_first: bool) -> Fit:
+    """The alternating fit from ``f``. ``damp_first``: the first round is averaged with the
+    start too. From a cold start that keeps a judge the equal start over-rates (three flat
+    judges against one that tells answers apart) from being floored before the others have
+    a consensus; it can also give a flat judge half a scale at its own tiny noise, the most
+    information of any judge, after which the next round's consensus measures no one."""
     _fix_reference(lay, f)
     it, converged = 0, False
     for it in range(1, max_iter + 1):
         new = _step(lay, f, wi, wj)
-        if it > DAMP_AFTER:  # a judge at the edge of the chance threshold can flip back and
-            # forth between rounds; averaging the rounds settles it between the two
+        if it > DAMP_AFTER and (damp_first or it > 1):  # a judge at the edge of the chance
+            # threshold can flip back and forth between rounds; averaging the rounds settles it
+            # between the two
             unmeasured = ~measured(new.scale)  # no evidence: no damping toward it
             new.scale = np.where(unmeasured, new.scale, 0.5 * (new.scale + f.scale))
             new.bias = 0.5 * (new.bias + f.bias)

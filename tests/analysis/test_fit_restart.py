@@ -1,0 +1,39 @@
+"""A cold fit that ends with no judge measured restarts (``fit_measurement``).
+
+On the reference run's shape (two GPT judges, a flat judge that grades nearly every answer
+Medium, a contrary judge) one synthetic run in ten fell into the model's empty fixed point:
+the first round, averaged with the equal start, gave the flat judge half a scale at its own
+tiny noise, the most information of any judge; the next round's consensus then measured no
+judge, and every student's rank range was 1 to 5. Seeds 4, 18, 28 and 29 of
+``benchmarks.labels_in_loop.simulate_run`` did so without labels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from coeval_analysis.stats.measurement import fit_all, layout_of
+from coeval_analysis.stats.measurement_model import measured
+
+from benchmarks.labels_in_loop import simulate_run
+
+
+@pytest.mark.parametrize("seed", [4, 18, 28, 29])
+def test_a_flat_judge_does_not_leave_the_fit_with_no_judge_measured(seed: int) -> None:
+    f = fit_all(layout_of(simulate_run(seed).judgments))[0]
+    gpt_4o, gpt_35, flat, contrary = f.scale
+    assert measured(np.array([gpt_4o, gpt_35, contrary])).all()
+    assert gpt_4o > 0 and gpt_35 > 0 and contrary < 0  # the contrary judge is read upside down
+    assert abs(flat) < 0.3 * min(gpt_4o, gpt_35)  # and the flat one as nearly blind
+
+
+def test_a_fit_that_measures_judges_is_not_refitted() -> None:
+    """Seed 0 never fell into the empty point: its fit is the first one, unchanged."""
+    lay = layout_of(simulate_run(0).judgments)
+    from coeval_analysis.stats import measurement_fit
+
+    first = measurement_fit._rounds(
+        lay, measurement_fit._start(lay), np.ones(lay.n_items), np.ones(lay.K), measurement_fit.MAX_ITER,
+        measurement_fit.TOL, damp_first=True,
+    )  # fmt: skip
+    assert measurement_fit.fit_measurement(lay).scale == pytest.approx(first.scale, abs=0)
