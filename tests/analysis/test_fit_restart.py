@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from coeval_analysis.stats.measurement import fit_all, layout_of
+from coeval_analysis.stats.measurement import fit_all, layout_of, student_scores
 from coeval_analysis.stats.measurement_model import measured
 
 from benchmarks.labels_in_loop import simulate_run
@@ -20,11 +20,16 @@ from benchmarks.labels_in_loop import simulate_run
 
 @pytest.mark.parametrize("seed", [4, 18, 28, 29])
 def test_a_flat_judge_does_not_leave_the_fit_with_no_judge_measured(seed: int) -> None:
-    f = fit_all(layout_of(simulate_run(seed).judgments))[0]
+    lay = layout_of(simulate_run(seed).judgments)
+    f = fit_all(lay)[0]
     gpt_4o, gpt_35, flat, contrary = f.scale
     assert measured(np.array([gpt_4o, gpt_35, contrary])).all()
-    assert gpt_4o > 0 and gpt_35 > 0 and contrary < 0  # the contrary judge is read upside down
-    assert abs(flat) < 0.3 * min(gpt_4o, gpt_35)  # and the flat one as nearly blind
+    # theta's direction is the fit's own choice: the contrary judge is read against the others
+    assert np.sign(gpt_4o) == np.sign(gpt_35) == -np.sign(contrary)
+    assert abs(flat) < 0.3 * min(abs(gpt_4o), abs(gpt_35))  # and the flat one as nearly blind
+    # and the scores come out the right way up: the three students unrelated judges place
+    score = student_scores(lay, f).score
+    assert score[2] > score[3] > score[4]
 
 
 def test_a_fit_that_measures_judges_is_not_refitted() -> None:
