@@ -273,7 +273,9 @@ def fit_measurement(
     A cold fit whose rounds end with no judge measured has fallen into the model's empty
     fixed point: once every scale is at its floor, no consensus is left to measure a judge
     against, and none ever is again. It is fitted once more without damping its first round
-    toward the equal start (see :func:`_rounds`), and that fit is kept if it measures a judge.
+    toward the equal start (see :func:`_rounds`), and that fit is kept if it measures judges
+    whose direction is settled (:func:`_settled`); the empty fit is the honest one for two
+    judges that contradict each other with nothing to say which is right.
     """
     wi = np.ones(lay.n_items) if w_item is None else np.asarray(w_item, np.float64)
     wj = np.ones(lay.K) if w_judge is None else np.asarray(w_judge, np.float64)
@@ -283,7 +285,19 @@ def fit_measurement(
     if measured(f.scale).any():
         return f
     again = _rounds(lay, _start(lay), wi, wj, max_iter, tol, damp_first=False)
-    return again if measured(again.scale).any() else f
+    return again if _settled(lay, again) else f
+
+
+def _settled(lay: Layout, f: Fit) -> bool:
+    """Whether the fit says which way is better: the reference judge is measured, or two
+    judges or more are and more of them read quality one way than the other (the reported
+    scale's rule). One judge measured alone, where the first fit found none, is one side of
+    a contradiction picked by the fit's path, not evidence."""
+    ok = measured(f.scale)
+    if lay.has_reference and ok[-1]:
+        return True
+    forward, reversed_ = int((ok & (f.scale > 0)).sum()), int((ok & (f.scale < 0)).sum())
+    return forward + reversed_ >= 2 and forward != reversed_
 
 
 def _rounds(lay: Layout, f: Fit, wi: np.ndarray, wj: np.ndarray, max_iter: int, tol: float, damp_first: bool) -> Fit:
