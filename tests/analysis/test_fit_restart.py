@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from coeval_analysis.stats import measurement_fit
 from coeval_analysis.stats.measurement import fit_all, layout_of, student_scores
-from coeval_analysis.stats.measurement_model import measured
+from coeval_analysis.stats.measurement_model import MAX_ITER, TOL, measured
 
 from benchmarks.labels_in_loop import simulate_run
 
@@ -37,10 +38,7 @@ def test_a_flat_judge_does_not_leave_the_fit_with_no_judge_measured(seed: int) -
 def test_a_fit_that_measures_judges_is_not_refitted() -> None:
     """Seed 0 never fell into the empty point: its fit is the first one, unchanged."""
     lay = layout_of(simulate_run(0).judgments)
-    from coeval_analysis.stats import measurement_fit
-
     first = measurement_fit._rounds(
-        lay, measurement_fit._start(lay), np.ones(lay.n_items), np.ones(lay.K), measurement_fit.MAX_ITER,
-        measurement_fit.TOL, damp_first=True,
+        lay, measurement_fit._start(lay), np.ones(lay.n_items), np.ones(lay.K), MAX_ITER, TOL, damp_first=True,
     )  # fmt: skip
-    assert measurement_fit.fit_measurement(lay).scale == pytest.approx(first.scale, abs=0)
+    assert np.array_equal(measurement_fit.fit_measurement(lay).scale, first.scale)

@@ -302,10 +302,11 @@ def _settled(lay: Layout, f: Fit) -> bool:
 
 def _rounds(lay: Layout, f: Fit, wi: np.ndarray, wj: np.ndarray, max_iter: int, tol: float, damp_first: bool) -> Fit:
     """The alternating fit from ``f``. ``damp_first``: the first round is averaged with the
-    start too. From a cold start that keeps a judge the equal start over-rates (three flat
-    judges against one that tells answers apart) from being floored before the others have
-    a consensus; it can also give a flat judge half a scale at its own tiny noise, the most
-    information of any judge, after which the next round's consensus measures no one."""
+    start too. From a cold start that keeps a judge that tells answers apart from being
+    floored in the first round, where flat judges, equal at the start, outvote it in its
+    consensus (the reference run: three flat judges beside two that tell answers apart); it
+    can also give a flat judge half a scale at its own tiny noise, the most information of
+    any judge, after which the next round's consensus measures no one."""
     _fix_reference(lay, f)
     it, converged = 0, False
     for it in range(1, max_iter + 1):
