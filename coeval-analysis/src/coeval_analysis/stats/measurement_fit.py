@@ -23,6 +23,7 @@ from coeval_analysis.stats.measurement_model import (
     Fit,
     Layout,
     measured,
+    measured_sides,
 )
 
 __all__ = ["FIT_CELLS", "fit_all", "fit_measurement", "item_means", "subsample"]
@@ -293,10 +294,9 @@ def _settled(lay: Layout, f: Fit) -> bool:
     judges or more are and more of them read quality one way than the other (the reported
     scale's rule). One judge measured alone, where the first fit found none, is one side of
     a contradiction picked by the fit's path, not evidence."""
-    ok = measured(f.scale)
-    if lay.has_reference and ok[-1]:
+    if lay.has_reference and measured(f.scale[-1:])[0]:
         return True
-    forward, reversed_ = int((ok & (f.scale > 0)).sum()), int((ok & (f.scale < 0)).sum())
+    forward, reversed_ = (int(side.sum()) for side in measured_sides(lay, f))
     return forward + reversed_ >= 2 and forward != reversed_
 
 

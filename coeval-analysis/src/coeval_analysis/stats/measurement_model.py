@@ -9,7 +9,7 @@ import numpy as np
 
 from coeval_analysis.stats.headline import Judgments
 
-__all__ = ["TAU", "Fit", "Layout", "Reference", "layout_of", "measured"]
+__all__ = ["TAU", "Fit", "Layout", "Reference", "layout_of", "measured", "measured_sides"]
 
 TAU = 0.10  #: prior standard deviation of a judge's bias toward its family (0-1 score scale)
 NOISE_FLOOR = 1e-4  #: judge noise variance floor (a judge giving one level has noise 0)
@@ -126,3 +126,10 @@ def measured(scale: np.ndarray) -> np.ndarray:
     out: np.ndarray = np.abs(scale) > 1.01 * LAMBDA_FLOOR
     return out
 
+
+def measured_sides(lay: Layout, f: Fit) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, reversed): the judges with a measured scale and judgments that read
+    quality one way, and those that read it the other. Which side has more decides which
+    way is better (:func:`coeval_analysis.stats.measurement_scores.student_scores`)."""
+    ok = measured(f.scale) & (lay.seen.sum(0) > 0)
+    return ok & (f.scale > 0), ok & (f.scale < 0)

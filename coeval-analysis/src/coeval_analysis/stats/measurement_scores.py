@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from coeval_analysis.stats.measurement_model import TEACHER_FLOOR, Fit, Layout, measured
+from coeval_analysis.stats.measurement_model import TEACHER_FLOOR, Fit, Layout, measured, measured_sides
 from coeval_analysis.stats.measurement_taste import taste_from_reference
 
 __all__ = ["Scores", "student_scores", "teacher_weights"]
@@ -98,7 +98,7 @@ def _reported_scale(lay: Layout, f: Fit, on_reference: bool = True) -> tuple[flo
     info = np.where(n > 0, f.scale**2 / f.noise, 0.0)
     # the direction most measured judges agree on is "better": a single highly consistent
     # contrary judge must not turn the ranking upside down, so only the majority side counts
-    pos, neg = measured(f.scale) & (f.scale > 0) & (n > 0), measured(f.scale) & (f.scale < 0) & (n > 0)
+    pos, neg = measured_sides(lay, f)
     if pos.sum() != neg.sum():
         side = pos if pos.sum() > neg.sum() else neg
     else:
