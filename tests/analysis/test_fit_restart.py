@@ -7,16 +7,19 @@ tiny noise, the most information of any judge; the next round's consensus then m
 judge, and every student's rank range was 1 to 5. Seeds 4, 18, 28 and 29 of
 ``benchmarks.labels_in_loop.simulate_run`` did so without labels. Where two judges
 contradict each other and nothing says which is right, the empty fit stays
-(``tests/benchmarks/test_gold_reference.py``, without gold).
+(``tests/benchmarks/test_gold_reference.py``, without gold); a judge left at the floor
+does not count as a side.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from coeval_analysis.scenarios import SCENARIOS, simulate
 from coeval_analysis.stats import measurement_fit
 from coeval_analysis.stats.measurement import fit_all, layout_of, student_scores
 from coeval_analysis.stats.measurement_model import MAX_ITER, TOL, measured
+from scipy.stats import spearmanr
 
 from benchmarks.labels_in_loop import simulate_run
 
@@ -42,3 +45,22 @@ def test_a_fit_that_measures_judges_is_not_refitted() -> None:
         lay, measurement_fit._start(lay), np.ones(lay.n_items), np.ones(lay.K), MAX_ITER, TOL, damp_first=True,
     )  # fmt: skip
     assert np.array_equal(measurement_fit.fit_measurement(lay).scale, first.scale)
+
+
+def test_a_floored_judge_a_little_off_the_floor_does_not_block_the_restart() -> None:
+    """Seed 28 of the ``family_top_contrary`` scenario (the GPT judges favour the two best
+    students, the flat judge favours the worst, the contrary judge is weak). Its restart
+    measures both GPT judges one way and the contrary judge the other, while the flat
+    judge's floored scale is rescaled with theta to 1.16 times the floor. Counted as a
+    measured judge, it tied the sides 2 to 2 and the empty fit was kept: every student's
+    score equal but for noise, Spearman 0.93 with truth where the plain mean has 0.99."""
+    sim = simulate(SCENARIOS["family_top_contrary"], 28)
+    lay = layout_of(sim.judgments)
+    f = fit_all(lay)[0]
+    gpt_a, gpt_b, _, contrary = f.scale
+    assert measured(np.array([gpt_a, gpt_b, contrary])).all()
+    assert np.sign(gpt_a) == np.sign(gpt_b) == -np.sign(contrary)
+    assert f.reliability[2] < 0.05  # the flat judge stays next to blind
+    score = student_scores(lay, f).score
+    assert spearmanr(score, sim.quality)[0] > 0.98
+    assert list(np.argsort(-score)[:2]) == [9, 8]  # the favoured pair on top, in order

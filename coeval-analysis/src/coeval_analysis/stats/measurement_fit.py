@@ -296,7 +296,8 @@ def _settled(lay: Layout, f: Fit) -> bool:
     a contradiction picked by the fit's path, not evidence."""
     if lay.has_reference and measured(f.scale[-1:])[0]:
         return True
-    forward, reversed_ = (int(side.sum()) for side in measured_sides(lay, f))
+    competent = f.reliability >= COMPETENT  # a floored judge's scale drifts a little off the floor
+    forward, reversed_ = (int((side & competent).sum()) for side in measured_sides(lay, f))
     return forward + reversed_ >= 2 and forward != reversed_
 
 
