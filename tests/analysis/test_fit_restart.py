@@ -64,3 +64,19 @@ def test_a_floored_judge_a_little_off_the_floor_does_not_block_the_restart() -> 
     score = student_scores(lay, f).score
     assert spearmanr(score, sim.quality)[0] > 0.98
     assert list(np.argsort(-score)[:2]) == [9, 8]  # the favoured pair on top, in order
+
+
+@pytest.mark.parametrize("seed", [0, 26])
+def test_a_judge_that_ignores_difficulty_does_not_start_reversed(seed: int) -> None:
+    """Seeds 0 and 26 of ``family_top_contrary``: the flat judge grades nearly every answer
+    High, whatever the datapoint's difficulty. Read against the datapoints' common mean,
+    which the other judges' difficulty moves, it loaded against them and started reversed
+    beside the GPT judges; both fits, damped and not, then ended with no judge measured (Spearman 0.93 and 0.95, the plain mean 0.99)."""
+    sim = simulate(SCENARIOS["family_top_contrary"], seed)
+    lay = layout_of(sim.judgments)
+    start = measurement_fit._start(lay)
+    assert list(start.scale[:3]) == [1.0, 1.0, 1.0]  # GPT, GPT, flat (the contrary one is weak)
+    f = fit_all(lay)[0]
+    assert measured(f.scale[[0, 1, 3]]).all()
+    score = student_scores(lay, f).score
+    assert spearmanr(score, sim.quality)[0] > 0.98

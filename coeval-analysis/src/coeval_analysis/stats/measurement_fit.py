@@ -53,11 +53,19 @@ def _start_signs(lay: Layout, mu: np.ndarray) -> np.ndarray:
     """+1 or -1 per judge: the sign of its loading on the judges' leading principal axis of
     within-datapoint deviations, turned so the reference judge (else most loading) is +1.
     Starting a contrary judge at +1 would let it cancel the judges it contradicts in every
-    other judge's first consensus, and the fit would settle where no judge tells answers apart."""
+    other judge's first consensus, and the fit would settle where no judge tells answers apart.
+    Each judge's deviations are from its own mean of the datapoint where it graded two
+    answers or more to it (else from the datapoints' mean ``mu``): from the common mean, a
+    judge that gives every answer the same level (it does not follow the datapoints'
+    difficulty, which the others do) loads against them as a contrary judge does."""
     K = lay.K
     if K < 2 or not len(lay.cell_item):
         return np.ones(K)
-    dev = np.where(lay.seen, lay.x - mu[lay.cell_item][:, None], 0.0)
+    key = (lay.cell_item[:, None] * K + np.arange(K)[None, :]).ravel()
+    n = np.bincount(key, lay.seen.ravel().astype(np.float64), lay.n_items * K)[key].reshape(lay.x.shape)
+    tot = np.bincount(key, np.where(lay.seen, lay.x, 0.0).ravel(), lay.n_items * K)[key].reshape(lay.x.shape)
+    centre = np.where(n >= 2, tot / np.maximum(n, 1.0), mu[lay.cell_item][:, None])
+    dev = np.where(lay.seen, lay.x - centre, 0.0)
     both = lay.seen.astype(np.float64)
     cov = (dev.T @ dev) / np.maximum(both.T @ both, 1.0)
     sd = np.sqrt(np.maximum(np.diag(cov), _EPS))
