@@ -10,11 +10,14 @@ import numpy as np
 
 from coeval_analysis.stats.measurement_model import TASTE_FLOOR, Fit, Layout, measured
 
-__all__ = ["LABELLED_STUDENTS", "RefTaste", "taste_from_reference"]
+__all__ = ["LABELLED_STUDENTS", "TREND_STUDENTS", "RefTaste", "taste_from_reference"]
 
 #: students, each with at least two answers both graded, from which the labels measure a
 #: judge's taste spread themselves (fewer: the spread measured against the other judges)
 LABELLED_STUDENTS = 3
+#: students, each with at least two answers both graded, from which a judge's departure from
+#: the labels is read as a line in the students' quality plus a taste about it
+TREND_STUDENTS = 4
 _TINY = 1e-12
 
 
@@ -55,10 +58,65 @@ def taste_from_reference(lay: Layout, f: Fit, dev: np.ndarray) -> RefTaste | Non
     judge_var = np.where(has, (f.noise / safe**2)[None, :] / nn, 0.0)
     reference_var = np.where(has, f.noise[r] / lam[r] ** 2 / nn, 0.0)
     raw = tot / nn
-    spread = _prior(raw, n, judge_var + reference_var, f.taste / safe**2, TASTE_FLOOR**2 / safe**2)
+    var = judge_var + reference_var
+    floor = TASTE_FLOOR**2 / safe**2
+    trend, line_spread = _trend(raw, n, var, _student_quality(lay, f, dev), floor)
+    spread = np.where(np.isnan(line_spread), _prior(raw, n, var, f.taste / safe**2, floor), line_spread)
     prior = np.where(ok_j, spread, 0.0)[None, :]
-    gain = np.where(has, prior / np.maximum(prior + judge_var + reference_var, _TINY), 0.0)
-    return RefTaste(gain * raw, gain, judge_var, reference_var, prior)
+    gain = np.where(has, prior / np.maximum(prior + var, _TINY), 0.0)
+    shift = np.where(ok_j[None, :], trend + gain * (raw - trend), 0.0)
+    return RefTaste(shift, gain, judge_var, reference_var, prior)
+
+
+def _student_quality(lay: Layout, f: Fit, dev: np.ndarray) -> np.ndarray:
+    """Each student's quality (theta units, relative to the datapoints' means): the
+    information-weighted mean of the measured judges' and the reference's views of its
+    answers, as the trend's regressor (its taste and bias are what the trend is fitted to
+    find, so this need not be corrected for them)."""
+    S = lay.n_students
+    on = lay.seen & measured(f.scale)[None, :]
+    g = np.where(on, f.scale / f.noise, 0.0)
+    h = np.where(on, f.scale**2 / f.noise, 0.0)
+    num = np.bincount(lay.cell_student, (g * dev).sum(1), S)
+    den = np.bincount(lay.cell_student, h.sum(1), S)
+    out: np.ndarray = np.where(den > _TINY, num / np.maximum(den, _TINY), 0.0)
+    return out
+
+
+def _trend(
+    raw: np.ndarray, n: np.ndarray, var: np.ndarray, quality: np.ndarray, floor: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(S, K) and (K,): each judge's departure from the reference as a line in the
+    student's quality, fitted (weighted by each student's noise) where the reference grades
+    ``TREND_STUDENTS`` or more students on two answers or more (0 elsewhere), and the spread
+    of the tastes about the line, by DerSimonian and Laird's method for a meta-regression
+    (NaN where no line is fitted: :func:`_prior` then gives it). A judge and a labeller whose
+    levels saturate differently (one gives the best answers High where the other still
+    tells them apart) depart from each other by an amount that follows quality: two
+    neighbouring students share it. Read as independent per-student tastes, it was a spread
+    four times the floor that no label could remove and that widened every gap between
+    neighbours; as a line, it moves neighbours alike and leaves their gap to the data. The
+    line is applied to every student, its quality held within the labelled students' range
+    (no extrapolation)."""
+    S, K = raw.shape
+    line = np.zeros((S, K))
+    spread = np.full(K, np.nan)
+    for k in range(K):
+        use = n[:, k] >= 2
+        if use.sum() < TREND_STUDENTS:
+            continue
+        w = 1.0 / np.maximum(var[use, k], _TINY)
+        x = quality[use]
+        design = np.stack([np.ones(len(x)), x], 1)
+        info = design.T @ (w[:, None] * design)
+        if np.linalg.cond(info) > 1e12:  # the labelled students' quality does not vary
+            continue
+        beta = np.linalg.solve(info, design.T @ (w * raw[use, k]))
+        q = float((w * (raw[use, k] - design @ beta) ** 2).sum())  # Cochran's Q about the line
+        denom = w.sum() - np.trace(np.linalg.solve(info, design.T @ (w[:, None] ** 2 * design)))
+        spread[k] = max((q - (len(x) - 2)) / max(denom, _TINY), float(floor[k]))
+        line[:, k] = beta[0] + beta[1] * np.clip(quality, x.min(), x.max())
+    return line, spread
 
 
 def _prior(
