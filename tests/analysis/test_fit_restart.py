@@ -71,7 +71,8 @@ def test_a_judge_that_ignores_difficulty_does_not_start_reversed(seed: int) -> N
     """Seeds 0 and 26 of ``family_top_contrary``: the flat judge grades nearly every answer
     High, whatever the datapoint's difficulty. Read against the datapoints' common mean,
     which the other judges' difficulty moves, it loaded against them and started reversed
-    beside the GPT judges; both fits, damped and not, then ended with no judge measured (Spearman 0.93 and 0.95, the plain mean 0.99)."""
+    beside the GPT judges; both fits, damped and not, then ended with no judge measured
+    (Spearman 0.93 and 0.95, the plain mean 0.99)."""
     sim = simulate(SCENARIOS["family_top_contrary"], seed)
     lay = layout_of(sim.judgments)
     start = measurement_fit._start(lay)

@@ -69,10 +69,10 @@ def taste_from_reference(lay: Layout, f: Fit, dev: np.ndarray) -> RefTaste | Non
 
 
 def _student_quality(lay: Layout, f: Fit, dev: np.ndarray) -> np.ndarray:
-    """Each student's quality (theta units, relative to the datapoints' means): the
-    information-weighted mean of the measured judges' and the reference's views of its
-    answers, as the trend's regressor (its taste and bias are what the trend is fitted to
-    find, so this need not be corrected for them)."""
+    """Each student's quality (theta units, relative to the datapoints' means), the line's
+    regressor: the information-weighted mean of the measured judges' and the reference's
+    views of its answers, not corrected for the judges' bias and taste (they move it a
+    little beside what separates the students)."""
     S = lay.n_students
     on = lay.seen & measured(f.scale)[None, :]
     g = np.where(on, f.scale / f.noise, 0.0)
@@ -94,7 +94,7 @@ def _trend(
     levels saturate differently (one gives the best answers High where the other still
     tells them apart) depart from each other by an amount that follows quality: two
     neighbouring students share it. Read as independent per-student tastes, it was a spread
-    four times the floor that no label could remove and that widened every gap between
+    several times the floor that no label could remove and that widened every gap between
     neighbours; as a line, it moves neighbours alike and leaves their gap to the data. The
     line is applied to every student, its quality held within the labelled students' range
     (no extrapolation)."""
