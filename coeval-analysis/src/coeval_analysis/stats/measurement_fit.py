@@ -300,11 +300,13 @@ def fit_measurement(
 def _settled(lay: Layout, f: Fit) -> bool:
     """Whether the fit says which way is better: the reference judge is measured, or two
     judges or more are and more of them read quality one way than the other (the reported
-    scale's rule). One judge measured alone, where the first fit found none, is one side of
-    a contradiction picked by the fit's path, not evidence."""
+    scale's rule, counting only judges with reliability at least ``COMPETENT``: a floored
+    judge rescaled a little off the floor would tie the sides). One judge measured alone,
+    where the first fit found none, is one side of a contradiction picked by the fit's
+    path, not evidence."""
     if lay.has_reference and measured(f.scale[-1:])[0]:
         return True
-    competent = f.reliability >= COMPETENT  # a floored judge's scale drifts a little off the floor
+    competent = f.reliability >= COMPETENT
     forward, reversed_ = (int((side & competent).sum()) for side in measured_sides(lay, f))
     return forward + reversed_ >= 2 and forward != reversed_
 
