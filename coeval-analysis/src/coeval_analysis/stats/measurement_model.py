@@ -25,6 +25,10 @@ MAX_ITER = 300
 #: share of the largest loading
 CONTRARY_LOADING = 0.5
 DAMP_AFTER = 0  #: rounds after which the scales and biases are damped (half old, half new)
+#: rounds after which a fit still moving is damped harder: each round keeps ``SETTLE_KEEP``
+#: of every parameter's last value (see ``measurement_fit._rounds``)
+SETTLE_AFTER = 100
+SETTLE_KEEP = 0.8
 TOL = 1e-4
 _EPS = 1e-9
 
@@ -124,16 +128,19 @@ def measured(scale: np.ndarray) -> np.ndarray:
     """Which judges have a measured scale (not the floor given to a judge without evidence;
     the floor moves with the rescaling of theta, usually by a few parts in a thousand, but
     a fit that rescales theta a lot in its last round leaves a floored judge further off:
-    1.16 times the floor in seed 28 of ``family_top_contrary``'s undamped fit. The fit
-    restart's count of sides therefore also asks for reliability; :func:`measured_sides`,
-    which the reported scale counts, does not yet)."""
+    1.16 times the floor in seed 28 of ``family_top_contrary``'s undamped fit, which is
+    why :func:`measured_sides` also asks for reliability)."""
     out: np.ndarray = np.abs(scale) > 1.01 * LAMBDA_FLOOR
     return out
 
 
 def measured_sides(lay: Layout, f: Fit) -> tuple[np.ndarray, np.ndarray]:
-    """(forward, reversed): the judges with a measured scale and judgments that read
-    quality one way, and those that read it the other. Which side has more decides which
-    way is better (:func:`coeval_analysis.stats.measurement_scores.student_scores`)."""
-    ok = measured(f.scale) & (lay.seen.sum(0) > 0)
+    """(forward, reversed): the judges with a measured scale, reliability at least
+    :data:`COMPETENT` and judgments that read quality one way, and those that read it the
+    other. Which side has more decides which way is better (the reported scale of
+    :func:`coeval_analysis.stats.measurement_scores.student_scores`, and whether the fit's
+    restart settled it). A floored judge rescaled a little off the floor with theta passes
+    as measured; counted as a side, one that is next to blind turned a tie into a majority
+    and the whole ranking upside down."""
+    ok = measured(f.scale) & (lay.seen.sum(0) > 0) & (f.reliability >= COMPETENT)
     return ok & (f.scale > 0), ok & (f.scale < 0)
