@@ -20,7 +20,7 @@ from coeval_analysis.human_labels import (
     run_labels,
     save_labels,
 )
-from coeval_analysis.reference_judge import agreement_with, labels_needed, reference_table
+from coeval_analysis.reference_judge import NOT_IN_HEADLINE, agreement_with, labels_needed, reference_table
 from sklearn.metrics import cohen_kappa_score
 
 QUALITY = {"stu-a": "High", "stu-b": "High", "stu-c": "Medium", "stu-d": "Low", "stu-e": "Low"}
@@ -219,3 +219,33 @@ def test_writers_in_two_processes_lose_no_label(make_run: Callable[..., Path]) -
     assert [p.exitcode for p in procs] == [0, 0]
     assert sorted(lab.key for lab in read_labels(run)) == sorted(lab.key for lab in mine + yours)
     assert len(_lines(run)) == 180
+
+
+def test_labels_the_fit_cannot_check_say_they_do_not_move_the_headline(make_run: Callable[..., Path]) -> None:
+    """Five labels on one datapoint's answers and one on the next: too few for the fit to
+    tell the labels' agreement with the judges from chance, so their scale stays at the
+    floor. The summary, its warnings and the labels line say so, rather than leave a user
+    who labelled to think the ranking used the labels."""
+    run = make_run(datapoints_per_teacher=2)
+    save_labels(run, _labels(run, 6))
+    summary = analyze(load_run(run), AnalysisOptions(n_boot=0)).summary
+    ref = summary["reference"]
+    assert ref["in_headline"] is False
+    assert ref["line"].endswith(NOT_IN_HEADLINE)
+    assert [w["message"] for w in summary["warnings"] if w["kind"] == "reference_not_measured"] == [
+        NOT_IN_HEADLINE.strip()]
+
+
+def test_labels_the_fit_measures_enter_the_headline(make_run: Callable[..., Path]) -> None:
+    run = make_run(datapoints_per_teacher=4)
+    save_labels(run, _labels(run, 40))
+    summary = analyze(load_run(run), AnalysisOptions(n_boot=0)).summary
+    assert summary["reference"]["in_headline"] is True
+    assert NOT_IN_HEADLINE not in summary["reference"]["line"]
+    assert not [w for w in summary["warnings"] if w["kind"] == "reference_not_measured"]
+
+
+def test_a_run_without_labels_or_gold_has_no_reference_warning(make_run: Callable[..., Path]) -> None:
+    summary = analyze(load_run(make_run(datapoints_per_teacher=2)), AnalysisOptions(n_boot=0)).summary
+    assert "reference" not in summary
+    assert not [w for w in summary["warnings"] if w["kind"] == "reference_not_measured"]

@@ -37,11 +37,12 @@ from coeval_analysis.ranking import (
     conflict_aware_ranking,
     determination,
     rank_label,
+    reference_in_headline,
     student_missing,
     teacher_weights,
     unrelated_weight,
 )
-from coeval_analysis.reference_judge import reference_summary, reference_table
+from coeval_analysis.reference_judge import NOT_IN_HEADLINE, reference_summary, reference_table
 from coeval_analysis.run_warnings import collect_warnings, flag_constant_raters
 from coeval_analysis.stale import stale_warnings
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
@@ -198,9 +199,13 @@ def analyze(
     summary["warnings"] = collect_warnings(
         model, summary, headline.headline.converged, headline.headline.iterations, MISSING_GAP
     )
-    ref_summary = reference_summary(data, model, human, headline.comparisons.pairs, boot, opts.level)
+    ref_summary = reference_summary(data, model, human, headline.comparisons.pairs, boot, opts.level,
+                                    in_headline=reference_in_headline(headline))  # fmt: skip
     if ref_summary is not None:
         summary["reference"] = ref_summary
+        if ref_summary["in_headline"] is False:
+            summary["warnings"].append({"kind": "reference_not_measured", "subject": None,
+                                        "message": NOT_IN_HEADLINE.strip()})
     summary["warnings"] = stale_warnings(data) + summary["warnings"]  # first: they change every number
     if isinstance(summary["judges"], dict):
         flag_constant_raters(summary)

@@ -32,6 +32,7 @@ from coeval_analysis.stats.measurement import (
     fit_all,
     info_share,
     layout_of,
+    measured,
     student_scores,
 )
 from coeval_analysis.stats.scores import ScoreModel, pair_mean
@@ -45,6 +46,7 @@ __all__ = [
     "determination",
     "judgments_of",
     "rank_label",
+    "reference_in_headline",
     "reference_of",
     "student_missing",
     "teacher_weights",
@@ -220,6 +222,17 @@ def conflict_aware_ranking(
     )
     m = MeasurementSummary(lay, f, sc, refits, scale[:k], n_items, enough)
     return ConflictAwareRanking(h, names, families, ci, reps, comp, (wlo, whi), j, m)
+
+
+def reference_in_headline(r: ConflictAwareRanking) -> bool | None:
+    """Whether the reference judge (human labels, gold) shapes the headline: its scale
+    measured against the other judges. None without one. Labels the fit cannot check (too
+    few of them on the same datapoints, or agreeing with the judges no better than chance)
+    are left at the floor and move nothing; a user who labelled should be told."""
+    lay, f = r.measurement.layout, r.measurement.fit
+    if not lay.has_reference:
+        return None
+    return bool(measured(f.scale[-1:])[0])
 
 
 def unrelated_weight(r: ConflictAwareRanking) -> np.ndarray:

@@ -247,10 +247,22 @@ def labels_needed(
     }
 
 
-def _line(n_labels: int, n_answers: int, n_stale: int, need: dict[str, Any]) -> str:
+#: what the labels line adds when the fit could not check the labels and gold
+NOT_IN_HEADLINE = (
+    " The headline cannot check the labels and gold against the judges yet (too few on the same datapoints, or "
+    "agreeing with the judges no better than chance), so they do not move it: label several students' answers to "
+    "the same datapoints."
+)
+
+
+def _line(n_labels: int, n_answers: int, n_stale: int, need: dict[str, Any], in_headline: bool | None = None) -> str:
     head = f"{n_labels} human label{'s' if n_labels != 1 else ''} on {n_answers} answer{'s' if n_answers != 1 else ''}"
     if n_stale:
         head += f" ({n_stale} stale: their answer was regenerated, not used)"
+    return _needed_clause(head, need) + (NOT_IN_HEADLINE if in_headline is False else "")
+
+
+def _needed_clause(head: str, need: dict[str, Any]) -> str:
     pairs = need["undetermined_pairs"]
     if not pairs:
         return head + "; every comparison of the headline is already determined."
@@ -262,10 +274,12 @@ def _line(n_labels: int, n_answers: int, n_stale: int, need: dict[str, Any]) -> 
 
 def reference_summary(
     data: RunData, model: ScoreModel, labels: Sequence[HumanLabel], comparisons: Sequence[dict[str, Any]],
-    boot: Bootstrap | None, level: float, *, always: bool = False,
+    boot: Bootstrap | None, level: float, *, always: bool = False, in_headline: bool | None = None,
 ) -> dict[str, Any] | None:
     """``summary.json`` ``reference``: None when the run has neither labels nor gold (unless
-    ``always``: the Label page says how many labels would settle a run that has none)."""
+    ``always``: the Label page says how many labels would settle a run that has none).
+    ``in_headline``: whether the headline's fit measured the labels and gold (see
+    :func:`coeval_analysis.ranking.reference_in_headline`); None when not known."""
     ref = reference_table(data, labels)
     if ref.empty and not labels and not always:
         return None
@@ -304,5 +318,6 @@ def reference_summary(
         "judges": {j: v for j, v in judges.items() if v},
         "human_ranking": human_ranking(model, r_h, human, boot, level) if len(human) else None,
         "needed": need,
-        "line": _line(len(fresh), n_answers, n_stale, need),
+        "in_headline": in_headline,
+        "line": _line(len(fresh), n_answers, n_stale, need, in_headline),
     }
