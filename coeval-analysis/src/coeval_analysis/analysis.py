@@ -199,13 +199,8 @@ def analyze(
     summary["warnings"] = collect_warnings(
         model, summary, headline.headline.converged, headline.headline.iterations, MISSING_GAP
     )
-    ref_summary = reference_summary(data, model, human, headline.comparisons.pairs, boot, opts.level,
-                                    in_headline=reference_in_headline(headline))  # fmt: skip
-    if ref_summary is not None:
-        summary["reference"] = ref_summary
-        if ref_summary["in_headline"] is False:
-            summary["warnings"].append({"kind": "reference_not_measured", "subject": None,
-                                        "message": NOT_IN_HEADLINE.strip()})
+    _add_reference(summary, reference_summary(data, model, human, headline.comparisons.pairs, boot, opts.level,
+                                              in_headline=reference_in_headline(headline)))  # fmt: skip
     summary["warnings"] = stale_warnings(data) + summary["warnings"]  # first: they change every number
     if isinstance(summary["judges"], dict):
         flag_constant_raters(summary)
@@ -234,6 +229,17 @@ def analyze(
 
 
 # ------------------------------------------------------------------------------------------
+
+
+def _add_reference(summary: dict[str, Any], ref_summary: dict[str, Any] | None) -> None:
+    """``summary["reference"]`` (labels and gold), and a warning when the fit could not
+    check them: they then move nothing, and a user who labelled must not think otherwise."""
+    if ref_summary is None:
+        return
+    summary["reference"] = ref_summary
+    if ref_summary["in_headline"] is False:
+        summary["warnings"].append({"kind": "reference_not_measured", "subject": None,
+                                    "message": NOT_IN_HEADLINE.strip()})
 
 
 def _no_icc() -> dict[str, Any]:
