@@ -20,7 +20,13 @@ from coeval_analysis.human_labels import (
     run_labels,
     save_labels,
 )
-from coeval_analysis.reference_judge import NOT_IN_HEADLINE, agreement_with, labels_needed, reference_table
+from coeval_analysis.reference_judge import (
+    NOT_IN_HEADLINE,
+    REFERENCE_NOT_MEASURED,
+    agreement_with,
+    labels_needed,
+    reference_table,
+)
 from sklearn.metrics import cohen_kappa_score
 
 QUALITY = {"stu-a": "High", "stu-b": "High", "stu-c": "Medium", "stu-d": "Low", "stu-e": "Low"}
@@ -233,7 +239,7 @@ def test_labels_the_fit_cannot_check_say_they_do_not_move_the_headline(make_run:
     assert ref["in_headline"] is False
     assert ref["line"].endswith(NOT_IN_HEADLINE)
     assert [w["message"] for w in summary["warnings"] if w["kind"] == "reference_not_measured"] == [
-        NOT_IN_HEADLINE.strip()]
+        REFERENCE_NOT_MEASURED]
 
 
 def test_labels_the_fit_measures_enter_the_headline(make_run: Callable[..., Path]) -> None:

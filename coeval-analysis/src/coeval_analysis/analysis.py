@@ -42,7 +42,7 @@ from coeval_analysis.ranking import (
     teacher_weights,
     unrelated_weight,
 )
-from coeval_analysis.reference_judge import NOT_IN_HEADLINE, reference_summary, reference_table
+from coeval_analysis.reference_judge import REFERENCE_NOT_MEASURED, reference_summary, reference_table
 from coeval_analysis.run_warnings import collect_warnings, flag_constant_raters
 from coeval_analysis.stale import stale_warnings
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
@@ -239,7 +239,7 @@ def _add_reference(summary: dict[str, Any], ref_summary: dict[str, Any] | None) 
     summary["reference"] = ref_summary
     if ref_summary["in_headline"] is False:
         summary["warnings"].append({"kind": "reference_not_measured", "subject": None,
-                                    "message": NOT_IN_HEADLINE.strip()})
+                                    "message": REFERENCE_NOT_MEASURED})
 
 
 def _no_icc() -> dict[str, Any]:

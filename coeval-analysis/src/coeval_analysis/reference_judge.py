@@ -253,6 +253,11 @@ NOT_IN_HEADLINE = (
     "agreeing with the judges no better than chance), so they do not move it: label several students' answers to "
     "the same datapoints."
 )
+#: the warning beside it (the console prints both: the warning says that, the line what to do)
+REFERENCE_NOT_MEASURED = (
+    "the human labels and gold do not move the headline yet: the fit cannot check them against the judges "
+    "(the labels line says what to label)"
+)
 
 
 def _line(n_labels: int, n_answers: int, n_stale: int, need: dict[str, Any], in_headline: bool | None = None) -> str:
