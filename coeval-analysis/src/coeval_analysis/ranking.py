@@ -32,7 +32,7 @@ from coeval_analysis.stats.measurement import (
     fit_all,
     info_share,
     layout_of,
-    measured,
+    reference_measured,
     student_scores,
 )
 from coeval_analysis.stats.scores import ScoreModel, pair_mean
@@ -229,10 +229,8 @@ def reference_in_headline(r: ConflictAwareRanking) -> bool | None:
     measured against the other judges. None without one. Labels the fit cannot check (too
     few of them on the same datapoints, or agreeing with the judges no better than chance)
     are left at the floor and move nothing; a user who labelled should be told."""
-    lay, f = r.measurement.layout, r.measurement.fit
-    if not lay.has_reference:
-        return None
-    return bool(measured(f.scale[-1:])[0])
+    lay = r.measurement.layout
+    return reference_measured(lay, r.measurement.fit.scale) if lay.has_reference else None
 
 
 def unrelated_weight(r: ConflictAwareRanking) -> np.ndarray:

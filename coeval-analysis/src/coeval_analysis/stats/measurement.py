@@ -56,6 +56,7 @@ from coeval_analysis.stats.measurement_model import (
     Reference,
     layout_of,
     measured,
+    reference_measured,
 )
 from coeval_analysis.stats.measurement_scores import Scores, student_scores, teacher_weights
 
@@ -75,6 +76,7 @@ __all__ = [
     "item_means",
     "layout_of",
     "measured",
+    "reference_measured",
     "student_scores",
     "subsample",
     "teacher_weights",

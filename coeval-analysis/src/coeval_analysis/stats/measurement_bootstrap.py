@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coeval_analysis.stats.measurement_fit import fit_measurement
-from coeval_analysis.stats.measurement_model import TAU, Fit, Layout, measured
+from coeval_analysis.stats.measurement_model import TAU, Fit, Layout, measured, reference_measured
 from coeval_analysis.stats.measurement_scores import Scores, _reported_scale, student_scores
 
 __all__ = ["Replicates", "bootstrap", "info_share"]
@@ -61,7 +61,7 @@ def bootstrap(lay: Layout, f: Fit, sc: Scores, sub: Layout, share: float, weight
     sc_sub = sc if sub is lay else student_scores(sub, f)
     # every refit reports on the scale the fit chose: a refit that happens to measure a
     # reference the fit could not must not switch units under the others
-    on_ref = bool(lay.has_reference and measured(f.scale[-1:])[0])
+    on_ref = reference_measured(lay, f.scale)
     for b in range(R):
         wi = W[b].astype(np.float64)
         if sub is not lay:  # a resample of the subsample's datapoints only

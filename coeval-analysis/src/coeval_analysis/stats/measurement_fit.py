@@ -26,6 +26,7 @@ from coeval_analysis.stats.measurement_model import (
     Layout,
     measured,
     measured_sides,
+    reference_measured,
 )
 
 __all__ = ["FIT_CELLS", "fit_all", "fit_measurement", "item_means", "subsample"]
@@ -157,7 +158,7 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     # noise: E[(x - a - lambda theta)^2] given the others, within datapoints, floored at a
     # twentieth of the judge's own spread so that no judge's noise collapses and takes over
     resid = (dx - new_lam * dm) ** 2 - new_lam**2 * v_loo
-    if lay.has_reference and measured(new_lam[-1:])[0]:
+    if reference_measured(lay, new_lam):
         resid[:, -1] = _reference_resid(lay, W[:, -1], dx[:, -1] - new_lam[-1] * dm[:, -1], resid[:, -1])
     floor = np.maximum(NOISE_SHARE * varx, NOISE_FLOOR)
     new_s2 = np.where(n > 2, np.maximum((W * resid).sum(0) / nn, floor), s2)
@@ -304,7 +305,7 @@ def _settled(lay: Layout, f: Fit) -> bool:
     judges or more are and more of them read quality one way than the other (the reported
     scale's rule, :func:`measured_sides`). One judge measured alone, where the first fit
     found none, is one side of a contradiction picked by the fit's path, not evidence."""
-    if lay.has_reference and measured(f.scale[-1:])[0]:
+    if reference_measured(lay, f.scale):
         return True
     forward, reversed_ = (int(side.sum()) for side in measured_sides(lay, f))
     return forward + reversed_ >= 2 and forward != reversed_

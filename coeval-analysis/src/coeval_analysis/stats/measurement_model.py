@@ -9,7 +9,7 @@ import numpy as np
 
 from coeval_analysis.stats.headline import Judgments
 
-__all__ = ["TAU", "Fit", "Layout", "Reference", "layout_of", "measured", "measured_sides"]
+__all__ = ["TAU", "Fit", "Layout", "Reference", "layout_of", "measured", "measured_sides", "reference_measured"]
 
 TAU = 0.10  #: prior standard deviation of a judge's bias toward its family (0-1 score scale)
 NOISE_FLOOR = 1e-4  #: judge noise variance floor (a judge giving one level has noise 0)
@@ -132,6 +132,13 @@ def measured(scale: np.ndarray) -> np.ndarray:
     why :func:`measured_sides` also asks for reliability)."""
     out: np.ndarray = np.abs(scale) > 1.01 * LAMBDA_FLOOR
     return out
+
+
+def reference_measured(lay: Layout, scale: np.ndarray) -> bool:
+    """Whether the run has a reference judge (human labels, gold: the last column) and
+    ``scale`` measures it: only then are the scores reported in its units and the judges'
+    tastes read from it."""
+    return bool(lay.has_reference and measured(scale[-1:])[0])
 
 
 def measured_sides(lay: Layout, f: Fit) -> tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from coeval_analysis.stats.measurement_model import TEACHER_FLOOR, Fit, Layout, measured, measured_sides
+from coeval_analysis.stats.measurement_model import (
+    TEACHER_FLOOR,
+    Fit,
+    Layout,
+    measured,
+    measured_sides,
+    reference_measured,
+)
 from coeval_analysis.stats.measurement_taste import taste_from_reference
 
 __all__ = ["Scores", "student_scores", "teacher_weights"]
@@ -92,7 +99,7 @@ def _reported_scale(lay: Layout, f: Fit, on_reference: bool = True) -> tuple[flo
     """(stretch, shift) taking theta to the scale of an average informative judge, or to
     the reference judge's (scale 1, location 0) when there is one the others can check
     (``on_reference=False``: never, as for a refit of a fit that did not measure it)."""
-    if on_reference and lay.has_reference and measured(f.scale[-1:])[0]:
+    if on_reference and reference_measured(lay, f.scale):
         return float(f.scale[-1]), float(f.location[-1])
     n = lay.seen.sum(0)
     info = np.where(n > 0, f.scale**2 / f.noise, 0.0)

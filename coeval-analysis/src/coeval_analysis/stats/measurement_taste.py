@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coeval_analysis.stats.measurement_model import TASTE_FLOOR, Fit, Layout, measured
+from coeval_analysis.stats.measurement_model import TASTE_FLOOR, Fit, Layout, measured, reference_measured
 
 __all__ = ["LABELLED_STUDENTS", "TREND_STUDENTS", "RefTaste", "taste_from_reference"]
 
@@ -41,7 +41,7 @@ def taste_from_reference(lay: Layout, f: Fit, dev: np.ndarray) -> RefTaste | Non
     answer's own quality cancels), shrunk by the judge's taste prior (:func:`_prior`).
     None without a reference whose scale is measured (nothing to tell a taste from
     quality): a run without labels is scored as before."""
-    if not lay.has_reference or not measured(f.scale[-1:])[0]:
+    if not reference_measured(lay, f.scale):
         return None
     S, K, r = lay.n_students, lay.K, lay.K - 1
     lam = f.scale
