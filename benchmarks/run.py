@@ -310,8 +310,12 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 f"random {p['none']['rho']:.3f} / {p['suggested']['rho']:.3f} / {p['random']['rho']:.3f}; GPT-like "
                 f"rank ranges' width {p['none']['gpt_width']:.2f} / {p['suggested']['gpt_width']:.2f} / "
                 f"{p['random']['gpt_width']:.2f} (suggested - random {p['suggested_minus_random']['gpt_width']:+.2f} "
-                f"+- {p['suggested_minus_random']['gpt_width_se']:.2f})",
-                "suggested Spearman >= 0.95, width suggested < random by 2 standard errors",
+                f"+- {p['suggested_minus_random']['gpt_width_se']:.2f}); hold their true places: suggested / random "
+                f"{p['suggested']['gpt_places']:.0%} / {p['random']['gpt_places']:.0%}; are exactly them: no labels / "
+                f"suggested / random {p['none']['gpt_exact']:.0%} / {p['suggested']['gpt_exact']:.0%} / "
+                f"{p['random']['gpt_exact']:.0%}",
+                "suggested Spearman >= 0.95, width suggested < random by 2 standard errors, suggested ranges hold "
+                "their true places in every run",
                 verdict,
             ))
         elif name == "viewer":
