@@ -13,8 +13,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
-from scipy.stats import t as student_t
 
 from coeval_analysis.data import LLM_JUDGE, RunData
 from coeval_analysis.families import model_families
@@ -154,6 +152,9 @@ def _small_sample_widen(reps: np.ndarray, score: np.ndarray, n_items: int, level
     replicates about the estimate by t(n - 1) / z and the n / (n - 1) variance correction."""
     if n_items >= WIDEN_BELOW or not len(reps):
         return reps
+    from scipy.stats import norm  # half a second to import: only small runs need it
+    from scipy.stats import t as student_t
+
     q = 0.5 + level / 2
     factor = float(student_t.ppf(q, n_items - 1) / norm.ppf(q) * np.sqrt(n_items / (n_items - 1)))
     out: np.ndarray = score[None, :] + factor * (reps - score[None, :])

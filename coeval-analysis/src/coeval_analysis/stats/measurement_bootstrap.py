@@ -47,12 +47,14 @@ def bootstrap(lay: Layout, f: Fit, sc: Scores, sub: Layout, share: float, weight
     under refitting of the R refits, in turn, on top of their own fixed-parameter scores,
     so R is kept within ``REFIT_BUDGET``. Refits on a subsample of the datapoints vary
     ``1 / share`` times too much, so their change is scaled by ``sqrt(share)``."""
-    W = np.concatenate(weights, 0) if weights else np.zeros((0, lay.n_items), np.float32)
-    B, S, K = W.shape[0], lay.n_students, lay.K
+    B, S, K = sum(len(w) for w in weights), lay.n_students, lay.K
     rng = np.random.default_rng([seed, 29])
-    fixed = _fixed_scores(W, sc, f)
+    # chunk by chunk: the resamples of a large run (1,000 x 40,000 datapoints) are not
+    # copied into one array, nor to float64 all at once
+    fixed = np.concatenate([_fixed_scores(w, sc, f) for w in weights], 0) if weights else np.zeros((0, S))
     entries = max(int(sub.seen.sum()), 1)
     R = min(B, max(REFIT_MIN, int(budget / (entries * REFIT_ROUNDS))))
+    W = _first_rows(weights, R, lay.n_items)
     resample_judges = lay.n_judges >= JUDGE_RESAMPLE_MIN
     delta = np.zeros((R, S))
     info = np.zeros((R, K))
@@ -95,15 +97,27 @@ def bootstrap(lay: Layout, f: Fit, sc: Scores, sub: Layout, share: float, weight
     return Replicates(out, info, scale, R, resample_judges)
 
 
+def _first_rows(weights: list[np.ndarray], n: int, n_items: int) -> np.ndarray:
+    """The first ``n`` resamples of ``weights`` (chunks of resamples) as one array."""
+    rows, have = [], 0
+    for w in weights:
+        if have >= n:
+            break
+        rows.append(w[: n - have])
+        have += len(rows[-1])
+    return np.concatenate(rows, 0) if rows else np.zeros((0, n_items), np.float32)
+
+
 def _fixed_scores(W: np.ndarray, sc: Scores, f: Fit) -> np.ndarray:
     """Reported scores over resamples with the judge parameters held fixed."""
     if W.shape[0] == 0:
         return np.zeros((0, len(sc.score)))
-    Wd = W.astype(np.float64)
-    num, den = Wd @ sc.num, Wd @ sc.den
+    S = len(sc.score)
     has_item = (sc.den > 0).any(1).astype(np.float64)
-    gw = Wd @ has_item
-    grand = np.where(gw > 0, (Wd @ (f.mu * has_item)) / np.where(gw > 0, gw, 1.0), sc.grand)
+    # one product reads W once for all four sums (a product this narrow is bound by reading W)
+    sums = W.astype(np.float64) @ np.column_stack([sc.num, sc.den, has_item, f.mu * has_item])
+    num, den, gw = sums[:, :S], sums[:, S : 2 * S], sums[:, 2 * S]
+    grand = np.where(gw > 0, sums[:, 2 * S + 1] / np.where(gw > 0, gw, 1.0), sc.grand)
     with np.errstate(invalid="ignore", divide="ignore"):
         theta = grand[:, None] + np.where(den > 1e-12, num / np.where(den > 1e-12, den, 1.0), np.nan)
     out: np.ndarray = sc.stretch * theta + sc.shift

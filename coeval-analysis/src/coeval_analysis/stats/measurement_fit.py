@@ -64,7 +64,7 @@ def _start_signs(lay: Layout, mu: np.ndarray) -> np.ndarray:
     K = lay.K
     if K < 2 or not len(lay.cell_item):
         return np.ones(K)
-    key = (lay.cell_item[:, None] * K + np.arange(K)[None, :]).ravel()
+    key = lay.item_judge_key
     n = np.bincount(key, lay.seen.ravel().astype(np.float64), lay.n_items * K)[key].reshape(lay.x.shape)
     tot = np.bincount(key, np.where(lay.seen, lay.x, 0.0).ravel(), lay.n_items * K)[key].reshape(lay.x.shape)
     centre = np.where(n >= 2, tot / np.maximum(n, 1.0), mu[lay.cell_item][:, None])
@@ -109,12 +109,12 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     h = on * (lam**2 / s2)
     res = np.where(seen, y - a, 0.0)
     gr = g * res
-    tot_info = h.sum(1)
+    tot_info = _row_sums(h)
     prior = f.mu[ci]
     # each judge's non-conflicted scores against the posterior of theta given the other
     # judges unrelated to the student (a related judge's bias must not pass for taste)
     gr_u, h_u = gr * ~cf, h * ~cf
-    num_u, info_u = gr_u.sum(1), h_u.sum(1)
+    num_u, info_u = _row_sums(gr_u), _row_sums(h_u)
     info_loo = info_u[:, None] - h_u
     m_loo = (prior[:, None] / v + (num_u[:, None] - gr_u)) / (1.0 / v + info_loo)
     v_loo = 1.0 / (1.0 / v + info_loo)
@@ -123,30 +123,32 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     W = use * wi[:, None] * w_judge
     n = W.sum(0)
     nn = np.maximum(n, _EPS)
-    mm = (W * m_loo).sum(0) / nn
-    mx = (W * x).sum(0) / nn
+    mm = _col_sums(W, m_loo) / nn
+    mx = _col_sums(W, x) / nn
     # within a datapoint only: across datapoints the item means (which each judge helps
     # set) would let a judge's own view of difficulty vouch for it
-    key = (ci[:, None] * lay.K + np.arange(lay.K)[None, :]).ravel()
+    key = lay.item_judge_key
     size = lay.n_items * lay.K
     wsum = np.bincount(key, W.ravel(), size)
     okk = wsum > 0
-    ix = np.where(okk, np.bincount(key, (W * x).ravel(), size) / np.where(okk, wsum, 1.0), 0.0)
-    im = np.where(okk, np.bincount(key, (W * m_loo).ravel(), size) / np.where(okk, wsum, 1.0), 0.0)
+    per_weight = np.divide(1.0, wsum, out=np.zeros_like(wsum), where=okk)
+    ix = np.bincount(key, (W * x).ravel(), size) * per_weight
+    im = np.bincount(key, (W * m_loo).ravel(), size) * per_weight
     dx = x - ix[key].reshape(x.shape)
     dm = m_loo - im[key].reshape(x.shape)
-    cov = (W * dx * dm).sum(0) / nn
-    var = (W * dm**2).sum(0) / nn
-    varx = (W * dx**2).sum(0) / nn
+    wdm = W * dm
+    cov = _col_sums(wdm, dx) / nn
+    var = _col_sums(wdm, dm) / nn
+    varx = _col_sums(W * dx, dx) / nn
     with np.errstate(invalid="ignore", divide="ignore"):
         r2 = np.where((var > 1e-12) & (varx > 1e-12), cov**2 / (var * varx), 0.0)
     # only the part of the fit beyond what chance gives on these judgments (about 2
     # standard errors of a correlation) counts: a judge of pure noise gets scale ~0
-    dof = np.maximum(n - okk.reshape(lay.n_items, lay.K).sum(0), 1.0)
+    dof = np.maximum(n - np.count_nonzero(okk.reshape(lay.n_items, lay.K), axis=0), 1.0)
     keep = np.where(r2 > 0, np.clip(r2 - 4.0 / dof, 0.0, None) / np.where(r2 > 0, r2, 1.0), 0.0)
     # and a judge the others cannot check (they carry under VERIFY of what is known of
     # the answers it graded) has no measured scale: it could only vouch for itself
-    known = (W * (1.0 - v_loo / v)).sum(0) / nn
+    known = _col_sums(W, 1.0 - v_loo / v) / nn
     new_lam = np.where((n > 2) & (known >= VERIFY), cov / (var + 1e-12) * np.sqrt(keep), 0.0)
     # no evidence either way: a minute positive scale, so such judges still average
     # (equally, by noise) when no judge carries information
@@ -161,7 +163,7 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     if reference_measured(lay, new_lam):
         resid[:, -1] = _reference_resid(lay, W[:, -1], dx[:, -1] - new_lam[-1] * dm[:, -1], resid[:, -1])
     floor = np.maximum(NOISE_SHARE * varx, NOISE_FLOOR)
-    new_s2 = np.where(n > 2, np.maximum((W * resid).sum(0) / nn, floor), s2)
+    new_s2 = np.where(n > 2, np.maximum(_col_sums(W, resid) / nn, floor), s2)
     # taste: spread of a judge's mean residual across students beyond what noise explains
     new_taste = _taste(lay, W, x - new_a - new_lam * m_loo, new_s2)
     new = Fit(new_a, new_lam, new_s2, d.copy(), f.bias_var.copy(), f.bias_prior_share.copy(), new_taste,
@@ -173,8 +175,8 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     g2 = on * (new.scale / new.noise)
     h2 = on * (new.scale**2 / new.noise)
     y2 = np.where(cf, x - new.bias, x)
-    num = (g2 * np.where(seen, y2 - new.location, 0.0)).sum(1)
-    prec = 1.0 / v + h2.sum(1)
+    num = _row_sums(g2 * np.where(seen, y2 - new.location, 0.0))
+    prec = 1.0 / v + _row_sums(h2)
     m = (prior / v + num) / prec
     cnt_i = np.bincount(ci, minlength=lay.n_items)
     new.mu = np.where(cnt_i > 0, np.bincount(ci, m, lay.n_items) / np.maximum(cnt_i, 1), f.mu)
@@ -193,6 +195,19 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     shift = float(new.mu[cnt_i > 0].mean() - f.mu[cnt_i > 0].mean()) if (cnt_i > 0).any() else 0.0
     new.mu, new.location = new.mu - shift, new.location + new.scale * shift
     return new
+
+
+def _row_sums(a: np.ndarray) -> np.ndarray:
+    """``a.sum(1)`` of a (C, K) array as a product: summing a handful of columns row by row
+    is several times slower, and the fit does it in every round."""
+    out: np.ndarray = a @ np.ones(a.shape[1])
+    return out
+
+
+def _col_sums(w: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``(w * a).sum(0)`` without the (C, K) temporary."""
+    out: np.ndarray = np.einsum("ij,ij->j", w, a)
+    return out
 
 
 def _reference_resid(lay: Layout, w: np.ndarray, e: np.ndarray, resid: np.ndarray) -> np.ndarray:
@@ -217,7 +232,7 @@ def _reference_resid(lay: Layout, w: np.ndarray, e: np.ndarray, resid: np.ndarra
 def _taste(lay: Layout, W: np.ndarray, resid: np.ndarray, s2: np.ndarray) -> np.ndarray:
     """Per judge: variance across students of its mean residual, less the noise share."""
     K, S = lay.K, lay.n_students
-    key = (lay.cell_student[:, None] * K + np.arange(K)[None, :]).ravel()
+    key = lay.student_judge_key
     n = np.bincount(key, W.ravel(), S * K).reshape(S, K)
     tot = np.bincount(key, (W * np.where(W > 0, resid, 0.0)).ravel(), S * K).reshape(S, K)
     has = n > 1
@@ -237,8 +252,8 @@ def _bias(lay: Layout, f: Fit, gr: np.ndarray, h: np.ndarray, wi: np.ndarray, w_
     # only competent unrelated judges: a flat judge's view, divided by its tiny scale, is
     # all noise and would make the estimate swing
     unrelated = seen & ~cf & (f.reliability >= COMPETENT)[None, :]
-    u_info = (h * unrelated).sum(1)
-    u_num = (gr * unrelated).sum(1)
+    u_info = _row_sums(h * unrelated)
+    u_num = _row_sums(gr * unrelated)
     ok = u_info > 1e-12
     theta_u = np.where(ok, u_num / np.where(ok, u_info, 1.0), 0.0)
     lam, a, s2 = f.scale, f.location, f.noise
@@ -246,7 +261,7 @@ def _bias(lay: Layout, f: Fit, gr: np.ndarray, h: np.ndarray, wi: np.ndarray, w_
     vr = s2[None, :] + lam[None, :] ** 2 / np.where(ok, u_info, np.inf)[:, None]
     wt = np.where(cf & ok[:, None], wi[:, None] * w_judge / vr, 0.0)
     r = np.where(cf, x - a - lam * theta_u[:, None], 0.0)
-    key = (lay.cell_student[:, None] * K + np.arange(K)[None, :]).ravel()
+    key = lay.student_judge_key
     sw = np.bincount(key, wt.ravel(), S * K).reshape(S, K)
     sr = np.bincount(key, (wt * r).ravel(), S * K).reshape(S, K)
     has = sw > 0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -63,6 +64,17 @@ class Layout:
     @property
     def K(self) -> int:
         return self.n_judges + int(self.has_reference)
+
+    @cached_property
+    def item_judge_key(self) -> np.ndarray:
+        """(C * K,) the (datapoint, judge) pair of each entry of the raveled (C, K) arrays,
+        for bincounts; worked out once, not in every round of the fit."""
+        return (self.cell_item[:, None] * self.K + np.arange(self.K)[None, :]).ravel()
+
+    @cached_property
+    def student_judge_key(self) -> np.ndarray:
+        """(C * K,) the (student, judge) pair of each entry, as :attr:`item_judge_key`."""
+        return (self.cell_student[:, None] * self.K + np.arange(self.K)[None, :]).ravel()
 
 
 @dataclass

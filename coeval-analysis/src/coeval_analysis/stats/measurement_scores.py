@@ -152,7 +152,7 @@ def student_scores(lay: Layout, f: Fit, w_judge: np.ndarray | None = None, on_re
     theta = np.where(ok, grand + tn / np.where(ok, td, 1.0), np.nan)
     score = stretch * theta + shift
     # per student and judge: share of information, and how the score moves with each bias
-    keyed = (lay.cell_student[:, None] * K + np.arange(K)[None, :]).ravel()
+    keyed = lay.student_judge_key
     h_sk = np.bincount(keyed, h.ravel(), S * K).reshape(S, K)
     g_sk = np.bincount(keyed, g.ravel(), S * K).reshape(S, K)
     gc_sk = np.bincount(keyed, (g * cf).ravel(), S * K).reshape(S, K)

@@ -50,7 +50,7 @@ def taste_from_reference(lay: Layout, f: Fit, dev: np.ndarray) -> RefTaste | Non
     both = lay.seen & lay.seen[:, r : r + 1] & ok_j[None, :]
     safe = np.where(ok_j, lam, 1.0)
     diff = np.where(both, dev / safe[None, :] - (dev[:, r] / lam[r])[:, None], 0.0)
-    key = (lay.cell_student[:, None] * K + np.arange(K)[None, :]).ravel()
+    key = lay.student_judge_key
     n = np.bincount(key, both.ravel().astype(np.float64), S * K).reshape(S, K)
     tot = np.bincount(key, diff.ravel(), S * K).reshape(S, K)
     has = n > 0
