@@ -172,11 +172,7 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     if bias_step and cf.any():
         _bias(lay, new, gr, h, wi, w_judge)
     # the datapoints' means and the spread of quality around them, from the full posterior
-    g2 = on * (new.scale / new.noise)
-    h2 = on * (new.scale**2 / new.noise)
-    y2 = np.where(cf, x - new.bias, x)
-    num = _row_sums(g2 * np.where(seen, y2 - new.location, 0.0))
-    prec = 1.0 / v + _row_sums(h2)
+    num, prec = _answer_evidence(lay, new, on)
     m = (prior / v + num) / prec
     cnt_i = np.bincount(ci, minlength=lay.n_items)
     new.mu = np.where(cnt_i > 0, np.bincount(ci, m, lay.n_items) / np.maximum(cnt_i, 1), f.mu)
@@ -195,6 +191,17 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     shift = float(new.mu[cnt_i > 0].mean() - f.mu[cnt_i > 0].mean()) if (cnt_i > 0).any() else 0.0
     new.mu, new.location = new.mu - shift, new.location + new.scale * shift
     return new
+
+
+def _answer_evidence(lay: Layout, f: Fit, on: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per answer, what the judges say of its quality under ``f``: the numerator and the
+    precision of its posterior before the datapoint's prior mean (``on``: the judgments
+    that count, each as often as it is resampled)."""
+    g = on * (f.scale / f.noise)
+    h = on * (f.scale**2 / f.noise)
+    y = np.where(lay.conflicted, lay.x - f.bias, lay.x)
+    num = _row_sums(g * np.where(lay.seen, y - f.location, 0.0))
+    return num, 1.0 / f.v + _row_sums(h)
 
 
 def _row_sums(a: np.ndarray) -> np.ndarray:
@@ -396,12 +403,7 @@ def subsample(lay: Layout, cap: int = FIT_CELLS, seed: int = 0) -> tuple[Layout,
 def item_means(lay: Layout, f: Fit) -> np.ndarray:
     """Every datapoint's mean ``mu_i`` given the judge parameters (closed form of the
     fixed point ``mu_i = mean_c E[theta_c | judges, mu_i]``)."""
-    on = lay.seen
-    g = on * (f.scale / f.noise)
-    h = on * (f.scale**2 / f.noise)
-    y = np.where(lay.conflicted, lay.x - f.bias, lay.x)
-    num = (g * np.where(on, y - f.location, 0.0)).sum(1)
-    prec = 1.0 / f.v + h.sum(1)
+    num, prec = _answer_evidence(lay, f, lay.seen)
     ci = lay.cell_item
     cnt = np.bincount(ci, minlength=lay.n_items)
     a = np.bincount(ci, num / prec, lay.n_items)
