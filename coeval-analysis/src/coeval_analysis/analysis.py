@@ -27,7 +27,8 @@ from coeval_analysis.judge_quality import (
     with_degenerate_rates,
 )
 from coeval_analysis.judge_replies import judge_replies
-from coeval_analysis.pass_rates import pass_rate_summary, pass_rate_table
+from coeval_analysis.leaderboard_build import leaderboard_of
+from coeval_analysis.pass_rates import pass_rate_summary, pass_rate_table, wilson_interval
 from coeval_analysis.ranking import (
     MIN_INTERVAL_DATAPOINTS,
     MISSING_GAP,
@@ -205,6 +206,8 @@ def analyze(
     if isinstance(summary["judges"], dict):
         flag_constant_raters(summary)
     summary["headline_notes"] = headline_notes(summary)
+    summary["headline_evidence"] = _evidence_today(checks, students, bool(len(model.judges)))
+    summary["leaderboard"] = leaderboard_of(summary, opts.level, headline.measurement.intervals)
     if dropped:
         gone_judges, gone_warnings = dropped_entries(dropped, rates)
         if isinstance(summary["judges"], dict):
@@ -229,6 +232,27 @@ def analyze(
 
 
 # ------------------------------------------------------------------------------------------
+
+
+def _evidence_today(checks: pd.DataFrame, students: dict[str, Any], judged: bool) -> dict[str, Any]:
+    """The evidence columns: the judged score and pooled pass rates per kind of check."""
+    cols: list[dict[str, Any]] = []
+    if judged:
+        cols.append({"key": "judged", "kind": "judged", "title": "judged", "in_headline": True,
+                     "students": {s: {"score": v.get("robust_score"), "ci": v.get("robust_ci"),
+                                      "n": v.get("n_items", 0)} for s, v in students.items()}})  # fmt: skip
+    if len(checks):
+        kinds = np.where(checks["factor"].astype(str).str.startswith("pass@"), checks["factor"].astype(str),
+                         np.where(checks["evaluator"] == "python_tests", "pass@1", "checks"))
+        for key in sorted(set(kinds), key=lambda k: (k != "checks", k)):
+            g = checks[kinds == key].groupby("student")[["passed", "n"]].sum()
+            per = {}
+            for s, r in g.iterrows():
+                lo, hi = wilson_interval(int(r["passed"]), int(r["n"]))
+                per[str(s)] = {"score": r["passed"] / r["n"], "ci": [lo, hi], "n": int(r["n"])}
+            kind = key if key in ("checks", "pass@1") else "pass@k"
+            cols.append({"key": key, "kind": kind, "title": key, "in_headline": False, "students": per})
+    return {"columns": cols, "combined": "the headline is the measurement model's score of the judged factors"}
 
 
 def _add_reference(summary: dict[str, Any], ref_summary: dict[str, Any] | None) -> None:
