@@ -95,11 +95,19 @@ def test_run_prints_the_estimate_first_and_the_next_step_last(work: Path) -> Non
     assert lines[-1] == f"next: coeval analyze --run {Path('runs') / 'starter-mock'}"
 
 
-def test_above_confirm_above_without_a_terminal_runs_and_says_it_did_not_ask(work: Path) -> None:
+def test_above_confirm_above_without_a_terminal_refuses_unless_yes(work: Path) -> None:
     starter(expensive)
-    result = CliRunner().invoke(cli, ["run", "coeval.yaml"])
-    assert result.exit_code == 0, result.output
-    assert "above --confirm-above $5.00; not a terminal" in result.output
+    refused = CliRunner().invoke(cli, ["run", "coeval.yaml"])
+    assert refused.exit_code == 4, refused.output
+    error = [line for line in refused.output.splitlines() if line.startswith("error:")]
+    assert len(error) == 1
+    assert error[0].startswith("error: the estimate ($") and "above --confirm-above $5.00" in error[0]
+    assert "pass --yes to spend" in error[0]
+    assert not Path("runs").exists()
+    lowered = CliRunner().invoke(cli, ["run", "coeval.yaml", "--confirm-above", "1"])
+    assert lowered.exit_code == 4 and "above --confirm-above $1.00" in lowered.output
+    agreed = CliRunner().invoke(cli, ["run", "coeval.yaml", "--yes"])
+    assert agreed.exit_code == 0, agreed.output
     assert Path("runs/starter-mock/meta.json").is_file()
 
 

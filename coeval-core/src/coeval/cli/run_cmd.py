@@ -148,9 +148,11 @@ def load_for_cli(
     default=DEFAULT_CONFIRM_ABOVE_USD,
     show_default=True,
     metavar="USD",
-    help="Ask before running when the cost estimate is above this (on a terminal only).",
+    help="Ask before running when the cost estimate is above this; off a terminal, refuse (exit code 4) "
+         "unless --yes is given.",
 )
-@click.option("--yes", "-y", "assume_yes", is_flag=True, help="Do not ask about the cost estimate.")
+@click.option("--yes", "-y", "assume_yes", is_flag=True,
+              help="Spend without asking, whatever the cost estimate (needed off a terminal above --confirm-above).")
 @click.option("--pipeline/--no-pipeline", default=True, show_default=True,
               help="Run phases 3-5 at once: a datapoint is answered, and an answer judged, as soon as it "
                    "exists (New/Extend modes, no batch; docs/running.md).")

@@ -1,5 +1,7 @@
 """Spend awareness for ``coeval run``: the estimate before the first paid call, and a
-question on a terminal when it is above ``--confirm-above``.
+question on a terminal when it is above ``--confirm-above``. Off a terminal (CI, pipes,
+cron) nobody can answer, so a run above the threshold is refused unless ``--yes`` says
+the spend is intended: the guard matters most where nobody watches.
 
 The estimate uses heuristics only (no sample calls), so nothing is spent before the user
 has seen it.
@@ -14,12 +16,16 @@ import click
 
 from coeval.planning.cost import CostEstimate, estimate_cost, format_duration
 
-__all__ = ["DEFAULT_CONFIRM_ABOVE_USD", "EXIT_DECLINED", "check_spend", "estimate_line", "stdin_is_terminal"]
+__all__ = ["DEFAULT_CONFIRM_ABOVE_USD", "EXIT_DECLINED", "EXIT_NEEDS_YES", "check_spend", "estimate_line",
+           "stdin_is_terminal"]
 
 #: ``--confirm-above`` default, in dollars.
 DEFAULT_CONFIRM_ABOVE_USD = 5.0
 #: Exit code when the user answers "no": nothing was run.
 EXIT_DECLINED = 1
+#: Exit code when the estimate is above ``--confirm-above`` off a terminal and ``--yes`` was
+#: not given: nothing was run.
+EXIT_NEEDS_YES = 4
 
 
 def stdin_is_terminal() -> bool:
@@ -51,9 +57,10 @@ def check_spend(
     pipeline: bool = True,
 ) -> None:
     """Print the estimate (``quiet``: only when above ``confirm_above``); above it, ask on a
-    terminal (``yes`` skips).
+    terminal, refuse off one (``yes`` skips both).
 
-    Answering no exits with :data:`EXIT_DECLINED` before any call or file is made.
+    Answering no exits with :data:`EXIT_DECLINED`, a refusal off a terminal with
+    :data:`EXIT_NEEDS_YES`, before any call or file is made.
     """
     try:
         estimate = estimate_cost(
@@ -69,11 +76,11 @@ def check_spend(
         return
     if not stdin_is_terminal():
         click.echo(
-            f"note: the estimate is above --confirm-above ${confirm_above:,.2f}; not a terminal, so going on "
-            "without asking (--yes says so explicitly)",
+            f"error: the estimate (${cost:,.2f}) is above --confirm-above ${confirm_above:,.2f} and there is no "
+            "terminal to ask; pass --yes to spend it (nothing was run)",
             err=True,
         )
-        return
+        raise SystemExit(EXIT_NEEDS_YES)
     if not click.confirm(f"Spend about ${cost:,.2f}? (above --confirm-above ${confirm_above:,.2f})", err=True):
         click.echo("nothing was run (no call made, no file written)", err=True)
         raise SystemExit(EXIT_DECLINED)
