@@ -4,17 +4,20 @@ Model output, model names and attribute values come from the run, and a spreadsh
 a CSV runs a cell that starts with ``=``, ``+``, ``-``, ``@``, tab or carriage return as a
 formula (``=HYPERLINK(...)``, DDE payloads). As OWASP advises, such text cells get a leading
 ``'``, which spreadsheets show as text; numbers are never changed (a negative number stays a
-number). Parquet and JSONL keep the text exactly. docs/security.md says so.
+number). Parquet and JSONL keep the text exactly. ``coeval label --export`` writes its
+sheet through :func:`neutralise_text` and its import takes the ``'`` off again
+(:func:`restore_text`). docs/security.md says so.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pyarrow is imported on use: `coeval export` and `--help` must start fast
     import pyarrow as pa
 
-__all__ = ["FORMULA_PATTERN", "neutralise_arrow", "neutralise_sql"]
+__all__ = ["FORMULA_PATTERN", "neutralise_arrow", "neutralise_sql", "neutralise_text", "restore_text"]
 
 #: RE2 (Arrow and DuckDB): a text starting like a formula
 FORMULA_PATTERN = r"^([=+@\x09\x0d-])"
@@ -47,3 +50,30 @@ def _is_text(kind: pa.DataType) -> bool:
 def neutralise_sql(column: str) -> str:
     """DuckDB expression: the text column ``column`` with formula-like values prefixed by ``'``."""
     return f"regexp_replace({column}, '{FORMULA_PATTERN}', '''\\1')"
+
+
+_FORMULA_START = re.compile(FORMULA_PATTERN)
+
+
+def neutralise_text(text: str) -> str:
+    """One cell written by Python's csv module: ``text`` with a leading ``'`` when it starts
+    like a formula and is not a number."""
+    if _FORMULA_START.match(text) and not _is_number(text):
+        return "'" + text
+    return text
+
+
+def restore_text(text: str) -> str:
+    """A cell read back from a sheet that :func:`neutralise_text` wrote: the ``'`` taken
+    off again (a spreadsheet may also have dropped it, which changes nothing)."""
+    if text.startswith("'") and _FORMULA_START.match(text[1:]) and not _is_number(text[1:]):
+        return text[1:]
+    return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from coeval.storage.run_folder import atomic_write_text, iter_jsonl, utc_now
-from filelock import FileLock
+from coeval.storage.safe_files import folder_lock
 
 from coeval_analysis._jsonl import TEXT, Computed, read_records
 
@@ -143,7 +143,7 @@ def save_labels(run: str | Path, labels: Iterable[HumanLabel]) -> int:
     new = [lab if lab.labelled_at else replace(lab, labelled_at=now) for lab in labels]
     if not new:
         return 0
-    with FileLock(str(root / _LOCK_FILE)):
+    with folder_lock(root / _LOCK_FILE):  # 0600, as every file in a run folder
         merged = {lab.key: lab for lab in read_labels(root)}
         for lab in new:
             merged.pop(lab.key, None)

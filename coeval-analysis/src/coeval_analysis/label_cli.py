@@ -9,15 +9,22 @@ from typing import NoReturn
 
 import click
 from coeval.cli.errors import ERROR_PREFIX
+from coeval.console.text import plain
 
 __all__ = ["label_command"]
 
 _MAX_ERRORS_SHOWN = 20
 
 
+def _say(text: str) -> None:
+    """A line on stderr without control characters: ids and paths come from the CSV and the
+    run, which someone else may have written (docs/security.md, The console)."""
+    click.echo(plain(text), err=True)
+
+
 def _fail(lines: list[str]) -> NoReturn:
     for line in lines[:_MAX_ERRORS_SHOWN]:
-        click.echo(f"{ERROR_PREFIX} {line}", err=True)
+        _say(f"{ERROR_PREFIX} {line}")
     if len(lines) > _MAX_ERRORS_SHOWN:
         click.echo(f"... and {len(lines) - _MAX_ERRORS_SHOWN} more", err=True)
     click.echo("Nothing was written.", err=True)
@@ -62,7 +69,7 @@ def label_command(run: Path, import_csv: Path | None, export_csv: Path | None, l
             n = save_labels(run, labels)
         except OSError as exc:
             _fail([f"{run / 'human_labels.jsonl'}: cannot write it ({exc.strerror or exc})"])
-        click.echo(f"coeval label: {n} label(s) from {import_csv} written to {run / 'human_labels.jsonl'}", err=True)
+        _say(f"coeval label: {n} label(s) from {import_csv} written to {run / 'human_labels.jsonl'}")
         return
     assert export_csv is not None
     from coeval_analysis.label_suggestions import suggestion_order
@@ -76,4 +83,4 @@ def label_command(run: Path, import_csv: Path | None, export_csv: Path | None, l
         rows = write_label_csv(export_csv, units, answers, labeler or "")
     except OSError as exc:
         _fail([f"{export_csv}: cannot write it ({exc.strerror or exc})"])
-    click.echo(f"coeval label: {len(answers)} answer(s), {rows} row(s) to fill in, written to {export_csv}", err=True)
+    _say(f"coeval label: {len(answers)} answer(s), {rows} row(s) to fill in, written to {export_csv}")

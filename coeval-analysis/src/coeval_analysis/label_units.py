@@ -9,14 +9,19 @@ and the analysis accept and refuse the same things.
 
 from __future__ import annotations
 
+import codecs
 import csv
+import io
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from coeval.storage.run_folder import iter_jsonl
+from coeval.storage.safe_files import FILE_MODE, apply_file_mode
 
+from coeval_analysis.csv_safety import neutralise_text, restore_text
 from coeval_analysis.human_labels import LEVELS, Answer, HumanLabel, current_answers, level_name
 from coeval_analysis.run_files import _label_attributes, _read_config, _task_rubrics
 from coeval_analysis.score_units import llm_factors
@@ -117,57 +122,92 @@ class LabelUnits:
         return {r: self._texts.get(r, "") for r in response_ids}
 
 
+#: what spreadsheets put first: the byte-order marks that name an encoding
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_RESAVE = "re-save it as UTF-8 (CSV UTF-8 in a spreadsheet's Save As)"
+
+
+def _csv_text(path: Path) -> tuple[str, str | None]:
+    """(text, error) of a label CSV: UTF-8, with or without a byte-order mark, or UTF-16
+    with one (what spreadsheets write); anything else is an error naming the file, the
+    line and the fix, never a traceback."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return "", f"{path}: cannot read it ({exc.strerror or exc})"
+    encoding = next((enc for bom, enc in _BOMS if data.startswith(bom)), "utf-8")
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return "", (f"{path} line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}; "
+                    f"latin-1 or another legacy encoding?); {_RESAVE}")  # fmt: skip
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        return "", f"{path} line {line}: not UTF-8 text (NUL bytes: UTF-16 without a byte-order mark?); {_RESAVE}"
+    return text.removeprefix("\ufeff"), None
+
+
 def read_label_csv(path: Path, units: LabelUnits, labeler: str | None) -> tuple[list[HumanLabel], list[str]]:
     """(labels, errors) of a CSV with columns datapoint_id, student, factor, level and an
     optional labeler (else ``labeler``). Rows with an empty level are not labelled yet and
-    skipped. Each error names the file, the line and what is allowed."""
-    try:
-        fh = path.open(newline="", encoding="utf-8-sig")
-    except OSError as exc:
-        return [], [f"{path}: cannot read it ({exc.strerror or exc})"]
+    skipped. Each error names the file, the line and what is allowed. Cells the export
+    neutralised for spreadsheets (a leading ``'``) are read without it."""
+    text, error = _csv_text(path)
+    if error:
+        return [], [error]
     labels: list[HumanLabel] = []
     errors: list[str] = []
-    with fh:
-        reader = csv.DictReader(fh)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
         header = [h.strip() for h in reader.fieldnames or []]
-        missing = [c for c in CSV_COLUMNS if c not in header]
-        if missing:
-            return [], [f"{path} line 1: missing column(s) {', '.join(missing)}; the columns are "
-                        f"{','.join(CSV_COLUMNS)}[,labeler]"]  # fmt: skip
-        reader.fieldnames = header
-        try:
-            for row in reader:
-                where = f"{path} line {reader.line_num}"
-                cells = {k: (v or "").strip() for k, v in row.items() if isinstance(k, str)}
-                if not cells.get("level"):
-                    continue
-                who = cells.get("labeler") or labeler
-                if not who:
-                    errors.append(f"{where}: no labeler; fill the labeler column or give --labeler NAME")
-                    continue
-                why = units.problem(cells["datapoint_id"], cells["student"], cells["factor"], cells["level"])
-                if why:
-                    errors.append(f"{where}: {why}")
-                    continue
-                labels.append(units.label(cells["datapoint_id"], cells["student"], cells["factor"], cells["level"], who))
-        except (csv.Error, UnicodeDecodeError) as exc:
-            errors.append(f"{path} line {reader.line_num}: not CSV ({exc})")
+    except csv.Error as exc:
+        return [], [f"{path} line 1: not CSV ({exc})"]
+    missing = [c for c in CSV_COLUMNS if c not in header]
+    if missing:
+        return [], [f"{path} line 1: missing column(s) {', '.join(missing)}; the columns are "
+                    f"{','.join(CSV_COLUMNS)}[,labeler]"]  # fmt: skip
+    reader.fieldnames = header
+    try:
+        for row in reader:
+            where = f"{path} line {reader.line_num}"
+            cells = {k: restore_text((v or "").strip()) for k, v in row.items() if isinstance(k, str)}
+            if not cells.get("level"):
+                continue
+            who = cells.get("labeler") or labeler
+            if not who:
+                errors.append(f"{where}: no labeler; fill the labeler column or give --labeler NAME")
+                continue
+            why = units.problem(cells["datapoint_id"], cells["student"], cells["factor"], cells["level"])
+            if why:
+                errors.append(f"{where}: {why}")
+                continue
+            labels.append(units.label(cells["datapoint_id"], cells["student"], cells["factor"], cells["level"], who))
+    except csv.Error as exc:
+        errors.append(f"{path} line {reader.line_num}: not CSV ({exc})")
     return labels, errors
 
 
 def write_label_csv(path: Path, units: LabelUnits, answers: Sequence[tuple[str, str]], labeler: str = "") -> int:
     """One row per (answer, factor) of ``answers`` ((datapoint, student) pairs, in order)
-    with its prompt, answer and reference and an empty level to fill in. Returns the rows."""
+    with its prompt, answer and reference and an empty level to fill in. Returns the rows.
+
+    The sheet holds prompts and answers: it is created owner-only (0600), as the run's own
+    files, and every text cell that a spreadsheet would run as a formula gets a leading
+    ``'`` (:mod:`coeval_analysis.csv_safety`)."""
     texts = units.answer_texts([units.answers[a].response_id for a in answers])
     rows = 0
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    apply_file_mode(path)  # an existing file keeps its mode on open: bring it to 0600 too
+    with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(EXPORT_COLUMNS)
         for dp_id, student in answers:
             ans = units.answers[(dp_id, student)]
             dp = units.datapoints.get(dp_id, {})
             for factor in units.factors_of(dp_id):
-                writer.writerow([dp_id, student, factor, "", labeler, units.task_of(dp_id), ans.response_id,
-                                 dp.get("prompt", ""), texts[ans.response_id], dp.get("reference", "")])  # fmt: skip
+                cells = [dp_id, student, factor, "", labeler, units.task_of(dp_id), ans.response_id,
+                         str(dp.get("prompt", "")), texts[ans.response_id], str(dp.get("reference", ""))]
+                writer.writerow([neutralise_text(c) for c in cells])
                 rows += 1
     return rows
