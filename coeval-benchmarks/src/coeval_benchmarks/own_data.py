@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem, RowError
+from coeval_benchmarks.code_program import code_prefix_of
 
 __all__ = ["OWN_DATA_SPLIT", "OwnDataAdapter"]
 
@@ -51,8 +52,11 @@ class OwnDataAdapter(BenchmarkAdapter):
         option_names: dict[str, str] | None = None,
         tests_field: str | None = None,
         entry_point_field: str | None = None,
+        code_prefix_field: str | None = None,
     ) -> None:
         self.tests_field = tests_field
+        #: the column with the code a reply completes; without it, the prompt when it is such code
+        self.code_prefix_field = code_prefix_field
         self.entry_point_field = entry_point_field
         self.source_file = source_file
         #: several files of one split (a hub dataset's shards), read in order
@@ -75,6 +79,7 @@ class OwnDataAdapter(BenchmarkAdapter):
                  (named.get("id", "--id-field"), self.id_field),
                  (named.get("tests", "tests"), self.tests_field),
                  (named.get("entry_point", "entry_point"), self.entry_point_field),
+                 (named.get("code_prefix", "code_prefix"), self.code_prefix_field),
                  *((named.get("labels", "labels"), f) for f in self.label_fields)]
         return [(option, field) for option, field in given if field]
 
@@ -92,6 +97,7 @@ class OwnDataAdapter(BenchmarkAdapter):
         reference = str(row[self.reference_field]) if self.reference_field else ""
         attributes = {LABEL_ATTRIBUTE: str(row[self.label_field]).strip()} if self.label_field else {}
         attributes.update({field: str(row[field]).strip() for field in self.label_fields})
+        entry_point = str(row[self.entry_point_field]).strip() if self.entry_point_field else None
         return BenchmarkItem(
             native_id=native_id,
             prompt=str(row[self.prompt_field]),
@@ -100,5 +106,13 @@ class OwnDataAdapter(BenchmarkAdapter):
             gold_metric=self.gold_metric,
             labels=(reference,) if reference else (),
             tests=str(row[self.tests_field]) if self.tests_field else None,
-            entry_point=str(row[self.entry_point_field]).strip() if self.entry_point_field else None,
+            entry_point=entry_point,
+            code_prefix=self._code_prefix(row, entry_point),
         )
+
+    def _code_prefix(self, row: Mapping[str, Any], entry_point: str | None) -> str | None:
+        """What a body-only reply completes, as HumanEval's prompt (code tasks only)."""
+        if self.code_prefix_field:
+            prefix = str(row[self.code_prefix_field])
+            return prefix if prefix.endswith("\n") else prefix + "\n"
+        return code_prefix_of(str(row[self.prompt_field]), entry_point) if self.tests_field else None

@@ -34,7 +34,7 @@ from coeval_benchmarks.sources import DatasetFileError, read_rows
 __all__ = ["DataFacts", "DataProblem", "data_teacher", "inspect_data", "task_datapoints"]
 
 #: the `data` keys that name one column each
-_FIELD_KEYS = ("prompt", "reference", "id", "tests", "entry_point")
+_FIELD_KEYS = ("prompt", "reference", "id", "tests", "entry_point", "code_prefix")
 
 
 class DataProblem(ValueError):
@@ -99,6 +99,7 @@ def _adapter(spec: Mapping[str, Any], files: tuple[Path, ...]) -> OwnDataAdapter
         source_files=files,
         tests_field=spec.get("tests"),
         entry_point_field=spec.get("entry_point"),
+        code_prefix_field=spec.get("code_prefix"),
         option_names={f: f"data.{f}" for f in (*_FIELD_KEYS, "labels")},
     )
 

@@ -25,9 +25,10 @@ from coeval.planning import format_plan, plan_experiment
 from coeval.run.limits import limit_datapoints, limit_note, record_limit
 from coeval.run.options import RunOptions
 from coeval.run.selection import select, unknown_names
-from coeval.sandbox.policy import ALLOW_UNSANDBOXED_ENV
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+#: Set (to 1) by ``--allow-unsandboxed-code``; the code-tests evaluator of coeval-benchmarks reads it.
+ALLOW_UNSANDBOXED_ENV = "COEVAL_ALLOW_UNSANDBOXED_CODE"
 
 
 def parse_model_list(value: str | None) -> tuple[str, ...]:
@@ -157,7 +158,7 @@ def load_for_cli(
               help="Run phases 3-5 at once: a datapoint is answered, and an answer judged, as soon as it "
                    "exists (New/Extend modes, no batch; docs/running.md).")
 @click.option("--allow-unsandboxed-code", is_flag=True, envvar=ALLOW_UNSANDBOXED_ENV,
-              help="Run students' code for python_tests even where no network namespace can be made "
+              help="Run students' code for python_tests even where bubblewrap (bwrap) is missing, without a sandbox "
                    "(docs/benchmarks.md, 'The code sandbox').")
 @verbosity_options
 @click.pass_context

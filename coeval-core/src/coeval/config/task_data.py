@@ -34,6 +34,8 @@ class TaskData:
     #: Columns with Python tests for the answer's code and the function they call (``checker: python_tests``).
     tests: str | None = None
     entry_point: str | None = None
+    #: The column with the code a reply completes (default: the prompt, when it is Python defining entry_point).
+    code_prefix: str | None = None
     #: Filled in when the config is loaded: the content hash and the number of rows.
     sha256: str | None = None
     rows: int | None = None

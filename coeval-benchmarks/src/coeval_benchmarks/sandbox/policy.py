@@ -1,4 +1,4 @@
-"""Whether code may run where the network cannot be cut off."""
+"""Whether code may run where no sandbox can be made (``--allow-unsandboxed-code``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 __all__ = ["ALLOW_UNSANDBOXED_ENV", "unsandboxed_allowed"]
 
-#: Set (to 1) by ``coeval run --allow-unsandboxed-code``.
+#: Set (to 1) by ``coeval run --allow-unsandboxed-code`` (the core names it the same way).
 ALLOW_UNSANDBOXED_ENV = "COEVAL_ALLOW_UNSANDBOXED_CODE"
 
 

@@ -1,0 +1,103 @@
+"""The bubblewrap command line a program runs under, and whether bubblewrap works here.
+
+Inside: new user (uid and gid 65534, no capabilities, no further user namespaces), PID,
+network, IPC, UTS and (where the kernel allows) cgroup namespaces, its own session, killed
+when its parent dies. The file system is a fresh root holding only what the interpreter
+needs, read-only (``/usr``, the ``/bin``-style links to it, the Python installation when it
+lives elsewhere), a new ``/proc`` and ``/dev``, and a size-limited tmpfs at ``/tmp`` that is
+the working directory and ``HOME``. Nothing else of the machine is there: not the user's
+home, not the run folder, not ``~/.coeval``. The environment is emptied.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["SANDBOX_HOME", "SandboxUnavailable", "bwrap_command", "find_bwrap", "python_for_sandbox"]
+
+SANDBOX_HOME = "/tmp"
+NOBODY = "65534"
+#: What a machine without bubblewrap is told to install.
+INSTALL_HINT = ("install the bubblewrap package (apt-get install bubblewrap, dnf install bubblewrap, "
+                "pacman -S bubblewrap)")
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing, or cannot make its namespaces on this machine."""
+
+
+def python_for_sandbox() -> Path:
+    """The interpreter the program runs on: the base installation of the running one (the
+    virtual environment's packages are not the program's to see)."""
+    return Path(getattr(sys, "_base_executable", None) or sys.executable).resolve()
+
+
+def _system_dirs() -> list[str]:
+    """``/usr`` read-only, and the top-level links into it (``/bin -> usr/bin``) as links."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        top = Path("/") / name
+        if top.is_symlink():
+            args += ["--symlink", os.readlink(top), str(top)]
+        elif top.is_dir():
+            args += ["--ro-bind", str(top), str(top)]
+    return args
+
+
+def _python_dirs(python: Path) -> list[str]:
+    """The Python installation, when it is not under ``/usr`` (pyenv, conda, /opt)."""
+    roots = {Path(sys.base_prefix).resolve(), Path(sys.base_exec_prefix).resolve(), python.parent.parent}
+    out: list[str] = []
+    for root in sorted(roots):
+        if root.is_dir() and not root.is_relative_to("/usr") and root != Path("/"):
+            out += ["--ro-bind", str(root), str(root)]
+    return out
+
+
+def bwrap_command(bwrap: str, python: Path, tmpfs_mb: int) -> list[str]:
+    """The bwrap arguments before the interpreter's own."""
+    return [
+        bwrap,
+        "--unshare-user", "--uid", NOBODY, "--gid", NOBODY, "--disable-userns",
+        "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        "--hostname", "sandbox", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        *_system_dirs(), *_python_dirs(python),
+        "--proc", "/proc", "--dev", "/dev",
+        "--perms", "0700", "--size", str(tmpfs_mb * 1024 * 1024), "--tmpfs", SANDBOX_HOME,
+        "--chdir", SANDBOX_HOME,
+        "--clearenv", "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", SANDBOX_HOME,
+        "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
+        "--",
+    ]
+
+
+def find_bwrap() -> str:
+    """The path of a bubblewrap that works here; SandboxUnavailable says why there is none."""
+    found = shutil.which("bwrap")
+    if found is None:
+        raise SandboxUnavailable(f"bubblewrap (bwrap) is not installed, so student code cannot run in a sandbox; "
+                                 f"{INSTALL_HINT}")
+    problem = _probe(found)
+    if problem:
+        raise SandboxUnavailable(f"bubblewrap ({found}) cannot make its namespaces on this machine: {problem}")
+    return found
+
+
+@functools.cache
+def _probe(bwrap: str) -> str:
+    """Empty when bwrap runs the interpreter in the sandbox; else what it printed. Tried once."""
+    python = python_for_sandbox()
+    try:
+        done = subprocess.run([*bwrap_command(bwrap, python, 1), str(python), "-I", "-S", "-c", "pass"],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False,
+                              env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    if done.returncode == 0:
+        return ""
+    return done.stderr.decode("utf-8", "replace").strip()[-500:] or f"exit code {done.returncode}"

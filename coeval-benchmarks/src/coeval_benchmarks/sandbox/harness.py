@@ -1,0 +1,103 @@
+"""The first process inside the sandbox: ``python -I -B -c <this file> LIMITS NONCE_FD REPORT_FD``.
+
+It reads the program from stdin (then stdin is ``/dev/null``), sets the limits, tells the
+parent it started (``S`` on REPORT_FD), and runs the program as a module named
+``solution`` (not ``__main__``: a demo under ``if __name__ == "__main__":`` does not run,
+as in HumanEval's own harness). Only when the program, its tests and ``check(entry_point)``
+ran to the end does it read the parent's nonce from NONCE_FD and write it back on
+REPORT_FD: the one sign of a pass. An exit of any kind before that (``sys.exit``,
+``exit()``, ``raise SystemExit``, ``os._exit``) leaves the nonce unsent, so it fails. Its
+own time limit (``timeout_s``, a ``SIGALRM``) ends the program with exit code 124; the
+parent's wall clock is the limit the program cannot switch off.
+
+Standard library only; CoEval never imports this file, it sends its text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import linecache
+import os
+import resource
+import signal
+import sys
+import traceback
+import types
+
+PROGRAM_NAME = "solution.py"
+TIMEOUT_EXIT = 124
+FAILED_EXIT = 1
+_MB = 1024 * 1024
+
+
+class _OutOfTime(BaseException):
+    """Raised by the timer; a BaseException, so ``except Exception`` in the program lets it pass."""
+
+
+def _limit(kind: int, soft: int, hard: int | None = None) -> None:
+    resource.setrlimit(kind, (soft, soft if hard is None else hard))
+
+
+def _set_limits(limits: dict[str, float]) -> None:
+    cpu = int(limits["cpu_seconds"])
+    _limit(resource.RLIMIT_CPU, cpu, cpu + 1)  # SIGXCPU at the soft limit, SIGKILL a second later
+    _limit(resource.RLIMIT_AS, int(limits["memory_mb"]) * _MB)
+    _limit(resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) * _MB)
+    _limit(resource.RLIMIT_NOFILE, int(limits["open_files"]))
+    _limit(resource.RLIMIT_NPROC, int(limits["processes"]))
+    _limit(resource.RLIMIT_CORE, 0)
+
+
+def _say(text: str) -> None:
+    """To the real stderr, whatever the program did to ``sys.stderr``."""
+    with contextlib.suppress(OSError):
+        os.write(2, text.encode("utf-8", "replace"))
+
+
+def _fail(exc: BaseException) -> None:
+    if isinstance(exc, _OutOfTime):
+        _say(f"timed out: the program and its tests took longer than {exc.args[0]:g} s\n")
+        os._exit(TIMEOUT_EXIT)
+    if isinstance(exc, SystemExit):
+        _say(f"the program exited (SystemExit: {exc.code!r}) before its tests finished\n")
+        os._exit(FAILED_EXIT)
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != PROGRAM_NAME:
+        tb = tb.tb_next  # leave out the harness's own frames
+    _say("".join(traceback.format_exception(type(exc), exc, tb)))
+    os._exit(FAILED_EXIT)
+
+
+def main() -> None:
+    limits, nonce_fd, report_fd = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    source = sys.stdin.buffer.read().decode("utf-8", "replace")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    _set_limits(limits)
+    os.write(report_fd, b"S")
+    module = types.ModuleType("solution")
+    module.__file__ = PROGRAM_NAME
+    sys.modules["solution"] = module
+    linecache.cache[PROGRAM_NAME] = (len(source), None, source.splitlines(True), PROGRAM_NAME)
+    timeout = float(limits["timeout_s"])
+
+    def out_of_time(_signum: int, _frame: object) -> None:
+        raise _OutOfTime(timeout)
+
+    signal.signal(signal.SIGALRM, out_of_time)
+    try:
+        code = compile(source, PROGRAM_NAME, "exec")
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        exec(code, module.__dict__)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    except BaseException as exc:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _fail(exc)
+    os.write(report_fd, b"D" + os.read(nonce_fd, 64))
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
