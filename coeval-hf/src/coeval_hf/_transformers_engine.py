@@ -277,18 +277,19 @@ class TransformersEngine:
                                          **extra)
         results: list[GenerateResult | ModelError] = []
         for row, prompt_ids in zip(output[:, width:].tolist(), rows, strict=True):
-            new_tokens = self._until_eos(row)
+            new_tokens, ended = self._until_eos(row)
             text = self.tokenizer.decode(new_tokens, skip_special_tokens=True)
             results.append(GenerateResult(text=text, usage=Usage(len(prompt_ids), len(new_tokens)), cost_usd=0.0,
-                                          model=self.spec.model))
+                                          model=self.spec.model, finish_reason="stop" if ended else "length"))
         return results
 
-    def _until_eos(self, row: list[int]) -> list[int]:
-        """The generated tokens up to and including the first end-of-sequence (no padding)."""
+    def _until_eos(self, row: list[int]) -> tuple[list[int], bool]:
+        """The generated tokens up to and including the first end-of-sequence (no padding),
+        and whether there was one: without it the token limit cut the reply."""
         for i, token in enumerate(row):
             if token in self.eos_ids:
-                return row[: i + 1]
-        return row
+                return row[: i + 1], True
+        return row, False
 
     def _generation_config(self, sampling: Sampling, max_new: int) -> Any:
         config = copy.deepcopy(self.model.generation_config)

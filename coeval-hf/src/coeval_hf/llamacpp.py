@@ -223,6 +223,7 @@ def parse_reply(reply: Any, label: str) -> GenerateResult | ModelError:
         cost_usd=0.0,
         model=Path(str(reply.get("model"))).name if reply.get("model") else None,  # the file, not its folder
         tokens_per_s=float(speed) if isinstance(speed, int | float) and speed > 0 else None,
+        finish_reason=str(choice["finish_reason"]) if choice.get("finish_reason") else None,
     )
 
 
