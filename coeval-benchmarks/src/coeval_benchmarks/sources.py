@@ -124,10 +124,29 @@ def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise DatasetFileError(f"{path}: unknown file type (expected {', '.join(OWN_FILE_SUFFIXES)})")
 
 
-def _open_text(path: Path) -> Any:
+def _open_text(path: Path, newline: str | None = None) -> Any:
+    """The file as text. ``utf-8-sig`` reads a leading byte-order mark (spreadsheets save CSV
+    with one) as such, not as part of the first column's name."""
     if path.name.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open("r", encoding="utf-8")
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline=newline)
+    return path.open("r", encoding="utf-8-sig", newline=newline)
+
+
+def _not_utf8(path: Path, exc: UnicodeDecodeError) -> DatasetFileError:
+    """Where the file stops being UTF-8, as a person finds it in an editor: the line, and the
+    byte counted from the start of the file (the decoder's own offset is within a buffer)."""
+    where = "the file"
+    try:
+        with (gzip.open if path.name.endswith(".gz") else open)(path, "rb") as fh:
+            fh.read().decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = err.object.count(b"\n", 0, err.start) + 1
+        where, exc = f"line {line} (byte {err.start})", err
+    except OSError:
+        pass
+    bad = exc.object[exc.start:exc.start + 1].hex()
+    return DatasetFileError(f"{path}: {where} is not UTF-8 (byte 0x{bad}: {exc.reason}; perhaps Latin-1 or "
+                            "Windows-1252); re-save it as UTF-8")
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -147,7 +166,9 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 if not isinstance(row, dict):
                     raise DatasetFileError(f"{path} line {lineno}: each line must be a JSON object")
                 yield lineno, row
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
+    except OSError as exc:
         raise DatasetFileError(f"{path}: cannot read ({exc})") from None
 
 
@@ -157,7 +178,9 @@ def _json_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         with _open_text(path) as fh:
             raw = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
+    except OSError as exc:
         raise DatasetFileError(f"{path}: cannot read ({exc})") from None
     try:
         doc = json.loads(raw)
@@ -211,7 +234,7 @@ def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of a CSV file with a header line, numbered by the line they start on."""
     try:
-        with path.open("r", encoding="utf-8", newline="") as fh:
+        with _open_text(path, newline="") as fh:
             reader = csv.DictReader(fh)
             if not reader.fieldnames:
                 raise DatasetFileError(f"{path}: no header line (the first line names the columns)")
@@ -221,5 +244,7 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     raise DatasetFileError(f"{path} line {line}: more values than the header has columns")
                 yield line, dict(row)
                 line = reader.line_num + 1
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
+    except (OSError, csv.Error) as exc:
         raise DatasetFileError(f"{path}: cannot read as CSV ({exc})") from None

@@ -221,6 +221,15 @@ def _unknown_keys(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> lis
     return [k for k in instance if k not in known and not any(p.search(str(k)) for p in patterns)]
 
 
+def _misspelt_keys(instance: Any, schema: Mapping[str, Any]) -> set[str]:
+    """The keys an unknown key of ``instance`` is a did-you-mean of (``promt`` -> ``prompt``):
+    that unknown key's issue names them, so a required one is not reported missing as well."""
+    if not isinstance(instance, Mapping) or schema.get("additionalProperties") is not False:
+        return set()
+    known = sorted(schema.get("properties", {}))
+    return {guess for key in _unknown_keys(instance, schema) if (guess := did_you_mean(str(key), known))}
+
+
 def _issues_for(error: jsonschema.ValidationError) -> Iterator[RawIssue]:
     path: Path = tuple(error.absolute_path)
     value = error.instance
@@ -229,8 +238,9 @@ def _issues_for(error: jsonschema.ValidationError) -> Iterator[RawIssue]:
 
     if kind == "required":
         schema = _resolve(error.schema)
+        misspelt = _misspelt_keys(value, schema)
         for key in error.validator_value:
-            if isinstance(value, Mapping) and key not in value:
+            if isinstance(value, Mapping) and key not in value and key not in misspelt:
                 child = (*path, key)
                 rule = rule_for(child, _REQUIRED_RULES, default="V-19")
                 fix = f"add `{key}:` to {where}"

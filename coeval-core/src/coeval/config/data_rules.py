@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from coeval.config._schema_check import did_you_mean
+from coeval.config.errors import format_path
 from coeval.config.task_data import DataBackendMissing, data_backend
 from coeval.interfaces.known import BENCHMARK_INTERFACE
 
@@ -58,7 +59,8 @@ def check_task_data(validator: Any) -> None:
             validator.add(RULE, (*path, "split"), "split goes with dataset; a file has no splits",
                           "remove split, or name a dataset instead of a file")
         _teacher_written(validator, i, task)
-        _readable(validator, path, data, folder)
+        if not _shape_rejected(validator, path):
+            _readable(validator, path, data, folder)
     for i, task in validator.tasks:
         data = task.get("data")
         if task.get("checker") == "python_tests" and not (isinstance(data, dict) and data.get("tests")):
@@ -78,6 +80,14 @@ def _teacher_written(validator: Any, i: int, task: Mapping[str, Any]) -> None:
         validator.add(RULE, ("tasks", i, "rubric"), f"rubric: {rubric} is written by teachers in phase 2, and no "
                       "model is a teacher (this task's datapoints come from data)",
                       "write the rubric, e.g. rubric: {correctness: \"The answer is right.\"}, or add a teacher")
+
+
+def _shape_rejected(validator: Any, path: tuple[str | int, ...]) -> bool:
+    """Whether the schema already found the ``data`` block malformed (a misspelt or missing
+    key, a wrong type): that issue says what to fix, and the block cannot be read as written."""
+    where = format_path(path)
+    return any(issue.path == where or issue.path.startswith((f"{where}.", f"{where}["))
+               for issue in validator.issues)
 
 
 def _readable(validator: Any, path: tuple[str | int, ...], data: Mapping[str, Any], folder: Path) -> None:
