@@ -1,5 +1,7 @@
-"""Calls and spend per model: counted as items finish, added into ``meta.json``, and
-recounted from the records when a killed process could not add its own."""
+"""Calls and spend per model: written to the call ledger (``calls.jsonl``,
+:mod:`coeval.storage.call_ledger`) before each call is sent and after it returns, added
+into ``meta.json`` as they happen, and reconciled from the ledger when a process starts
+alone in the folder (a killed one could not add its own, and had calls in flight)."""
 
 from __future__ import annotations
 
@@ -11,11 +13,20 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from coeval.phases.ids import CALLER_FIELDS
+from coeval.run.result import RunError
 from coeval.scheduler import Scheduler, WorkOutcome
+from coeval.storage.call_ledger import (
+    CallLedger,
+    LedgerError,
+    carry_counts,
+    ledger_path,
+    read_ledger,
+    settle_open_calls,
+)
 from coeval.storage.records import match_every_line
 from coeval.storage.run_folder import RunFolder, loads_record
 
-__all__ = ["Ledger", "recount_lost_calls", "written_calls"]
+__all__ = ["Ledger", "reconcile_ledger", "recount_lost_calls", "written_calls"]
 
 #: The record field naming the model whose calls a record of each phase accounts for.
 _CALLER_FIELD = CALLER_FIELDS
@@ -108,6 +119,40 @@ def recount_lost_calls(run: RunFolder, meta: dict[str, Any], log: Any) -> dict[s
     return run.update_meta(change)
 
 
+def reconcile_ledger(run: RunFolder, meta: dict[str, Any], log: Any, *, killed_before: bool) -> dict[str, Any]:
+    """Before a process alone in the folder makes calls: settle the calls a killed process
+    left open (at their estimate: they may have been made) and make ``meta.json``'s calls
+    and spend the ledger's. A run from before the ledger starts one with the counts it has
+    (raised first to what its records account for, if a process was killed)."""
+    path = ledger_path(run.root)
+    if not path.exists():
+        if killed_before:
+            meta = recount_lost_calls(run, meta, log)
+        carry_counts(path, dict(meta.get("calls") or {}), dict(meta.get("spend_usd") or {}))
+        return meta
+    try:
+        totals = read_ledger(path)
+    except LedgerError as exc:
+        raise RunError(str(exc)) from None
+    settled = settle_open_calls(path, totals)
+    calls = {k: v for k, v in totals.calls.items() if v}
+    spend = {k: v for k, v in totals.spend_by_model().items() if v}
+    if settled:
+        log.warning("calls in flight when a process stopped counted as made, at their estimated cost",
+                    calls=settled)
+    old_calls = {k: int(v) for k, v in (meta.get("calls") or {}).items() if v}
+    old_spend = {k: round(float(v), 10) for k, v in (meta.get("spend_usd") or {}).items() if v}
+    if calls == old_calls and all(abs(spend.get(k, 0.0) - old_spend.get(k, 0.0)) < 1e-9
+                                  for k in set(spend) | set(old_spend)):
+        return meta
+
+    def change(m: dict[str, Any]) -> None:
+        m["calls"] = calls
+        m["spend_usd"] = spend
+
+    return run.update_meta(change)
+
+
 def _adder(calls: Counter[str], spend: Mapping[str, float]) -> Callable[[dict[str, Any]], None]:
     """The change that adds ``calls`` and ``spend`` into ``meta.json``."""
 
@@ -123,13 +168,15 @@ def _adder(calls: Counter[str], spend: Mapping[str, float]) -> Callable[[dict[st
 
 
 class Ledger:
-    """Calls and spend per model, flushed into ``meta.json`` as increments so that shards
-    sharing a folder add up instead of overwriting each other."""
+    """This process's calls: each written to the call ledger before it is sent and after it
+    returns (the scheduler's journal), and their counts flushed into ``meta.json`` as
+    increments so that shards sharing a folder add up instead of overwriting each other."""
 
-    def __init__(self, run: RunFolder, scheduler: Scheduler | None = None, *,
+    def __init__(self, run: RunFolder, process: str, scheduler: Scheduler | None = None, *,
                  calls_before: Mapping[str, int] | None = None, spend_before_usd: float = 0.0,
                  interval_s: float = 2.0) -> None:
         self.run = run
+        self.file = CallLedger(ledger_path(run.root), process)
         self._calls: Counter[str] = Counter()
         self._spend: defaultdict[str, float] = defaultdict(float)
         self._last_flush = time.monotonic()
@@ -140,14 +187,30 @@ class Ledger:
         self._known_calls: Counter[str] = Counter(calls_before or {})
         self._known_spend = float(spend_before_usd)
 
+    # the scheduler's journal (coeval.scheduler.admission.CallJournal)
+    def started(self, model: str, phase: str, item: str, estimate_usd: float) -> str:
+        call = self.file.started(model, phase, item, estimate_usd)
+        self._calls[model] += 1
+        return call
+
+    def ended(self, call: str, model: str, cost_usd: float | None) -> None:
+        self.file.ended(call, cost_usd)
+        if cost_usd:
+            self._spend[model] += float(cost_usd)
+
+    def not_sent(self, call: str, model: str) -> None:
+        self.file.not_sent(call)
+        self._calls[model] -= 1
+
     def add(self, outcome: WorkOutcome) -> None:
-        name = outcome.item.model.name
-        self._calls[name] += int(outcome.attempts)
-        if outcome.cost_usd:
-            self._spend[name] += float(outcome.cost_usd)
+        """An item was booked (its calls are counted as they start and end)."""
         if time.monotonic() - self._last_flush > self.interval_s:
             self.flush()
 
+    def close(self) -> None:
+        """Write what the ledger held back (a full disk), if it can now, and flush."""
+        self.file.close()
+        self.flush()
     def flush(self) -> None:
         self._last_flush = time.monotonic()
         if not self._calls and not self._spend:

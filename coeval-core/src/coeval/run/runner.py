@@ -49,11 +49,12 @@ from coeval.phases.ordering import batch_enabled, phases_that_may_run
 from coeval.planning.cost import estimate_and_report, record_estimate
 from coeval.run._phase_loop import PhaseLoop
 from coeval.run._startup import RunStartup
+from coeval.run.call_estimates import call_estimates
 from coeval.run.collector import run_collector
 from coeval.run.drift import record_settings
 from coeval.run.ingested import merge_ingested
 from coeval.run.kept_artifacts import as_the_run_did
-from coeval.run.ledger import Ledger, recount_lost_calls, written_calls
+from coeval.run.ledger import Ledger, reconcile_ledger, written_calls
 from coeval.run.meta import a_process_stopped_unfinished
 from coeval.run.options import RunOptions
 from coeval.run.result import (
@@ -184,8 +185,8 @@ class _Run(RunStartup, PhaseLoop):
                     if cut:
                         log.warning("cut a partial last line (a crash interrupted its write)", file=str(path),
                                     bytes=cut)
-            if killed_before:  # only a process that never finished can have unsaved counts
-                meta = await off_the_loop(recount_lost_calls, self.run, meta, log)
+            # calls a killed process had in flight count as made; meta.json counts the ledger's
+            meta = await off_the_loop(lambda: reconcile_ledger(self.run, meta, log, killed_before=killed_before))
         did = as_the_run_did(self.user_config, self.run)  # kept maps and rubrics, not edits it ignores
         write_config_snapshot(self.run, did)
         record_settings(self.run, did)
@@ -196,6 +197,8 @@ class _Run(RunStartup, PhaseLoop):
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
         self._warn_stale_static_artifacts(log)
+        estimates = await off_the_loop(lambda: call_estimates(self.config, self.registries)) \
+            if exp.budget_usd is not None else {}
         limits = SchedulerLimits(
             generation_retries=exp.generation_retries,
             # the bound on calls per item leaves room for every retry the config asks for
@@ -204,34 +207,37 @@ class _Run(RunStartup, PhaseLoop):
             budget_usd=exp.budget_usd,
             calls_before={k: int(v) for k, v in (meta.get("calls") or {}).items()},
             spend_before_usd=float(sum((meta.get("spend_usd") or {}).values())),
+            call_estimates_usd=estimates,
         )
+        if self.only:  # shards: flush often, and learn what the other shards spent
+            ledger = Ledger(self.run, self.run_id, calls_before=limits.calls_before,
+                            spend_before_usd=limits.spend_before_usd, interval_s=0.5)
+        else:
+            ledger = Ledger(self.run, self.run_id)
         self.scheduler = Scheduler(self.interfaces, limits, progress=self.progress,
-                                   batch_executor=self._batch_executor(log))
+                                   batch_executor=self._batch_executor(log), journal=ledger)
+        if self.only:
+            ledger.scheduler = self.scheduler
         if self.interrupts is not None:
             self.interrupts.on_first = self._graceful_stop
-        if self.only:  # shards: flush often, and learn what the other shards spent
-            ledger = Ledger(self.run, self.scheduler, calls_before=limits.calls_before,
-                             spend_before_usd=limits.spend_before_usd, interval_s=0.5)
-        else:
-            ledger = Ledger(self.run)
         try:
             status, code, message = await self._phases(phases, completed, source, ledger, log)
         except RunError:
-            ledger.flush()
+            ledger.close()
             self.meta.finish("failed", EXIT_USAGE)
             raise
         except OSError:
             with contextlib.suppress(OSError):
-                ledger.flush()  # the calls were paid even if their records were not written
+                ledger.close()  # the calls were paid even if their records were not written
             raise
         except asyncio.CancelledError:
-            ledger.flush()
+            ledger.close()
             self.meta.finish("interrupted", EXIT_INTERRUPTED)
             log.warning("run interrupted; everything written so far is kept", folder=str(self.run.root))
             if self.interrupts is not None:
                 self.interrupts.result = self._result(EXIT_INTERRUPTED, "interrupted", "interrupted")
             raise
-        ledger.flush()
+        ledger.close()
         self.meta.finish(status, code)
         log.info("run finished", status=status, exit_code=code)
         return self._result(code, status, message)

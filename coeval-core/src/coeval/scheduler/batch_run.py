@@ -22,6 +22,8 @@ class BatchRun(Outcomes):
         executor = self.batch_executor
         assert executor is not None
         handed: list[_Job] = []
+        journal = self.journal
+        calls: dict[int, str] = {}
         for job in jobs:
             name = job.item.model.name
             cap = self.limits.quota.get(name)
@@ -31,6 +33,13 @@ class BatchRun(Outcomes):
             if self.limits.budget_usd is not None and self._over_budget():
                 self._skip(run, job, "budget")
                 continue
+            if journal is not None:
+                try:
+                    calls[id(job.item)] = journal.started(name, run.phase_id, job.item.key,
+                                                          self.admission.estimate(name, run.phase_id))
+                except OSError as exc:
+                    self._unrecorded(run, job, exc)
+                    break
             self.calls[name] += 1
             run.stats.phase_calls += 1
             job.attempts = 1
@@ -46,6 +55,9 @@ class BatchRun(Outcomes):
                             getattr(outcome.item, "key", "?"))
                 return
             job.done = True
+            call = calls.pop(id(outcome.item), None)
+            if journal is not None and call is not None:
+                journal.ended(call, outcome.item.model.name, outcome.cost_usd)
             if outcome.cost_usd:
                 self._add_spend(run, outcome.cost_usd)
             self._deliver(run, job, outcome)

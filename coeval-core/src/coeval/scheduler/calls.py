@@ -79,15 +79,36 @@ class Calls(Routing):
         name = item.model.name
         limits = self.limits
         cap = limits.quota.get(name)
-        if cap is not None and self.calls[name] >= cap:
-            self._skip(run, job, "quota")
-            return
-        if limits.budget_usd is not None and self._over_budget():
-            self._skip(run, job, "budget")
-            return
+        admission = self.admission
+        phase = run.phase_id
+        estimate = admission.estimate(name, phase)
+        while True:
+            if cap is not None and self.calls[name] >= cap:
+                self._skip(run, job, "quota")
+                return
+            verdict = admission.budget_verdict(self.spend_usd, name, phase)
+            if verdict == "go":
+                break
+            if verdict == "budget":
+                self._skip(run, job, "budget")
+                return
+            await admission.wait()  # near the budget: the calls in flight settle first
+            if run.stopping:
+                self._skip(run, job, run.stop_reason)
+                return
+            estimate = admission.estimate(name, phase)
         iface = lane.pinned.get(name) or job.iface if lane.pinned else job.iface
         assert iface is not None
+        journal = self.journal
+        call = ""
+        if journal is not None:  # written before the call is sent: a kill cannot hide it
+            try:
+                call = journal.started(name, phase, item.key, estimate)
+            except OSError as exc:
+                self._unrecorded(run, job, exc)
+                return
         self.calls[name] += 1  # reserved before the call: exact under any concurrency
+        admission.started(name, phase, estimate)
         run.stats.phase_calls += 1
         job.attempts += 1
         lane.in_flight += 1
@@ -110,22 +131,30 @@ class Calls(Routing):
             else:
                 async with asyncio.timeout(call_timeout):
                     result = await iface.generate(request)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # stopped at once: the call may have been made, its end stays open
             lane.in_flight -= 1
             slots.in_flight -= 1
+            admission.settled(name, phase, estimate, None, answered=False)
             raise
         except Exception as exc:
             lane.in_flight -= 1
             slots.in_flight -= 1
-            if isinstance(exc, CallGivenBack) and run.stopping:  # given back unanswered: no call counts
+            admission.settled(name, phase, estimate, None, answered=False)
+            given_back = isinstance(exc, CallGivenBack) and run.stopping
+            refused = not given_back and is_connection_failure(exc)
+            if journal is not None and (given_back or refused):  # the server never saw it: no call counts
+                journal.not_sent(call, name)
+            if given_back:  # given back unanswered: no call counts
                 self.calls[name] -= 1
                 run.stats.phase_calls -= 1
                 job.attempts -= 1
                 self._skip(run, job, run.stop_reason)
                 run.settle()
                 return
-            if is_connection_failure(exc) and self._server_down(run, lane, job):
+            if refused and self._server_down(run, lane, job):
                 return
+            if journal is not None:
+                journal.ended(call, name, None)
             job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
             lane.calls += 1
             err = self._classify(iface, exc)
@@ -136,6 +165,9 @@ class Calls(Routing):
             return
         lane.in_flight -= 1
         slots.in_flight -= 1
+        admission.settled(name, phase, estimate, result.cost_usd)
+        if journal is not None:  # before the record: a record never exists without its call's end
+            journal.ended(call, name, result.cost_usd)
         finished = self.clock.now()
         lane.limit.succeeded(finished - started, finished, load)
         job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)

@@ -30,8 +30,11 @@ How it runs (see DESIGN.md section 3):
   ``Retry-After`` also pauses the whole lane: the provider said the key is over its limit.
 * **Quota** (calls per model) is reserved before each call, so it is exact under any
   concurrency; an item that cannot reserve is ``skipped``/``quota`` and leaves a gap that
-  ``--continue`` fills once the quota is raised. **Budget**: no call starts once the spend
-  reported by results (``cost_usd``) reaches ``budget_usd``; calls in flight still finish.
+  ``--continue`` fills once the quota is raised. **Budget**: a call starts only if the
+  spend reported by results plus the calls in flight at their estimated cost leave room
+  for it; near the limit it waits for those in flight to settle
+  (:mod:`coeval.scheduler.admission`). With a ``journal`` each call is written down
+  before it is sent and after it returns (the run's call ledger).
 * **Cancellation.** :meth:`Scheduler.cancel` stops starting calls, lets calls in flight
   finish and be recorded, and reports the rest ``skipped``/``cancelled``. Cancelling the
   task that awaits ``run`` (Ctrl-C under ``asyncio.run``) does the same without waiting for
@@ -57,6 +60,7 @@ import attrs
 from coeval.config.credentials import redact
 from coeval.interfaces.base import Interface, ModelError
 from coeval.scheduler.adaptive import AdaptiveLimit
+from coeval.scheduler.admission import Admission, CallJournal
 from coeval.scheduler.batch import BatchExecutor
 from coeval.scheduler.calls import Calls
 from coeval.scheduler.clock import Clock, SystemClock
@@ -97,6 +101,7 @@ class Scheduler(Calls):
         batch_executor: BatchExecutor | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        journal: CallJournal | None = None,
     ) -> None:
         self.interfaces = interfaces
         self.limits = limits or SchedulerLimits()
@@ -108,6 +113,10 @@ class Scheduler(Calls):
         self.calls: Counter[str] = Counter(self.limits.calls_before)
         #: Spend reported by results so far, counting ``limits.spend_before_usd``.
         self.spend_usd = float(self.limits.spend_before_usd)
+        #: The budget's view of the calls in flight (:mod:`coeval.scheduler.admission`).
+        self.admission = Admission(self.limits.budget_usd, self.limits.call_estimates_usd)
+        #: Where each call is written before it is sent (the run's call ledger), or None.
+        self.journal = journal
         self._limiters: dict[str, AdaptiveLimit] = {}
         self._slots: dict[str, Slots] = {}
         self._lane_keys: dict[str, str] = {}

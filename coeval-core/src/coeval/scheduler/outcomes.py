@@ -94,12 +94,23 @@ class Outcomes(SchedulerBase):
             self._refill(run)
         run.settle()
 
+    def _unrecorded(self, run: _PhaseRun, job: _Job, exc: OSError) -> None:
+        """The call ledger could not take a call's start line (a full disk): the call is not
+        sent, and the phase stops with that error, as when a record cannot be written."""
+        if run.on_done_error is None:
+            run.on_done_error = exc
+            log.error("could not write the start of a call for %s: %s; stopping the phase", job.item.key,
+                      redact(str(exc)))
+        self._stop(run, UNWRITTEN)
+        self._skip(run, job, UNWRITTEN)
+
     def _stop(self, run: _PhaseRun, reason: str) -> None:
         """Stop starting calls; report queued items skipped now, wake idle workers."""
         if run.stopping:
             return
         run.stopping = True
         run.stop_reason = reason
+        self.admission.wake()
         for lane in run.lanes.values():
             while lane.queue.ready:
                 self._skip(run, lane.queue.ready.popleft(), reason)

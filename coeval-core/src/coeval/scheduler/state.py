@@ -13,6 +13,7 @@ import attrs
 
 from coeval.interfaces.base import Interface
 from coeval.scheduler.adaptive import AdaptiveLimit, LimitCounters
+from coeval.scheduler.admission import Admission, CallJournal
 from coeval.scheduler.batch import BatchExecutor
 from coeval.scheduler.clock import Clock
 from coeval.scheduler.lanes import Lane, Slots
@@ -87,6 +88,9 @@ class SchedulerLimits:
     #: Seconds a single call may take before it counts as a transient failure (None: no
     #: limit beyond the interface's own timeout).
     call_timeout_s: float | None = 600.0
+    #: What one call of (model, phase) is expected to cost before any has returned (the
+    #: plan's prices): calls in flight count at it against the budget.
+    call_estimates_usd: Mapping[tuple[str, str], float] = attrs.field(factory=dict)
 
 
 @attrs.define
@@ -223,6 +227,8 @@ class SchedulerBase:
     rng: random.Random
     calls: Counter[str]
     spend_usd: float
+    admission: Admission
+    journal: CallJournal | None
     _limiters: dict[str, AdaptiveLimit]
     _slots: dict[str, Slots]
     _lane_keys: dict[str, str]

@@ -49,7 +49,7 @@ def realtime_scheduler(name: str, iface: Interface, generation_retries: int, par
         retry=own.retry,
         call_timeout_s=own.call_timeout_s,
     )
-    scheduler = Scheduler({name: iface}, limits)
+    scheduler = Scheduler({name: iface}, limits, journal=parent.journal)  # its calls go in the run's ledger
     if share_quota:
         scheduler.calls = parent.calls
     return scheduler
