@@ -55,6 +55,7 @@ def test_a_model_on_two_replicas_completes_every_phase_and_both_replicas_answer(
     config = cluster_config(tmp_path, "two-replicas", variant=1)
     done = coeval(ray_cluster, "run", "--config", str(config), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "SIGTERM handler" not in done.stdout + done.stderr  # Ray's thread notice, mid-output
     report = status(ray_cluster, tmp_path / "runs" / "two-replicas")
     assert_every_phase_complete(report)
     lane_urls = {lane["url"] for phase in report["lanes"].values() for lane in phase["lanes"]}

@@ -33,6 +33,7 @@ __all__ = [
     "connect",
     "deploy",
     "live_apps",
+    "quiet_ray_notices",
     "remove",
 ]
 
@@ -74,13 +75,29 @@ def app_name(model: Mapping[str, Any], spec: ClusterSpec) -> str:
     return f"{APP_PREFIX}{safe}-{digest[:8]}"
 
 
+class _NoThreadNotice(logging.Filter):
+    """Drops Ray's notice that it set no SIGTERM handler: a run joins Ray from a worker
+    thread, and its own handler (the graceful stop) is the one that must stay."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("SIGTERM handler is not set")
+
+
+def quiet_ray_notices() -> None:
+    """Keep Ray's lines that mean nothing to a CoEval user out of the run's output."""
+    logging.getLogger("ray.serve").setLevel(logging.WARNING)  # its INFO lines would break the progress display
+    worker = logging.getLogger("ray._private.worker")
+    if not any(isinstance(f, _NoThreadNotice) for f in worker.filters):
+        worker.addFilter(_NoThreadNotice())
+
+
 def connect(address: str) -> None:
     """Join the cluster at ``address`` (``auto``: ``RAY_ADDRESS`` or the local one) once."""
     import ray
 
     if ray.is_initialized():
         return
-    logging.getLogger("ray.serve").setLevel(logging.WARNING)  # its INFO lines would break the progress display
+    quiet_ray_notices()
     try:
         ray.init(address=address, namespace="coeval", log_to_driver=False, logging_level=logging.WARNING,
                  configure_logging=False)
