@@ -44,15 +44,18 @@ import attrs
 from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.contract.manager import registries as installed
 from coeval.contract.types import TokenSeconds
+from coeval.phases.ids import EVALUATION
 from coeval.planning import Plan, batch_phases, plan_experiment
-from coeval.planning.cost.history import measured_history, seconds_per_record
+from coeval.planning.cost.history import measured_history, overlap_share, seconds_per_record
 from coeval.planning.cost.machine_speed import speed_factor
 from coeval.planning.cost.measure import Measured
 from coeval.planning.cost.pricing import LOCAL_INTERFACES, Price, price_for
+from coeval.planning.cost.program_time import PROGRAM_S, ProgramWork, program_work
 from coeval.planning.cost.prompt_reads import read_share
 from coeval.planning.cost.remaining import forked_source, remaining_cells, surveyed_folder
 from coeval.planning.cost.requests import KNOWN_PHASES, RequestBuilder, TaskTexts, expected_output_tokens
 from coeval.planning.cost.samples import SampleResults, run_samples
+from coeval.planning.cost.time_basis import TimeBasis, time_basis
 from coeval.planning.cost.tokens import estimate_tokens
 from coeval.run.pipelining import PIPELINED_MODES, PIPELINED_PHASES
 from coeval.storage.run_folder import RunFolder, utc_now
@@ -91,6 +94,8 @@ _CLIENT_START_S = 1.4
 #: a local engine's own cost per call besides its tokens (template, sampler set-up)
 _LOCAL_CALL_S = 0.05
 _MIN_HISTORY = 3  # records of a (phase, model) before their average is trusted
+#: the lane a code task's programs take in the time model
+SANDBOX_LANE = "sandbox"
 
 
 @attrs.frozen
@@ -107,6 +112,8 @@ class CellEstimate:
     batch: bool
     seconds: float
     source: str  # history | samples | heuristics
+    #: where one call's latency came from: history | samples | setting | engine | heuristic
+    latency_source: str = "heuristic"
 
 
 @attrs.frozen
@@ -121,6 +128,10 @@ class CostEstimate:
     phase_seconds: Mapping[str, float] = attrs.field(factory=dict)
     #: seconds phases 3-5 save by running at once (0 when the run takes them one by one)
     pipelined_overlap_s: float = 0.0
+    #: what the time rests on, and the range it leaves (:mod:`coeval.planning.cost.time_basis`)
+    basis: TimeBasis = attrs.field(factory=lambda: TimeBasis("no time to estimate"))
+    #: programs a code task runs in the sandbox (no call, but time)
+    programs: int = 0
     generated_at: str = attrs.field(factory=utc_now)
 
     # ---- totals -------------------------------------------------------------------------------
@@ -178,6 +189,16 @@ class CostEstimate:
     def seconds(self) -> float:
         return max(0.0, sum(self.phase_seconds.values()) - self.pipelined_overlap_s)
 
+    @property
+    def seconds_range(self) -> tuple[float, float]:
+        """The run's time, lowest to highest, that the estimate's basis leaves open."""
+        return self.seconds * self.basis.low, self.seconds * self.basis.high
+
+    @property
+    def time_basis(self) -> str:
+        """What the time rests on: "from 40 sampled calls", "heuristic: no latency known"."""
+        return self.basis.text
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``coeval plan --json`` and ``cost_estimate.json``)."""
         total = self.total
@@ -191,7 +212,10 @@ class CostEstimate:
             "total_cost_usd": total["cost_usd"],
             "cost_complete": total["cost_complete"],
             "estimated_seconds": round(self.seconds, 1),
+            "estimated_seconds_range": [round(x, 1) for x in self.seconds_range],
+            "time_basis": self.time_basis,
             "pipelined_overlap_seconds": round(self.pipelined_overlap_s, 1),
+            "sandbox_programs": self.programs,
             "phases": self.by_phase(),
             "models": self.by_model(),
             "tasks": self.by_task(),
@@ -347,14 +371,16 @@ def estimate_cost(
                 "its cost is left out of the total"
             )
     estimates = _cells(config, cells, builder, texts, sampled, history, prices, registries)
-    times = _phase_seconds(config, plan, estimates, sampled, registries)
+    programs = program_work(config, cells)
+    times = _phase_seconds(config, plan, estimates, sampled, registries, programs)
     phase_seconds = {phase: t.seconds for phase, t in times.items()}
     learned = [phase for phase in phase_seconds if phase in pace and _learn_time(phase, estimates, pace, phase_seconds)]
     overlap = 0.0
-    if pipeline and not learned:  # a past run's pace already holds however it ran
-        overlap = _pipelined_overlap(config, times, estimates, only_models)
-    if learned:
+    if learned:  # the past run's phases overlapped as much as this run's will
+        overlap = overlap_share(run) * sum(phase_seconds[p] for p in learned) if pipeline else 0.0
         notes.append(f"time of {', '.join(learned)}: at the pace of the past run in {run.root} (meta.json phase log)")
+    elif pipeline:
+        overlap = _pipelined_overlap(config, times, estimates, only_models)
     if any(c.batch and c.calls for c in estimates):
         notes.append(
             "batch phases are not in the time estimate: providers return batches within hours (up to 24 h)"
@@ -365,6 +391,12 @@ def estimate_cost(
         for p in plan.phases
         if p.phase not in KNOWN_PHASES and p.calls
     )
+    if programs.total:
+        notes.append(f"{programs.total:,} programs run in the sandbox "
+                     f"({', '.join(f'{t}: {programs.workers[t]} at once' for t in programs.programs)})")
+    sources = [("pace" if c.phase in learned else c.latency_source, c.seconds) for c in estimates if not c.batch]
+    sources.append(("programs", times[EVALUATION].lanes.get(SANDBOX_LANE, 0.0) if EVALUATION in times else 0.0))
+    basis = time_basis(sources, sampled_calls=sampled.timed_calls, continuing=continue_run)
     return CostEstimate(
         plan=plan,
         cells=tuple(estimates),
@@ -375,6 +407,8 @@ def estimate_cost(
         notes=tuple(dict.fromkeys(notes)),
         phase_seconds=phase_seconds,
         pipelined_overlap_s=overlap,
+        basis=basis,
+        programs=programs.total,
     )
 
 
@@ -396,6 +430,11 @@ def _cells(
         task, model = tasks[task_name], models[model_name]
         past = history.get((phase, model_name))
         latency = sampled.latency(phase, model_name)
+        latency_source = "samples"
+        # a call's latency on an engine that runs one call at a time includes its wait
+        # behind the others: not the engine's speed
+        if past is not None and past.timed >= _MIN_HISTORY and not registries.runs_one_at_a_time(model.interface):
+            latency, latency_source = past.avg_latency, "history"
         if past is not None and past.calls >= _MIN_HISTORY:
             source, per_in, per_out = "history", past.avg_input, past.avg_output
         else:
@@ -417,6 +456,7 @@ def _cells(
         cost = price.cost(tokens_in, tokens_out, batch=batch, calls=calls) if price is not None else None
         if latency is None:
             local = local_speeds.call_seconds(builder, phase, task, model, texts[task_name], per_in, per_out)
+            latency_source = "engine" if local is not None else "setting" if model.interface == "mock" else "heuristic"
             latency = local if local is not None else _heuristic_latency(model, per_out, registries)
         per_call_s = latency
         out.append(
@@ -431,6 +471,7 @@ def _cells(
                 batch=batch,
                 seconds=0.0 if batch else per_call_s * calls,
                 source=source,
+                latency_source=latency_source,
             )
         )
     return out
@@ -469,12 +510,14 @@ class _PhaseTime:
 
 
 def _phase_seconds(
-    config: Config, plan: Plan, cells: Sequence[CellEstimate], sampled: SampleResults, registries: Registries
+    config: Config, plan: Plan, cells: Sequence[CellEstimate], sampled: SampleResults, registries: Registries,
+    programs: ProgramWork | None = None,
 ) -> dict[str, _PhaseTime]:
     """Per phase, the longest of its lanes' round trips, its one-at-a-time calls added up,
     and the run's CPU for its calls (see the module docstring), plus the phase's start. A
     lane is the interface, or for a free model (the mock, always built) its
-    ``connection_key``, as the scheduler forms them (every mock model is its own lane)."""
+    ``connection_key``, as the scheduler forms them (every mock model is its own lane). The
+    sandbox is a lane of the evaluation phase: its ``programs``, ``workers`` at a time."""
     models = {m.name: m for m in config.models}
     factor = speed_factor()
     run_cpu_s, sdk_cpu_s = _RUN_CPU_PER_CALL_S * factor, _SDK_CPU_PER_CALL_S * factor
@@ -508,6 +551,8 @@ def _phase_seconds(
             time.lanes[lane], reached[lane] = _slow_start(calls, seconds / calls, reached.get(lane, first), top)
         calls_made = sum(calls for calls, _ in lanes.values())
         time.call_s = sum(seconds for _, seconds in lanes.values()) / calls_made if calls_made else 0.0
+        if phase == EVALUATION and programs is not None and programs.total:
+            time.lanes[SANDBOX_LANE] = programs.seconds(PROGRAM_S * factor)
     return out
 
 

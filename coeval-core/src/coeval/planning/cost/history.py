@@ -21,7 +21,7 @@ from coeval.planning.cost.measure import Measured
 from coeval.storage.records import is_ok, scan_phase
 from coeval.storage.run_folder import RunFolder, iter_jsonl, parse_stamp
 
-__all__ = ["HISTORY_SAMPLE_PER_FILE", "done_calls", "measured_history", "seconds_per_record"]
+__all__ = ["HISTORY_SAMPLE_PER_FILE", "done_calls", "measured_history", "overlap_share", "seconds_per_record"]
 
 #: Records read per phase file to measure token sizes of the calls already made.
 HISTORY_SAMPLE_PER_FILE = 200
@@ -98,16 +98,19 @@ def _sampled_records(run: RunFolder, phase: str, config: Config) -> Iterator[dic
 def measured_history(
     run: RunFolder, config: Config, *, phases: Collection[str] | None = None
 ) -> dict[tuple[str, str], Measured]:
-    """(phase, model) -> token usage of the calls already made (records with usage), from
-    a sample of each file; only ``phases`` (all when None) are read."""
+    """(phase, model) -> token usage and latency of the calls already made (records with
+    usage; ``latency_ms`` where a record has it), from a sample of each file; only
+    ``phases`` (all when None) are read."""
     out: dict[tuple[str, str], Measured] = {}
 
-    def add(phase: str, model: str, usage: Any) -> None:
+    def add(phase: str, model: str, usage: Any, latency_ms: Any = None) -> None:
         if not isinstance(usage, dict):
             return
         tin, tout = usage.get("input_tokens") or 0, usage.get("output_tokens") or 0
+        timed = isinstance(latency_ms, int | float) and not isinstance(latency_ms, bool) and latency_ms >= 0
         if tin or tout:
-            out.setdefault((phase, model), Measured()).add(float(tin), float(tout))
+            out.setdefault((phase, model), Measured()).add(float(tin), float(tout),
+                                                           latency_s=float(latency_ms) / 1000.0 if timed else None)
 
     for phase in (ATTRIBUTE_MAPPING, RUBRIC_MAPPING):
         if phases is not None and phase not in phases:
@@ -125,26 +128,51 @@ def measured_history(
             continue
         for rec in _sampled_records(run, phase, config):
             if is_ok(rec):
-                add(phase, str(rec.get(field)), rec.get("usage"))
+                add(phase, str(rec.get(field)), rec.get("usage"), rec.get("latency_ms"))
     return out
 
 
-def seconds_per_record(run: RunFolder) -> dict[str, float]:
-    """phase -> wall seconds per record written, at the pace the folder's runs kept
-    (``meta.json`` ``phase_log``: each entry's start to end over its ``written``); phases
-    that wrote nothing are left out. Whole seconds: a phase under a second counts as 0."""
+def _logged_spans(run: RunFolder) -> list[tuple[str, float, float, int]]:
+    """(phase, start, end, records written) of each ``meta.json`` phase-log entry that wrote
+    records, in epoch seconds."""
     try:
         log = run.read_meta().get("phase_log") or []
     except (OSError, ValueError):
-        return {}
-    seconds: Counter[str] = Counter()
-    written: Counter[str] = Counter()
+        return []
+    spans = []
     for entry in log:
         if not isinstance(entry, dict) or not isinstance(entry.get("written"), int) or entry["written"] <= 0:
             continue
         start, end = parse_stamp(entry.get("started_at")), parse_stamp(entry.get("finished_at"))
         if start is None or end is None or end < start:
             continue
-        seconds[str(entry.get("phase"))] += int((end - start).total_seconds())
-        written[str(entry.get("phase"))] += entry["written"]
+        spans.append((str(entry.get("phase")), start.timestamp(), end.timestamp(), int(entry["written"])))
+    return spans
+
+
+def overlap_share(run: RunFolder) -> float:
+    """The share of the logged phases' added-up time that ran at the same time as another
+    phase (pipelined phases: each one's log entry spans the others'): 0 for phases run one
+    by one; the past run's pace then times a pipelined run at its real length, not the sum."""
+    spans = sorted((start, end) for _, start, end, _ in _logged_spans(run))
+    added = sum(end - start for start, end in spans)
+    if added <= 0:
+        return 0.0
+    union, reach = 0.0, float("-inf")
+    for start, end in spans:
+        if end > reach:
+            union += end - max(start, reach)
+            reach = end
+    return max(0.0, 1.0 - union / added)
+
+
+def seconds_per_record(run: RunFolder) -> dict[str, float]:
+    """phase -> wall seconds per record written, at the pace the folder's runs kept
+    (``meta.json`` ``phase_log``: each entry's start to end over its ``written``); phases
+    that wrote nothing are left out. Whole seconds: a phase under a second counts as 0."""
+    seconds: Counter[str] = Counter()
+    written: Counter[str] = Counter()
+    for phase, start, end, n in _logged_spans(run):
+        seconds[phase] += int(end - start)
+        written[phase] += n
     return {phase: seconds[phase] / n for phase, n in written.items()}

@@ -19,6 +19,8 @@ __all__ = [
     "ESTIMATE_FILE",
     "format_duration",
     "format_estimate",
+    "format_time_range",
+    "format_total_time",
     "print_estimate",
     "read_estimate",
     "write_estimate",
@@ -35,6 +37,24 @@ def format_duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def format_time_range(low: float, high: float) -> str:
+    """``2-20 min``: a range in the unit of its upper end (``< 1 s`` when both are)."""
+    if high < 1:
+        return "< 1 s"
+    if high < 90:
+        return f"{low:.0f}-{high:.0f} s"
+    if high < 5400:
+        return f"{low / 60:.0f}-{high / 60:.0f} min"
+    return f"{low / 3600:.1f}-{high / 3600:.1f} h"
+
+
+def format_total_time(estimate: CostEstimate) -> str:
+    """The estimate's time: one number where its basis is firm, a range where it is weak."""
+    if estimate.basis.weak:
+        return format_time_range(*estimate.seconds_range)
+    return format_duration(estimate.seconds)
 
 
 def _usd(value: float, complete: bool = True) -> str:
@@ -75,10 +95,14 @@ def print_estimate(estimate: CostEstimate, console: Any = None) -> None:
         f"{total['input_tokens']:,}",
         f"{total['output_tokens']:,}",
         _usd(total["cost_usd"], total["cost_complete"]),
-        format_duration(estimate.seconds),
+        format_total_time(estimate),
         style="bold",
     )
     console.print(phases)
+    if estimate.seconds:
+        low, high = estimate.seconds_range
+        console.print(f"time: {estimate.time_basis} (the run may take {format_time_range(low, high)})",
+                      highlight=False)
 
     models = Table(title="Per model", **style)
     for col in ("model", "interface", "in $/1M", "out $/1M", "batch", "calls", "tokens", "cost", "basis"):

@@ -68,6 +68,11 @@ class SampleResults:
     def calls(self) -> int:
         return sum(m.calls + m.failures for m in self.measured.values())
 
+    @property
+    def timed_calls(self) -> int:
+        """Sample calls whose latency the estimate uses (not a client's first, not a free one)."""
+        return sum(m.timed for m in self.measured.values())
+
     def _total(self, model: str, phase: str | None = None) -> Measured:
         total = Measured()
         for (p, name, _), m in self.measured.items():
