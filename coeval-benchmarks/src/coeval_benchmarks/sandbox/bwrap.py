@@ -17,11 +17,20 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-__all__ = ["SANDBOX_HOME", "SandboxUnavailable", "bwrap_command", "find_bwrap", "python_for_sandbox"]
+__all__ = [
+    "SANDBOX_HOME",
+    "SandboxUnavailable",
+    "as_sandbox_user",
+    "bwrap_command",
+    "find_bwrap",
+    "python_for_sandbox",
+    "sandbox_user",
+]
 
 SANDBOX_HOME = "/tmp"
-NOBODY = "65534"
+NOBODY = 65534
 #: What a machine without bubblewrap is told to install.
 INSTALL_HINT = ("install the bubblewrap package (apt-get install bubblewrap, dnf install bubblewrap, "
                 "pacman -S bubblewrap)")
@@ -31,10 +40,36 @@ class SandboxUnavailable(RuntimeError):
     """bubblewrap is missing, or cannot make its namespaces on this machine."""
 
 
+def sandbox_user() -> int | None:
+    """The user bubblewrap runs as: ``nobody`` when CoEval runs as root, else CoEval's own."""
+    return NOBODY if os.geteuid() == 0 else None
+
+
+def _reachable_by_others(path: Path) -> bool:
+    """Whether any user can run ``path`` (every folder above it searchable, the file readable)."""
+    try:
+        if path.stat().st_mode & 0o005 != 0o005:
+            return False
+        return all(parent.stat().st_mode & 0o001 for parent in path.parents)
+    except OSError:
+        return False
+
+
+@functools.cache
 def python_for_sandbox() -> Path:
     """The interpreter the program runs on: the base installation of the running one (the
-    virtual environment's packages are not the program's to see)."""
-    return Path(getattr(sys, "_base_executable", None) or sys.executable).resolve()
+    virtual environment's packages are not the program's to see); when bubblewrap runs as
+    ``nobody`` and cannot reach it (a Python under ``/root``), the system's Python of the
+    same version, else the system's ``python3``."""
+    own = Path(getattr(sys, "_base_executable", None) or sys.executable).resolve()
+    if sandbox_user() is None or _reachable_by_others(own):
+        return own
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for name in (version, "python3"):
+        found = shutil.which(name, path="/usr/bin:/bin:/usr/local/bin")
+        if found and _reachable_by_others(Path(found).resolve()):
+            return Path(found).resolve()
+    return own
 
 
 def _system_dirs() -> list[str]:
@@ -51,7 +86,9 @@ def _system_dirs() -> list[str]:
 
 def _python_dirs(python: Path) -> list[str]:
     """The Python installation, when it is not under ``/usr`` (pyenv, conda, /opt)."""
-    roots = {Path(sys.base_prefix).resolve(), Path(sys.base_exec_prefix).resolve(), python.parent.parent}
+    roots = {python.parent.parent}
+    if python == Path(getattr(sys, "_base_executable", None) or sys.executable).resolve():
+        roots |= {Path(sys.base_prefix).resolve(), Path(sys.base_exec_prefix).resolve()}
     out: list[str] = []
     for root in sorted(roots):
         if root.is_dir() and not root.is_relative_to("/usr") and root != Path("/"):
@@ -63,7 +100,7 @@ def bwrap_command(bwrap: str, python: Path, tmpfs_mb: int) -> list[str]:
     """The bwrap arguments before the interpreter's own."""
     return [
         bwrap,
-        "--unshare-user", "--uid", NOBODY, "--gid", NOBODY, "--disable-userns",
+        "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY), "--disable-userns",
         "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
         "--hostname", "sandbox", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         *_system_dirs(), *_python_dirs(python),
@@ -74,6 +111,12 @@ def bwrap_command(bwrap: str, python: Path, tmpfs_mb: int) -> list[str]:
         "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
         "--",
     ]
+
+
+def as_sandbox_user() -> dict[str, Any]:
+    """``subprocess`` arguments that start bubblewrap as :func:`sandbox_user`."""
+    user = sandbox_user()
+    return {} if user is None else {"user": user, "group": user, "extra_groups": []}
 
 
 def find_bwrap() -> str:
@@ -95,7 +138,7 @@ def _probe(bwrap: str) -> str:
     try:
         done = subprocess.run([*bwrap_command(bwrap, python, 1), str(python), "-I", "-S", "-c", "pass"],
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False,
-                              env={"PATH": "/usr/bin:/bin"})
+                              env={"PATH": "/usr/bin:/bin"}, **as_sandbox_user())
     except (OSError, subprocess.SubprocessError) as exc:
         return str(exc)
     if done.returncode == 0:

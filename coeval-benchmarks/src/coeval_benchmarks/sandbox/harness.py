@@ -55,7 +55,15 @@ def _say(text: str) -> None:
         os.write(2, text.encode("utf-8", "replace"))
 
 
+def _flush() -> None:
+    """What the program left in Python's buffers, before ``os._exit`` drops it."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(Exception):
+            stream.flush()  # type: ignore[union-attr]
+
+
 def _fail(exc: BaseException) -> None:
+    _flush()
     if isinstance(exc, _OutOfTime):
         _say(f"timed out: the program and its tests took longer than {exc.args[0]:g} s\n")
         os._exit(TIMEOUT_EXIT)
@@ -83,20 +91,27 @@ def main() -> None:
     linecache.cache[PROGRAM_NAME] = (len(source), None, source.splitlines(True), PROGRAM_NAME)
     timeout = float(limits["timeout_s"])
 
+    out_of_time_error = _OutOfTime
+
     def out_of_time(_signum: int, _frame: object) -> None:
-        raise _OutOfTime(timeout)
+        raise out_of_time_error(timeout)
 
     signal.signal(signal.SIGALRM, out_of_time)
+    # what the end needs, held here: the program may empty this module's globals
+    setitimer, real_timer, read, write, leave, fail = signal.setitimer, signal.ITIMER_REAL, os.read, os.write, os._exit, _fail
     try:
         code = compile(source, PROGRAM_NAME, "exec")
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+        setitimer(real_timer, timeout)
         exec(code, module.__dict__)
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        setitimer(real_timer, 0)
     except BaseException as exc:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        _fail(exc)
-    os.write(report_fd, b"D" + os.read(nonce_fd, 64))
-    os._exit(0)
+        setitimer(real_timer, 0)
+        try:
+            fail(exc)
+        finally:
+            leave(FAILED_EXIT)
+    write(report_fd, b"D" + read(nonce_fd, 64))
+    leave(0)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,13 @@ from pathlib import Path
 
 import attrs
 
-from coeval_benchmarks.sandbox.bwrap import SandboxUnavailable, bwrap_command, find_bwrap, python_for_sandbox
+from coeval_benchmarks.sandbox.bwrap import (
+    SandboxUnavailable,
+    as_sandbox_user,
+    bwrap_command,
+    find_bwrap,
+    python_for_sandbox,
+)
 from coeval_benchmarks.sandbox.capture import CappedStream
 from coeval_benchmarks.sandbox.harness import TIMEOUT_EXIT
 
@@ -129,13 +135,13 @@ class _Child:
             self.proc = subprocess.Popen(
                 [*argv, str(nonce_r), str(report_w)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, pass_fds=(nonce_r, report_w), cwd=cwd, env=env, start_new_session=True,
+                **(as_sandbox_user() if cwd is None else {}),
             )
         finally:
             os.close(nonce_r)
             os.close(report_w)
         self.report = bytearray()
         self.stdout, self.stderr = CappedStream(), CappedStream()
-        self._report_fd = report_r
         self._pending = program
         self._sel = selectors.DefaultSelector()
         assert self.proc.stdin and self.proc.stdout and self.proc.stderr
@@ -223,7 +229,7 @@ class _Child:
 
     @property
     def completed(self) -> bool:
-        return bytes(self.report) == b"SD" + self.nonce
+        return b"D" + self.nonce in self.report
 
 
 def _kill(proc: subprocess.Popen[bytes], kind: str) -> None:
