@@ -28,15 +28,15 @@ from coeval_analysis.judge_quality import (
 )
 from coeval_analysis.judge_replies import judge_replies
 from coeval_analysis.leaderboard_build import leaderboard_of
-from coeval_analysis.pass_rates import pass_rate_summary, pass_rate_table, wilson_interval
+from coeval_analysis.pass_rates import pass_rate_summary, pass_rate_table
 from coeval_analysis.ranking import (
     MIN_INTERVAL_DATAPOINTS,
     MISSING_GAP,
-    ConflictAwareRanking,
+    HeadlineRanking,
     all_students,
     common_items,
-    conflict_aware_ranking,
     determination,
+    headline_ranking,
     rank_label,
     reference_in_headline,
     student_missing,
@@ -59,7 +59,7 @@ from coeval_analysis.teacher_diversity import with_diversity
 
 __all__ = ["SCHEMA_VERSION", "Analysis", "AnalysisOptions", "analyze"]
 
-SCHEMA_VERSION = 2  #: 2: robust_* is the conflict-aware headline; robust_unadjusted_* the earlier score
+SCHEMA_VERSION = 3  #: 3: headline_* and leaderboard; robust_* (the same numbers) kept for one release
 
 
 @dataclass
@@ -143,7 +143,7 @@ def analyze(
     slices = model.student_table(Bootstrap(model.n_items, 0, opts.seed) if few else boot, opts.level)
     step("robust ranking")
     robust = robust_ranking(model, boot, opts.level)
-    headline = conflict_aware_ranking(model, data, boot, opts.level, reference)
+    headline = headline_ranking(model, data, boot, opts.level, reference)
     step("judge agreement")
     agreement, pairs = _agreement(model, opts, boot)
     step("teachers and diagnostics")
@@ -190,7 +190,8 @@ def analyze(
         "evaluators": _evaluator_summary(ev_scores),
         "checks": pass_rate_summary(checks),
         "breakdowns": _breakdowns(slices),
-        "robust": _robust_summary(headline),
+        "headline": _headline_summary(headline),
+        "robust": _headline_summary(headline),  # schema 2's name, for one release
         "comparisons": headline.comparisons.pairs,
     }
     gaps = [v["missing_rate"] for v in missing.values() if v["missing_rate"] is not None]
@@ -206,7 +207,7 @@ def analyze(
     if isinstance(summary["judges"], dict):
         flag_constant_raters(summary)
     summary["headline_notes"] = headline_notes(summary)
-    summary["headline_evidence"] = _evidence_today(checks, students, bool(len(model.judges)))
+    summary["headline_evidence"] = _evidence(headline, list(model.students))
     summary["leaderboard"] = leaderboard_of(summary, opts.level, headline.measurement.intervals)
     if dropped:
         gone_judges, gone_warnings = dropped_entries(dropped, rates)
@@ -234,25 +235,14 @@ def analyze(
 # ------------------------------------------------------------------------------------------
 
 
-def _evidence_today(checks: pd.DataFrame, students: dict[str, Any], judged: bool) -> dict[str, Any]:
-    """The evidence columns: the judged score and pooled pass rates per kind of check."""
-    cols: list[dict[str, Any]] = []
-    if judged:
-        cols.append({"key": "judged", "kind": "judged", "title": "judged", "in_headline": True,
-                     "students": {s: {"score": v.get("robust_score"), "ci": v.get("robust_ci"),
-                                      "n": v.get("n_items", 0)} for s, v in students.items()}})  # fmt: skip
-    if len(checks):
-        kinds = np.where(checks["factor"].astype(str).str.startswith("pass@"), checks["factor"].astype(str),
-                         np.where(checks["evaluator"] == "python_tests", "pass@1", "checks"))
-        for key in sorted(set(kinds), key=lambda k: (k != "checks", k)):
-            g = checks[kinds == key].groupby("student")[["passed", "n"]].sum()
-            per = {}
-            for s, r in g.iterrows():
-                lo, hi = wilson_interval(int(r["passed"]), int(r["n"]))
-                per[str(s)] = {"score": r["passed"] / r["n"], "ci": [lo, hi], "n": int(r["n"])}
-            kind = key if key in ("checks", "pass@1") else "pass@k"
-            cols.append({"key": key, "kind": kind, "title": key, "in_headline": False, "students": per})
-    return {"columns": cols, "combined": "the headline is the measurement model's score of the judged factors"}
+def _evidence(headline: HeadlineRanking, students: list[str]) -> dict[str, Any]:
+    """The leaderboard's evidence columns and how the headline was combined."""
+    cols = []
+    for e in headline.evidence:
+        per = {s: {"score": _num(e.score[i]), "ci": [_num(e.low[i]), _num(e.high[i])], "n": int(e.n[i])}
+               for i, s in enumerate(students) if np.isfinite(e.score[i])}  # fmt: skip
+        cols.append({"key": e.key, "kind": e.kind, "title": e.title, "in_headline": e.in_headline, "students": per})
+    return {"columns": cols, "combined": headline.combined}
 
 
 def _add_reference(summary: dict[str, Any], ref_summary: dict[str, Any] | None) -> None:
@@ -356,7 +346,7 @@ def _judges(
     model: ScoreModel,
     robust: RobustRanking,
     pairs: list[dict[str, Any]],
-    headline: ConflictAwareRanking,
+    headline: HeadlineRanking,
 ) -> tuple[dict[str, Any], dict[str, Any], pd.DataFrame]:
     """(LLM judges, other evaluators (metric, label, gold), table of both)."""
     recs = data.records
@@ -422,7 +412,7 @@ def _judges(
     return out, others, table
 
 
-def _judge_model(r: ConflictAwareRanking, j: int) -> dict[str, Any]:
+def _judge_model(r: HeadlineRanking, j: int) -> dict[str, Any]:
     """A judge's measurement-model parameters (reported scale: 1 = an average informative judge)."""
     m = r.measurement
     f = m.fit
@@ -445,12 +435,14 @@ def _students(
     slices: pd.DataFrame,
     robust: RobustRanking,
     gold: dict[str, Any] | None,
-    headline: ConflictAwareRanking,
+    headline: HeadlineRanking,
     missing: dict[str, dict[str, Any]],
 ) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Per student: the headline (conflict-aware) score as ``robust_*``, the plain mean as
-    ``score``, the unadjusted robust score as ``robust_unadjusted_*``, rank intervals and
-    missing data. Students without any score are listed last, unranked."""
+    """Per student: the headline as ``headline_*``, the plain mean as ``score``, the
+    diagnostic agreement-weighted score as ``diagnostic_*``, rank ranges and missing data.
+    Students without any score are listed last, unranked. The keys before schema 3
+    (``robust_*`` for the headline, ``robust_unadjusted_*`` for the diagnostic score) are
+    written too, for one release."""
     overall = slices[slices["kind"] == "overall"].set_index("student")
     score = np.array(
         [overall.loc[s, "score"] if s in overall.index else np.nan for s in model.students], float
@@ -460,7 +452,7 @@ def _students(
     rrank = _ranks(h.score)
     urank = _ranks(robust.score)
     comp = headline.comparisons
-    n_items = (~np.isnan(h.cell)).sum(0) if h.cell.size else np.zeros(model.n_students, np.int64)
+    n_items = _evidence_items(headline, model)
     unrelated = unrelated_weight(headline)
     why_not = determination(headline)
     out: dict[str, Any] = {}
@@ -473,15 +465,16 @@ def _students(
             "score": _num(score[i]),
             "ci": [_num(row["ci_low"]), _num(row["ci_high"])] if row is not None else [None, None],
             "rank": int(rank[i]),
-            "robust_score": _num(h.score[i]),
-            "robust_ci": [_num(headline.ci[0][i]), _num(headline.ci[1][i])],
-            "robust_rank": int(rrank[i]) if scored else None,
+            "headline_score": _num(h.score[i]),
+            "headline_ci": [_num(headline.ci[0][i]), _num(headline.ci[1][i])],
+            "headline_rank": int(rrank[i]) if scored else None,
+            "judged_score": _num(headline.judged[i]),
             "rank_range": list(rr) if rr else None,
             "rank_label": rank_label(rr) if rr or not scored else str(rrank[i]),
             "rank_ci": list(rci) if (rci := comp.rank_ci[i]) else None,
-            "robust_unadjusted_score": _num(robust.score[i]),
-            "robust_unadjusted_ci": [_num(robust.ci[0][i]), _num(robust.ci[1][i])],
-            "robust_unadjusted_rank": int(urank[i]),
+            "diagnostic_score": _num(robust.score[i]),
+            "diagnostic_ci": [_num(robust.ci[0][i]), _num(robust.ci[1][i])],
+            "diagnostic_rank": int(urank[i]),
             "n_responses": int(row["n"]) if row is not None else 0,
             "n_items": int(n_items[i]),
             "unrelated_judge_weight": _num(unrelated[i]),
@@ -492,35 +485,64 @@ def _students(
         if gold and s in gold["students"]:
             entry["gold_score"] = gold["students"][s]["gold_score"]
             entry["gold_ci"] = gold["students"][s]["gold_ci"]
-        out[s] = entry
+        out[s] = _with_old_keys(entry)
     for s, m in missing.items():
         if s not in out:  # every answer failed or went unjudged: listed, never scored
-            out[s] = {"score": None, "ci": [None, None], "rank": None, "robust_score": None,
-                      "robust_ci": [None, None], "robust_rank": None, "rank_range": None,
-                      "rank_label": rank_label(None), "rank_ci": None, "robust_unadjusted_score": None,
-                      "robust_unadjusted_ci": [None, None], "robust_unadjusted_rank": None,
-                      "n_responses": 0, "n_items": 0, **m}  # fmt: skip
+            out[s] = _with_old_keys({"score": None, "ci": [None, None], "rank": None, "headline_score": None,
+                                     "headline_ci": [None, None], "headline_rank": None, "judged_score": None,
+                                     "rank_range": None, "rank_label": rank_label(None), "rank_ci": None,
+                                     "diagnostic_score": None, "diagnostic_ci": [None, None],
+                                     "diagnostic_rank": None, "n_responses": 0, "n_items": 0, **m})  # fmt: skip
     for s, entry in out.items():
-        flat: dict[str, Any] = {"student": s, **{k: v for k, v in entry.items() if not isinstance(v, list)}}
-        for k in ("ci", "robust_ci", "robust_unadjusted_ci", "gold_ci", "rank_range", "rank_ci"):
+        flat: dict[str, Any] = {"student": s, **{k: v for k, v in entry.items()
+                                                 if not isinstance(v, list) and k not in OLD_STUDENT_KEYS}}  # fmt: skip
+        for k in ("ci", "headline_ci", "diagnostic_ci", "gold_ci", "rank_range", "rank_ci"):
             bounds = entry.get(k)
             if isinstance(bounds, list):
                 flat[f"{k}_low"], flat[f"{k}_high"] = bounds
         rows.append(flat)
     last = len(out) + 1
-    ordered = dict(sorted(out.items(), key=lambda kv: (kv[1]["robust_rank"] or last, kv[0])))
+    ordered = dict(sorted(out.items(), key=lambda kv: (kv[1]["headline_rank"] or last, kv[0])))
     table = pd.DataFrame(rows)
     if len(table):
-        table["_order"] = table["robust_rank"].fillna(last)
+        table["_order"] = table["headline_rank"].fillna(last)
         table = table.sort_values(["_order", "student"]).drop(columns="_order").reset_index(drop=True)
     return ordered, table
 
 
-def _robust_summary(r: ConflictAwareRanking) -> dict[str, Any]:
-    """How the headline ranking was fitted (``summary.json`` ``robust``)."""
+#: summary.json keys of schema 2, written beside their schema-3 names for one release
+OLD_STUDENT_KEYS = {
+    "robust_score": "headline_score",
+    "robust_ci": "headline_ci",
+    "robust_rank": "headline_rank",
+    "robust_unadjusted_score": "diagnostic_score",
+    "robust_unadjusted_ci": "diagnostic_ci",
+    "robust_unadjusted_rank": "diagnostic_rank",
+}
+
+
+def _with_old_keys(entry: dict[str, Any]) -> dict[str, Any]:
+    for old, new in OLD_STUDENT_KEYS.items():
+        entry[old] = entry[new]
+    return entry
+
+
+def _evidence_items(headline: HeadlineRanking, model: ScoreModel) -> np.ndarray:
+    """Per student: the datapoints with evidence behind its headline (judged or a counted rate)."""
+    h = headline.headline
+    has = ~np.isnan(h.cell) if h.cell.size else np.zeros((model.n_items, model.n_students), bool)
+    for e in headline.evidence:
+        if e.in_headline and e.kind != "judged":
+            return np.maximum(has.sum(0), e.n)
+    return has.sum(0)
+
+
+def _headline_summary(r: HeadlineRanking) -> dict[str, Any]:
+    """How the headline was made (``summary.json`` ``headline``; ``robust`` until schema 3)."""
     h = r.headline
     return {
         "method": "measurement-model",
+        "combined": r.combined,
         "bias_prior_sd": TAU,
         "n_refits": r.measurement.replicates.n_refits if r.measurement.replicates else 0,
         "judges_resampled": bool(r.measurement.replicates.judges_resampled) if r.measurement.replicates else False,

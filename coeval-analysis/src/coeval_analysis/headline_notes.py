@@ -1,6 +1,5 @@
-"""Sentences that explain the headline where it differs from the plain mean, and why a
-headline score can leave [0, 1]; shown by the report and the console, kept in
-summary.json as ``headline_notes``."""
+"""Sentences that explain the headline where it differs from the plain mean; shown by the
+report and the console, kept in summary.json as ``headline_notes``."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ __all__ = ["headline_notes"]
 
 
 def _reasons(student: str, summary: dict[str, Any]) -> list[str]:
-    families = summary.get("robust", {}).get("families", {})
+    families = summary.get("headline", {}).get("families", {})
     judges = summary.get("judges") or {}
     fam = families.get(student, student)
     out = []
@@ -39,26 +38,16 @@ def _reasons(student: str, summary: dict[str, Any]) -> list[str]:
 
 
 def headline_notes(summary: dict[str, Any]) -> list[str]:
-    """One sentence per student whose headline and mean ranks differ, then the [0, 1] note."""
+    """One sentence per student whose headline and mean ranks differ."""
     notes = []
     for name, s in summary["students"].items():
-        if s.get("robust_rank") is None or s.get("rank") is None or s["robust_rank"] == s["rank"]:
+        if s.get("headline_rank") is None or s.get("rank") is None or s["headline_rank"] == s["rank"]:
             continue
         reasons = _reasons(name, summary) or [
-            "the headline weights judges by how well they tell answers apart and the mean weights them equally"
+            "the headline weights judges by how well they tell answers apart, and each kind of evidence by the "
+            "rubric's weights; the mean weights every score equally"
         ]
         notes.append(
             f"{name}: headline rank {s.get('rank_label')}, mean rank {s['rank']}: {'; and '.join(reasons)}."
-        )
-    outside = [
-        name for name, s in summary["students"].items()
-        if any(x is not None and not 0.0 <= x <= 1.0 for x in (s.get("robust_score"), *(s.get("robust_ci") or ())))
-    ]  # fmt: skip
-    if outside:
-        notes.append(
-            f"The headline of {', '.join(outside)} (or its interval) leaves [0, 1]: it is the score an average "
-            "judge that tells answers apart would give, carried past the top or bottom of the scale where the "
-            "judges' scores saturate, and it is not clipped (that would tie the students it cuts); read a value "
-            "above 1 as 'at the top of the scale, ahead of the others by that much'."
         )
     return notes

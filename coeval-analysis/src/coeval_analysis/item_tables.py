@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coeval_analysis.ranking import ConflictAwareRanking
+from coeval_analysis.ranking import HeadlineRanking
 from coeval_analysis.stats.robust import RobustRanking
 from coeval_analysis.stats.scores import ScoreModel
 
@@ -44,7 +44,7 @@ def label_table(labels: dict[str, Any]) -> pd.DataFrame:
 
 
 def datapoint_table(
-    model: ScoreModel, robust: RobustRanking, headline: ConflictAwareRanking
+    model: ScoreModel, robust: RobustRanking, headline: HeadlineRanking
 ) -> pd.DataFrame:
     ids = model.data.datapoint_ids
     c = robust.consensus

@@ -15,7 +15,9 @@ import numpy as np
 import pandas as pd
 
 from coeval_analysis.data import LLM_JUDGE, RunData
+from coeval_analysis.factor_plan import FactorPlan, factor_plan
 from coeval_analysis.families import model_families
+from coeval_analysis.headline_parts import Evidence, RateFactor, combine, evidence_columns, rate_factors
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.comparisons import Comparisons, compare_students, rank_label
 from coeval_analysis.stats.headline import Headline, Judgments
@@ -34,14 +36,15 @@ from coeval_analysis.stats.measurement import (
     student_scores,
 )
 from coeval_analysis.stats.scores import ScoreModel, pair_mean
+from coeval_analysis.stats.unit_scale import to_unit
 
 __all__ = [
     "MISSING_GAP",
-    "ConflictAwareRanking",
+    "HeadlineRanking",
     "all_students",
     "common_items",
-    "conflict_aware_ranking",
     "determination",
+    "headline_ranking",
     "judgments_of",
     "rank_label",
     "reference_in_headline",
@@ -64,9 +67,11 @@ RELIABILITY_FLOOR = 0.05
 
 
 @dataclass
-class ConflictAwareRanking:
-    headline: Headline
-    judges: list[str]  #: scorers the headline used (LLM judges; metric scorers when none)
+class HeadlineRanking:
+    """The headline: per student a score in [0, 1] with interval, comparisons and rank ranges."""
+
+    headline: Headline  #: ``score`` is the headline; the judge and datapoint parts are the judged model's
+    judges: list[str]  #: the LLM judges of the judged part
     families: dict[str, str]
     ci: tuple[np.ndarray, np.ndarray]
     reps: np.ndarray
@@ -74,6 +79,9 @@ class ConflictAwareRanking:
     weight_ci: tuple[np.ndarray, np.ndarray]
     judgments: Judgments
     measurement: MeasurementSummary
+    judged: np.ndarray  #: per student: the judged part, in [0, 1] (NaN: no judge scored it)
+    evidence: list[Evidence]  #: the leaderboard's evidence columns
+    combined: str  #: how the headline was combined, in one sentence
 
 
 @dataclass
@@ -87,25 +95,28 @@ class MeasurementSummary:
     scale: np.ndarray  #: per LLM judge, on the reported scale (1: an average informative judge)
     n_items: int  #: datapoints the headline rests on
     intervals: bool  #: False: too few datapoints for any interval
+    latent: np.ndarray  #: per student: the judged score on the model's own scale (may leave [0, 1])
+    widened: np.ndarray  #: (n_boot, S) resamples of ``latent`` (widened for small runs)
 
 
-def judgments_of(model: ScoreModel, families: dict[str, str]) -> tuple[Judgments, list[str]]:
-    """(judgments, scorer names): one row per (response, judge), the judge's mean over the
-    factors it scored; conflicted when judge and student share a family."""
-    if len(model.judges):
+def judgments_of(
+    model: ScoreModel, families: dict[str, str], plan: FactorPlan | None = None
+) -> tuple[Judgments, list[str]]:
+    """(judgments, judge names): one row per (response, LLM judge), the judge's mean over the
+    judged factors it scored, weighted by the rubric (``plan``; equal without one);
+    conflicted when judge and student share a family. Checks, tests, metrics and gold are
+    never judgments: they are plain rates (:mod:`coeval_analysis.headline_parts`)."""
+    names = list(model.judges)
+    if plan is None or not len(model.u_resp):
         pr, pj, pm = model.per_judge_response()
-        names = list(model.judges)
-    else:  # no LLM judge: the metric / label scorers stand in (never conflicted)
-        pr, pj, pm = pair_mean(model.x_resp, model.x_scorer, len(model.scorers), model.x_value)
-        names = list(model.scorers)
+    else:
+        pr, pj, pm = _weighted_judge_means(model, plan)
     item, student = model.resp_item[pr], model.resp_student[pr]
     ok = (item >= 0) & (student >= 0)
     pr, pj, pm, item, student = pr[ok], pj[ok], pm[ok], item[ok], student[ok]
     fam_judge = np.array([families.get(n, n) for n in names] + [""], dtype=object)
     fam_student = np.array([families.get(s, s) for s in model.students] + ["\0"], dtype=object)
-    conflicted = (
-        (fam_judge[pj] == fam_student[student]) if len(model.judges) else np.zeros(len(pr), bool)
-    )
+    conflicted = fam_judge[pj] == fam_student[student] if len(pj) else np.zeros(0, bool)
     j = Judgments(
         item=item.astype(np.int64),
         student=student.astype(np.int64),
@@ -120,16 +131,37 @@ def judgments_of(model: ScoreModel, families: dict[str, str]) -> tuple[Judgments
     return j, names
 
 
+def _weighted_judge_means(model: ScoreModel, plan: FactorPlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(response, judge, weighted mean over factors) of every (response, LLM judge) pair."""
+    n_f = max(len(model.factors), 1)
+    table = np.ones((max(len(model.tasks), 1), n_f))
+    for f in plan.factors:
+        if f.kind == "judged" and f.task in model.tasks and f.factor in model.factors:
+            table[model.tasks.index(f.task), model.factors.index(f.factor)] = f.weight
+    item = model.resp_item[model.u_resp]
+    task = np.where(item >= 0, model.item_task[np.maximum(item, 0)], -1)
+    w = np.where(task >= 0, table[np.maximum(task, 0), model.u_factor], 1.0)
+    if not (w != 1.0).any():
+        return model.per_judge_response()
+    r, j, num = pair_mean(model.u_resp, model.u_judge, len(model.judges), model.u_value * w)
+    _, _, den = pair_mean(model.u_resp, model.u_judge, len(model.judges), w)
+    return r, j, np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
 def reference_of(model: ScoreModel, table: pd.DataFrame | None) -> Reference | None:
-    """The reference judge's scores (human labels or gold answers) in the model's codes:
-    ``table`` has columns ``datapoint_id, student, factor, score`` (in [0, 1]) and ``source``
-    ("human" or "gold"); factors of one answer are averaged, as a judge's are. Rows naming a
-    datapoint or student the run does not score are ignored."""
+    """The reference judge's scores (human labels of judged factors) in the model's codes:
+    ``table`` has columns ``datapoint_id, student, factor, score`` (in [0, 1]) and ``source``;
+    only ``human`` rows are a judge of the judged factors (gold and label accuracy are plain
+    rates, :mod:`coeval_analysis.factor_plan`). Factors of one answer are averaged, as a
+    judge's are. Rows naming a datapoint or student the run does not score are ignored."""
     if table is None or not len(table):
         return None
     missing = {"datapoint_id", "student", "factor", "score", "source"} - set(table.columns)
     if missing:
         raise ValueError(f"reference scores lack the column(s) {', '.join(sorted(missing))}")
+    table = table[table["source"].astype(str) == "human"]
+    if not len(table):
+        return None
     ids = np.asarray(model.data.datapoint_ids, dtype=object)[model.items]
     item_of = {str(d): i for i, d in enumerate(ids)}
     student_of = {s: i for i, s in enumerate(model.students)}
@@ -161,15 +193,63 @@ def _small_sample_widen(reps: np.ndarray, score: np.ndarray, n_items: int, level
     return out
 
 
-def conflict_aware_ranking(
+def headline_ranking(
     model: ScoreModel, data: RunData, boot: Bootstrap, level: float, reference: pd.DataFrame | None = None
-) -> ConflictAwareRanking:
-    """The headline: the measurement model of :mod:`coeval_analysis.stats.measurement`, its
-    bootstrap, comparisons and rank ranges. ``reference``: see :func:`reference_of`."""
+) -> HeadlineRanking:
+    """The headline: the measurement model of :mod:`coeval_analysis.stats.measurement` on the
+    judged factors (mapped onto [0, 1]), combined per task with the plain rates the rubric
+    asks for (:mod:`coeval_analysis.headline_parts`), their shared bootstrap, comparisons and
+    rank ranges. ``reference``: see :func:`reference_of`."""
     families = model_families(data.config, [*model.judges, *model.scorers, *model.students])
-    j, names = judgments_of(model, families)
-    lay = layout_of(j, reference_of(model, reference))
-    S, k = model.n_students, len(names)
+    plan = factor_plan(data)
+    j, names = judgments_of(model, families, plan)
+    m, h, wci = _measure(model, j, reference_of(model, reference), boot, level)
+    judged = to_unit(h.score)
+    judged_reps = to_unit(m.widened) if len(m.widened) else np.zeros((0, model.n_students))
+    judged_ci = percentile_interval(judged_reps, level) if len(judged_reps) else _nan_pair(model.n_students)
+    cells = ~np.isnan(h.cell) if h.cell.size else np.zeros((model.n_items, model.n_students), bool)
+    rates = rate_factors(model, plan)
+    n_rate_items = _rate_items(rates)
+    enough = max(m.n_items, n_rate_items) >= MIN_INTERVAL_DATAPOINTS and bool(boot.n_boot)
+
+    def widen(reps: np.ndarray, score: np.ndarray) -> np.ndarray:
+        return _small_sample_widen(reps, score, max(m.n_items, n_rate_items), level)
+
+    parts = combine(model, plan, rates, judged, judged_reps, cells, boot if enough else None, widen)
+    S = model.n_students
+    reps = parts.reps if enough else np.zeros((0, S))
+    ci = percentile_interval(reps, level) if len(reps) else _nan_pair(S)
+    comp = compare_students(list(model.students), parts.score, reps, level)
+    if not enough and boot.n_boot:  # too few datapoints: no place is known
+        n_scored = int(np.isfinite(parts.score).sum())
+        comp.rank_range = [(1, n_scored) if np.isfinite(parts.score[i]) else None for i in range(S)]
+        comp.rank_ci = list(comp.rank_range)
+    m.intervals = enough
+    m.n_items = parts.n_items
+    judged_n = cells.sum(0).astype(np.int64)
+    evidence = evidence_columns(parts.rates, judged if len(model.judges) else None, judged_ci, judged_n,
+                                boot if enough else None, level)  # fmt: skip
+    h.score = parts.score
+    return HeadlineRanking(h, names, families, ci, reps, comp, wci, j, m, judged, evidence, parts.sentence)
+
+
+def _nan_pair(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.full(n, np.nan), np.full(n, np.nan)
+
+
+def _rate_items(rates: list[RateFactor]) -> int:
+    """Datapoints with a plain rate that counts in the headline."""
+    counted = [r.items[(r.den > 0).any(1)] for r in rates if r.factor.in_headline]
+    return len(np.unique(np.concatenate(counted))) if counted else 0
+
+
+def _measure(
+    model: ScoreModel, j: Judgments, ref: Reference | None, boot: Bootstrap, level: float
+) -> tuple[MeasurementSummary, Headline, tuple[np.ndarray, np.ndarray]]:
+    """The measurement model of the judged factors: its fit, scores on its own (latent)
+    scale, bootstrap and judge parameters."""
+    lay = layout_of(j, ref)
+    S, k = model.n_students, j.n_judges
     if lay.K == 0 or not lay.seen.any():
         f = Fit(np.zeros(lay.K), np.zeros(lay.K), np.ones(lay.K), np.zeros(lay.K), np.zeros(lay.K),
                 np.zeros(lay.K), np.zeros(lay.K), np.zeros(model.n_items), 0.01, True, 0, np.zeros(lay.K))  # fmt: skip
@@ -181,17 +261,11 @@ def conflict_aware_ranking(
     score = sc.score if sc is not None else np.full(S, np.nan)
     n_items = int(((sc.den > 0).any(1)).sum()) if sc is not None else 0
     enough = n_items >= MIN_INTERVAL_DATAPOINTS
-    reps = np.zeros((0, S))
+    widened = np.zeros((0, S))
     refits: Replicates | None = None
     if sc is not None and boot.n_boot and enough:
         refits = bootstrap(lay, f, sc, sub, share, list(boot.weights()), boot.seed)
-        reps = _small_sample_widen(refits.score, score, n_items, level)
-    ci = percentile_interval(reps, level) if len(reps) else (np.full(S, np.nan), np.full(S, np.nan))
-    comp = compare_students(list(model.students), score, reps, level)
-    if not enough and boot.n_boot:  # too few datapoints: no place is known
-        n_scored = int(np.isfinite(score).sum())
-        comp.rank_range = [(1, n_scored) if np.isfinite(score[i]) else None for i in range(S)]
-        comp.rank_ci = list(comp.rank_range)
+        widened = _small_sample_widen(refits.score, score, n_items, level)
     share_info, scale = (np.zeros(lay.K), np.zeros(lay.K))
     if lay.K:
         stretch = sc.stretch if sc is not None else 1.0
@@ -221,11 +295,11 @@ def conflict_aware_ranking(
         score=score,
         n_conflicted=n_conf.astype(np.int64),
     )
-    m = MeasurementSummary(lay, f, sc, refits, scale[:k], n_items, enough)
-    return ConflictAwareRanking(h, names, families, ci, reps, comp, (wlo, whi), j, m)
+    m = MeasurementSummary(lay, f, sc, refits, scale[:k], n_items, enough, score, widened)
+    return m, h, (wlo, whi)
 
 
-def reference_in_headline(r: ConflictAwareRanking) -> bool | None:
+def reference_in_headline(r: HeadlineRanking) -> bool | None:
     """Whether the reference judge (human labels, gold) shapes the headline: its scale
     measured against the other judges. None without one. Labels the fit cannot check (too
     few of them on the same datapoints, or agreeing with the judges no better than chance)
@@ -234,7 +308,7 @@ def reference_in_headline(r: ConflictAwareRanking) -> bool | None:
     return reference_measured(lay, r.measurement.fit.scale) if lay.has_reference else None
 
 
-def unrelated_weight(r: ConflictAwareRanking) -> np.ndarray:
+def unrelated_weight(r: HeadlineRanking) -> np.ndarray:
     """Per student: the share of its headline information that comes from judges unrelated
     to it that tell answers apart (reliability at least ``RELIABILITY_FLOOR``). Low: its
     place rests on related judges, whose family bias is bounded only by the prior, or on
@@ -260,7 +334,7 @@ def unrelated_share(lay: Layout, f: Fit) -> np.ndarray:
 UNRELATED_INFO_FLOOR = 0.25
 
 
-def determination(r: ConflictAwareRanking) -> list[str | None]:
+def determination(r: HeadlineRanking) -> list[str | None]:
     """Per student: None when its place is determined (or it is unscored), else why not, in
     words a user can act on."""
     m = r.measurement
@@ -284,7 +358,7 @@ def determination(r: ConflictAwareRanking) -> list[str | None]:
     return out
 
 
-def teacher_weights(r: ConflictAwareRanking, teachers: list[str]) -> dict[str, float | None]:
+def teacher_weights(r: HeadlineRanking, teachers: list[str]) -> dict[str, float | None]:
     """Mean headline datapoint weight of each teacher's datapoints (how much its datapoints
     count in the headline score; low for datapoints unrelated to student quality)."""
     j, d = r.judgments, r.headline.item_weight
@@ -349,7 +423,7 @@ def student_missing(data: RunData, model: ScoreModel, students: list[str]) -> di
     return out
 
 
-def common_items(r: ConflictAwareRanking, students: list[str]) -> dict[str, Any]:
+def common_items(r: HeadlineRanking, students: list[str]) -> dict[str, Any]:
     """The headline score on the datapoints every scored student has a score on."""
     h = r.headline
     has = ~np.isnan(h.cell)

@@ -20,10 +20,12 @@ __all__ = ["llm_factors"]
 
 
 def llm_factors(rubric: dict[str, Any]) -> list[str]:
-    """Rubric factors the LLM judge scores: those without a ``metric`` and without an
-    ``evaluator`` other than ``llm_judge`` (a plugin evaluator such as ``pairwise``)."""
+    """Rubric factors the LLM judge scores: those without a ``metric``, without an
+    ``evaluator`` other than ``llm_judge`` (a plugin evaluator such as ``pairwise``), and not
+    a weight-only entry (``pass@1: {weight: 2}`` weights a factor another evaluator scores)."""
     return [f for f, spec in rubric.items()
-            if not (isinstance(spec, dict) and (spec.get("metric") or spec.get("evaluator") not in (None, LLM_JUDGE)))]
+            if not (isinstance(spec, dict) and (spec.get("metric") or spec.get("evaluator") not in (None, LLM_JUDGE)
+                                                or set(spec) == {"weight"}))]
 
 
 
