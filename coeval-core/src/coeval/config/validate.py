@@ -44,6 +44,7 @@ V-47   a rubric factor's ``evaluator:`` names a registered evaluator
 V-55   ``parameters.cluster`` keys and values, and Ray installed (config/cluster_block.py)
 V-60   a check factor's ``params`` (contains, regex, json_schema, python...) work
 V-61   a task's ``data`` can be read: file or dataset, its columns, its rows
+V-63   rubric ``weight``: >= 0, not 0 for every factor, a weight-only entry names a scored factor
 =====  =====================================================================================
 """
 
@@ -56,7 +57,7 @@ from typing import Any
 import attrs
 
 from coeval.config._schema_check import schema_issues
-from coeval.config.check_rules import check_factor_params
+from coeval.config.check_rules import check_factor_params, check_factor_weights
 from coeval.config.cluster_block import check_cluster_blocks
 from coeval.config.data_rules import check_task_data
 from coeval.config.disk_rules import DiskRules
@@ -123,6 +124,7 @@ class Validator(ModelRules, ExperimentRules, TaskRules, DiskRules):
             self._metrics,
             self._factor_evaluators,
             lambda: check_factor_params(self),
+            lambda: check_factor_weights(self),
             lambda: check_task_data(self),
             self._role_parameters,
             self._item_checks,
