@@ -277,7 +277,7 @@ class DataGenerationPhase:
                 json_schema=DATAPOINT_SCHEMA,
                 schema_name="datapoint",
             ),
-            parse=lambda result: gate.datapoint(task, teacher.name, parse_datapoint(result.text)),
+            parse=lambda result: gate.datapoint(task, teacher.name, parse_datapoint(result.text), result.text),
             on_done=self._on_done(ctx, slot, dp_id),
             meta={"task": task.name, "teacher": teacher.name, "seq": slot.seq},
         )

@@ -27,7 +27,22 @@ def template_echo(c: Candidate, ctx: CheckContext) -> str | None:
         norm = normalise(text)
         if norm in ctx.placeholders or (names and _glued_example(norm, ctx.placeholders)):
             return f"{text!r} is the example from the instructions, not a real value; write your own"
+    for key in _keys(c.reply):
+        norm = normalise(key)
+        if norm in ctx.placeholders or _glued_example(norm, ctx.placeholders):
+            return f"the reply uses {key!r}, the example from the instructions, as a key; write your own"
     return None
+
+
+def _keys(value: Any) -> Iterable[str]:
+    """Every mapping key of a JSON value, depth first."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield str(k)
+            yield from _keys(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _keys(v)
 
 
 #: Longest map name (in words) checked for an example glued into it.

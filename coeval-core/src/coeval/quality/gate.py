@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from coeval.config.model import TaskConfig
+from coeval.phases.judging import extract_json
 from coeval.quality.ledger import RejectionLedger
 from coeval.quality.model import DATAPOINT, Candidate, CheckContext
 from coeval.quality.placeholders import template_placeholders
@@ -148,8 +149,10 @@ class ItemGate:
         if candidate.kind == DATAPOINT:
             self.index.add(candidate.task.name, candidate.teacher, str(candidate.value.get("prompt", "")))
 
-    def datapoint(self, task: TaskConfig, teacher: str, value: dict[str, str]) -> dict[str, str]:
-        self.check(Candidate(DATAPOINT, task, teacher, value))
+    def datapoint(self, task: TaskConfig, teacher: str, value: dict[str, str], reply: str | None = None
+                  ) -> dict[str, str]:
+        """``value`` (parsed from the teacher's ``reply`` text) once the checks accept it."""
+        self.check(Candidate(DATAPOINT, task, teacher, value, reply=_reply_json(reply)))
         return value
 
     def wrap_map(self, parse: Callable[[Any], Any], task: TaskConfig, kind: str, teacher: str,
@@ -159,7 +162,17 @@ class ItemGate:
 
         def parse_and_check(result: Any) -> Any:
             value = parse(result)
-            self.check(Candidate(kind, task, teacher, value, kept))
+            self.check(Candidate(kind, task, teacher, value, kept, reply=_reply_json(getattr(result, "text", None))))
             return value
 
         return parse_and_check
+
+
+def _reply_json(text: str | None) -> Any:
+    """The JSON of a reply the parser already read (None when there is none to read)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return extract_json(text)
+    except OutputParseError:
+        return None

@@ -35,6 +35,9 @@ class Candidate:
     value: Mapping[str, Any]
     #: Entries a ``complete``/``auto`` map with a seed, or a ``rubric: extend``, had to keep.
     seeds: tuple[Mapping[str, Any], ...] = ()
+    #: The reply's JSON as the teacher wrote it (None when unknown): the parser keeps only the
+    #: keys it knows, and a key that copies the instructions' example is junk all the same.
+    reply: Any = None
 
 
 class NearDuplicateIndex(Protocol):
