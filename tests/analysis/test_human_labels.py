@@ -194,9 +194,9 @@ def test_report_and_console_show_the_labels_line(make_run: Callable[..., Path], 
     assert {r["judge"] for r in rows} >= {"judge-1", "judge-random"} and all(r["human_n"] == 40 for r in rows)
     assert [r["student"] for r in mine[0].blocks[2].rows] == ["stu-a", "stu-b", "stu-c", "stu-d", "stu-e"]
     result = CliRunner().invoke(cli, ["analyze", "--run", str(run), "--out", str(tmp_path / "out"), "--bootstrap",
-                                      "50", "--report", "summary"])  # fmt: skip
+                                      "50", "--report", "summary", "-v"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "40 human labels on 40 answers" in result.output
+    assert "40 human labels on 40 answers" in " ".join(result.output.split())  # with -v: every note
     written = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert written["reference"]["human_ranking"]["students"]["stu-c"]["score"] == 0.5
 

@@ -35,10 +35,5 @@ def test_judge_failures_are_counted_per_student_and_shown(tmp_path: Path) -> Non
     students = json.loads((out / "summary.json").read_text())["students"]
     assert (students["s1"]["n_judgments"], students["s1"]["n_judgments_failed"]) == (8, 1)
     assert (students["s2"]["n_judgments"], students["s2"]["n_judgments_failed"]) == (8, 3)
-    header = next(line for line in result.output.splitlines() if "student" in line and "robust" in line)
-    assert "unscored answers" in header and "failed judgments" in header
-    rows = {line.split("│")[2].strip(): line for line in result.output.splitlines() if line.count("│") > 6}
-    assert rows["s2"].rstrip(" │").endswith("3/8")
-    assert rows["s1"].rstrip(" │").endswith("1/8")
     report = (out / "report.html").read_text(encoding="utf-8")
     assert '<th scope="col">failed judgments</th>' in report

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -98,7 +100,7 @@ def analyze_command(quiet: bool, verbose: bool, **options: Any) -> None:
     Example: coeval analyze --run eval_runs/demo-v1 --out reports/demo
     """
     with command_logging(verbosity(quiet, verbose)):
-        _analyze(quiet=quiet, **options)
+        _analyze(quiet=quiet, verbose=verbose, **options)
 
 
 def _analyze(
@@ -113,6 +115,7 @@ def _analyze(
     common_items: bool,
     drop_degenerate_judges: bool,
     quiet: bool,
+    verbose: bool = False,
 ) -> None:
     """The body of ``coeval analyze``, run inside the chosen console log level."""
     from coeval_analysis.analysis import AnalysisOptions, analyze
@@ -167,14 +170,20 @@ def _analyze(
         if isinstance(entry, dict) and entry.get("kind") == "degenerate_judge_dropped":
             click.echo(f"Note: {entry['message']}", err=True)
     if not quiet:
-        _print_ranking(analysis.summary)
-        click.echo(
-            f"Analysed {analysis.summary['n_records']:,} judge records in {time.perf_counter() - started:.1f} s."
-        )
-        for path in written:
-            if path.name in ("report.html", "summary.json"):
-                click.echo(f"  {path}")
-        click.echo(f"  {out / 'tables'}/ (CSV and Parquet)" if (out / "tables").exists() else "")
+        _print_verdict(analysis.summary, verbose)
+        _print_written(out, written, time.perf_counter() - started, analysis.summary["n_records"])
+
+
+def _print_written(out: Path, written: list[Path], seconds: float, n_records: int) -> None:
+    """One line: how long it took and where the report, summary.json and tables are."""
+    from coeval_analysis.verdict import console_width
+
+    names = [p.name for p in written if p.parent == out and p.name in ("report.html", "summary.json")]
+    names += ["tables/"] if (out / "tables").exists() else []
+    where = f"{out}{os.sep}" + (f"{{{', '.join(names)}}}" if len(names) > 1 else "".join(names))
+    for line in textwrap.wrap(f"Analysed {n_records:,} judge records in {seconds:.1f} s: {where}",
+                              console_width(), subsequent_indent="  ", break_on_hyphens=False):
+        click.echo(line)
 
 
 def _report_writers() -> tuple[dict[str, Any], set[str]]:
@@ -218,57 +227,10 @@ def _progress(quiet: bool) -> Any:
     )
 
 
-def _print_ranking(summary: dict[str, Any]) -> None:
-    """The headline ranking with rank ranges (tied students share one), the plain mean
-    beside it, then the warnings."""
-    from coeval.console import output_console
-    from coeval.console.text import markup_safe, plain
-    from rich.table import Table
+def _print_verdict(summary: dict[str, Any], verbose: bool) -> None:
+    """The leaderboard, tiers, how the headline is combined and the first warnings
+    (everything with ``-v``): :mod:`coeval_analysis.verdict`."""
+    from coeval_analysis.verdict import console_width, verdict_lines
 
-    def f(x: float | None) -> str:
-        return "—" if x is None else f"{x:.3f}"
-
-    table = Table(title=f"{markup_safe(str(summary['experiment_id']))}: students", title_justify="left")
-    ci = f"{summary['settings']['level'] * 100:g}% CI"
-    for col in ("#", "student", "robust", ci, "mean", f"{ci} ", "unscored answers", "failed judgments"):
-        table.add_column(col, justify="left" if col == "student" else "right", no_wrap=col != "student")
-    students = summary["students"]
-    for name, s in students.items():
-        missing = s.get("n_failed", 0) + s.get("n_unjudged", 0)
-        table.add_row(
-            s.get("rank_label") or "—",
-            markup_safe(name),  # ids come from the run folder: text, not markup
-            f(s["robust_score"]),
-            f"[{f(s['robust_ci'][0])}, {f(s['robust_ci'][1])}]",
-            f(s["score"]),
-            f"[{f(s['ci'][0])}, {f(s['ci'][1])}]",
-            f"{missing}/{s.get('n_answers', 0)}" if missing else "",
-            f"{s['n_judgments_failed']}/{s['n_judgments']}" if s.get("n_judgments_failed") else "",
-        )
-    if any(s["robust_score"] is not None for s in students.values()):
-        output_console().print(table)
-        click.echo(
-            "robust: the headline (judges weighted by how well they tell answers apart; family bias "
-            "estimated, or bounded by a prior); mean: every judgment counts equally; "
-            "'4-5': the ranks the data allow."
-        )
-    elif any(s["score"] is not None for s in students.values()):
-        output_console().print(table)
-        click.echo("mean: every judgment counts equally; no conflict-aware score (see the warning below).")
-    else:
-        if students:
-            output_console().print(table)
-        click.echo(
-            "No usable score in this run: every record failed or could not be used (see data quality)."
-        )
-    for note in summary.get("headline_notes") or []:
-        click.echo(f"note: {note}")
-    for w in summary.get("warnings", []):
-        click.echo(f"warning: {plain(w['message'])}")
-    if summary.get("reference"):  # human labels and gold: how many, and how many more would settle it
-        click.echo(plain(summary["reference"]["line"]))
-    q = summary["data_quality"]
-    click.echo(
-        f"records {q['n_records']:,}; failed {q['n_failed']:,}; duplicates dropped {q['n_duplicates']:,}; "
-        f"orphaned {q['n_orphaned']:,}; incomplete {q['n_incomplete']:,}"
-    )
+    for line in verdict_lines(summary, console_width(), verbose=verbose):
+        click.echo(line)

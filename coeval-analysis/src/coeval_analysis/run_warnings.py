@@ -292,3 +292,74 @@ def collect_warnings(
             }
         )
     return out
+
+
+#: The warnings the console shows first, the kinds that change the answer most at the top,
+#: each with the one action that answers it (None: the message ends with its action).
+VERDICT_ORDER: dict[str, str | None] = {
+    "few_datapoints": "add datapoints (raise sampling.total), then `coeval run --continue`",
+    "not_converged": "add datapoints or a judge that tells answers apart, then analyse again",
+    "not_determined": "add a judge of another family, or label a few answers (`coeval label --export`)",
+    "no_unrelated_judge": None,
+    "ranking_vs_gold": "check the judges' rubric and prompts against the gold answers",
+    "stale_records": None,
+    "contrary_judge": None,
+    "missing_data": "read the ranking on common datapoints (`coeval analyze --common-items`)",
+    "reference_not_measured": "label answers of more students (`coeval label --export`)",
+    "self_preference": "add a judge of another family, which measures the bias",
+    "family_preference": "add a judge of another family, which measures the bias",
+    "flat_judge": "replace it by a stronger judge, or label a few answers to check it",
+    "one_level": "replace it by a stronger judge, or check its prompt and parsing",
+    "judge_vs_gold": "check the judge's prompt against the gold answers",
+    "students_alike": "give that teacher harder or more varied datapoints",
+    "agreement_inflated": None,
+    "left_out_by_config": None,
+    "degenerate_judge_dropped": None,
+}
+#: at most this many warnings on the default console
+VERDICT_WARNINGS = 3
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _merged(kind: str, group: list[dict[str, Any]]) -> str:
+    """One sentence for every warning of ``kind``: per-subject warnings become one line
+    naming every subject, so nothing is said once per student."""
+    subjects = list(dict.fromkeys(str(w["subject"]) for w in group if w.get("subject")))
+    if not all(w.get("subject") for w in group):
+        return str(group[0]["message"]) + (f" (and {len(group) - 1} more like it)" if len(group) > 1 else "")
+    many = len(subjects) > 1
+    if kind == "not_determined":
+        return (f"{_and(subjects)} {'are' if many else 'is'} not determined: no unrelated judge that tells answers "
+                f"apart graded {'them' if many else 'it'}, so {'their places rest' if many else 'its place rests'} "
+                "on judges of the same family, whose bias is only bounded")
+    if kind in ("self_preference", "family_preference"):
+        whose = "their" if many else "its"
+        what = f"{whose} own answers" if kind == "self_preference" else f"{whose} family's answers"
+        return (f"judge{'s' if many else ''} {_and(subjects)} score{'' if many else 's'} {what} higher than unrelated "
+                "judges do")
+    if kind in ("flat_judge", "one_level"):
+        return (f"judge{'s' if many else ''} {_and(subjects)} barely tell{'' if many else 's'} answers apart: "
+                f"{'they count' if many else 'it counts'} for almost nothing in the headline")
+    if len(group) == 1:
+        return str(group[0]["message"])
+    return str(group[0]["message"]) + f" (and {len(group) - 1} more like it: {_and(subjects[1:])})"
+
+
+def verdict_warnings(warnings: list[dict[str, Any]], limit: int = VERDICT_WARNINGS) -> tuple[list[tuple[str, str]], int]:
+    """The console's first warnings: at most ``limit`` ``(what, action)`` pairs, one per kind,
+    the kinds that change the answer most first (:data:`VERDICT_ORDER`), and how many
+    warnings are left for ``-v`` and the report. A kind listed as None carries its action in
+    its message, and the action is empty."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for w in warnings:
+        groups.setdefault(str(w.get("kind")), []).append(w)
+    order = list(VERDICT_ORDER)
+    kinds = sorted(groups, key=lambda k: order.index(k) if k in order else len(order))
+    if "flat_judge" in groups and "one_level" in groups:  # one judge, one sentence: it barely tells answers apart
+        groups["flat_judge"] += groups.pop("one_level")
+        kinds.remove("one_level")
+    shown = [(_merged(k, groups[k]), VERDICT_ORDER.get(k) or "") for k in kinds[:limit]]
+    return shown, len(warnings) - sum(len(groups[k]) for k in kinds[:limit])
