@@ -94,6 +94,15 @@ def _print(report: RepairReport) -> None:
         console.print(f"{verb}: removed {path}")
     if report.meta_rebuilt:
         console.print(f"{verb}: meta.json was unreadable and is rebuilt")
+    for field in report.meta_fields_fixed:
+        console.print(f"{verb}: meta.json field {field}: rebuilt")
+    if report.ledger_lines_dropped:
+        console.print(f"{verb}: dropped {report.ledger_lines_dropped} unreadable lines of calls.jsonl")
+    if report.ledger_calls_settled:
+        console.print(f"{verb}: {report.ledger_calls_settled} calls a stopped process left open counted as made, "
+                      "at their estimated cost")
+    if report.counts_reconciled:
+        console.print(f"{verb}: meta.json's calls and spend set to what calls.jsonl counts")
     if report.phases_reopened:
         console.print(f"{verb}: reopened phases {', '.join(report.phases_reopened)}")
     if report.dry_run:

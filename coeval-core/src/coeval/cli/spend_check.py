@@ -14,7 +14,11 @@ from typing import Any
 
 import click
 
+from coeval.cli.errors import UserError
 from coeval.planning.cost import CostEstimate, estimate_cost, format_duration
+from coeval.storage.call_ledger import LedgerError, ledger_path, read_ledger
+from coeval.storage.meta_check import BadRunFile, check_meta
+from coeval.storage.run_folder import RunFolder
 
 __all__ = ["DEFAULT_CONFIRM_ABOVE_USD", "EXIT_DECLINED", "EXIT_NEEDS_YES", "check_spend", "estimate_line",
            "stdin_is_terminal"]
@@ -31,6 +35,23 @@ EXIT_NEEDS_YES = 4
 def stdin_is_terminal() -> bool:
     """Whether a person can answer a question (a separate function so tests can stand in)."""
     return sys.stdin.isatty()
+
+
+def _check_run_files(config: Any) -> None:
+    """Before the estimate reads the run folder: a ``meta.json`` field or a call-ledger line
+    of the wrong shape is one error naming the file and the field (exit 2)."""
+    run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
+    try:
+        meta = run.read_meta()
+    except (OSError, ValueError):
+        return  # unreadable: the run itself reports it, with the file and the fix
+    try:
+        check_meta(meta, run.meta_path)
+        read_ledger(ledger_path(run.root))
+    except (BadRunFile, LedgerError) as exc:
+        raise UserError(str(exc)) from None
+    except OSError:
+        return
 
 
 def estimate_line(estimate: CostEstimate) -> str:
@@ -62,6 +83,8 @@ def check_spend(
     Answering no exits with :data:`EXIT_DECLINED`, a refusal off a terminal with
     :data:`EXIT_NEEDS_YES`, before any call or file is made.
     """
+    if continue_run:
+        _check_run_files(config)
     try:
         estimate = estimate_cost(
             config, samples=0, continue_run=continue_run, keys_file=keys_file, only_models=only_models,

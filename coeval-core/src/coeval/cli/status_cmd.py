@@ -35,7 +35,9 @@ from coeval.run.limits import LIMIT_KEY, full_config, limit_note
 from coeval.scheduler.batching.fetch import FetchError, fetch_pending_batches
 from coeval.scheduler.batching.pending import PendingStore
 from coeval.storage import iter_jsonl
+from coeval.storage.call_ledger import LedgerError, ledger_path, read_ledger
 from coeval.storage.lock import folder_in_use
+from coeval.storage.meta_check import BadRunFile, check_meta
 from coeval.storage.record_inputs import stale_note, stale_records
 from coeval.storage.records import load_phase_records, record_status
 from coeval.storage.run_folder import RunFolder
@@ -114,6 +116,8 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
     except json.JSONDecodeError:
         meta = {}
         notes.append("meta.json cannot be read: run `coeval repair`")
+    check_meta(meta, run.meta_path)  # a field of the wrong shape: one error line, exit 2
+    meta = _counted_by_the_ledger(run, meta)
     config = read_config_snapshot(run)
     if config is None:
         notes.append("no readable config.yaml: expected counts are unknown, only records are shown")
@@ -227,6 +231,17 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
     }
 
 
+def _counted_by_the_ledger(run: RunFolder, meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` with its calls and spend as the call ledger counts them: a call a killed
+    process had in flight counts (at its estimate) before any process reconciled it."""
+    path = ledger_path(run.root)
+    if not path.is_file():
+        return meta  # a run from before the ledger
+    totals = read_ledger(path)
+    return {**meta, "calls": {k: v for k, v in totals.calls.items() if v},
+            "spend_usd": {k: v for k, v in totals.spend_by_model().items() if v}}
+
+
 def _estimate_beside_spend(data: dict[str, Any] | None, models: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The run's ``cost_estimate.json`` (from ``--estimate-only`` / ``estimate_cost``, or kept
     by the run itself) summarised for comparison with the spend and calls in ``meta.json``."""
@@ -263,7 +278,10 @@ def command(run_path: str | None, config_path: str | None, as_json: bool, fetch_
         run = open_run_folder(run_path_from(run_path, config_path))
         if fetch_batches:
             _fetch(run, keys)
-        status = collect_status(run.root)
+        try:
+            status = collect_status(run.root)
+        except (BadRunFile, LedgerError) as exc:
+            raise UserError(str(exc)) from None
     if as_json:
         click.echo(plain(json.dumps(status, indent=2, ensure_ascii=False)))  # C0 are JSON escapes; C1, bidi go
     elif quiet:

@@ -20,6 +20,7 @@ from coeval.phases.ordering import batch_enabled, models_needed
 from coeval.run._state import RunState
 from coeval.run.probe import ProbeFailed, ProbeResult, models_to_probe, probe_with_retries
 from coeval.run.result import RunError
+from coeval.storage.meta_check import BadRunFile, check_meta
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["RunStartup"]
@@ -40,6 +41,10 @@ class RunStartup(RunState):
         for issue in disk_issues(experiment, continue_run=opts.continue_run, allow_existing_run=bool(self.only)):
             raise RunError(f"{issue.message} ({issue.rule}); {issue.fix}")
         meta = run.read_meta() if run.exists() else {}
+        try:
+            check_meta(meta, run.meta_path)
+        except BadRunFile as exc:
+            raise RunError(str(exc)) from None
         source = self._source_run(meta)
         return meta, source
 

@@ -10,8 +10,12 @@ What it fixes, phase by phase (3, then 4, then 5, since each depends on the one 
 * orphans: responses to a datapoint that is missing or failed, evaluations of a response
   that is missing or failed: dropped (they were made from something that no longer counts);
 * phase 1-2 proposals that failed, and artifacts that are not valid JSON: removed;
-* ``meta.json``: rebuilt if unreadable; the first phase with a gap, and every phase after
-  it, leave ``phases_completed``.
+* ``meta.json``: rebuilt if unreadable, and each field of the wrong shape rebuilt (calls
+  and spend from the call ledger); the first phase with a gap, and every phase after it,
+  leave ``phases_completed``;
+* the call ledger (``calls.jsonl``): lines that are not its shapes dropped, calls a killed
+  process left open settled at their estimate; ``meta.json``'s calls and spend are the
+  ledger's (a run from before the ledger: what its records say they cost).
 
 Every file is rewritten atomically (temp file + rename), only when something changes, under
 the run folder's exclusive lock. ``dry_run`` reports the same findings and changes nothing
@@ -37,7 +41,15 @@ from coeval.phases.order import ordered_phases
 from coeval.run.drift import settings_of
 from coeval.run.ingested import merge_ingested
 from coeval.run.ledger import written_calls
+from coeval.storage.call_ledger import (
+    LEDGER_NAME,
+    drop_bad_lines,
+    ledger_path,
+    read_ledger,
+    settle_open_calls,
+)
 from coeval.storage.leftovers import remove_stale_scratch, sweep_temp_files
+from coeval.storage.meta_check import meta_problems
 from coeval.storage.records import FAILED, record_status, usable_datapoint, usable_response
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text, utc_now
 from coeval.storage.snapshot import read_config_snapshot
@@ -77,12 +89,21 @@ class RepairReport:
     files: list[FileRepair] = attrs.field(factory=list)
     removed_files: list[str] = attrs.field(factory=list)
     meta_rebuilt: bool = False
+    #: ``meta.json`` fields of the wrong shape, rebuilt: "field: the rule it broke"
+    meta_fields_fixed: list[str] = attrs.field(factory=list)
+    #: call ledger lines that were not its shapes, dropped; calls left open, settled
+    ledger_lines_dropped: int = 0
+    ledger_calls_settled: int = 0
+    #: meta.json's calls and spend set to the ledger's (they differed)
+    counts_reconciled: bool = False
     phases_reopened: list[str] = attrs.field(factory=list)
     failures_by_cause: Counter[str] = attrs.field(factory=Counter)
 
     @property
     def changed(self) -> bool:
-        return any(f.changed for f in self.files) or bool(self.removed_files or self.meta_rebuilt or self.phases_reopened)
+        return any(f.changed for f in self.files) or bool(
+            self.removed_files or self.meta_rebuilt or self.phases_reopened or self.meta_fields_fixed
+            or self.ledger_lines_dropped or self.ledger_calls_settled or self.counts_reconciled)
 
     def totals(self) -> dict[str, int]:
         keys = ("lines", "kept", "bad_lines", "no_id", "duplicates", "failed", "orphans")
@@ -97,6 +118,10 @@ class RepairReport:
             "files": [f.to_dict() for f in self.files if f.changed],
             "removed_files": self.removed_files,
             "meta_rebuilt": self.meta_rebuilt,
+            "meta_fields_fixed": self.meta_fields_fixed,
+            "ledger_lines_dropped": self.ledger_lines_dropped,
+            "ledger_calls_settled": self.ledger_calls_settled,
+            "counts_reconciled": self.counts_reconciled,
             "phases_reopened": self.phases_reopened,
             "failures_by_cause": dict(self.failures_by_cause),
         }
@@ -163,7 +188,7 @@ def repair_run(
     if not dry_run:  # the caller holds the folder alone: temporary files of killed writes go
         sweep_temp_files(run.root)
         remove_stale_scratch()  # and the rehearsals of killed dry runs
-    paid = None if _meta_readable(run) else written_calls(run)  # before failed records go
+    paid = _paid_calls(run, report, dry_run)  # before failed records go
     usable_ids: dict[str, set[str]] = {}
     parent_of = {RESPONSE_COLLECTION: ("datapoint_id", DATA_GENERATION),
                  EVALUATION: ("response_id", RESPONSE_COLLECTION)}
@@ -210,6 +235,58 @@ def repair_run(
     return report
 
 
+def _paid_calls(run: RunFolder, report: RepairReport, dry_run: bool) -> tuple[Counter[str], dict[str, float]] | None:
+    """Calls and spend per model as the call ledger counts them (its bad lines dropped and
+    open calls settled first, unless ``dry_run``); for a run from before the ledger whose
+    ``meta.json`` cannot say, what the records say they cost. None: keep meta.json's."""
+    path = ledger_path(run.root)
+    if path.is_file():
+        totals = read_ledger(path, strict=False)
+        report.ledger_lines_dropped = len(totals.bad_lines)
+        report.ledger_calls_settled = len(totals.open)
+        if not dry_run:
+            drop_bad_lines(path)
+            settle_open_calls(path, totals)
+        return Counter({k: v for k, v in totals.calls.items() if v}), \
+            {k: v for k, v in totals.spend_by_model().items() if v}
+    if _meta_readable(run) and not {"calls", "spend_usd"} & {f for f, _ in meta_problems(run.read_meta())}:
+        return None
+    calls, spend = written_calls(run)
+    return calls, dict(spend)
+
+
+#: What a field of the wrong shape becomes (``calls`` and ``spend_usd`` come from the ledger).
+_FIELD_DEFAULTS: dict[str, Any] = {
+    "phases_completed": [], "phases_in_progress": [], "runs": [], "phase_log": [], "ingest_log": [],
+    "repair_log": [], "drift": [], "status": "incomplete",
+}
+
+
+def _fix_fields(meta: dict[str, Any], report: RepairReport, config: Any, run: RunFolder,
+                paid: tuple[Counter[str], Mapping[str, float]] | None) -> None:
+    """Rebuild each field of ``meta`` without its shape; set calls and spend to ``paid``."""
+    for field, rule in meta_problems(meta):
+        report.meta_fields_fixed.append(f"{field}: {rule}")
+        if field in _FIELD_DEFAULTS:
+            meta[field] = list(_FIELD_DEFAULTS[field]) if isinstance(_FIELD_DEFAULTS[field], list) \
+                else _FIELD_DEFAULTS[field]
+        elif field in ("calls", "spend_usd"):
+            meta[field] = {}
+        elif field == "experiment_id":
+            meta[field] = config.experiment.id if config is not None else run.root.name
+        elif field == "settings" and config is not None:
+            meta[field] = settings_of(config)
+        else:  # limit, forked_from, settings without a config: dropped
+            meta.pop(field, None)
+    if paid is None:
+        return
+    calls = dict(paid[0])
+    spend = {k: round(v, 10) for k, v in paid[1].items()}
+    if meta.get("calls") != calls or meta.get("spend_usd") != spend:
+        report.counts_reconciled = not report.meta_rebuilt
+        meta["calls"], meta["spend_usd"] = calls, spend
+
+
 def _repair_meta(
     run: RunFolder, report: RepairReport, dry_run: bool, config: Any, registries: Registries,
     paid: tuple[Counter[str], Mapping[str, float]] | None = None,
@@ -226,7 +303,8 @@ def _repair_meta(
     if config is None:
         config = read_config_snapshot(run)
         if config is not None:
-            config = merge_ingested(config, meta or {})
+            bad = {field for field, _ in meta_problems(meta or {})}
+            config = merge_ingested(config, {k: v for k, v in (meta or {}).items() if k not in bad})
     if meta is None:
         report.meta_rebuilt = True
         calls, spend = paid if paid is not None else (Counter(), {})
@@ -244,6 +322,7 @@ def _repair_meta(
         }
         if config is not None:  # drift protection: the settings the snapshot describes
             meta["settings"] = settings_of(config)
+    _fix_fields(meta, report, config, run, paid)
     completed = list(meta.get("phases_completed") or [])
     report.phases_reopened = reopen = _phases_to_reopen(run, report, completed, config, registries)
     if dry_run or (not reopen and not report.meta_rebuilt and not report.changed):
@@ -291,7 +370,8 @@ def _rehearse(run: RunFolder, config: Any, registries: Registries) -> list[str]:
         copy = Path(scratch) / run.root.name
         # the records, meta.json and config.yaml; not the lock, the log or analysis output.
         # Hard links, not copies: repair replaces files (write and rename), never edits them
-        shutil.copytree(run.root, copy, ignore=shutil.ignore_patterns("*.lock", "*.log", "analysis"),
+        # (nor the call ledger: a repair appends to it, which would reach the original through the link)
+        shutil.copytree(run.root, copy, ignore=shutil.ignore_patterns("*.lock", "*.log", "analysis", LEDGER_NAME),
                         copy_function=_link_or_copy)
         return repair_run(RunFolder(copy), config=config, registries=registries).phases_reopened
 
