@@ -18,6 +18,7 @@ from coeval.interfaces.mock import MockInterface
 
 RUNNING = Path(__file__).resolve().parents[2] / "docs" / "running.md"
 MOCK_SOURCE = Path(__file__).resolve().parents[2] / "coeval-core" / "src" / "coeval" / "interfaces" / "mock.py"
+MOCK_DESIGN_SOURCE = MOCK_SOURCE.with_name("mock_design.py")
 
 
 def section(title: str) -> str:
@@ -61,7 +62,7 @@ def test_the_completion_script_completes_commands_and_options() -> None:
 
 def test_the_mock_table_lists_exactly_the_parameters_the_mock_reads() -> None:
     documented = re.findall(r"^\| `(\w+)` \|", section("The `mock` interface"), re.M)
-    source = MOCK_SOURCE.read_text(encoding="utf-8")
+    source = MOCK_SOURCE.read_text(encoding="utf-8") + MOCK_DESIGN_SOURCE.read_text(encoding="utf-8")
     read = set(re.findall(r'params\.get\("(\w+)"', source)) | set(re.findall(r'_number\(params, "(\w+)"', source))
     read |= set(re.findall(r'model\.parameters\.get\("(\w+)"', source))
     assert sorted(documented) == sorted(read - {"record"})  # record: a test hook, not a user setting

@@ -153,9 +153,10 @@ class ModelRules(RuleContext):
                 continue
             for key in params:
                 if key not in allowed:
-                    self._add_unknown("V-45", ("models", i, "parameters", key),
-                                      f"interface '{model.get('interface')}' does not send parameter '{key}'; "
-                                      "put server-specific fields under extra_body", str(key), sorted(allowed))
+                    why = (f"the mock interface has no parameter '{key}'" if model.get("interface") == "mock" else
+                           f"interface '{model.get('interface')}' does not send parameter '{key}'; "
+                           "put server-specific fields under extra_body")
+                    self._add_unknown("V-45", ("models", i, "parameters", key), why, str(key), sorted(allowed))
 
     def _role_parameters(self) -> None:
         for i, model in self.models:

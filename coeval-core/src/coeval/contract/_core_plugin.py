@@ -16,11 +16,13 @@ if TYPE_CHECKING:
 
 @hookimpl
 def register_interfaces(register: RegisterInterface) -> None:
-    from coeval.interfaces.mock import MockInterface
+    from coeval.interfaces.mock import MOCK_PARAMETER_KEYS, MockInterface
 
     # The mock answers the same prompt the same way by design, and phase 3 prompts repeat
-    # whenever attribute draws repeat: its duplicates say nothing about a teacher.
-    register("mock", MockInterface, requires_model=False, exempt_item_checks=("near_duplicate",))
+    # whenever attribute draws repeat: its duplicates say nothing about a teacher. Its
+    # parameter keys are declared so a misspelt one (``qualty``) is refused, not ignored.
+    register("mock", MockInterface, requires_model=False, exempt_item_checks=("near_duplicate",),
+             sampling_keys=MOCK_PARAMETER_KEYS)
 
 
 @hookimpl

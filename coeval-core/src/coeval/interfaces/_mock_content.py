@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from coeval.interfaces.mock_design import JudgeFaults, author_of
 from coeval.prompts.lengths import implied_min_words
 
 __all__ = ["SCORE_VALUES", "Dice", "answer_quality", "free_text", "malformed_text", "schema_instance"]
@@ -133,8 +134,9 @@ def _sentences(dice: Dice, topic: str, words: int, label: str) -> str:
 # ---------------------------------------------------------------------- free text
 
 
-def free_text(dice: Dice, prompt: str, role: str, quality: float) -> str:
-    """A reply with no schema: students answer with quality-dependent sentences."""
+def free_text(dice: Dice, prompt: str, role: str, quality: float, signature: str = "") -> str:
+    """A reply with no schema: students answer with quality-dependent sentences, then
+    ``signature`` (who wrote it, for judges that play a bias)."""
     topic = " ".join(topic_words(prompt, 3))
     if role != "student":
         return f"Here is a considered reply about {topic}: the main points are {dice.pick(_WORDS, 'w1')} and {dice.pick(_WORDS, 'w2')}."
@@ -145,6 +147,8 @@ def free_text(dice: Dice, prompt: str, role: str, quality: float) -> str:
             sentences.append(f"{SOLID_MARK} {topic} is handled step {i + 1} with a checked result ({dice.pick(_WORDS, f'w{i}')}).")
         else:
             sentences.append(f"{WEAK_MARK} {topic} might be something like {dice.pick(_WORDS, f'w{i}')}, I am not sure.")
+    if signature:
+        sentences.append(signature)
     return " ".join(sentences)
 
 
@@ -157,14 +161,21 @@ def answer_quality(prompt: str) -> float | None:
     return solid / (solid + weak)
 
 
-def judge_score(dice: Dice, prompt: str, factor: str, reliability: float, options: Sequence[str]) -> str:
+def judge_score(
+    dice: Dice, prompt: str, factor: str, reliability: float, options: Sequence[str], faults: JudgeFaults | None = None
+) -> str:
     """High/Medium/Low for one factor: follows the answer's quality with probability
-    ``reliability``, guesses otherwise. ``options`` keeps the schema's spelling."""
+    ``reliability``, guesses otherwise; ``faults`` (a judge design) can flatten, bias or
+    blur it. ``options`` keeps the schema's spelling."""
     by_lower = {o.lower(): o for o in options}
+    if faults is not None and faults.flat is not None and faults.flat in by_lower:
+        return by_lower[faults.flat]
     signal = answer_quality(prompt)
     if signal is None or dice.u(f"trust:{factor}") >= reliability:
         return str(dice.pick(list(options), f"guess:{factor}"))
     level = signal + (dice.u(f"noise:{factor}") - 0.5) * 0.3
+    if faults is not None:
+        level = faults.perceive(level, author_of(prompt), dice.u(f"design-noise:{factor}"))
     word = "high" if level >= 0.66 else "medium" if level >= 0.33 else "low"
     return by_lower.get(word, options[0])
 
@@ -183,10 +194,14 @@ def malformed_text(dice: Dice, valid: str) -> str:
 
 
 class _Context:
-    __slots__ = ("dice", "prompt", "quality", "root", "schema_name", "topic")
+    __slots__ = ("dice", "faults", "prompt", "quality", "root", "schema_name", "topic")
 
-    def __init__(self, dice: Dice, prompt: str, schema_name: str, root: Mapping[str, Any], quality: float) -> None:
+    def __init__(
+        self, dice: Dice, prompt: str, schema_name: str, root: Mapping[str, Any], quality: float,
+        faults: JudgeFaults | None = None,
+    ) -> None:
         self.dice = dice
+        self.faults = faults
         self.prompt = prompt
         self.schema_name = schema_name
         self.root = root
@@ -195,10 +210,12 @@ class _Context:
 
 
 def schema_instance(
-    schema: Mapping[str, Any], dice: Dice, prompt: str, schema_name: str = "reply", quality: float = 0.8
+    schema: Mapping[str, Any], dice: Dice, prompt: str, schema_name: str = "reply", quality: float = 0.8,
+    faults: JudgeFaults | None = None,
 ) -> Any:
-    """A valid instance of ``schema``, plausible for ``schema_name``."""
-    ctx = _Context(dice, prompt, schema_name, schema, quality)
+    """A valid instance of ``schema``, plausible for ``schema_name`` (judge levels played
+    with ``faults``)."""
+    ctx = _Context(dice, prompt, schema_name, schema, quality, faults)
     return _value(ctx, schema, path="$", key=None)
 
 
@@ -274,7 +291,7 @@ def _enum(ctx: _Context, options: list[Any], path: str, key: str | None) -> Any:
         return None
     lowered = {str(o).lower() for o in options}
     if lowered and lowered <= {"high", "medium", "low"} and all(isinstance(o, str) for o in options):
-        return judge_score(ctx.dice, ctx.prompt, key or path, ctx.quality, options)
+        return judge_score(ctx.dice, ctx.prompt, key or path, ctx.quality, options, ctx.faults)
     return ctx.dice.pick(options, path)
 
 

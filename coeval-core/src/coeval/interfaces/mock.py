@@ -32,6 +32,11 @@ Parameters (all optional, under the model's ``parameters``):
     default ``generation_retries`` (2) and attempt bound every item gets through.
 ``cost_per_call_usd`` / ``cost_per_1k_tokens_usd`` (0)
     Make calls report a cost (budget tests).
+``judge`` (mapping)
+    Faults a judge plays, to rehearse a design: ``noise`` (0..1), ``bias`` (student or family
+    name -> shift), ``flat`` (one level for everything); see :mod:`coeval.interfaces.mock_design`.
+``record`` (bool, false)
+    Keep every request on the interface (tests read them back).
 ``replies``
     Scripted replies, checked before anything else. Either a list, consumed one per call in
     order, or a mapping of prompt substring -> reply (first match wins), where a reply may
@@ -60,12 +65,23 @@ from coeval.interfaces.base import (
     TransientModelError,
     Usage,
 )
+from coeval.interfaces.mock_design import JudgeFaultError, JudgeFaults, author_mark, judge_faults, unsigned
 
 if TYPE_CHECKING:
     from coeval.config.credential_record import Credentials
     from coeval.config.model import ModelConfig
 
-__all__ = ["MockInterface", "MockParameterError"]
+__all__ = ["MOCK_PARAMETER_KEYS", "MockInterface", "MockParameterError"]
+
+#: Every key a ``mock`` model's ``parameters`` may hold: its own, and sampling keys a config
+#: written for a real provider carries (accepted and ignored, so a mock can stand in for it).
+MOCK_PARAMETER_KEYS = frozenset(
+    {
+        "seed", "latency_ms", "quality", "failure_rate", "rate_limit_rate", "malformed_rate", "retry_after_s",
+        "max_faults_in_a_row", "cost_per_call_usd", "cost_per_1k_tokens_usd", "replies", "record", "judge",
+        "temperature", "top_p", "top_k", "max_tokens", "stop", "frequency_penalty", "presence_penalty",
+    }
+)  # fmt: skip
 
 _RATE_PARAMS = ("failure_rate", "rate_limit_rate", "malformed_rate")
 _FAULT_KINDS = ("rate_limit", "transient", "malformed", "fatal")
@@ -98,8 +114,8 @@ def _number(params: Mapping[str, Any], name: str, default: float, *, low: float,
 
 
 class _Settings:
-    __slots__ = ("cost_per_1k", "cost_per_call", "failure_rate", "fault_total", "latency", "malformed_rate",
-                 "max_faults", "quality", "rate_limit_rate", "retry_after", "seed")
+    __slots__ = ("cost_per_1k", "cost_per_call", "failure_rate", "fault_total", "judge", "latency",
+                 "malformed_rate", "max_faults", "quality", "rate_limit_rate", "retry_after", "seed")
 
     def __init__(self, params: Mapping[str, Any], model_name: str) -> None:
         n = model_name
@@ -129,6 +145,10 @@ class _Settings:
         self.max_faults = int(_number(params, "max_faults_in_a_row", 2, low=0, high=1000, model=n))
         self.cost_per_call = _number(params, "cost_per_call_usd", 0, low=0, high=1e6, model=n)
         self.cost_per_1k = _number(params, "cost_per_1k_tokens_usd", 0, low=0, high=1e6, model=n)
+        try:
+            self.judge: JudgeFaults | None = judge_faults(params, n)
+        except JudgeFaultError as exc:
+            raise MockParameterError(str(exc)) from None
 
 
 def parameter_problem(params: Mapping[str, Any], model_name: str) -> str | None:
@@ -192,7 +212,7 @@ class MockInterface(Interface):
             s = self._settings(params)
         except MockParameterError as exc:
             raise FatalModelError(str(exc)) from None
-        dice = content.Dice(s.seed, self.model.name, request.schema_name, request.prompt)
+        dice = content.Dice(s.seed, self.model.name, request.schema_name, unsigned(request.prompt))
         if s.latency[1] > 0:
             low, high = s.latency
             await asyncio.sleep(low if high == low else low + (high - low) * dice.u(f"latency:{self.calls}"))
@@ -238,11 +258,12 @@ class MockInterface(Interface):
         if schema is None:
             schema = _DEFAULT_SCHEMAS.get(request.schema_name)
         if schema is not None:
-            value = content.schema_instance(schema, dice, request.prompt, request.schema_name, s.quality)
+            value = content.schema_instance(schema, dice, request.prompt, request.schema_name, s.quality, s.judge)
             return json.dumps(value, ensure_ascii=False)
         if request.schema_name == "judge_factor":
-            return content.judge_score(dice, request.prompt, "score", s.quality, content.SCORE_VALUES)
-        return content.free_text(dice, request.prompt, request.role, s.quality)
+            return content.judge_score(dice, request.prompt, "score", s.quality, content.SCORE_VALUES, s.judge)
+        signature = author_mark(self.model.name, self.model.family) if request.role == "student" else ""
+        return content.free_text(dice, request.prompt, request.role, s.quality, signature)
 
     def _result(self, request: GenerateRequest, text: str, s: _Settings) -> GenerateResult:
         usage = Usage(max(1, len(request.prompt) // 4), max(1, len(text) // 4))
