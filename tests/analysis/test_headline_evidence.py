@@ -1,0 +1,124 @@
+"""The headline takes each kind of evidence in its own unit: code tests and checks are pass
+rates that no judge's scale can overrule, the rubric's weights combine them as declared,
+gold the rubric does not ask for is shown beside the ranking, and every number is in [0, 1]."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from coeval_analysis import analyze, load_run
+from coeval_analysis.analysis import AnalysisOptions
+from coeval_analysis.leaderboard import leaderboard
+
+from .runs import datapoint, evaluation, response, write_run
+
+N_DATAPOINTS = 12
+OPTIONS = AnalysisOptions(n_boot=200, seed=0)
+
+
+def _run(tmp_path: Path, rubric: dict[str, Any], scores: dict[str, dict[str, list[Any]]]) -> dict[str, Any]:
+    """A run of one task: ``scores[student][scorer]`` is a list over datapoints of
+    (evaluator, {factor: score}) for that scorer's record of the student's answer."""
+    dps = [datapoint("t", "teacher", k) for k in range(N_DATAPOINTS)]
+    resps, evals = [], []
+    for student, by_scorer in scores.items():
+        for k, dp in enumerate(dps):
+            r = response(dp, student)
+            resps.append(r)
+            for scorer, per_dp in by_scorer.items():
+                evaluator, values = per_dp[k]
+                evals.append(evaluation(r, scorer, values, evaluator=evaluator))
+    root = write_run(tmp_path / "run", rubric=rubric, datapoints=dps, responses=resps, evaluations=evals)
+    return analyze(load_run(root), OPTIONS, human_labels=[]).summary
+
+
+def _judge(level: str, every: str | None = None, k_other: int = 0) -> list[Any]:
+    """A judge's records: ``level`` on correctness, ``every`` on the first ``k_other`` datapoints."""
+    return [("llm_judge", {"correctness": every if every and k < k_other else level}) for k in range(N_DATAPOINTS)]
+
+
+def _rate(evaluator: str, factor: str, passed: int) -> list[Any]:
+    """A check's records: passes on the first ``passed`` datapoints."""
+    return [(evaluator, {factor: 1.0 if k < passed else 0.0}) for k in range(N_DATAPOINTS)]
+
+
+def _assert_on_the_unit_scale(summary: dict[str, Any]) -> None:
+    for row in leaderboard(summary)["rows"]:
+        values = [row["headline"], *row["headline_ci"]]
+        for cell in row["evidence"].values():
+            values += [cell["score"], *cell["ci"]]
+        assert all(v is None or 0.0 <= v <= 1.0 for v in values), row
+
+
+def test_code_task_is_ranked_by_its_tests_not_by_the_judges_or_bleu(tmp_path: Path) -> None:
+    # both judges and a BLEU gold score favour the student whose code fails every test
+    failing = {"judge-a": _judge("High"), "judge-b": _judge("High", "Medium", 3),
+               "python_tests": _rate("python_tests", "pass@1", 0), "gold": [("gold", {"gold": 0.9})] * N_DATAPOINTS}
+    passing = {"judge-a": _judge("Medium", "High", 4), "judge-b": _judge("Medium"),
+               "python_tests": _rate("python_tests", "pass@1", N_DATAPOINTS),
+               "gold": [("gold", {"gold": 0.2})] * N_DATAPOINTS}
+    s = _run(tmp_path, {"correctness": "The code is correct."}, {"fails": failing, "passes": passing})
+    board = leaderboard(s)
+    rows = {r["student"]: r for r in board["rows"]}
+    assert [r["student"] for r in board["rows"]] == ["passes", "fails"]
+    assert rows["passes"]["rank_range"] == [1, 1] and rows["fails"]["rank_range"] == [2, 2]
+    assert board["tiers_line"] == "passes; then fails"
+    # the judges did favour the failing student, and so did BLEU: the tests decide
+    assert rows["fails"]["evidence"]["judged"]["score"] > rows["passes"]["evidence"]["judged"]["score"]
+    assert rows["passes"]["evidence"]["pass@1"]["score"] == 1.0 and rows["fails"]["evidence"]["pass@1"]["score"] == 0.0
+    # gold the rubric does not ask for is shown beside the ranking, not counted
+    columns = {c["key"]: c for c in board["columns"]}
+    assert columns["gold"]["in_headline"] is False and columns["pass@1"]["in_headline"] is True
+    assert rows["fails"]["evidence"]["gold"]["score"] == pytest.approx(0.9)
+    assert "gold (gold) shown beside it, not counted" in board["combined"]
+    # equal weights by default: half the judged score, half the pass rate
+    for r in rows.values():
+        judged = r["evidence"]["judged"]["score"]
+        assert r["headline"] == pytest.approx((judged + r["evidence"]["pass@1"]["score"]) / 2, abs=1e-5)
+    assert s["students"]["passes"]["headline_score"] == rows["passes"]["headline"]
+    _assert_on_the_unit_scale(s)
+
+
+def test_check_only_task_is_ranked_by_its_pass_rates_with_the_declared_weights(tmp_path: Path) -> None:
+    rubric = {"mentions": {"evaluator": "contains", "params": {"value": "x"}, "weight": 3},
+              "short": {"evaluator": "max_words", "params": {"limit": 5}}}
+    scores = {
+        "a": {"contains": _rate("contains", "mentions", 12), "max_words": _rate("max_words", "short", 0)},
+        "b": {"contains": _rate("contains", "mentions", 6), "max_words": _rate("max_words", "short", 12)},
+        "c": {"contains": _rate("contains", "mentions", 3), "max_words": _rate("max_words", "short", 3)},
+    }
+    s = _run(tmp_path, rubric, scores)
+    board = leaderboard(s)
+    got = {r["student"]: r["headline"] for r in board["rows"]}
+    # (3 * mentions + 1 * short) / 4
+    assert got == {"a": pytest.approx(0.75), "b": pytest.approx(0.625), "c": pytest.approx(0.25)}
+    assert [r["student"] for r in board["rows"]] == ["a", "b", "c"]
+    assert [c["key"] for c in board["columns"]] == ["checks"]  # no judge: no judged column
+    assert {r["student"]: r["evidence"]["checks"]["score"] for r in board["rows"]} == {
+        "a": pytest.approx(0.5), "b": pytest.approx(0.75), "c": pytest.approx(0.25)}  # fmt: skip
+    assert board["combined"] == "Headline = check mentions 75%, check short 25%."
+    assert s["judges"] == {} or all(v.get("weight") in (None, 0.0) for v in s["judges"].values())
+    _assert_on_the_unit_scale(s)
+
+
+def test_mixed_task_weights_the_judged_part_and_the_check_as_declared(tmp_path: Path) -> None:
+    rubric = {"correctness": {"description": "Right.", "weight": 1},
+              "format": {"evaluator": "regex", "params": {"pattern": "x"}, "weight": 3}}
+    scores = {
+        "good_format": {"judge-a": _judge("Medium", "High", 2), "judge-b": _judge("Medium", "Low", 2),
+                        "regex": _rate("regex", "format", 12)},
+        "good_content": {"judge-a": _judge("High"), "judge-b": _judge("High", "Medium", 2),
+                         "regex": _rate("regex", "format", 3)},
+    }
+    s = _run(tmp_path, rubric, scores)
+    rows = {r["student"]: r for r in leaderboard(s)["rows"]}
+    for name, rate in (("good_format", 1.0), ("good_content", 0.25)):
+        judged = rows[name]["evidence"]["judged"]["score"]
+        assert rows[name]["evidence"]["checks"]["score"] == pytest.approx(rate)
+        assert rows[name]["headline"] == pytest.approx((1 * judged + 3 * rate) / 4, abs=1e-5)
+    assert rows["good_content"]["evidence"]["judged"]["score"] > rows["good_format"]["evidence"]["judged"]["score"]
+    assert rows["good_format"]["rank"] == 1  # the check weighs three times the judges
+    assert "judged factors (the measurement model's score) 25%, check format 75%" in s["leaderboard"]["combined"]
+    _assert_on_the_unit_scale(s)
