@@ -31,6 +31,14 @@ def tests(session: nox.Session) -> None:
     session.run("bash", "scripts/test.sh", *session.posargs, external=True)
 
 
+@nox.session(python=False)
+def fast(session: nox.Session) -> None:
+    """The fast tier: every test not marked slow, in minutes (CI runs them all: `nox -s tests`).
+    No install: it needs the .venv that `bash scripts/test.sh` made."""
+    session.run(_python(session), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow", *session.posargs,
+                external=True)
+
+
 #: Pinned like mypy (requirements/dev.txt has the same pin).
 RUFF = "ruff==0.17.6"
 
