@@ -5,6 +5,7 @@ they may be, see :mod:`coeval.run.pipelining`), its result logged, and the run's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections import Counter
 from typing import Any
@@ -28,6 +29,7 @@ from coeval.run.ledger import Ledger
 from coeval.run.pipelining import LISTING_PASSES, Pass, Passes, Upstream, pipeline_group, untaken
 from coeval.run.result import EXIT_FAILED, EXIT_GAPS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RunError
 from coeval.scheduler import SchedulerStats
+from coeval.scheduler.core import UNWRITTEN
 from coeval.storage.run_folder import RunFolder, utc_now
 from coeval.storage.safe_files import folder_lock
 
@@ -127,13 +129,20 @@ class PhaseLoop(RunState):
             feeds.append(feed)
         tasks = [asyncio.ensure_future(run) for run in runs]
         try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             for task in tasks:  # an error (a full disk) stops the other phases, as it would the loop
-                if task.done() and not task.cancelled() and task.exception() is not None:
+                if task in done and not task.cancelled() and task.exception() is not None:
+                    assert self.scheduler is not None
+                    self.scheduler.stop_all(UNWRITTEN)  # the others stop for it, not for a Ctrl-C
                     for other in tasks:
                         other.cancel()
                     await asyncio.gather(*tasks, return_exceptions=True)
-                    raise task.exception()  # type: ignore[misc]
+                    error = task.exception()
+                    for phase in group:  # stopped by that error: no Ctrl-C was pressed
+                        stopped = self.results[phase.name]
+                        if stopped.status == "interrupted":
+                            stopped.status, stopped.message = "failed", f"stopped with the run: {error}"
+                    raise error  # type: ignore[misc]  # the first error, not what followed it
             verdicts = [task.result() for task in tasks]
         except asyncio.CancelledError:
             for task in tasks:
@@ -179,7 +188,11 @@ class PhaseLoop(RunState):
             return None
         except asyncio.CancelledError:
             result.status = "interrupted"
-            self.meta.phase_finished(result, started, self.phase_ids)
+            with contextlib.suppress(OSError):  # a full disk stopped the run: its own error is raised
+                self.meta.phase_finished(result, started, self.phase_ids)
+            raise
+        except OSError as exc:  # a file could not be written (a full disk): the phase did not finish
+            result.status, result.message = "failed", f"cannot write {exc.filename or ''}: {exc.strerror or exc}"
             raise
         finally:
             tracker = self._trackers.pop(name, None)  # a pipelined phase's bar ends with the phase
@@ -231,7 +244,7 @@ class PhaseLoop(RunState):
             raise
         finally:
             fed.writers.close()
-            ledger.flush()
+            ledger.flush_quietly()
         return None
 
     async def _room_for_a_pass(self, running: list[Pass], fed: Passes) -> None:
@@ -298,7 +311,7 @@ class PhaseLoop(RunState):
         finally:
             if fed is None:
                 ctx.writers.close()
-                ledger.flush()
+                ledger.flush_quietly()
 
     def _log_phase(self, result: PhaseResult, log: Any) -> None:
         total = result.survey.total if result.survey is not None else None

@@ -211,6 +211,13 @@ class Ledger:
         """Write what the ledger held back (a full disk), if it can now, and flush."""
         self.file.close()
         self.flush()
+    def flush_quietly(self) -> None:
+        """:meth:`flush`, leaving the counts for the next flush when ``meta.json`` cannot be
+        written now (a full disk): the ledger has them, and the error that stopped the
+        run is the one to report."""
+        with contextlib.suppress(OSError):
+            self.flush()
+
     def flush(self) -> None:
         self._last_flush = time.monotonic()
         if not self._calls and not self._spend:

@@ -284,10 +284,7 @@ async def arun_experiment(
         # The run folder cannot be written (read-only, disk full, removed under us). Every
         # record written before is complete (a cut-off last line is dropped on the next
         # open), so the user frees space or fixes permissions and runs --continue.
-        message = redact(_storage_error(exc, started=run.run.exists()))
-        lost = sum(r.unwritten for r in run.results.values())
-        if lost:
-            message += f" ({lost} finished calls could not be recorded; meta.json counts them, --continue makes them again)"
+        message = redact(_storage_error(exc, started=run.run.exists()) + "." + _calls_made(run))
         with contextlib.suppress(Exception):
             run.meta.finish("error", EXIT_USAGE)
         sys.stderr.write(f"error: {message}\n")
@@ -296,6 +293,21 @@ async def arun_experiment(
     finally:
         with contextlib.suppress(Exception):
             progress.close()
+
+
+def _calls_made(run: _Run) -> str:
+    """How many calls this process made, as the call ledger counts them, and how many of
+    them lost their record: the one count the console, ``--json`` and (once it can be
+    written) ``meta.json`` give."""
+    sched = run.scheduler
+    if sched is None:
+        return ""
+    made = sum(sched.calls.values()) - sum(sched.limits.calls_before.values())
+    lost = sum(r.unwritten for r in run.results.values())
+    text = f" {made} calls made by this run, each counted in calls.jsonl (quotas and the budget hold)"
+    if lost:
+        text += f"; {lost} of them finished but their records could not be written: --continue makes them again"
+    return text
 
 
 def _storage_error(exc: OSError, *, started: bool) -> str:

@@ -136,6 +136,12 @@ class Scheduler(Calls):
         for run in list(self._runs):
             self._stop(run, "cancelled")
 
+    def stop_all(self, reason: str) -> None:
+        """:meth:`cancel`, with ``reason`` as the cause of the items left (a full disk
+        stopped the run, not a Ctrl-C)."""
+        for run in list(self._runs):
+            self._stop(run, reason)
+
     def limiter(self, connection_key: str) -> AdaptiveLimit | None:
         """The adaptive limit learned for a connection (for status displays and tests)."""
         return self._limiters.get(connection_key)
