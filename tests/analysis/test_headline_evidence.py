@@ -122,3 +122,19 @@ def test_mixed_task_weights_the_judged_part_and_the_check_as_declared(tmp_path: 
     assert rows["good_format"]["rank"] == 1  # the check weighs three times the judges
     assert "judged factors (the measurement model's score) 25%, check format 75%" in s["leaderboard"]["combined"]
     _assert_on_the_unit_scale(s)
+
+
+def test_only_the_judges_factors_count_as_labels_to_add(tmp_path: Path) -> None:
+    """A person labels the judged factors; checks and tests are scored without anyone, so the
+    'about N more labels' estimate counts one label per answer here, not three."""
+    from coeval_analysis.reference_judge import labellable_factors
+    from coeval_analysis.stats.scores import ScoreModel
+
+    rubric = {"correctness": "Right.", "format": {"evaluator": "regex", "params": {"pattern": "x"}},
+              "short": {"evaluator": "max_words", "params": {"limit": 5}}}
+    dps = [datapoint("t", "teacher", k) for k in range(3)]
+    resps = [response(dp, "s") for dp in dps]
+    evals = [evaluation(r, "judge-a", {"correctness": "High"}) for r in resps]
+    evals += [evaluation(r, "regex", {"format": 1.0}, evaluator="regex") for r in resps]
+    data = load_run(write_run(tmp_path / "run", rubric=rubric, datapoints=dps, responses=resps, evaluations=evals))
+    assert labellable_factors(data, ScoreModel.build(data)) == 1

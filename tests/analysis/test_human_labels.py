@@ -146,8 +146,21 @@ def test_labels_needed_estimate() -> None:
              {"a": "y", "b": "z", "diff": 0.3, "ci": [0.1, 0.5]}]  # fmt: skip
     need = labels_needed(comps, {"x": 10}, spread=0.25, level=0.95, n_factors=3, answers_of={"x": 100, "y": 30})
     # 2 (1.96 * 0.25 / 0.1)^2 = 48.02 -> 49 answers; y has only 30
-    assert need == {"undetermined_pairs": 1, "more_answers": 39 + 30, "more_labels": 3 * 69,
+    assert need == {"undetermined_pairs": 1, "no_intervals": False, "more_answers": 39 + 30, "more_labels": 3 * 69,
                     "students": {"x": 39, "y": 30}}
+
+
+def test_no_interval_is_never_called_determined() -> None:
+    """Too few datapoints: no pair has an interval, every rank range spans the run; the labels
+    line must not say the comparisons are determined."""
+    from coeval_analysis.reference_judge import _needed_clause
+
+    comps = [{"a": "x", "b": "y", "diff": 0.1, "ci": [None, None]}]
+    need = labels_needed(comps, {}, spread=0.25, level=0.95, n_factors=3, answers_of={"x": 6, "y": 6})
+    assert need["undetermined_pairs"] == 1 and need["no_intervals"] is True
+    line = _needed_clause("4 human labels on 4 answers", need)
+    assert "already determined" not in line
+    assert line.endswith("too few datapoints for any comparison to be settled: add datapoints.")
 
 
 def test_labels_as_an_argument_equal_labels_in_the_run_folder(make_run: Callable[..., Path]) -> None:
@@ -173,10 +186,9 @@ def test_label_free_and_legacy_runs_analyse_as_before(make_run: Callable[..., Pa
         c.pop("generated_at")
         assert c.pop("reference")["n_labels"] == 10
         assert c["comparisons"] != a.summary["comparisons"]
-        assert {k: v for k, v in c.items() if k not in ("comparisons", "students", "judges", "robust", "warnings",
-                                                         "headline_notes", "teachers")} == {
-            k: v for k, v in a.summary.items() if k not in ("comparisons", "students", "judges", "robust",
-                                                            "warnings", "headline_notes", "teachers")}
+        moved = ("comparisons", "students", "judges", "robust", "headline", "leaderboard", "headline_evidence",
+                 "warnings", "headline_notes", "teachers")
+        assert {k: v for k, v in c.items() if k not in moved} == {k: v for k, v in a.summary.items() if k not in moved}
 
 
 def test_report_and_console_show_the_labels_line(make_run: Callable[..., Path], tmp_path: Path) -> None:
@@ -255,3 +267,19 @@ def test_a_run_without_labels_or_gold_has_no_reference_warning(make_run: Callabl
     summary = analyze(load_run(make_run(datapoints_per_teacher=2)), AnalysisOptions(n_boot=0)).summary
     assert "reference" not in summary
     assert not [w for w in summary["warnings"] if w["kind"] == "reference_not_measured"]
+
+
+@pytest.mark.parametrize("n_labels", [2, 40])
+def test_whether_labels_move_the_headline_is_what_the_numbers_do(make_run: Callable[..., Path], n_labels: int) -> None:
+    """The labels line and its warning say the labels do not move the headline exactly when
+    the headline with them equals the headline without them."""
+    run = make_run(datapoints_per_teacher=4)
+    bare = analyze(load_run(run), AnalysisOptions(n_boot=50), human_labels=[]).summary
+    save_labels(run, _labels(run, n_labels))
+    s = analyze(load_run(run), AnalysisOptions(n_boot=50)).summary
+    moved = any(abs(s["students"][k]["headline_score"] - v["headline_score"]) >= 0.0005
+                for k, v in bare["students"].items())  # fmt: skip
+    assert s["reference"]["in_headline"] is moved
+    warned = any(w["kind"] == "reference_not_measured" for w in s["warnings"])
+    assert warned is (not moved)
+    assert ("do not move the headline" in s["reference"]["line"]) is (not moved)

@@ -8,6 +8,7 @@ returns goes into ``summary.json`` as is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,6 @@ from coeval_analysis.stats.measurement import (
     fit_all,
     info_share,
     layout_of,
-    reference_measured,
     student_scores,
 )
 from coeval_analysis.stats.scores import ScoreModel, pair_mean
@@ -82,6 +82,8 @@ class HeadlineRanking:
     judged: np.ndarray  #: per student: the judged part, in [0, 1] (NaN: no judge scored it)
     evidence: list[Evidence]  #: the leaderboard's evidence columns
     combined: str  #: how the headline was combined, in one sentence
+    #: whether the human labels move the headline (the fit with them against the fit without); None: no labels
+    labels_move: bool | None = None
 
 
 @dataclass
@@ -229,8 +231,28 @@ def headline_ranking(
     judged_n = cells.sum(0).astype(np.int64)
     evidence = evidence_columns(parts.rates, judged if len(model.judges) else None, judged_ci, judged_n,
                                 boot if enough else None, level)  # fmt: skip
+    moved = _labels_move(model, plan, rates, j, parts.score, widen) if m.layout.has_reference else None
     h.score = parts.score
-    return HeadlineRanking(h, names, families, ci, reps, comp, wci, j, m, judged, evidence, parts.sentence)
+    return HeadlineRanking(h, names, families, ci, reps, comp, wci, j, m, judged, evidence, parts.sentence, moved)
+
+
+#: a headline score that changes by at least this much (it shows at three decimals) has moved
+MOVED = 0.0005
+
+
+def _labels_move(model: ScoreModel, plan: FactorPlan, rates: list[RateFactor], j: Judgments,
+                 with_labels: np.ndarray, widen: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> bool:  # fmt: skip
+    """Whether the human labels move the headline: the fit without them, compared."""
+    lay = layout_of(j, None)
+    S = model.n_students
+    if lay.K == 0 or not lay.seen.any():
+        judged, cells = np.full(S, np.nan), np.zeros((model.n_items, S), bool)
+    else:
+        sc = student_scores(lay, fit_all(lay)[0])
+        judged, cells = to_unit(sc.score), ~np.isnan(sc.cell)
+    without = combine(model, plan, rates, judged, np.zeros((0, S)), cells, None, widen).score
+    both = np.isfinite(without) & np.isfinite(with_labels)
+    return bool((np.abs(without[both] - with_labels[both]) >= MOVED).any() or (both != np.isfinite(with_labels)).any())
 
 
 def _nan_pair(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -300,12 +322,11 @@ def _measure(
 
 
 def reference_in_headline(r: HeadlineRanking) -> bool | None:
-    """Whether the reference judge (human labels, gold) shapes the headline: its scale
-    measured against the other judges. None without one. Labels the fit cannot check (too
-    few of them on the same datapoints, or agreeing with the judges no better than chance)
-    are left at the floor and move nothing; a user who labelled should be told."""
-    lay = r.measurement.layout
-    return reference_measured(lay, r.measurement.fit.scale) if lay.has_reference else None
+    """Whether the human labels move the headline: the fit with them gives other scores than
+    the fit without them. None without labels. Labels the fit cannot check (too few of them
+    on the same datapoints, or agreeing with the judges no better than chance) move nothing;
+    a user who labelled should be told."""
+    return r.labels_move
 
 
 def unrelated_weight(r: HeadlineRanking) -> np.ndarray:

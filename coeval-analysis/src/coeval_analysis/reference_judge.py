@@ -23,6 +23,7 @@ import pandas as pd
 
 from coeval_analysis.data import RunData
 from coeval_analysis.human_labels import LEVELS, HumanLabel
+from coeval_analysis.score_units import llm_factors
 from coeval_analysis.stats._correlation import pearson
 from coeval_analysis.stats.agreement import cohen_kappa, confusion
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
@@ -231,6 +232,8 @@ def labels_needed(
 
     z = float(norm.ppf(0.5 + level / 2))
     open_pairs = [c for c in comparisons if c.get("ci") and c["ci"][0] is not None and c["ci"][0] <= 0 <= c["ci"][1]]
+    # a pair without an interval (too few datapoints) is not determined either, and labels cannot settle it
+    no_intervals = bool(comparisons) and all(not c.get("ci") or c["ci"][0] is None for c in comparisons)
     want: dict[str, int] = {}
     for c in open_pairs:
         d = max(abs(float(c["diff"])), _SMALLEST_GAP)
@@ -240,22 +243,24 @@ def labels_needed(
     more_answers = {s: max(0, n - have.get(s, 0)) for s, n in want.items()}
     total = sum(more_answers.values())
     return {
-        "undetermined_pairs": len(open_pairs),
+        "undetermined_pairs": len(comparisons) if no_intervals else len(open_pairs),
+        "no_intervals": no_intervals,
         "more_answers": total,
         "more_labels": total * max(n_factors, 1),
         "students": {s: n for s, n in sorted(more_answers.items()) if n},
     }
 
 
-#: what the labels line adds when the fit could not check the labels and gold
+#: what the labels line adds when the labels do not move the headline (the fit with them
+#: gives the scores the fit without them gives)
 NOT_IN_HEADLINE = (
-    " The headline cannot check the labels and gold against the judges yet (too few on the same datapoints, or "
-    "agreeing with the judges no better than chance), so they do not move it: label several students' answers to "
+    " They do not move the headline yet: the fit with them gives the scores it gives without them (too few on "
+    "the same datapoints, or agreeing with the judges no better than chance): label several students' answers to "
     "the same datapoints."
 )
 #: the warning beside it (the console prints both: the warning says that, the line what to do)
 REFERENCE_NOT_MEASURED = (
-    "the human labels and gold do not move the headline yet: the fit cannot check them against the judges "
+    "the human labels do not move the headline yet: the fit with them gives the scores it gives without them "
     "(the labels line says what to label)"
 )
 
@@ -269,6 +274,8 @@ def _line(n_labels: int, n_answers: int, n_stale: int, need: dict[str, Any], in_
 
 def _needed_clause(head: str, need: dict[str, Any]) -> str:
     pairs = need["undetermined_pairs"]
+    if need.get("no_intervals"):
+        return head + "; the run has too few datapoints for any comparison to be settled: add datapoints."
     if not pairs:
         return head + "; every comparison of the headline is already determined."
     if not need["more_labels"]:
@@ -277,13 +284,25 @@ def _needed_clause(head: str, need: dict[str, Any]) -> str:
             f"would settle the {pairs} undetermined comparison{'s' if pairs != 1 else ''} (estimate).")
 
 
+def labellable_factors(data: RunData, model: ScoreModel) -> int:
+    """The factors a person labels per answer: the judges' factors (a check, a code test, a
+    metric or a label attribute is scored without anyone), the median over tasks."""
+    counts = [len([f for f in llm_factors(r) if f not in set(data.label_attributes.get(t, []))])
+              for t, r in data.rubrics.items()]  # fmt: skip
+    counts = [c for c in counts if c]
+    if counts:
+        return max(int(np.median(counts)), 1)
+    judged = np.unique(model.u_factor) if len(model.u_factor) else np.zeros(0)
+    return max(len(judged), 1)
+
+
 def reference_summary(
     data: RunData, model: ScoreModel, labels: Sequence[HumanLabel], comparisons: Sequence[dict[str, Any]],
     boot: Bootstrap | None, level: float, *, always: bool = False, in_headline: bool | None = None,
 ) -> dict[str, Any] | None:
     """``summary.json`` ``reference``: None when the run has neither labels nor gold (unless
     ``always``: the Label page says how many labels would settle a run that has none).
-    ``in_headline``: whether the headline's fit measured the labels and gold (see
+    ``in_headline``: whether the human labels move the headline (see
     :func:`coeval_analysis.ranking.reference_in_headline`); None when not known."""
     ref = reference_table(data, labels)
     if ref.empty and not labels and not always:
@@ -307,7 +326,7 @@ def reference_summary(
     answers_of = pd.Series(np.asarray(model.students, dtype=object)[model.resp_student[scored]]).value_counts()
     h_scores = pd.Series(human["score"].to_numpy()[r_h >= 0]).groupby(answered).mean().to_numpy()
     spread = float(np.std(h_scores, ddof=1)) if len(h_scores) >= 10 else float(np.nanstd(model.resp_score[scored]))
-    n_factors = int(np.median([len(r) for r in data.rubrics.values()])) if data.rubrics else max(len(model.factors), 1)
+    n_factors = labellable_factors(data, model)
     need = labels_needed(comparisons, {str(k): int(v) for k, v in have.items()}, spread, level, n_factors,
                          {str(k): int(v) for k, v in answers_of.items()})  # fmt: skip
     labelers: dict[str, int] = {}
