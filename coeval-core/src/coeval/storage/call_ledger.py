@@ -235,9 +235,9 @@ def drop_bad_lines(path: Path) -> int:
 
 class CallLedger:
     """This process's writer of the ledger. ``started`` raises when its line cannot be
-    written (a full disk): then the call must not be sent. An end line that cannot be
-    written is kept and written with the next line that can: its call stays open
-    meanwhile, counted at its estimate."""
+    written (a full disk): then the call must not be sent. End lines wait for the next
+    write (and one that cannot be written is kept for the next that can): its call stays
+    open meanwhile, counted at its estimate."""
 
     def __init__(self, path: Path, process: str) -> None:
         self.path = path
@@ -245,6 +245,7 @@ class CallLedger:
         self._next = 0
         self._fd: int | None = None
         self._held: list[bytes] = []
+        self._heads: dict[tuple[str, str], str] = {}
 
     def _open(self) -> int:
         if self._fd is None:
@@ -256,26 +257,32 @@ class CallLedger:
         """Write ``data`` after the lines held back; on failure cut what part of a line got
         out (a start cut short was never sent; a held end is written again later)."""
         fd = self._fd if self._fd is not None else self._open()
-        payload = b"".join(self._held) + data if self._held else data
+        payload = b"".join((*self._held, data)) if self._held else data
         try:
-            _write_all(fd, payload, self.path)
-        except OSError:
+            written = os.write(fd, payload)
+            if written < len(payload):  # a short write: rare (a disk filling up)
+                _write_all(fd, payload[written:], self.path)
+        except OSError as exc:
             with contextlib.suppress(OSError):
                 cut_partial_last_line(self.path)
-            raise
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None
         self._held = []
 
     def started(self, model: str, phase: str, item: str, estimate_usd: float) -> str:
         self._next += 1
         call = f"{self._prefix}{self._next}"
-        line = (f'{{"start": "{call}", "model": {json.dumps(model)}, "phase": {json.dumps(phase)}, '
-                f'"item": {json.dumps(item, ensure_ascii=False)}, "estimate_usd": {round(estimate_usd, 10)!r}}}\n')
-        self._write(line.encode("utf-8"))
+        head = self._heads.get((model, phase))
+        if head is None:
+            head = self._heads[(model, phase)] = f'", "model": {json.dumps(model)}, "phase": {json.dumps(phase)}, "item": '
+        self._write(f'{{"start": "{call}{head}{json.dumps(item)}, "estimate_usd": {float(estimate_usd)!r}}}\n'.encode())
         return call
 
     def ended(self, call: str, cost_usd: float | None) -> None:
+        """Its end line goes out with the next start line (one write for both; a call's end
+        need not be on disk before the next is sent) or at :meth:`close`: a kill before
+        then leaves it open, counted at its estimate."""
         cost = "null" if cost_usd is None else repr(round(float(cost_usd), 10))
-        self._end(f'{{"end": "{call}", "cost_usd": {cost}}}\n')
+        self._held.append(f'{{"end": "{call}", "cost_usd": {cost}}}\n'.encode())
 
     def not_sent(self, call: str) -> None:
         self._end(f'{{"end": "{call}", "sent": false}}\n')
@@ -289,7 +296,7 @@ class CallLedger:
 
     def close(self) -> None:
         """Write what is held, if the disk lets it now, and close."""
-        if self._held and self._fd is not None:
+        if self._held:
             with contextlib.suppress(OSError):
                 self._write(b"")
         if self._fd is not None:
