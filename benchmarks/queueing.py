@@ -1,10 +1,15 @@
-"""Queue-aware concurrency against a server that queues (figure e of ``benchmarks.run``).
+"""Queue-aware concurrency against a server that queues (figure f of ``benchmarks.run``).
 
-The fake server serves ``slots`` calls at once, each taking ``latency_ms``, and queues the
-rest, like a local inference server; the model's ``timeout`` is 1 s. Targets: every item
-ok, at most 10% more requests than items, at least 85% of the server's capacity
-(``slots / latency``), timed from the first call of a fresh lane once the SDK is imported
-(:func:`_warm_up`). ``python -m benchmarks.queueing`` prints the figure.
+:func:`run_shapes` (``python -m benchmarks.queueing``): servers of several shapes, each a
+process of :mod:`benchmarks.queue_server` (written for this figure, sharing no code with the
+project's fake provider): slots, service time, the client's ``timeout`` and what the server
+does with calls beyond its slots (queue them, refuse them past a bound, or share its slots'
+time among them) vary; two ``vllm`` models send their items to it. Targets, per shape:
+every item ok, at most 10% more requests than items, at least 85% of the server's capacity
+(``slots / service time``), timed from the first call of a fresh lane once the SDK is
+imported (:func:`_warm_up`).
+
+:func:`run` (``--fake``): the project's own fake server, 8 slots of 100 ms, one model.
 
 :func:`run_replicas` (``python -m benchmarks.queueing --replicas``) serves one model from
 two such servers of different size (8 and 2 slots): each replica has its own lane, so each
@@ -14,9 +19,13 @@ should settle near its own capacity, the small one without a long queue.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 from coeval.config.model import ModelConfig
@@ -26,23 +35,33 @@ from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval_testing.fake_server import FakeServer
 from coeval_testing.fake_server._state import FakeConfig
 
-__all__ = ["run", "run_replicas"]
+__all__ = ["SHAPES", "run", "run_replicas", "run_shape", "run_shapes"]
 
 
-def _drive(base_url: Any, items: int, timeout_s: float) -> tuple[list[WorkOutcome], Any, float]:
-    """``items`` calls of one ``vllm`` model at ``base_url`` (a URL or a list of replicas)."""
-    model = ModelConfig(name="local", interface="vllm", roles=("student",),
-                        parameters={"model": "m", "base_url": base_url, "timeout": timeout_s, "max_tokens": 16})
-    iface = registries().interfaces.get("vllm")(model, None)
+def _drive(base_url: Any, items: int, timeout_s: float, models: int = 1) -> tuple[list[WorkOutcome], Any, float]:
+    """``items`` calls of ``models`` models (taking turns) at ``base_url`` (a URL or a list of
+    replicas): the first through ``vllm``, the second through ``openai`` with a key of its
+    own, so each has a lane (and a limiter) of its own, as two models of a config served by
+    one machine do."""
+    from coeval.config.credential_record import Credentials
+
+    configs = [ModelConfig(name=f"local-{k}", interface=("vllm", "openai")[k % 2], roles=("student",),
+                           parameters={"model": "m", "base_url": base_url, "timeout": timeout_s, "max_tokens": 16})
+               for k in range(models)]  # fmt: skip
+    ifaces = {m.name: registries().interfaces.get(m.interface)(m, None if m.interface == "vllm" else
+                                                                Credentials("openai", api_key="sk-queueing-bench"))
+              for m in configs}  # fmt: skip
     outcomes: list[WorkOutcome] = []
-    work = [WorkItem(key=str(i), phase="evaluation", model=model, on_done=outcomes.append,
-                     request=GenerateRequest(prompt=f"item {i}", params=model.parameters)) for i in range(items)]
+    work = [WorkItem(key=str(i), phase="evaluation", model=configs[i % models], on_done=outcomes.append,
+                     request=GenerateRequest(prompt=f"item {i}", params=configs[i % models].parameters))
+            for i in range(items)]  # fmt: skip
 
     async def go() -> Any:
         try:
-            return await Scheduler({"local": iface}, SchedulerLimits()).run("evaluation", work)
+            return await Scheduler(dict(ifaces), SchedulerLimits()).run("evaluation", work)
         finally:
-            await iface.aclose()
+            for iface in ifaces.values():
+                await iface.aclose()
 
     start = time.perf_counter()
     stats = asyncio.run(go())
@@ -100,5 +119,82 @@ def run_replicas(items: int = 500, slots: tuple[int, int] = (8, 2), latency_ms: 
             "wall_s": round(wall, 2), "capacity_share": round(items / wall / capacity, 3), "replicas": replicas}
 
 
+#: Server shapes of the figure: (name, slots, service ms, queue behaviour, client timeout s,
+#: items, /metrics offered). The first is the issue's: 8 slots of 100 ms that queue the
+#: rest, a 1 s timeout.
+SHAPES: tuple[tuple[str, int, float, str, float, int, bool], ...] = (
+    ("8 slots x 100 ms, fifo queue, 1 s timeout", 8, 100.0, "fifo", 1.0, 420, False),
+    ("8 slots x 100 ms, fifo queue serving calls whose client left, 1 s timeout", 8, 100.0, "fifo-keep", 1.0, 420,
+     False),
+    ("4 slots x 250 ms, fifo queue, 2 s timeout", 4, 250.0, "fifo", 2.0, 100, False),
+    ("16 slots x 200 ms, fifo queue, 1 s timeout", 16, 200.0, "fifo", 1.0, 420, False),
+    ("8 slots x 100 ms, shared slots (batching), 1 s timeout", 8, 100.0, "shared", 1.0, 420, False),
+    ("8 slots x 100 ms, at most 8 waiting (503 past them), 1 s timeout", 8, 100.0, "bounded:8", 1.0, 420, False),
+    ("8 slots x 100 ms, fifo queue, 1 s timeout, /metrics", 8, 100.0, "fifo", 1.0, 420, True),
+)
+
+
+@contextlib.contextmanager
+def _queue_server(slots: int, service_ms: float, queue: str, metrics: bool) -> Iterator[str]:
+    """:mod:`benchmarks.queue_server` in a process of its own; its root URL."""
+    cmd = [sys.executable, "-m", "benchmarks.queue_server", "--slots", str(slots), "--service-ms", str(service_ms),
+           "--queue", queue, *(["--metrics"] if metrics else [])]
+    server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        if not url.startswith("http"):
+            raise RuntimeError(f"the queue server did not start: {server.stderr.read() if server.stderr else ''}")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _server_stats(url: str) -> dict[str, int]:
+    with urllib.request.urlopen(f"{url}/stats", timeout=10) as reply:
+        stats: dict[str, int] = json.loads(reply.read())
+    return stats
+
+
+def run_shape(name: str, slots: int, service_ms: float, queue: str, timeout_s: float, items: int,
+              metrics: bool = False, models: int = 2) -> dict[str, Any]:
+    """One server shape: ``items`` items of ``models`` models against it."""
+    with _queue_server(slots, service_ms, queue, metrics) as url:
+        _warm_up(url + "/v1", timeout_s)
+        before = _server_stats(url)
+        outcomes, stats, wall = _drive(url + "/v1", items, timeout_s, models)
+        after = _server_stats(url)
+    requests = after["received"] - before["received"]
+    capacity = slots / (service_ms / 1000.0)
+    ok = sum(o.status == "ok" for o in outcomes)
+    share = items / wall / capacity
+    lanes = list(stats.lanes.values())
+    return {"shape": name, "items": items, "ok_items": ok, "requests": requests,
+            "extra_requests": round(requests / items - 1.0, 4), "wall_s": round(wall, 2),
+            "capacity_share": round(share, 3), "final_limit": [lane.limit for lane in lanes],
+            "client_peak_in_flight": [lane.peak_in_flight for lane in lanes],
+            "server_peak_waiting": after["peak_waiting"], "rejected": after["rejected"] - before["rejected"],
+            "abandoned": after["abandoned"] - before["abandoned"],
+            "ok": ok == items and requests <= 1.1 * items and share >= 0.85}  # fmt: skip
+
+
+def run_shapes(only: list[int] | None = None, scale: float = 1.0) -> dict[str, Any]:
+    """``nox -s bench``'s queueing figure: every shape of :data:`SHAPES` (``only``: their
+    indexes; ``scale``: items times this, for a quick check)."""
+    rows = [run_shape(name, slots, ms, queue, timeout, max(8, round(items * scale)), metrics)
+            for i, (name, slots, ms, queue, timeout, items, metrics) in enumerate(SHAPES)
+            if only is None or i in only]  # fmt: skip
+    return {"name": "queueing", "shapes": rows, "ok": all(r["ok"] for r in rows),
+            "target": "per shape: every item ok, <= 110% requests, >= 85% of capacity"}
+
+
 if __name__ == "__main__":
-    print(json.dumps(run_replicas() if "--replicas" in sys.argv[1:] else run(), indent=2))
+    args = sys.argv[1:]
+    if "--replicas" in args:
+        print(json.dumps(run_replicas(), indent=2))
+    elif "--fake" in args:
+        print(json.dumps(run(), indent=2))
+    else:
+        picked = [int(a) for a in args if a.isdigit()] or None
+        print(json.dumps(run_shapes(picked), indent=2))

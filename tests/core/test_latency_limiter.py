@@ -106,3 +106,26 @@ def test_a_queue_that_lasts_a_round_trip_is_cut_back_as_before() -> None:
     _drive(limit, lambda load, rng: 0.200, 2_000)
     _drive(limit, lambda load, rng: 0.350, 60)  # 600 ms of answers 75% late: a queue
     assert limit.counters.decreases >= 1 and limit.current < 512
+
+
+# Servers of several shapes, each called by two lanes (two models a machine serves) on a
+# quiet machine, simulated call by call (tests/core/limit_simulation.py): slots, service
+# time, the client's timeout and whether the server drops a call whose client left vary.
+# Before, two lanes sharing a 2-slot server sent 73 requests for 60 items (the second lane
+# took the first one's queue for the server's speed), and a 16-slot server was left a third
+# idle once one lane's items ended (the other grew by one call per round trip).
+@pytest.mark.parametrize(("slots", "service_s", "timeout_s", "items", "abort"), [
+    (8, 0.100, 1.0, 420, True),
+    (8, 0.100, 1.0, 420, False),
+    (4, 0.250, 2.0, 100, True),
+    (16, 0.200, 1.0, 420, True),
+    (32, 0.050, 0.5, 2000, True),
+    (2, 0.500, 3.0, 60, True),
+])  # fmt: skip
+def test_two_lanes_fill_a_server_of_any_shape_without_timeouts(slots: int, service_s: float, timeout_s: float,
+                                                               items: int, abort: bool) -> None:
+    from tests.core.limit_simulation import simulate
+
+    outcome = simulate(slots=slots, service_s=service_s, timeout_s=timeout_s, items=items, abort=abort)
+    assert outcome.capacity_share >= 0.85, outcome
+    assert outcome.extra_requests <= 0.10, outcome

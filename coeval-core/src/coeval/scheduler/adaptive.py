@@ -17,6 +17,9 @@ through it, so the limit lives per :meth:`Interface.connection_key`, not per mod
   call's latency estimates how many calls wait in the server's queue; the limit grows
   while that queue is short and shrinks by one per round trip while it is long. A call
   that times out counts as a rate-limit signal, so a flooded server is relieved at once.
+  A lane past its threshold whose latency shows no queue for a whole round trip goes back
+  to slow start: two models on one 16-slot server, once one's items ended, left a third of
+  it idle while the other grew by one call per round trip.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class LimitCounters:
 
 class AdaptiveLimit:
     __slots__ = (
+        "_empty_answers",
         "_last_cut_seq",
         "_limit",
         "_next_start",
@@ -71,6 +75,7 @@ class AdaptiveLimit:
         self._next_start = 0
         self._last_cut_seq = -1
         self._resume_at_base = False
+        self._empty_answers = 0.0
         self.counters = LimitCounters(lowest=start, highest=start)
         self.gradient: LatencyGradient | None = LatencyGradient() if queue_aware else None
 
@@ -117,7 +122,9 @@ class AdaptiveLimit:
                 self._shrink_to(self.gradient.target)
                 return
             if verdict == 0:
+                self._empty_answers = 0.0
                 return
+            self._note_room(in_flight)
         if self._limit >= self.maximum or (in_flight is not None and 2 * in_flight < self._limit):
             return
         before = int(self._limit)
@@ -129,6 +136,24 @@ class AdaptiveLimit:
         if after > before:
             self.counters.increases += 1
             self.counters.highest = max(self.counters.highest, after)
+
+    def _note_room(self, in_flight: int | None) -> None:
+        """Past the threshold, a lane whose latency shows no queue for a whole round trip
+        (as many answers as its limit) while it uses its limit goes back to slow start: the
+        server has room (another lane's calls ended, a replica came back), and growing by
+        one call per round trip would take the rest of the phase to find it."""
+        gradient = self.gradient
+        assert gradient is not None
+        used = in_flight is None or 2 * in_flight >= self._limit
+        # (a heavy tail's medians by load are too coarse to tell room from a short queue)
+        if (self._limit < self.threshold or not used or gradient.heavy_tailed
+                or gradient.queue(self._limit) >= gradient.alpha(self._limit) / 2):
+            self._empty_answers = 0.0
+            return
+        self._empty_answers += 1.0
+        if self._empty_answers >= self._limit:
+            self._empty_answers = 0.0
+            self.threshold = float(self.maximum)
 
     def rate_limited(self, seq: int) -> bool:
         """A call started as ``seq`` was throttled. Returns whether the limit shrank."""

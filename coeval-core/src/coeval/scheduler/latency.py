@@ -21,11 +21,15 @@ limiter watches latency:
   shows a queue under ``alpha``, it may grow as usual (slow start, then additive
   increase); otherwise it holds. (The smoothed latency lags a round trip behind: without
   the second test, slow start overshoots a small server by several calls.)
-* ``alpha = max(2, 0.2 * limit)`` and ``beta = 2 * alpha`` calls: latency may rise 25%
+* ``alpha = max(1, 0.2 * limit)`` and ``beta = 2 * alpha`` calls: latency may rise 25%
   over ``min_rtt`` before growth stops and must rise by two thirds before the limit
   shrinks, so the jitter of a busy client, a gateway or a shared machine is not taken for
   a queue (with a 5% margin, 200 ms answers with 15 ms of jitter held a loopback server
-  that never queued at about 29 calls in flight).
+  that never queued at about 29 calls in flight). Below 5 calls the floor is one queued
+  call, not two: two lanes on one small server (two models it serves) each kept two
+  queued, and the second lane, whose first answers came through the first one's queue,
+  took that queue for the server's speed and grew until its calls timed out (73 requests
+  for 60 items on 2 slots).
 
 Latency differences under :attr:`noise_floor_s` are ignored, so instant replies (mocks,
 caches) never look like queueing.
@@ -91,7 +95,7 @@ class LatencyGradient:
     window: int = 200
     smoothing: float = 0.2
     noise_floor_s: float = 0.002
-    min_alpha: float = 2.0
+    min_alpha: float = 1.0
     alpha_share: float = 0.2
     min_rtt: float | None = None
     srtt: float | None = None
