@@ -22,7 +22,15 @@ def served(folder: Path) -> ServedModel:
 
 
 def ask(model: ServedModel, **body: Any) -> dict[str, Any]:
-    status, reply = asyncio.run(model.answer({"messages": [{"role": "user", "content": "Hello"}], **body}))
+    """One chat-completions call; then the model is closed, so its slot leaves the shared host."""
+
+    async def answer_and_close() -> tuple[int, dict[str, Any]]:
+        try:
+            return await model.answer({"messages": [{"role": "user", "content": "Hello"}], **body})
+        finally:
+            await model.iface.aclose()
+
+    status, reply = asyncio.run(answer_and_close())
     assert status == 200, reply
     return reply
 
