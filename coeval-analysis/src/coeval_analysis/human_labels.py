@@ -23,9 +23,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from coeval.storage.run_folder import atomic_write_text, iter_jsonl, utc_now
-from coeval.storage.safe_files import folder_lock
+from coeval.storage.safe_files import check_run_file, folder_lock
 
 from coeval_analysis._jsonl import TEXT, Computed, read_records
+from coeval_analysis.run_files import PHASE4, guarded, jsonl_files
 
 __all__ = [
     "LABELS_FILE",
@@ -126,7 +127,10 @@ def read_labels(run: str | Path) -> list[HumanLabel]:
     """The run's labels, the last one per (datapoint, student, factor, labeller); lines
     that are not label records are skipped. Empty when the run has no label file."""
     found: dict[tuple[str, str, str, str], HumanLabel] = {}
-    for rec in iter_jsonl(_labels_path(Path(run))):
+    path = _labels_path(Path(run))
+    with guarded():
+        check_run_file(path, Path(run))
+    for rec in iter_jsonl(path):
         label = _from_record(rec)
         if label is not None:
             found.pop(label.key, None)  # keep file order of the latest write
@@ -161,7 +165,7 @@ def _sha256_of(rec: Any) -> str:
 def current_answers(run: str | Path) -> dict[tuple[str, str], Answer]:
     """(datapoint id, student) -> the answer that stands today (the last ok phase-4 record
     of its id, else the last one), with the SHA-256 of its text, computed while reading."""
-    files = sorted((Path(run) / "phase4_responses").glob("*.jsonl"))
+    files = jsonl_files(Path(run), PHASE4)
     cols = {"id": TEXT, "datapoint_id": TEXT, "task_id": TEXT, "student_model_id": TEXT, "status": TEXT,
             "response": TEXT}  # fmt: skip
     digest = Computed("sha256(coalesce(response, ''))", _sha256_of, pa.string())

@@ -23,7 +23,14 @@ from coeval.storage.safe_files import FILE_MODE, apply_file_mode
 
 from coeval_analysis.csv_safety import neutralise_text, restore_text
 from coeval_analysis.human_labels import LEVELS, Answer, HumanLabel, current_answers, level_name
-from coeval_analysis.run_files import _label_attributes, _read_config, _task_rubrics
+from coeval_analysis.run_files import (
+    PHASE3,
+    PHASE4,
+    _label_attributes,
+    _read_config,
+    _task_rubrics,
+    jsonl_files,
+)
 from coeval_analysis.score_units import llm_factors
 
 __all__ = ["CSV_COLUMNS", "EXPORT_COLUMNS", "LabelUnits", "read_label_csv", "write_label_csv"]
@@ -68,7 +75,7 @@ class LabelUnits:
                    for task, rubric in rubrics.items()}  # fmt: skip
         criteria = {task: {f: _criterion(rubric[f]) for f in factors[task]} for task, rubric in rubrics.items()}
         datapoints: dict[str, dict[str, Any]] = {}
-        for path in sorted((root / "phase3_datapoints").glob("*.jsonl")):
+        for path in jsonl_files(root, PHASE3):
             for rec in iter_jsonl(path):
                 rid = rec.get("id")
                 if not isinstance(rid, str) or (rec.get("status") == "failed" and rid in datapoints):
@@ -114,7 +121,7 @@ class LabelUnits:
         """The text of these answers (read once, then kept)."""
         wanted = set(response_ids) - set(self._texts)
         if wanted:
-            for path in sorted((self.run / "phase4_responses").glob("*.jsonl")):
+            for path in jsonl_files(self.run, PHASE4):
                 for rec in iter_jsonl(path):
                     rid = rec.get("id")
                     if rid in wanted and (rec.get("status") != "failed" or rid not in self._texts):

@@ -84,6 +84,11 @@ def report_user_error(exc: BaseException) -> int | None:
     if isinstance(exc, DuplicateRegistrationError):
         click.secho(f"{ERROR_PREFIX} plugin conflict: {exc}", fg="red", err=True)
         return EXIT_USAGE
+    from coeval.storage.safe_files import UnsafeRunFile
+
+    if isinstance(exc, UnsafeRunFile):  # a FIFO, a device or an outside link in a run folder
+        click.secho(f"{ERROR_PREFIX} {redact(str(exc))}", fg="red", err=True)
+        return EXIT_USAGE
     if isinstance(exc, UserError):
         click.secho(f"{ERROR_PREFIX} {redact(str(exc))}", fg="red", err=True)
         if exc.hint:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from coeval.storage.run_folder import RunFolder, iter_jsonl, loads_record, utc_now
+from coeval.storage.safe_files import open_regular
 
 T = TypeVar("T")
 
@@ -134,6 +135,12 @@ def load_phase_records(run: RunFolder, phase_id: str) -> dict[str, dict[str, Any
     return latest_by_id(run.iter_records(phase_id))
 
 
+def _read(path: Path) -> bytes:
+    """A record file's bytes; a FIFO or device in its place is refused, never waited on."""
+    with open_regular(path) as fh:
+        return fh.read()
+
+
 def scan_phase(run: RunFolder, phase_id: str, reduce: Callable[[dict[str, Any]], T]) -> dict[str, T]:
     """Last valid record per id of one phase folder, each kept only as ``reduce(record)``.
 
@@ -142,7 +149,7 @@ def scan_phase(run: RunFolder, phase_id: str, reduce: Callable[[dict[str, Any]],
     whole record, and whole records would take gigabytes."""
     out: dict[str, T] = {}
     for path in run.jsonl_files(phase_id):
-        scan_lines(path.read_bytes(), reduce, out)  # one file at a time: a few MB
+        scan_lines(_read(path), reduce, out)  # one file at a time: a few MB
     return out
 
 
@@ -151,7 +158,7 @@ def scan_ok_phase(run: RunFolder, phase_id: str, reduce: Callable[[dict[str, Any
     read by one regular expression, each record reduced to ``ok``."""
     out: dict[str, T] = {}
     for path in run.jsonl_files(phase_id):
-        data = path.read_bytes()
+        data = _read(path)
         found = match_every_line(OK_RECORD_LINE, data)
         if found is None:
             scan_lines(data, reduce, out)

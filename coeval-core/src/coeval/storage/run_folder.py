@@ -37,7 +37,14 @@ from coeval.phases.ids import (
     RESPONSE_COLLECTION,
     RUBRIC_MAPPING,
 )
-from coeval.storage.safe_files import folder_lock, open_no_follow, refuse_links
+from coeval.storage.safe_files import (
+    folder_lock,
+    open_no_follow,
+    open_regular,
+    read_run_file,
+    refuse_links,
+    run_files,
+)
 
 __all__ = [
     "PHASE_DIRS",
@@ -167,9 +174,10 @@ except ImportError:  # pragma: no cover - orjson is a dependency; stay correct w
 def iter_jsonl(path: Path, *, on_bad_line: Callable[[int, str], None] | None = None) -> Iterator[dict[str, Any]]:
     """Records of a JSONL file. A line that does not parse (a crash mid-write leaves at most
     the last one truncated; bytes that are not UTF-8) is skipped and reported to
-    ``on_bad_line(lineno, text)``."""
+    ``on_bad_line(lineno, text)``. A FIFO, device or folder in its place is
+    :class:`~coeval.storage.safe_files.UnsafeRunFile`, never waited on or read."""
     try:
-        fh = path.open("rb")
+        fh = open_regular(path)
     except FileNotFoundError:
         return
     with fh:
@@ -326,8 +334,9 @@ class RunFolder:
         return path
 
     def jsonl_files(self, phase_id: str) -> list[Path]:
-        d = self.phase_dir(phase_id)
-        return sorted(d.glob("*.jsonl")) if d.is_dir() else []
+        """The phase's record files; one that is not a regular file, or a link leaving the
+        run folder, is :class:`~coeval.storage.safe_files.UnsafeRunFile`."""
+        return run_files(self.phase_dir(phase_id), "*.jsonl", self.root)
 
     def iter_records(self, phase_id: str, **kw: Any) -> Iterator[dict[str, Any]]:
         for path in self.jsonl_files(phase_id):
@@ -341,7 +350,7 @@ class RunFolder:
         """``meta.json`` ({} when there is none). One that is not UTF-8 or not a JSON object
         raises :class:`json.JSONDecodeError`, as unparseable JSON does: callers handle one error."""
         try:
-            text = self.meta_path.read_text(encoding="utf-8")
+            text = read_run_file(self.meta_path, self.root).decode("utf-8")
         except FileNotFoundError:
             return {}
         except UnicodeDecodeError as exc:
@@ -365,4 +374,4 @@ class RunFolder:
             return meta
 
     def read_json(self, path: Path) -> Any:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_run_file(path, self.root).decode("utf-8"))

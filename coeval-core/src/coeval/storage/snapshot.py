@@ -20,6 +20,7 @@ from coeval.config.loader import load_config, structure_config
 from coeval.config.model import Config
 from coeval.config.secret_settings import scrub_settings
 from coeval.storage.run_folder import RunFolder, atomic_write_text
+from coeval.storage.safe_files import check_run_file, read_run_file
 
 __all__ = ["SECRET_PARAMETER_KEYS", "config_to_mapping", "read_config_snapshot", "write_config_snapshot"]
 
@@ -87,12 +88,14 @@ def write_config_snapshot(run: RunFolder, config: Config) -> None:
 
 
 def read_config_snapshot(run: RunFolder) -> Config | None:
-    """The config stored in a run folder, or None when there is none (or it cannot be read)."""
+    """The config stored in a run folder, or None when there is none (or it cannot be read).
+    A FIFO, device or outside link in its place is :class:`UnsafeRunFile`, not None."""
+    check_run_file(run.config_path, run.root)
     if not run.config_path.is_file():
         return None
     try:
-        raw = load_yaml_guarded(run.config_path.read_text(encoding="utf-8"), str(run.config_path))
-    except (OSError, yaml.YAMLError):
+        raw = load_yaml_guarded(read_run_file(run.config_path, run.root).decode("utf-8"), str(run.config_path))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None
     if not isinstance(raw, Mapping):
         return None
