@@ -114,15 +114,17 @@ def test_limit_gives_that_many_datapoints_and_continue_adds_the_rest(project: Pa
     assert len(responses) == 10 and len(set(responses)) == 10
 
 
-def test_a_changed_data_file_is_refused_as_drift(project: Path) -> None:
+def test_an_edited_row_of_the_data_file_is_refused_as_drift(project: Path) -> None:
     config = _config(project, {"file": "support.csv", "prompt": "question"})
     assert _run(str(config), "--limit", "2").exit_code == 0
+    held = [d["prompt"] for d in _records("phase3_datapoints")]
     changed = [dict(r) for r in ROWS]
-    changed[0]["question"] = "Where is my parcel now?"
+    row = next(i for i, r in enumerate(changed) if r["question"] == held[0])
+    changed[row]["question"] += " Please answer today."
     _write_csv(project / "support.csv", changed)
     result = _run(str(config), "--continue")
     assert result.exit_code == 2, result.output
-    assert "task support: data.sha256 was" in result.output
+    assert f"task support: data: 1 row edited: row {row + 1} {held[0]!r} -> " in " ".join(result.output.split())
     assert len(_records("phase3_datapoints")) == 2  # nothing was added
 
 

@@ -24,8 +24,15 @@ def test_settings_recorded_before_new_task_keys_are_not_drift(tmp_path: Path) ->
     assert [(c.setting, c.old, c.new) for c in find_drift(recorded, sampled)] == [("samples", "(not set)", 3)]
 
 
-def test_a_changed_data_hash_is_drift(tmp_path: Path) -> None:
+def test_a_changed_data_file_is_compared_by_rows_and_a_changed_data_setting_is_drift(tmp_path: Path) -> None:
+    """The file's hash and row count are no setting to compare: its rows are
+    (tests/core/test_data_rows_drift.py); a changed column name still is a setting."""
     config = make_config(tmp_path, [mock_model("m")])
-    before = attrs.evolve(config, tasks=(attrs.evolve(config.tasks[0], data=TaskData("q", file="a.csv", sha256="1")),))
-    after = attrs.evolve(config, tasks=(attrs.evolve(config.tasks[0], data=TaskData("q", file="a.csv", sha256="2")),))
-    assert [(c.setting, c.old, c.new) for c in find_drift(settings_of(before), after)] == [("data.sha256", "1", "2")]
+    before = attrs.evolve(config, tasks=(attrs.evolve(config.tasks[0], data=TaskData("q", file="a.csv", sha256="1",
+                                                                                     rows=5)),))
+    after = attrs.evolve(config, tasks=(attrs.evolve(config.tasks[0], data=TaskData("q", file="a.csv", sha256="2",
+                                                                                    rows=6)),))
+    assert find_drift(settings_of(before), after) == []
+    renamed = attrs.evolve(config, tasks=(attrs.evolve(config.tasks[0], data=TaskData("q2", file="a.csv",
+                                                                                      sha256="1", rows=5)),))
+    assert [(c.setting, c.old, c.new) for c in find_drift(settings_of(before), renamed)] == [("data.prompt", "q", "q2")]

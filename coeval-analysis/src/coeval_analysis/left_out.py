@@ -1,7 +1,7 @@
 """What the run's config snapshot leaves out of its records (after ``--allow-drift``): the
 records of a removed model, or of a role taken from it, and the datapoints above a lowered
-``sampling.total`` with their answers and judgments. They stay on disk, and status and
-analysis both leave them out."""
+``sampling.total`` or whose rows left their task's data file, with their answers and
+judgments. They stay on disk, and status and analysis both leave them out."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from coeval.config.model import SamplingConfig
 from coeval.contract.manager import registries
+from coeval.phases.data_rows import left_out_ids
 from coeval.run.limits import LIMIT_KEY
 from coeval.storage.records import above_slots
 
@@ -118,6 +119,19 @@ def above_total(dps: pa.Table, slots: dict[tuple[str, str], int]) -> tuple[set[s
     return ids, counts
 
 
+def _add_rows_gone(dps: pa.Table, gone: frozenset[str], ids: set[str], counts: dict[str, dict[str, int]]) -> None:
+    """Add to ``ids`` and ``counts`` the datapoints whose rows left their task's data file
+    (``meta.json``'s ``data_rows_left_out``, let through with ``--allow-drift``)."""
+    if not gone or dps.num_rows == 0:
+        return
+    for dp, task, teacher in zip(dps.column("id").to_pylist(), dps.column("task_id").to_pylist(),
+                                 dps.column("teacher_model_id").to_pylist(), strict=True):
+        if dp is not None and str(dp) in gone and str(dp) not in ids:
+            ids.add(str(dp))
+            per = counts.setdefault(str(task), {})
+            per[str(teacher)] = per.get(str(teacher), 0) + 1
+
+
 def without_datapoints(ev: pa.Table, resp: pa.Table, dps: pa.Table, ids: set[str]
                        ) -> tuple[pa.Table, pa.Table, pa.Table, int]:
     """The three phases' records less those of the datapoints ``ids`` (answers and judgments
@@ -147,6 +161,7 @@ def leave_out_above_total(
     lowered ``sampling.total`` (counted in ``quality``), as status leaves them out."""
     ev, resp, dps = tables
     above, quality.left_out_datapoints = above_total(dps, slots_by_config(meta, config, target_attrs))
+    _add_rows_gone(dps, left_out_ids(meta), above, quality.left_out_datapoints)
     ev, resp, dps, n_above = without_datapoints(ev, resp, dps, above)
     quality.n_left_out_by_config += n_above
     return ev, resp, dps

@@ -12,8 +12,8 @@ goes through the same path as ``coeval ingest --file``: :class:`OwnDataAdapter` 
 row and builds the item, :func:`coeval_benchmarks.ingest.load_items` reports a bad row by
 file and row number, and the datapoint records are those ingest writes, under the teacher
 ``{task}-data``. The core calls :func:`inspect_data` while validating and loading a config
-(columns for did-you-mean, row count, content hash for drift) and :func:`task_datapoints`
-in phase 3.
+(columns for did-you-mean, row count, content hash for drift) and :func:`task_rows` in phase
+3 and on ``--continue`` (which rows are which of the run's datapoints).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from typing import Any, cast
 
 import attrs
 
-from coeval_benchmarks.base import BenchmarkAdapter
+from coeval_benchmarks.base import BenchmarkAdapter, BenchmarkItem
 from coeval_benchmarks.hub import HubError, hub_source
 from coeval_benchmarks.ingest import IngestError, _datapoint, load_items, select_items
 from coeval_benchmarks.own_data import OWN_DATA_SPLIT, OwnDataAdapter
 from coeval_benchmarks.sources import DatasetFileError, read_rows
 
-__all__ = ["DataFacts", "DataProblem", "data_teacher", "inspect_data", "task_datapoints"]
+__all__ = ["DataFacts", "DataProblem", "data_teacher", "inspect_data", "task_datapoints", "task_rows"]
 
 #: the `data` keys that name one column each
 _FIELD_KEYS = ("prompt", "reference", "id", "tests", "entry_point", "code_prefix")
@@ -156,14 +156,27 @@ def inspect_data(spec: Mapping[str, Any], base_dir: Path) -> DataFacts:
     return facts
 
 
-def task_datapoints(task: str, spec: Mapping[str, Any], base_dir: Path, limit: int, now: str) -> list[dict[str, Any]]:
-    """The datapoint records of the task's first ``limit`` items (as ``--limit`` picks them
-    for ingest: spread over the file, the same ones every time, a larger limit keeps them)."""
+def _items(spec: Mapping[str, Any], base_dir: Path) -> tuple[list[BenchmarkItem], OwnDataAdapter]:
     files, _where = _files(spec, base_dir)
     adapter = _adapter(spec, files)
     try:
         items, _source = load_items(adapter, OWN_DATA_SPLIT, None, offline=True)
     except IngestError as exc:
         raise DataProblem(str(exc), "file") from None
+    return items, adapter
+
+
+def task_datapoints(task: str, spec: Mapping[str, Any], base_dir: Path, limit: int, now: str) -> list[dict[str, Any]]:
+    """The datapoint records of the task's first ``limit`` items (as ``--limit`` picks them
+    for ingest: spread over the file, the same ones every time, a larger limit keeps them)."""
+    items, adapter = _items(spec, base_dir)
     teacher = data_teacher(task)
     return [_datapoint(item, adapter, task, teacher, OWN_DATA_SPLIT, now) for item in select_items(items, limit)]
+
+
+def task_rows(task: str, spec: Mapping[str, Any], base_dir: Path, now: str) -> list[dict[str, Any]]:
+    """The datapoint record of every row, in file order: the core matches them with the
+    run's datapoints (an edited, removed, added or moved row) and picks those it runs."""
+    items, adapter = _items(spec, base_dir)
+    teacher = data_teacher(task)
+    return [_datapoint(item, adapter, task, teacher, OWN_DATA_SPLIT, now) for item in items]

@@ -8,6 +8,8 @@ import click
 
 from coeval.cli.errors import UserError
 from coeval.config.model import Config
+from coeval.phases.base import PhaseError
+from coeval.run.data_drift import apply_row_plans, data_row_plans, row_changes
 from coeval.run.drift import Change, describe, find_drift, record_allowed_drift
 from coeval.run.kept_artifacts import not_applied
 from coeval.run.shrink import find_shrink
@@ -59,8 +61,14 @@ def check_drift(config: Config, *, allow_drift: bool, dry_run: bool, whole: Conf
         return
     meta = run.read_meta()
     shrink = [c for c in find_shrink(run, meta, whole or config) if not _allowed_before(meta, c)]
-    changes = find_drift(meta.get("settings"), config) + shrink
+    try:
+        plans = data_row_plans(run, meta, config)
+    except PhaseError as exc:
+        raise UserError(str(exc)) from None
+    changes = find_drift(meta.get("settings"), config) + shrink + row_changes(plans)
     if not changes:
+        if not dry_run:
+            apply_row_plans(run, plans)  # rows added or moved: no drift, but phase 3 has rows to write
         return
     unused = {c for c in changes if not _used(run, c)}
     lines = "\n    ".join(describe(c) + (_NOT_YET.format(name=c.name, did=_DID[_role(c)]) if c in unused else "")
@@ -78,6 +86,8 @@ def check_drift(config: Config, *, allow_drift: bool, dry_run: bool, whole: Conf
     for c in ignored:  # the run keeps its own artifact: the edit is not applied, nor recorded
         click.secho(f"warning: {describe(c)}: not applied, the run keeps its own {c.setting.split('.')[0]} "
                     "(start a new experiment id to use the new one)", fg="yellow", err=True)
+    if not dry_run:
+        apply_row_plans(run, plans)
     if not applied:
         return
     lines = "\n    ".join(describe(c) for c in applied)

@@ -12,7 +12,8 @@ Teachers on a virtual interface (``benchmark``) make no calls: their datapoints 
 
 A lowered ``sampling.total`` (drift let through with ``--allow-drift``) leaves the datapoints
 above the slots (:func:`beyond_slots`) on disk, and the run, ``coeval status`` and ``coeval
-analyze`` leave them out with their answers and judgments. Datapoints no config teacher wrote
+analyze`` leave them out with their answers and judgments; so are those whose rows left a
+task's data file. Datapoints no config teacher wrote
 by slot (a task's own data, a benchmark teacher's, a teacher the config lacks) never are.
 """
 
@@ -30,7 +31,7 @@ from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases._sampling import AttributeDraw, AttributeSampler
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.phases.ids import DATA_GENERATION, RUBRIC_MAPPING, SHORT_TITLES, TITLES
-from coeval.phases.own_data import survey_task_data, write_task_data
+from coeval.phases.own_data import left_out_rows, survey_task_data, write_task_data
 from coeval.phases.plans import PlannedCalls, plan_data_generation
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, parse_datapoint
@@ -82,10 +83,13 @@ def slot_counts(view: RunView) -> dict[tuple[str, str], int]:
 
 def beyond_slots(view: RunView, datapoints: Iterable[Mapping[str, Any]],
                  slots: Mapping[tuple[str, str], int] | None = None) -> set[str]:
-    """Ids of the ``datapoints`` above the slots of their (task, teacher)."""
+    """Ids of the ``datapoints`` above the slots of their (task, teacher), and of those whose
+    rows left their task's data file (:func:`~coeval.phases.own_data.left_out_rows`)."""
     slots = slot_counts(view) if slots is None else slots
+    rows_gone = left_out_rows(view.run)
     return {str(dp["id"]) for dp in datapoints
-            if above_slots(slots, str(dp.get("task_id")), str(dp.get("teacher_model_id")), str(dp.get("id", "")))}
+            if above_slots(slots, str(dp.get("task_id")), str(dp.get("teacher_model_id")), str(dp.get("id", "")))
+            or str(dp.get("id", "")) in rows_gone}
 
 
 def above_slots_test(view: RunView) -> Callable[[str, str], bool]:
@@ -93,8 +97,11 @@ def above_slots_test(view: RunView) -> Callable[[str, str], bool]:
     (a lowered ``sampling.total``), told from the id alone, so answers can be filtered as
     they stream without reading their datapoints."""
     slots = slot_counts(view)
+    rows_gone = left_out_rows(view.run)
 
     def above(datapoint: str, task: str) -> bool:
+        if datapoint in rows_gone:
+            return True
         head = f"{task}__"
         if not datapoint.startswith(head):
             return False

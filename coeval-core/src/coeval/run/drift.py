@@ -6,7 +6,8 @@ config with them: a change to a setting that shapes records already written (a m
 temperature, a task's rubric) stops the run with exit code 2 naming the model or task,
 the setting, and the old and new values. ``--allow-drift`` proceeds and appends the
 changes to ``meta.json`` under ``drift``. A larger ``sampling.total`` only extends a run,
-so it is not drift. Runs written before settings were recorded are not checked.
+so it is not drift. A task's own data file is compared row by row, not by its hash
+(:mod:`coeval.run.data_drift`). Runs written before settings were recorded are not checked.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from coeval.config.secret_settings import scrub_settings
 from coeval.storage.run_folder import RunFolder, utc_now
 from coeval.storage.snapshot import SECRET_PARAMETER_KEYS
 
-__all__ = ["Change", "describe", "find_drift", "record_allowed_drift", "record_settings", "settings_of"]
+__all__ = ["DATA_FACTS", "Change", "describe", "find_drift", "record_allowed_drift", "record_settings", "settings_of"]
 
 _MISSING = "(not set)"
+#: a data file's facts: a changed file is compared row by row (:mod:`coeval.run.data_drift`)
+DATA_FACTS = ("data.sha256", "data.rows")
 
 
 @attrs.frozen
@@ -38,6 +41,8 @@ class Change:
     setting: str  # e.g. "judge.temperature", "rubric"
     old: Any
     new: Any
+    #: the line a user reads, where "was ..., now ..." says it badly (rows of a data file)
+    note: str = ""
 
 
 def _plain(value: Any) -> Any:
@@ -115,7 +120,8 @@ def find_drift(recorded: Mapping[str, Any] | None, config: Config) -> list[Chang
                 )
             else:
                 old = before.get(body) or {}
-                changes.extend(_diff(kind, name, old, _without_new_defaults(old, now[body])))
+                changes.extend(c for c in _diff(kind, name, old, _without_new_defaults(old, now[body]))
+                               if c.setting not in DATA_FACTS)
     return changes
 
 
@@ -128,6 +134,8 @@ def _without_new_defaults(recorded: Mapping[str, Any], current: Mapping[str, Any
 
 def describe(change: Change) -> str:
     """One line a user can act on."""
+    if change.note:
+        return f"{change.kind} {change.name}: {change.note}"
     return f"{change.kind} {change.name}: {change.setting} was {change.old!r}, now {change.new!r}"
 
 
