@@ -112,18 +112,32 @@ def test_pages_say_indexing_until_the_records_are_read(
     assert cache_path(run, tmp_path / "cache").exists()
 
 
+def _summary_with_leaderboard(rows: list[tuple[str, float]]) -> dict[str, Any]:
+    """A summary.json holding only a leaderboard: (student, headline) best first, no intervals."""
+    from coeval_analysis.leaderboard import build_leaderboard
+
+    board = build_leaderboard(
+        [{"student": s, "rank": i, "rank_range": None, "rank_label": str(i), "headline": h,
+          "headline_ci": [None, None], "determined": None, "not_determined": None,
+          "evidence": {"judged": {"score": h, "ci": [None, None], "n": 2}}} for i, (s, h) in enumerate(rows, 1)],
+        [{"key": "judged", "kind": "judged", "title": "judged", "in_headline": True}],
+        {}, "the headline is the judged score", 0.95, False,
+    )  # fmt: skip
+    return {"students": {s: {"score": h} for s, h in rows}, "leaderboard": board}
+
+
 def test_while_indexing_the_last_analysis_ranking_is_shown(
     make_run: Callable[..., Path], tmp_path: Path, held: threading.Event, serve: Callable[[list[RunStore]], str]
 ) -> None:
     run = make_run("r", datapoints_per_teacher=2)
     (run / "analysis").mkdir()
-    summary = {"students": {"stu-b": {"score": 0.61, "robust_score": 0.6}, "stu-a": {"score": 0.7, "robust_score": 0.5}}}
+    summary = _summary_with_leaderboard([("stu-b", 0.6), ("stu-a", 0.5)])
     (run / "analysis" / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     url = serve([RunStore(run, cache=tmp_path / "cache", background=True)])
     page = _get(url + "/r/0/")
     table = page.split('id="analysis-ranking"')[1].split("</table>")[0]
     assert table.index(">stu-b</a>") < table.index(">stu-a</a>")  # the analysis's order, not re-sorted
-    assert "<td>0.600</td><td>0.610</td>" in table
+    assert '<td class="num">0.600</td><td class="num">—</td><td class="num">0.600</td>' in table
     held.set()
 
 
@@ -133,12 +147,14 @@ def test_a_stale_analysis_ranking_is_not_shown(make_run: Callable[..., Path]) ->
     run = make_run("r", datapoints_per_teacher=2)
     (run / "analysis").mkdir()
     path = run / "analysis" / "summary.json"
-    path.write_text(json.dumps({"students": {"stu-a": {"score": 0.7, "robust_score": 0.5}}}), encoding="utf-8")
-    assert analysis_ranking(run) == [{"student": "stu-a", "mean": 0.7, "robust": 0.5, "robust_ci": None,
-                                      "rank_label": None, "rank_range": None, "not_determined": None}]
+    path.write_text(json.dumps(_summary_with_leaderboard([("stu-a", 0.5)])), encoding="utf-8")
+    assert analysis_ranking(run) == [{"#": "1", "student": "stu-a", "headline": "0.500", "95% CI": "—",
+                                      "judged": "0.500"}]
     newest = max(p.stat().st_mtime_ns for p in (run / "phase5_evaluations").glob("*.jsonl"))
     os.utime(path, ns=(newest - 10**9, newest - 10**9))  # written before the last records
     assert analysis_ranking(run) == []
+    path.write_text(json.dumps({"students": {"stu-a": {"score": 0.7, "robust_score": 0.5}}}), encoding="utf-8")
+    assert analysis_ranking(run) == []  # written before the leaderboard: run coeval analyze again
 
 
 def test_the_stored_datapoint_table_is_the_computed_one(make_run: Callable[..., Path], tmp_path: Path) -> None:

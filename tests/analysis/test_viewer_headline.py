@@ -1,5 +1,5 @@
-"""``coeval view``'s start page shows the headline ranking of ``summary.json`` (same order,
-rank ranges, scores and intervals) and says why a place is not determined, in headless
+"""``coeval view``'s start page shows the leaderboard of ``summary.json`` (same order,
+rank ranges, scores, intervals and evidence columns) and says why a place is not determined, in headless
 Chromium against a real server process."""
 
 from __future__ import annotations
@@ -40,18 +40,20 @@ def test_start_page_shows_the_headline_with_rank_ranges_of_summary_json(tmp_path
                            "--report", "summary"], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     summary = json.loads((run / "analysis" / "summary.json").read_text())
+    board = summary["leaderboard"]
     expected = [
-        [s["rank_label"], name, _fmt(s["robust_score"]),
-         f"[{_fmt(s['robust_ci'][0])}, {_fmt(s['robust_ci'][1])}]", _fmt(s["score"])]
-        for name, s in summary["students"].items()
+        [r["rank_label"], r["student"], _fmt(r["headline"]),
+         f"[{_fmt(r['headline_ci'][0])}, {_fmt(r['headline_ci'][1])}]",
+         *(_fmt(r["evidence"][c["key"]]["score"]) for c in board["columns"])]
+        for r in board["rows"]
     ]  # fmt: skip
     assert any("-" in row[0] for row in expected)  # some ranks are ranges
     for url in serve_view(["--run", str(run)], env, tmp_path):
         page.goto(url + "/")
-        rows = page.locator("table#headline tr").all()[1:]
+        rows = page.locator("table#leaderboard tr").all()[1:]
         shown = [[c.strip() for c in row.locator("td").all_inner_texts()] for row in rows]
         assert shown == expected
-        undetermined = [n for n, s in summary["students"].items() if s["not_determined"]]
+        undetermined = [r["student"] for r in board["rows"] if r["not_determined"]]
         notes = page.locator("ul#not-determined li").all_inner_texts()
         assert [n.split(":")[0] for n in notes] == undetermined
         break

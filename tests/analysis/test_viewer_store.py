@@ -73,10 +73,10 @@ def test_export_writes_one_row_per_judgment(make_run: Callable[..., Path], tmp_p
     assert result.exit_code == 0, result.output
     table = pd.read_parquet(out)
     assert len(table) == n_scores + n_failed
-    assert list(table.columns[:9]) == ["datapoint_id", "response_id", "evaluation_id", "task", "teacher", "student",
-                                       "judge", "factor", "score"]
+    assert list(table.columns[:12]) == ["datapoint_id", "response_id", "sample", "samples", "evaluation_id", "task",
+                                        "teacher", "student", "judge", "factor", "level", "score"]
     one = next(r for r in records.values() if r.get("scores"))
-    mine = table[table.evaluation_id == one["id"]].set_index("factor")["score"].to_dict()
+    mine = table[table.evaluation_id == one["id"]].set_index("factor")["level"].to_dict()
     assert mine == one["scores"]
     assert int(table.factor.isna().sum()) == n_failed
 

@@ -34,14 +34,14 @@ _RESP_COLUMNS = {
     "id": "VARCHAR", "datapoint_id": "VARCHAR", "task_id": "VARCHAR", "teacher_model_id": "VARCHAR",
     "student_model_id": "VARCHAR", "response": "VARCHAR", "status": "VARCHAR", "error": "VARCHAR",
     "error_kind": "VARCHAR", "raw": "VARCHAR", "attempt_errors": "JSON", "latency_ms": "DOUBLE",
-    "cost_usd": "DOUBLE", "generated_at": "VARCHAR",
+    "cost_usd": "DOUBLE", "generated_at": "VARCHAR", "sample": "INTEGER",
 }
 _EVAL_COLUMNS = {
     "id": "VARCHAR", "response_id": "VARCHAR", "datapoint_id": "VARCHAR", "task_id": "VARCHAR",
     "teacher_model_id": "VARCHAR", "student_model_id": "VARCHAR", "judge_model_id": "VARCHAR",
     "evaluator": "VARCHAR", "scores": "JSON", "rationale": "JSON", "status": "VARCHAR", "error": "VARCHAR",
     "error_kind": "VARCHAR", "raw": "VARCHAR", "attempt_errors": "JSON", "latency_ms": "DOUBLE",
-    "cost_usd": "DOUBLE", "evaluated_at": "VARCHAR",
+    "cost_usd": "DOUBLE", "evaluated_at": "VARCHAR", "execution": "JSON",
 }
 #: what ``judgments`` needs of an evaluation record (no text: read fast)
 _LIGHT_EVAL_COLUMNS = {

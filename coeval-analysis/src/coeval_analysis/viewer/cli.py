@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from coeval_analysis.viewer.export import FORMATS, export_judgments
+from coeval_analysis.viewer.export import FORMATS, export_judgments, export_leaderboard
 from coeval_analysis.viewer.server import ViewServer
 from coeval_analysis.viewer.store import RunStore, StoreError, cache_folder
 
@@ -101,8 +101,11 @@ def view_command(runs: tuple[Path, ...], storage_folder: Path | None, host: str,
 @click.option("--format", "fmt", required=True, type=click.Choice(FORMATS), help="Output format.")
 @click.option("--out", required=True, type=click.Path(path_type=Path, dir_okay=False), help="Output file.")
 def export_command(run: Path, fmt: str, out: Path) -> None:
-    """One row per judgment: datapoint, student, judge, factor, score, rationale, raw
-    reply, latency and cost. Example: coeval export --run eval_runs/demo-v1 --format parquet --out j.parquet
+    """One row per judgment: datapoint, student, sample, judge, factor, level, score, a
+    code test's status and error, rationale, raw reply, latency and cost; beside it, with a
+    current ``coeval analyze``, the leaderboard (OUT.leaderboard.EXT).
+
+    Example: coeval export --run eval_runs/demo-v1 --format parquet --out j.parquet
     """
     try:
         n = export_judgments(_store(_check_run(run, "--run"), "export"), fmt, out)
@@ -110,3 +113,6 @@ def export_command(run: Path, fmt: str, out: Path) -> None:
         click.echo(f"coeval export: {exc}", err=True)
         sys.exit(2)
     click.echo(f"coeval export: {n} rows written to {out}", err=True)
+    board = export_leaderboard(run, fmt, out)
+    if board is not None:
+        click.echo(f"coeval export: the leaderboard written to {board}", err=True)

@@ -1,45 +1,61 @@
-"""The start page's headline: the ranking ``coeval analyze`` wrote to ``summary.json``,
-with rank ranges and intervals, so the viewer, the report, the console and summary.json
-show one ranking. Without a current analysis the page says so and shows the mean only."""
+"""The start page's leaderboard: the one ``coeval analyze`` wrote to ``summary.json``, in the
+cells the console prints (:mod:`coeval_analysis.leaderboard_view`), so the viewer, the
+report, the console and summary.json show one ranking. Without a current analysis the page
+says so, and the start page shows the mean of the judgments instead (labelled as such)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
+from urllib.parse import urlencode
 
-from coeval_analysis.viewer.outline import analysis_ranking
+from coeval_analysis.leaderboard_view import LeaderboardTable
+from coeval_analysis.viewer.outline import analysis_leaderboard
 
-__all__ = ["headline_section"]
+__all__ = ["early_leaderboard_html", "headline_section", "leaderboard_html", "leaderboard_rows_html"]
 
 
-def _num(value: Any) -> str:
-    return "—" if value is None else f"{float(value):.3f}"
+def leaderboard_rows_html(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: str = "leaderboard") -> str:
+    """The table: rank range, student (a link filtering the page to it), headline, interval,
+    one column per kind of evidence. Links are relative, so they stay on the run's page."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = []
+    for row in rows:
+        cells = [f'<td class="rank">{escape(row[0])}</td>',
+                 f'<td class="student"><a class="student-link" href="?{urlencode({"student": row[1]})}">'
+                 f"{escape(row[1])}</a></td>"]  # fmt: skip
+        cells += [f'<td class="num">{escape(c)}</td>' for c in row[2:]]
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return f'<table id="{table_id}"><tr>{head}</tr>{"".join(body)}</table>'
+
+
+def leaderboard_html(table: LeaderboardTable) -> str:
+    """The leaderboard, its tiers line, how the headline is combined, and why a place is
+    not determined."""
+    notes = "".join(f"<li>{escape(s)}: not determined: {escape(why)}</li>" for s, why in table.not_determined)
+    return (
+        '<h2>Leaderboard</h2><p>From the last <code>coeval analyze</code> (summary.json); <b>#</b> is the range '
+        'of places the data allow ("1-4": not told apart).</p>'
+        + leaderboard_rows_html(table.header, table.rows)
+        + (f'<p id="tiers"><b>Tiers:</b> {escape(table.tiers)}</p>' if table.tiers else "")
+        + (f'<p id="combined">{escape(table.combined[:1].upper() + table.combined[1:])}.</p>' if table.combined
+           else "")
+        + (f'<ul id="not-determined">{notes}</ul>' if notes else "")
+    )
+
+
+def early_leaderboard_html(rows: Sequence[Mapping[str, str]]) -> str:
+    """The leaderboard from :func:`~coeval_analysis.viewer.outline.analysis_ranking`'s rows
+    (shown while the run's records are read)."""
+    header = list(rows[0])
+    return leaderboard_rows_html(header, [[r[h] for h in header] for r in rows], "analysis-ranking")
 
 
 def headline_section(run: Path) -> str:
-    """HTML of the headline ranking (table ``#headline``), or a note when there is none."""
-    rows = analysis_ranking(run)
-    if not rows or all(r.get("robust") is None for r in rows):
-        return ('<h2>Headline ranking</h2><p id="no-headline">No current <code>coeval analyze</code> of this run: '
-                "run it for the headline ranking with rank ranges. Below, the mean score of the judgments.</p>")
-    body = []
-    notes = []
-    for r in rows:
-        low, high = r.get("robust_ci") or (None, None)
-        interval = f"[{_num(low)}, {_num(high)}]" if low is not None else "—"
-        body.append(
-            f'<tr><td class="rank">{escape(str(r.get("rank_label") or "—"))}</td>'
-            f'<td class="student">{escape(r["student"])}</td><td class="headline">{_num(r.get("robust"))}</td>'
-            f'<td class="interval">{interval}</td><td class="mean">{_num(r.get("mean"))}</td></tr>'
-        )
-        if r.get("not_determined"):
-            notes.append(f"<li>{escape(r['student'])}: not determined: {escape(str(r['not_determined']))}</li>")
-    why = f'<ul id="not-determined">{"".join(notes)}</ul>' if notes else ""
-    return (
-        '<h2>Headline ranking</h2><p>From the last <code>coeval analyze</code> (summary.json): judges weighted '
-        "by how well they tell answers apart, family bias estimated or bounded; <b>#</b> is the range of ranks "
-        'the data allow ("1-4": not told apart).</p>'
-        '<table id="headline"><tr><th>#</th><th>Student</th><th>Headline</th><th>Interval</th>'
-        f"<th>Mean</th></tr>{''.join(body)}</table>{why}"
-    )
+    """HTML of the leaderboard (table ``#leaderboard``), or a note when there is none."""
+    table = analysis_leaderboard(run)
+    if table is None:
+        return ('<h2>Leaderboard</h2><p id="no-headline">No current <code>coeval analyze</code> of this run: '
+                "run it for the leaderboard with rank ranges. Below, the mean score of the judgments.</p>")
+    return leaderboard_html(table)

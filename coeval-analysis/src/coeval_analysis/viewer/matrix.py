@@ -14,8 +14,18 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from coeval_analysis.viewer.pages import _call_facts, _e, _num, _pre, layout
+from coeval_analysis.viewer.pages import (
+    _call_facts,
+    _e,
+    _num,
+    _pre,
+    judgment_evidence,
+    layout,
+    sample_label,
+    sample_of,
+)
 from coeval_analysis.viewer.queries import PAGE_SIZE
+from coeval_analysis.viewer.rowsql import sample_sql
 from coeval_analysis.viewer.store import RunStore
 
 __all__ = ["answer_cell", "cell_view", "level_of", "matrix_rows", "matrix_view"]
@@ -86,8 +96,9 @@ def level_of(score: float | None) -> str:
 
 def matrix_rows(store: RunStore, page: int) -> tuple[list[str], list[dict[str, Any]], int]:
     """The students (columns), one page of datapoints with each student's cell, and the
-    number of datapoints. A cell is ``{"score", "scores", "failed"}``: the mean value, how
-    many factor scores it is the mean of, and how many of the answer's judgments failed."""
+    number of datapoints. A cell is ``{"score", "scores", "failed", "samples"}``: the mean
+    value, how many factor scores it is the mean of, how many of the answer's judgments
+    failed, and over how many samples (answers of the student to the datapoint)."""
     students = [str(r[0]) for r in store.query(
         "SELECT DISTINCT student_model_id FROM judgments WHERE student_model_id IS NOT NULL ORDER BY 1")]
     ids = store.query_dicts(
@@ -97,9 +108,10 @@ def matrix_rows(store: RunStore, page: int) -> tuple[list[str], list[dict[str, A
         return students, [], 0
     cells = store.query(
         "SELECT datapoint_id, student_model_id, avg(value), count(value), "
-        "count(DISTINCT CASE WHEN status <> 'ok' THEN id END) FROM judgments "
+        "count(DISTINCT CASE WHEN status <> 'ok' THEN id END), count(DISTINCT response_id) FROM judgments "
         "WHERE datapoint_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY 1, 2", [[r["datapoint_id"] for r in ids]])
-    by_key = {(dp, st): {"score": score, "scores": n, "failed": failed} for dp, st, score, n, failed in cells}
+    by_key = {(dp, st): {"score": score, "scores": n, "failed": failed, "samples": k}
+              for dp, st, score, n, failed, k in cells}
     rows = [{"datapoint_id": r["datapoint_id"], "task": r["task"],
              "cells": [by_key.get((r["datapoint_id"], s)) for s in students]} for r in ids]
     return students, rows, int(ids[0]["total"])
@@ -110,6 +122,8 @@ def _cell(base: str, datapoint_id: str, student: str, cell: Mapping[str, Any] | 
     if cell is None:
         return f'<td class="cell level-none" data-href="{_e(href)}" title="no judgment">&ndash;</td>'
     title = f"mean of {cell['scores']} factor scores"
+    if cell.get("samples", 1) > 1:
+        title += f" over {cell['samples']} samples"
     if cell["failed"]:
         title += f"; {cell['failed']} failed judgments"
     text = _num(cell["score"], 2) if cell["score"] is not None else "failed"
@@ -158,32 +172,47 @@ def matrix_view(store: RunStore, base: str, query: Mapping[str, str]) -> tuple[i
 
 
 def answer_cell(store: RunStore, datapoint_id: str, student: str) -> dict[str, Any] | None:
-    """One student's answer to one datapoint and every judgment of it (None if neither exists)."""
+    """One student's answers to one datapoint (one per sample) and every judgment of them
+    (None if neither exists)."""
     answers = store.query_dicts(
-        "SELECT * FROM responses WHERE datapoint_id = ? AND student_model_id = ?", [datapoint_id, student])
-    evals = store.query_dicts(
-        "SELECT * FROM evals WHERE datapoint_id = ? AND student_model_id = ? ORDER BY judge_model_id, id",
+        f"SELECT * FROM responses WHERE datapoint_id = ? AND student_model_id = ? ORDER BY {sample_sql('id')}",
         [datapoint_id, student])
+    evals = store.query_dicts(
+        f"SELECT * FROM evals WHERE datapoint_id = ? AND student_model_id = ? ORDER BY {sample_sql('response_id')}, "
+        "judge_model_id, id", [datapoint_id, student])
     if not answers and not evals:
         return None
     others = [str(r[0]) for r in store.query(
-        "SELECT student_model_id FROM responses WHERE datapoint_id = ? AND student_model_id <> ? ORDER BY 1",
+        "SELECT DISTINCT student_model_id FROM responses WHERE datapoint_id = ? AND student_model_id <> ? ORDER BY 1",
         [datapoint_id, student])]
-    return {"answer": answers[0] if answers else None, "evals": evals, "others": others}
+    return {"answers": answers, "evals": evals, "others": others}
+
+
+def _judgment_card(e: Mapping[str, Any]) -> str:
+    return (f'<div class="card judgment"><h4>judged by {_e(e.get("judge_model_id"))}</h4>{_call_facts(e)}'
+            f'<p>scores</p>{_pre(e.get("scores"), "scores")}<p>rationale</p>{_pre(e.get("rationale"), "rationale")}'
+            f"{judgment_evidence(e) if e.get('execution') else ''}</div>")
 
 
 def cell_fragment(base: str, datapoint_id: str, student: str, cell: Mapping[str, Any]) -> str:
-    """The answer and its judgments, as HTML the matrix page inserts under the row."""
-    answer = cell["answer"]
+    """The answers (each labelled "sample k of n" when there are several) and their
+    judgments, as HTML the matrix page inserts under the row."""
+    answers, evals = cell["answers"], cell["evals"]
+    samples = max([1, *(sample_of(a.get("id")) for a in answers), *(sample_of(e.get("response_id")) for e in evals)])
     parts = [f'<div class="answer-detail"><h3>{_e(student)} on {_e(datapoint_id)}</h3>']
-    if answer is not None:
-        parts.append(_call_facts(answer) + _pre(answer.get("response"), "answer-text"))
-    else:
+    ids = [str(a.get("id")) for a in answers] + [str(e.get("response_id")) for e in evals]
+    for rid in dict.fromkeys(ids):
+        answer = next((a for a in answers if str(a.get("id")) == rid), None)
+        parts.append(f'<div class="sample-block"><h4 class="sample-head">{_e(student)}{sample_label(rid, samples)}'
+                     "</h4>")
+        if answer is not None:
+            parts.append(_call_facts(answer) + _pre(answer.get("response"), "answer-text"))
+        else:
+            parts.append("<p>(no answer recorded)</p>")
+        parts += [_judgment_card(e) for e in evals if str(e.get("response_id")) == rid]
+        parts.append("</div>")
+    if not ids:
         parts.append("<p>(no answer recorded)</p>")
-    for e in cell["evals"]:
-        parts.append(f'<div class="card judgment"><h4>judged by {_e(e.get("judge_model_id"))}</h4>{_call_facts(e)}'
-                     f'<p>scores</p>{_pre(e.get("scores"), "scores")}<p>rationale</p>'
-                     f'{_pre(e.get("rationale"), "rationale")}</div>')
     links = [f'<a href="{base}/datapoint/{quote(datapoint_id, safe="")}">datapoint page</a>']
     links += [f'<a class="diff-link" href="{base}/diff?{urlencode({"dp": datapoint_id, "a": student, "b": o})}">'
               f"diff with {_e(o)}</a>" for o in cell["others"]]

@@ -1,5 +1,5 @@
 """What a run is about, read without its records: the models in each role and the tasks
-(its ``config.yaml``), and the ranking ``coeval analyze`` left in ``analysis/summary.json``
+(its ``config.yaml``), and the leaderboard ``coeval analyze`` left in ``analysis/summary.json``
 when it is newer than every record. Shown while the run's database is being built."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from typing import Any
 import yaml
 from coeval.config._yaml import load_yaml_guarded
 
+from coeval_analysis.leaderboard_view import LeaderboardTable, leaderboard_of_summary
 from coeval_analysis.viewer.build import PHASES, record_files
 
-__all__ = ["analysis_ranking", "run_outline"]
+__all__ = ["analysis_leaderboard", "analysis_ranking", "analysis_summary", "run_outline"]
 
 _ROLES = {"student": "students", "teacher": "teachers", "judge": "judges"}
 
@@ -45,24 +46,30 @@ def run_outline(run: Path) -> dict[str, list[str]]:
     return outline
 
 
-def analysis_ranking(run: Path) -> list[dict[str, Any]]:
-    """``[{"student", "mean", "robust", "robust_ci", "rank_label", "rank_range", "not_determined"}, ...]``
-    in the order of ``<run>/analysis/summary.json``
-    (the analysis ranks its students); empty when there is none, or records changed since."""
+def analysis_summary(run: Path) -> dict[str, Any] | None:
+    """``<run>/analysis/summary.json`` when it is newer than every record, else None."""
     path = run / "analysis" / "summary.json"
     try:
         written = path.stat().st_mtime_ns
         if any(f.stat().st_mtime_ns > written for phase in PHASES.values() for f in record_files(run, phase)):
-            return []
-        students = json.loads(path.read_text(encoding="utf-8")).get("students")
-    except (OSError, ValueError, AttributeError):
+            return None
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) else None
+
+
+def analysis_leaderboard(run: Path) -> LeaderboardTable | None:
+    """The leaderboard of the run's current analysis, as the console prints it; None when
+    there is no current analysis, or it predates the leaderboard."""
+    summary = analysis_summary(run)
+    return leaderboard_of_summary(summary) if summary is not None else None
+
+
+def analysis_ranking(run: Path) -> list[dict[str, str]]:
+    """The leaderboard's rows, each ``{column heading: cell}`` in the order of
+    ``<run>/analysis/summary.json``; empty when there is none, or records changed since."""
+    table = analysis_leaderboard(run)
+    if table is None:
         return []
-    if not isinstance(students, dict):
-        return []
-    return [
-        {"student": str(name), "mean": s.get("score"), "robust": s.get("robust_score"),
-         "robust_ci": s.get("robust_ci"), "rank_label": s.get("rank_label"), "rank_range": s.get("rank_range"),
-         "not_determined": s.get("not_determined")}
-        for name, s in students.items()
-        if isinstance(s, dict)
-    ]
+    return [dict(zip(table.header, row, strict=True)) for row in table.rows]

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from coeval_analysis.viewer.headline import early_leaderboard_html
 from coeval_analysis.viewer.queries import FILTERS, PAGE_SIZE, Filters
 
-__all__ = ["compare_page", "datapoint_page", "error_page", "indexing_notice", "indexing_page",
-           "layout", "not_found_page", "start_page"]
+__all__ = ["compare_page", "datapoint_page", "error_page", "indexing_notice", "indexing_page", "judgment_evidence",
+           "layout", "not_found_page", "sample_label", "sample_of", "samples_per_student", "start_page"]
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
@@ -107,9 +109,12 @@ def start_page(name: str, base: str, ranking: Sequence[Mapping[str, Any]], facet
         nav.append(f'<a href="{_link(base, {**params, "page": str(f.page - 1)})}">previous</a>')
     if f.page < pages:
         nav.append(f'<a id="next-page" href="{_link(base, {**params, "page": str(f.page + 1)})}">next</a>')
+    # one ranking on the page: the leaderboard when there is a current analysis, else the mean, labelled
+    mean = "" if 'id="leaderboard"' in headline else (
+        "<h2>Mean score of the judgments</h2><p>Not the leaderboard: every judgment counts equally; follows "
+        f"the filters below.</p>{ranking_table(ranking, base)}")
     body = (
-        f"{notice}{headline}<h2>Mean score of the judgments</h2><p>Every judgment counts equally; follows the "
-        f"filters below.</p>{ranking_table(ranking, base)}{_links(base, facets)}"
+        f"{notice}{headline}{mean}{_links(base, facets)}"
         f"<h2>Datapoints</h2>{_filter_form(facets, f)}"
         f'<p id="count">{total} datapoints, page {f.page} of {pages}</p>'
         '<table id="datapoints"><tr><th>Datapoint</th><th>Task</th><th>Teacher</th><th>Factor scores</th>'
@@ -137,6 +142,48 @@ def _call_facts(rec: Mapping[str, Any]) -> str:
     return "<p>" + " &middot; ".join(facts) + "</p>"
 
 
+def sample_of(response_id: Any) -> int:
+    """Which of a student's answers to a datapoint this is (``samples: k``: ids of answers
+    2..k end in ``__sample{n}``)."""
+    found = re.search(r"__sample(\d+)$", str(response_id or ""))
+    return int(found.group(1)) if found else 1
+
+
+def sample_label(response_id: Any, samples: int) -> str:
+    """" &middot; sample 2 of 3" with several samples, else nothing."""
+    return f' &middot; <span class="sample">sample {sample_of(response_id)} of {samples}</span>' if samples > 1 else ""
+
+
+def _execution(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A code test's outcome (status, error, duration), when the record ran one."""
+    value = record.get("execution")
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = json.loads(value)
+    return value if isinstance(value, dict) else None
+
+
+def judgment_evidence(e: Mapping[str, Any]) -> str:
+    """What the score rests on: a code test's status and error, or the judge's raw reply."""
+    run = _execution(e)
+    if run is None:
+        raw = e.get("raw") if e.get("raw") is not None else "(not recorded)"
+        return f"<p>raw reply</p>{_pre(raw, 'judge-raw')}"
+    status = str(run.get("status") or "")
+    took = f" in {_num(run['duration_s'], 2)} s" if isinstance(run.get("duration_s"), int | float) else ""
+    error = run.get("error")
+    return (f'<p>test <b class="test-status{" failed" if status != "passed" else ""}">{_e(status)}</b>{took}</p>'
+            + (f"<p>error</p>{_pre(error, 'test-error')}" if error else ""))
+
+
+def samples_per_student(responses: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in responses:
+        student = str(r.get("student_model_id"))
+        out[student] = max(out.get(student, 1), sample_of(r.get("id")))
+    return out
+
+
 def datapoint_page(name: str, base: str, detail: Mapping[str, Any]) -> str:
     dp = detail["datapoint"]
     head = (
@@ -144,15 +191,21 @@ def datapoint_page(name: str, base: str, detail: Mapping[str, Any]) -> str:
         f'<h2>Prompt</h2>{_pre(dp.get("prompt"), "prompt")}<h2>Reference</h2>{_pre(dp.get("reference_response"))}'
         f"<h2>Attributes</h2>{_pre(dp.get('sampled_target_attributes'))}"
     )
+    samples = samples_per_student(detail["responses"])
+    for e in detail["evals"]:  # a student with judged samples whose answers are gone still counts them
+        student = str(e.get("student_model_id"))
+        samples[student] = max(samples.get(student, 1), sample_of(e.get("response_id")))
     answers = "".join(
-        f'<div class="card answer"><h3>{_e(r.get("student_model_id"))}</h3>{_call_facts(r)}'
+        f'<div class="card answer"><h3>{_e(r.get("student_model_id"))}'
+        f'{sample_label(r.get("id"), samples.get(str(r.get("student_model_id")), 1))}</h3>{_call_facts(r)}'
         f'{_pre(r.get("response"))}</div>'
         for r in detail["responses"]
     )
     judges = "".join(
-        f'<div class="card judgment"><h3>{_e(e.get("judge_model_id"))} on {_e(e.get("student_model_id"))}</h3>'
+        f'<div class="card judgment"><h3>{_e(e.get("judge_model_id"))} on {_e(e.get("student_model_id"))}'
+        f'{sample_label(e.get("response_id"), samples.get(str(e.get("student_model_id")), 1))}</h3>'
         f'{_call_facts(e)}<p>scores</p>{_pre(e.get("scores"), "scores")}<p>rationale</p>{_pre(e.get("rationale"))}'
-        f'<p>raw reply</p>{_pre(e.get("raw") if e.get("raw") is not None else "(not recorded)", "judge-raw")}</div>'
+        f"{judgment_evidence(e)}</div>"
         for e in detail["evals"]
     )
     if len(detail["responses"]) >= 2:
@@ -193,16 +246,10 @@ def indexing_notice(status: Mapping[str, Any]) -> str:
             f'({_e(status.get("step"))}). This page reloads itself until they are all read.</p>')
 
 
-def _early_ranking(base: str, ranking: Sequence[Mapping[str, Any]], preliminary: Sequence[Mapping[str, Any]]) -> str:
+def _early_ranking(base: str, ranking: Sequence[Mapping[str, str]], preliminary: Sequence[Mapping[str, Any]]) -> str:
     """The last analysis's ranking when there is one, else the preliminary one."""
     if ranking:
-        rows = "".join(
-            f'<tr><td>{i}</td><td><a class="student-link" href="{_link(base, {"student": str(r["student"])})}">'
-            f'{_e(r["student"])}</a></td><td>{_num(r["robust"])}</td><td>{_num(r["mean"])}</td></tr>'
-            for i, r in enumerate(ranking, 1)
-        )
-        return ('<h2>Ranking of the last <code>coeval analyze</code></h2><table id="analysis-ranking"><tr>'
-                f"<th>#</th><th>Student</th><th>Robust score</th><th>Mean score</th></tr>{rows}</table>")
+        return f"<h2>Leaderboard of the last <code>coeval analyze</code></h2>{early_leaderboard_html(ranking)}"
     if preliminary:
         rows = "".join(
             f'<tr><td>{i}</td><td><a class="student-link" href="{_link(base, {"student": str(r["student"])})}">'
@@ -216,7 +263,7 @@ def _early_ranking(base: str, ranking: Sequence[Mapping[str, Any]], preliminary:
 
 
 def indexing_page(title: str, base: str, status: Mapping[str, Any], outline: Mapping[str, Sequence[str]],
-                  ranking: Sequence[Mapping[str, Any]] = (), preliminary: Sequence[Mapping[str, Any]] = ()) -> str:
+                  ranking: Sequence[Mapping[str, str]] = (), preliminary: Sequence[Mapping[str, Any]] = ()) -> str:
     """A page asked for before the run's database holds what it needs: how far the build
     is, a ranking (the last analysis's, else one read straight from the records), and the
     models and tasks the run's config names."""

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from coeval_analysis.viewer.build import DATAPOINT_SUMMARY
-from coeval_analysis.viewer.rowsql import GAP_SQL, datapoint_rows_sql
+from coeval_analysis.viewer.rowsql import GAP_SQL, datapoint_rows_sql, sample_sql
 from coeval_analysis.viewer.store import RunStore
 
 __all__ = ["FILTERS", "PAGE_SIZE", "Filters", "datapoint_detail", "datapoint_table", "facets", "ranking"]
@@ -115,10 +115,12 @@ def datapoint_detail(store: RunStore, datapoint_id: str) -> dict[str, Any] | Non
     """The teacher's item, every student's answer and every judge's record of it."""
     found = store.query_dicts("SELECT * FROM datapoints WHERE id = ?", [datapoint_id])
     responses = store.query_dicts(
-        "SELECT * FROM responses WHERE datapoint_id = ? ORDER BY student_model_id", [datapoint_id]
+        f"SELECT * FROM responses WHERE datapoint_id = ? ORDER BY student_model_id, {sample_sql('id')}", [datapoint_id]
     )
     evals = store.query_dicts(
-        "SELECT * FROM evals WHERE datapoint_id = ? ORDER BY student_model_id, judge_model_id, id", [datapoint_id]
+        f"SELECT * FROM evals WHERE datapoint_id = ? ORDER BY student_model_id, {sample_sql('response_id')}, "
+        "judge_model_id, id",
+        [datapoint_id],
     )
     if not found and not responses and not evals:
         return None

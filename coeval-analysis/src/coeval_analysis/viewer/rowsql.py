@@ -3,10 +3,16 @@ build (which stores the unfiltered table) and the start page's queries (filtered
 
 from __future__ import annotations
 
-__all__ = ["GAP_SQL", "datapoint_rows_sql"]
+__all__ = ["GAP_SQL", "datapoint_rows_sql", "sample_sql"]
 
 #: the score gap between two students (bound as two parameters)
 GAP_SQL = "avg(value) FILTER (WHERE student_model_id = ?) - avg(value) FILTER (WHERE student_model_id = ?)"
+
+
+def sample_sql(response_id: str) -> str:
+    """Which sample of the student's answers a response is (1, 2, ...): ``samples: k`` gives
+    answers 2..k the id suffix ``__sample{n}``."""
+    return (f"coalesce(TRY_CAST(regexp_extract({response_id}, '__sample([0-9]+)$', 1) AS INTEGER), 1)")
 
 
 def datapoint_rows_sql(where: str = "", gap: str = "NULL") -> str:

@@ -41,7 +41,7 @@ __all__ = ["MEMORY_LIMIT", "RunStore", "StoreError", "cache_folder", "cache_path
 
 log = logging.getLogger("coeval.view")
 
-_CACHE_VERSION = "4"
+_CACHE_VERSION = "5"  # 5: evals keep execution (code tests), responses their sample
 #: DuckDB's own memory ceiling; past it, it works from the database file.
 MEMORY_LIMIT = "512MB"
 
