@@ -197,11 +197,27 @@ class PhaseLoop(RunState):
         finally:
             tracker = self._trackers.pop(name, None)  # a pipelined phase's bar ends with the phase
             if tracker is not None:
-                # the plan's count was an estimate: the summary counts the items the passes took
-                tracker.total = tracker.done + tracker.skipped
+                self._count_unlisted(tracker, result)
                 tracker.finish()
             if feed is not None:
                 feed.end(failed=verdict is not None or result.status not in ("completed", "partial"))
+
+    def _count_unlisted(self, tracker: Any, result: PhaseResult) -> None:
+        """A pipelined phase's total for its summary line. Run to its end, the items its
+        passes took (the plan's count was an estimate). Stopped (SIGTERM, Ctrl-C, a full
+        disk), the plan's count too: the items no pass listed yet are left, like those
+        listed and not run, so the line says how many are missing."""
+        taken = tracker.done + tracker.skipped
+        if not self.stop_requested and result.status not in ("interrupted", "failed"):
+            tracker.total = taken
+            return
+        left = tracker.total - taken
+        if left > 0:
+            reason = "cancelled" if self.stop_requested else UNWRITTEN
+            tracker.items_skipped(left, reason)
+            result.skipped += left
+            result.skip_causes[reason] += left
+        tracker.total = max(tracker.total, taken)
 
     async def _run_passes(self, phase: Phase, mode: str, result: PhaseResult, source: RunFolder | None,
                           ledger: Ledger, log: Any, upstream: Upstream | None, started: str) -> Verdict | None:
