@@ -4,9 +4,9 @@ headline's intervals are, per scenario.
 Draws the scenarios of :mod:`coeval_analysis.scenarios` (the seven of the design brief and
 two of the reference run's shape) over many seeds and prints, per scenario, the mean
 Spearman's rho between truth and score and the share of runs whose best student is ranked
-first, for: the plain mean, the earlier conflict-aware headline (correlation weights,
-conflicted judgments left out) and the headline (the measurement model of
-:mod:`coeval_analysis.stats.measurement`). Then the figures the headline must meet, beside
+first, for: the plain mean and the headline (the measurement model of
+:mod:`coeval_analysis.stats.measurement`, its score mapped onto [0, 1] by the link of
+:mod:`coeval_analysis.stats.unit_scale`, as ``coeval analyze`` reports it). Then the figures the headline must meet, beside
 their targets: rho at least the plain mean's minus 0.005 and top-1 at least the plain
 mean's in every scenario, the gain on the same-family clique, the random judge's share of
 the information, paired-interval coverage of the headline's own large-sample difference on
@@ -28,8 +28,9 @@ import numpy as np
 from coeval_analysis.ranking import RELIABILITY_FLOOR
 from coeval_analysis.scenarios import NOISE_ONLY, SCENARIOS, Scenario, plain_scores, simulate
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
-from coeval_analysis.stats.headline import Judgments, fit_headline
+from coeval_analysis.stats.headline import Judgments
 from coeval_analysis.stats.measurement import bootstrap, fit_all, layout_of, student_scores
+from coeval_analysis.stats.unit_scale import to_unit
 from scipy.stats import spearmanr
 
 UNBIASED = ("decent", "random_judge", "idiosyncratic", "hardest_fail", "bad_teacher")
@@ -42,12 +43,11 @@ REFIT_BUDGET = 1.0e6
 
 def headline(j: Judgments) -> np.ndarray:
     lay = layout_of(j)
-    return student_scores(lay, fit_all(lay)[0]).score
+    return to_unit(student_scores(lay, fit_all(lay)[0]).score)
 
 
 ESTIMATORS: dict[str, Callable[[Judgments], np.ndarray]] = {
     "plain": plain_scores,
-    "earlier headline": lambda j: fit_headline(j).score,
     "headline": headline,
 }
 
@@ -90,10 +90,10 @@ def _intervals(sc: Scenario, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     f, sub, share = fit_all(lay)
     sc_ = student_scores(lay, f)
     boot = Bootstrap(j.n_items, N_BOOT, seed)
-    reps = bootstrap(lay, f, sc_, sub, share, list(boot.weights()), seed, budget=REFIT_BUDGET).score
+    reps = to_unit(bootstrap(lay, f, sc_, sub, share, list(boot.weights()), seed, budget=REFIT_BUDGET).score)
     a, b = np.triu_indices(j.n_students, 1)
     lo, hi = percentile_interval(reps[:, a] - reps[:, b], 0.95)
-    return sc_.score, lo, hi, f.reliability
+    return to_unit(sc_.score), lo, hi, f.reliability
 
 
 def _interval_quality(seeds: int) -> dict[str, float]:

@@ -49,11 +49,11 @@ from coeval_analysis.stale import stale_warnings
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
 from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.coverage import attribute_coverage
+from coeval_analysis.stats.diagnostic_ranking import DiagnosticRanking, diagnostic_ranking
 from coeval_analysis.stats.diagnostics import self_preference, teacher_discrimination, verbosity
 from coeval_analysis.stats.icc_bootstrap import icc_intervals
 from coeval_analysis.stats.measurement import TAU
 from coeval_analysis.stats.reference import evaluator_scores, gold_report, label_report
-from coeval_analysis.stats.robust import RobustRanking, robust_ranking
 from coeval_analysis.stats.scores import ScoreModel
 from coeval_analysis.teacher_diversity import with_diversity
 
@@ -142,7 +142,7 @@ def analyze(
     few = model.n_items < MIN_INTERVAL_DATAPOINTS
     slices = model.student_table(Bootstrap(model.n_items, 0, opts.seed) if few else boot, opts.level)
     step("robust ranking")
-    robust = robust_ranking(model, boot, opts.level)
+    robust = diagnostic_ranking(model, boot, opts.level)
     headline = headline_ranking(model, data, boot, opts.level, reference)
     step("judge agreement")
     agreement, pairs = _agreement(model, opts, boot)
@@ -344,7 +344,7 @@ def _agreement(
 def _judges(
     data: RunData,
     model: ScoreModel,
-    robust: RobustRanking,
+    robust: DiagnosticRanking,
     pairs: list[dict[str, Any]],
     headline: HeadlineRanking,
 ) -> tuple[dict[str, Any], dict[str, Any], pd.DataFrame]:
@@ -433,7 +433,7 @@ def _judge_model(r: HeadlineRanking, j: int) -> dict[str, Any]:
 def _students(
     model: ScoreModel,
     slices: pd.DataFrame,
-    robust: RobustRanking,
+    robust: DiagnosticRanking,
     gold: dict[str, Any] | None,
     headline: HeadlineRanking,
     missing: dict[str, dict[str, Any]],

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from coeval_analysis.ranking import HeadlineRanking
-from coeval_analysis.stats.robust import RobustRanking
+from coeval_analysis.stats.diagnostic_ranking import DiagnosticRanking
 from coeval_analysis.stats.scores import ScoreModel
 
 __all__ = ["datapoint_table", "label_table", "response_table"]
@@ -44,7 +44,7 @@ def label_table(labels: dict[str, Any]) -> pd.DataFrame:
 
 
 def datapoint_table(
-    model: ScoreModel, robust: RobustRanking, headline: HeadlineRanking
+    model: ScoreModel, robust: DiagnosticRanking, headline: HeadlineRanking
 ) -> pd.DataFrame:
     ids = model.data.datapoint_ids
     c = robust.consensus
@@ -65,7 +65,7 @@ def datapoint_table(
     )
 
 
-def response_table(model: ScoreModel, robust: RobustRanking) -> pd.DataFrame:
+def response_table(model: ScoreModel, robust: DiagnosticRanking) -> pd.DataFrame:
     r = model.scored_responses()
     data = model.data
     lengths = np.full(model.n_responses, np.nan)

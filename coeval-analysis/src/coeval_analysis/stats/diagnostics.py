@@ -1,6 +1,6 @@
 """Teacher discrimination, self-preference and verbosity diagnostics.
 
-All work on the judge-weighted consensus (see :mod:`coeval_analysis.stats.robust`), so a
+All work on the judge-weighted consensus (see :mod:`coeval_analysis.stats.diagnostic_ranking`), so a
 random judge does not blur them, except the self-preference of a judge, which compares
 that judge with the others on the same responses.
 """
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from coeval_analysis.stats._correlation import kendall_tau_b, spearman
-from coeval_analysis.stats.robust import RobustRanking
+from coeval_analysis.stats.diagnostic_ranking import DiagnosticRanking
 from coeval_analysis.stats.scores import ScoreModel, dense_mean
 
 __all__ = ["model_family", "self_preference", "teacher_discrimination", "verbosity"]
@@ -23,7 +23,7 @@ def _f(x: float | np.floating[Any] | None) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
 
-def teacher_discrimination(model: ScoreModel, robust: RobustRanking) -> dict[str, dict[str, Any]]:
+def teacher_discrimination(model: ScoreModel, robust: DiagnosticRanking) -> dict[str, dict[str, Any]]:
     """Per teacher: how well its datapoints separate the students.
 
     ``discrimination``: mean over its datapoints (answered by >= 2 students) of the standard
@@ -102,7 +102,7 @@ def _diff_in_means(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
 
 
 def self_preference(
-    model: ScoreModel, robust: RobustRanking, families: dict[str, str] | None = None
+    model: ScoreModel, robust: DiagnosticRanking, families: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """Do models favour themselves?
 
@@ -187,7 +187,7 @@ def _compare(
     out[check][name] = {**extra, **result}
 
 
-def verbosity(model: ScoreModel, robust: RobustRanking) -> dict[str, Any]:
+def verbosity(model: ScoreModel, robust: DiagnosticRanking) -> dict[str, Any]:
     """Do longer answers score higher? Spearman's rho between answer length (characters) and
     score, per judge and for the weighted consensus, and ``within_item``: the same after
     removing each datapoint's mean length and score (so that long prompts, which ask for

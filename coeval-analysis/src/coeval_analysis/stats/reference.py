@@ -16,7 +16,7 @@ import pandas as pd
 from coeval_analysis.labels import normalise_label, precision_recall_f1
 from coeval_analysis.stats._correlation import pearson, spearman
 from coeval_analysis.stats.bootstrap import Bootstrap
-from coeval_analysis.stats.robust import RobustRanking
+from coeval_analysis.stats.diagnostic_ranking import DiagnosticRanking
 from coeval_analysis.stats.scores import GOLD, ScoreModel, dense_mean
 
 __all__ = ["evaluator_scores", "gold_report", "label_report"]
@@ -34,7 +34,7 @@ def _corr(x: np.ndarray, y: np.ndarray) -> dict[str, Any] | None:
 
 
 def gold_report(
-    model: ScoreModel, robust: RobustRanking, boot: Bootstrap, level: float = 0.95
+    model: ScoreModel, robust: DiagnosticRanking, boot: Bootstrap, level: float = 0.95
 ) -> dict[str, Any] | None:
     """Per-student gold score (with interval) beside the judge score, and how well the
     judge ensemble (and each judge) tracks gold, per response and per student ranking."""

@@ -1,4 +1,7 @@
-"""A ranking that stays right when a judge is noise: judge weights times item weights.
+"""The diagnostic ranking: judges weighted by their agreement with the others, datapoints by
+their reliability. Not the headline (that is :func:`coeval_analysis.ranking.headline_ranking`):
+its judge-weighted consensus is what the diagnostics (teacher discrimination, self-preference,
+verbosity, gold correlations) read, and summary.json reports its score as ``diagnostic_*``.
 
 **Judge weights.** A judge is trusted as far as it agrees with the *other* judges. For
 judge j, ``r_j`` is the Pearson correlation, over the (response, factor) units it scored,
@@ -21,7 +24,7 @@ gets the same score on or whose differences are all judge noise, near 1 for a cl
 separating item. The weight used is ``0.1 + 0.9 * d_i``: a datapoint's reliability is
 estimated from a handful of students, so none is dropped entirely or trusted alone.
 
-**Robust score** of a student: ``sum_i d_i c_is / sum_i d_i`` over the items it answered.
+**Diagnostic score** of a student: ``sum_i d_i c_is / sum_i d_i`` over the items it answered.
 Intervals resample datapoints with the weights held fixed; judge-weight intervals resample
 datapoints and recompute ``r_j`` against the fixed consensus.
 """
@@ -36,7 +39,7 @@ from coeval_analysis.stats._correlation import correlation_from_moments
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.scores import ScoreModel, dense_mean, pair_mean
 
-__all__ = ["RobustRanking", "judge_weights", "robust_ranking"]
+__all__ = ["DiagnosticRanking", "diagnostic_ranking", "judge_weights"]
 
 SHRINK_UNITS = 30.0
 ITEM_WEIGHT_FLOOR = 0.1
@@ -99,7 +102,7 @@ def judge_weights(
 
 
 @dataclass
-class RobustRanking:
+class DiagnosticRanking:
     judges: list[str]
     judge_weight: np.ndarray
     judge_weight_ci: tuple[np.ndarray, np.ndarray]
@@ -112,7 +115,7 @@ class RobustRanking:
     ci: tuple[np.ndarray, np.ndarray]
 
 
-def robust_ranking(model: ScoreModel, boot: Bootstrap, level: float = 0.95) -> RobustRanking:
+def diagnostic_ranking(model: ScoreModel, boot: Bootstrap, level: float = 0.95) -> DiagnosticRanking:
     J = len(model.judges)
     F = max(len(model.factors), 1)
     # units x judges matrix over (response, factor) units
@@ -170,7 +173,7 @@ def robust_ranking(model: ScoreModel, boot: Bootstrap, level: float = 0.95) -> R
         score = np.where(tot > 0, num_m.sum(0) / np.where(tot > 0, tot, 1), np.nan)
     lo, hi = boot.ratio_ci(num_m, den_m, level)
     w_ci = _judge_weight_ci(model, x, uniq, F, w, boot, level)
-    return RobustRanking(
+    return DiagnosticRanking(
         judges=list(model.judges),
         judge_weight=w,
         judge_weight_ci=w_ci,

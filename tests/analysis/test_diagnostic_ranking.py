@@ -1,4 +1,5 @@
-"""The robust ranking recovers the truth of synthetic runs and ignores a random judge."""
+"""The headline recovers the truth of synthetic runs and ignores a random judge; the
+diagnostic ranking's judge and datapoint weights do what they say."""
 
 from __future__ import annotations
 
@@ -6,14 +7,14 @@ import numpy as np
 import pytest
 from coeval_analysis import analyze, load_run
 from coeval_analysis.analysis import AnalysisOptions
-from coeval_analysis.stats.robust import judge_weights
+from coeval_analysis.stats.diagnostic_ranking import judge_weights
 
 QUALITY = {"stu-a": 0.75, "stu-b": 0.67, "stu-c": 0.59, "stu-d": 0.51, "stu-e": 0.43}
 TRUE_ORDER = list(QUALITY)
 
 
-def _robust_order(summary: dict) -> list[str]:
-    return sorted(summary["students"], key=lambda s: summary["students"][s]["robust_rank"])
+def _headline_order(summary: dict) -> list[str]:
+    return sorted(summary["students"], key=lambda s: summary["students"][s]["headline_rank"])
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -28,7 +29,7 @@ def test_ranked_in_true_order_and_random_judge_gets_no_weight(make_run, seed: in
         seed=seed,
     )
     s = analyze(load_run(run), AnalysisOptions(n_boot=300, seed=seed)).summary
-    assert _robust_order(s) == TRUE_ORDER
+    assert _headline_order(s) == TRUE_ORDER
     judges = s["judges"]
     assert judges["judge-random"]["weight"] < 0.05
     assert judges["judge-random"]["weight_ci"][1] < 0.05
@@ -39,11 +40,11 @@ def test_ranked_in_true_order_and_random_judge_gets_no_weight(make_run, seed: in
         low, high = judge["weight_ci"]
         assert low <= judge["weight"] <= high, name
     for name, student in s["students"].items():
-        low, high = student["robust_ci"]
-        assert low <= student["robust_score"] <= high, name
+        low, high = student["headline_ci"]
+        assert low <= student["headline_score"] <= high, name
 
 
-def test_robust_ranking_survives_a_random_majority_of_weak_signal(make_run) -> None:
+def test_headline_survives_a_random_majority_of_weak_signal(make_run) -> None:
     """Two random judges and one weakly informative judge: equal weighting blurs the
     differences towards the middle, the weighted score keeps them."""
     run = make_run(
@@ -54,11 +55,11 @@ def test_robust_ranking_survives_a_random_majority_of_weak_signal(make_run) -> N
         seed=7,
     )
     s = analyze(load_run(run), AnalysisOptions(n_boot=200)).summary
-    assert _robust_order(s) == TRUE_ORDER
+    assert _headline_order(s) == TRUE_ORDER
     assert s["judges"]["rand-1"]["weight"] < 0.05 and s["judges"]["rand-2"]["weight"] < 0.05
-    spread_robust = s["students"]["stu-a"]["robust_score"] - s["students"]["stu-e"]["robust_score"]
+    spread_headline = s["students"]["stu-a"]["headline_score"] - s["students"]["stu-e"]["headline_score"]
     spread_plain = s["students"]["stu-a"]["score"] - s["students"]["stu-e"]["score"]
-    assert spread_robust > 1.4 * spread_plain
+    assert spread_headline > 1.4 * spread_plain
 
 
 def test_judge_weights_zero_out_a_contrarian_judge() -> None:
