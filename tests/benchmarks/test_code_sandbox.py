@@ -161,3 +161,35 @@ def test_no_bubblewrap_means_refusal_unless_allowed(monkeypatch: pytest.MonkeyPa
     results, fields = _evaluate(add_one, [_fenced("def add_one(x):\n    return x + 1\n")])
     assert results == [{"pass@1": 1.0}]
     assert fields[0]["execution"]["sandbox"] == "none" and fields[0]["execution"]["network_isolated"] is False
+
+
+def _evaluate_with(rubric: dict[str, Any], datapoint: dict[str, Any], answers: list[str]) -> list[Any]:
+    ev = CodeTestsEvaluator()
+    scorings = [
+        Scoring(f"r{i}__python_tests", Scorer("python_tests", ("pass@1",)), TASK, rubric, datapoint,
+                {"id": f"r{i}", "datapoint_id": datapoint["id"], "response": a})
+        for i, a in enumerate(answers)
+    ]
+    results = asyncio.run(ev.evaluate(EvaluationRequest(scorings), _no_calls))
+    return [(r, ev.record_fields(s, r) if isinstance(r, dict) else {}) for s, r in zip(scorings, results, strict=True)]
+
+
+def test_workers_and_timeout_come_from_the_factor_params() -> None:
+    add_one = _items()[0]
+    loop = _fenced("def add_one(x):\n    while True:\n        pass\n")
+    right = _fenced("def add_one(x):\n    return x + 1\n")
+    rubric: dict[str, Any] = {"pass@1": {"evaluator": "python_tests", "params": {"workers": 2, "timeout_s": 0.5}}}
+    started = time.monotonic()
+    (looped, fields), (passed, _) = _evaluate_with(rubric, add_one, [loop, right])
+    assert looped == {"pass@1": 0.0} and passed == {"pass@1": 1.0}
+    assert fields["execution"]["status"] == "timeout"
+    assert fields["execution"]["error"] == "timed out: the program and its tests took longer than 0.5 s"
+    assert time.monotonic() - started < 2.5  # the two ran side by side, the loop stopped at 0.5 s
+    cases: list[tuple[dict[str, Any], str]] = [({"workers": 0}, "workers must be a whole number from 1 to 256; got 0"),
+                            ({"timeout_s": "3"}, "timeout_s must be a number of seconds"),
+                            ({"memory_mb": 10}, "only workers and timeout_s can be set")]
+    for params, message in cases:
+        rubric = {"pass@1": {"evaluator": "python_tests", "params": params}}
+        [(result, _)] = _evaluate_with(rubric, add_one, [right])
+        assert isinstance(result, EvaluationFailed)
+        assert result.error.startswith("task humaneval: rubric factor 'pass@1' params: ") and message in result.error

@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, cast
 
 import attrs
 
@@ -204,11 +205,12 @@ class _Child:
             key.data.extend(chunk[:256])
 
     def _close(self, key: selectors.SelectorKey) -> None:
+        """Stop watching a pipe and close it (the report pipe is a bare fd; the rest are files)."""
         self._sel.unregister(key.fileobj)
         if isinstance(key.fileobj, int):
             os.close(key.fileobj)
         else:
-            key.fileobj.close()
+            cast(IO[bytes], key.fileobj).close()
 
     def close(self) -> None:
         for key in list(self._sel.get_map().values()):
