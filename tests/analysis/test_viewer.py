@@ -10,6 +10,7 @@ import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -155,12 +156,14 @@ def test_report_links_into_the_running_viewer(served: tuple[str, Path], page: An
     page.goto((tmp_path / "a" / "report.html").as_uri())
     page.click("#viewer-find")
     page.locator("#viewer-failures").wait_for(timeout=10_000)
-    # the sections themselves now link to the matching viewer pages
-    jumps = {sec: page.locator(f"section#{sec} p.viewer-jump a").get_attribute("href")
+    # the sections themselves now link to the matching viewer pages, through /open (a navigation)
+    jumps = {sec: urlsplit(page.locator(f"section#{sec} p.viewer-jump a").get_attribute("href") or "")
              for sec in ("ranking", "judges", "agreement", "missing", "quality")}
-    assert jumps == {"ranking": url + "/r/0/", "judges": url + "/r/0/?sort=disagreement",
-                     "agreement": url + "/r/0/?sort=disagreement", "missing": url + "/r/0/failures",
-                     "quality": url + "/r/0/failures"}
+    assert {f"{j.scheme}://{j.netloc}{j.path}" for j in jumps.values()} == {url + "/open"}
+    assert {sec: parse_qs(j.query) for sec, j in jumps.items()} == {
+        sec: {"run": [str(run.resolve())], "to": [to]} for sec, to in (
+            ("ranking", "/"), ("judges", "/?sort=disagreement"), ("agreement", "/?sort=disagreement"),
+            ("missing", "/failures"), ("quality", "/failures"))}
     page.click("section#quality p.viewer-jump a")
     page.wait_for_load_state()
     assert page.locator('section.cause[data-cause="unparseable"]').count() == 1

@@ -1,10 +1,12 @@
 """The report's way down into ``coeval view``: a section whose links appear when a viewer
 is running on this machine and serving the report's run.
 
-The report is a static file that makes no request on its own, so the question goes to the
-viewer's ``/api/ping`` only when the reader presses the section's button; with no server
-the section says how to start one. Once a viewer answers, the ranking, judges, agreement,
-missing-data and data-quality sections each get a link to the matching viewer page.
+The report is a static file that makes no request at all: a page may not read the
+viewer's answers (the viewer allows no other origin, ``file://`` pages included), so the
+links go to the viewer's ``/open?run=PATH&to=PAGE`` by navigation, which opens that page
+of the report's run, or says which runs the viewer serves. They appear when the reader
+presses the section's button: the ranking, judges, agreement, missing-data and
+data-quality sections then each get a link to the matching viewer page.
 """
 
 from __future__ import annotations
@@ -30,16 +32,17 @@ VIEWER_URL = "http://127.0.0.1:8765"
 _SCRIPT = """
 <script>document.getElementById('viewer-find').addEventListener('click',function(){
 var base=%(base)s,run=%(run)s,box=document.getElementById('viewer-links');
-box.textContent='No viewer answers at '+base+': start one with the command above.';
-fetch(base+'/api/ping?run='+encodeURIComponent(run)).then(function(r){return r.json();}).then(function(d){var k=d.index;
-if(k<0){k=d.count===1?0:-1;}if(k<0)return;var r=base+'/r/'+k;
-box.innerHTML='<a id="viewer-start" href="'+r+'/">ranking and datapoints</a> &middot; '+
-'<a href="'+r+'/?sort=disagreement">most disputed datapoints</a> &middot; '+
-'<a id="viewer-failures" href="'+r+'/failures">failed and unparseable calls</a>';
+function at(page){return base+'/open?run='+encodeURIComponent(run)+'&to='+encodeURIComponent(page);}
+box.innerHTML='In the viewer at '+base+' (start it first with the command above): '+
+'<a id="viewer-start">ranking and datapoints</a> &middot; <a id="viewer-disputed">most disputed datapoints</a>'+
+' &middot; <a id="viewer-failures">failed and unparseable calls</a>';
+document.getElementById('viewer-start').href=at('/');
+document.getElementById('viewer-disputed').href=at('/?sort=disagreement');
+document.getElementById('viewer-failures').href=at('/failures');
 var jumps=%(jumps)s;Object.keys(jumps).forEach(function(id){var sec=document.getElementById(id);
 if(!sec||sec.querySelector('.viewer-jump'))return;var p=document.createElement('p'),a=document.createElement('a');
-p.className='viewer-jump';a.href=r+jumps[id][0];a.textContent=jumps[id][1];p.appendChild(a);
-var h=sec.querySelector('h2');if(h){h.after(p);}else{sec.prepend(p);}});}).catch(function(){});});
+p.className='viewer-jump';a.href=at(jumps[id][0]);a.textContent=jumps[id][1];p.appendChild(a);
+var h=sec.querySelector('h2');if(h){h.after(p);}else{sec.prepend(p);}});});
 </script>"""
 
 #: report section id -> (viewer page under the run, link text): added once a viewer answers

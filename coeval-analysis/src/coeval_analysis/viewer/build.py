@@ -14,11 +14,13 @@ evaluation record, the last valid per id), ``responses`` and ``datapoints``. Leg
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
 
+from coeval_analysis.run_files import jsonl_files
+from coeval_analysis.viewer.oversized import MAX_RECORD_BYTES
 from coeval_analysis.viewer.rowsql import datapoint_rows_sql
 
 __all__ = ["DATAPOINT_SUMMARY", "JUDGMENTS_STEP", "PHASES", "Step", "build_steps", "preliminary_ranking_sql",
@@ -64,8 +66,9 @@ class Step:
 
 
 def record_files(run: Path, phase: str) -> list[Path]:
-    d = run / phase
-    return sorted(d.glob("*.jsonl")) if d.is_dir() else []
+    """The phase's record files, through the run-file guard (a FIFO, a device or a link
+    leaving the run folder is an :class:`~coeval_analysis.errors.AnalysisInputError`)."""
+    return jsonl_files(run, phase)
 
 
 def _sql_list(paths: Sequence[Path]) -> str:
@@ -77,13 +80,14 @@ def _columns_sql(columns: dict[str, str]) -> str:
 
 
 def _read(paths: Sequence[Path], columns: dict[str, str]) -> str:
-    """A SELECT over JSONL files, each line numbered (for "the latest line wins")."""
+    """A SELECT over JSONL files, each line numbered (for "the latest line wins"). A line
+    over :data:`MAX_RECORD_BYTES` fails the read (see :mod:`.oversized`)."""
     if not paths:
         nulls = ", ".join(f"CAST(NULL AS {t}) AS {k}" for k, t in columns.items())
         return f"SELECT {nulls}, 0 AS _line WHERE false"
     return (
         f"SELECT *, row_number() OVER () AS _line FROM read_json({_sql_list(paths)}, format='newline_delimited', "
-        f"ignore_errors=true, columns={_columns_sql(columns)})"
+        f"ignore_errors=true, maximum_object_size={MAX_RECORD_BYTES}, columns={_columns_sql(columns)})"
     )
 
 
@@ -135,9 +139,11 @@ def _size(paths: Sequence[Path]) -> float:
     return float(sum(p.stat().st_size for p in paths)) + 1.0
 
 
-def build_steps(run: Path) -> list[Step]:
-    """The statements that fill an empty database from ``run``, ``judgments`` first."""
-    dps, resps, evals = (record_files(run, PHASES[k]) for k in ("datapoints", "responses", "evals"))
+def build_steps(run: Path, files: Mapping[str, Sequence[Path]] | None = None) -> list[Step]:
+    """The statements that fill an empty database from ``run``, ``judgments`` first.
+    ``files``: the record files to read per :data:`PHASES` key (default: the run's own)."""
+    found = files or {k: record_files(run, phase) for k, phase in PHASES.items()}
+    dps, resps, evals = (found[k] for k in ("datapoints", "responses", "evals"))
     e = _size(evals)
     return [
         Step("listing judgments", _judgments(evals), 0.3 * e),

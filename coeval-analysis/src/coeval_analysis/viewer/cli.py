@@ -7,7 +7,10 @@ import webbrowser
 from pathlib import Path
 
 import click
+from coeval.cli.errors import ERROR_PREFIX
+from coeval.console.text import plain
 
+from coeval_analysis.errors import AnalysisInputError
 from coeval_analysis.viewer.export import FORMATS, export_judgments, export_leaderboard
 from coeval_analysis.viewer.server import ViewServer
 from coeval_analysis.viewer.store import RunStore, StoreError, cache_folder
@@ -39,9 +42,13 @@ def _runs(runs: tuple[Path, ...], storage: Path | None) -> list[Path]:
 
 
 def _store(run: Path, command: str, *, background: bool = False) -> RunStore:
-    """The run's store; a cache folder that cannot be made or written is exit code 2."""
+    """The run's store; a cache folder that cannot be made or written, or a run file the
+    guard refuses (a FIFO, an outside link), is exit code 2."""
     try:
         return RunStore(run, background=background)
+    except AnalysisInputError as exc:
+        click.echo(plain(f"{ERROR_PREFIX} {exc}"), err=True)
+        sys.exit(2)
     except OSError as exc:
         where = exc.filename or cache_folder()
         click.echo(f"coeval {command}: cannot use the cache folder {where}: {exc.strerror or exc} "

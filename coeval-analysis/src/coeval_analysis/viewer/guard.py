@@ -4,10 +4,10 @@ A run holds prompts, answers and judges' replies, which may be private, and the 
 serves them over plain HTTP. Three rules keep other pages out:
 
 * **no CORS**: responses carry no ``Access-Control-Allow-Origin``, so a page on another
-  origin (any site the user has open, or a downloaded ``file://`` page) cannot read them.
-  The one exception is ``/api/ping``, which the HTML report (a ``file://`` page, origin
-  ``null``) asks whether a viewer serves its run: it is allowed to that origin only and
-  answers only the index of the run asked for, never the runs' paths;
+  origin (any site the user has open, a downloaded ``file://`` page, a sandboxed frame:
+  origin ``null``) cannot read them, and ``/api/ping`` refuses such a request outright
+  (403), so no page can probe which runs are served. The HTML report reaches its run by
+  navigation instead (``/open?run=PATH``), whose answer no other page can read;
 * **Host check**: a request whose ``Host`` is not the bound address or localhost is refused
   with 421 (DNS rebinding: an attacker's name that resolves to 127.0.0.1 keeps its own
   name in ``Host``);
@@ -171,15 +171,10 @@ class ViewGuard:
         host = headers.get("Host") or ""
         return origin.lower() == f"http://{host.lower()}" or origin.lower() in self.own_origins()
 
-    def cors_headers(self, route: list[str], headers: Headers) -> list[tuple[str, str]]:
-        """``/api/ping`` to the report (a ``file://`` page, origin ``null``); nothing else."""
-        if route == ["api", "ping"] and headers.get("Origin") == "null":
-            return [("Access-Control-Allow-Origin", "null"), ("Vary", "Origin")]
-        return []
-
     @staticmethod
     def cross_origin(headers: Headers) -> bool:
-        """Whether a browser sent the request from a page of another origin."""
+        """Whether a browser sent the request from a page of another origin (``Origin: null``,
+        a local file or a sandboxed frame of any site, included)."""
         return headers.get("Origin") is not None and (headers.get("Sec-Fetch-Site") or "cross-site") != "same-origin"
 
 

@@ -174,8 +174,15 @@ def _answer_page(name: str, base: str, units: LabelUnits, c: Candidate, place: i
     )
 
 
+#: what an HTML parser reads inside ``<script>`` (``</script>``, ``<!--``) or what ends a
+#: JavaScript line, written as JSON ``\\u`` escapes (which JSON.parse reads back unchanged)
+_SCRIPT_UNSAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                                "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def _json_island(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
+    """``obj`` as JSON safe inside ``<script type="application/json">``, whatever its text."""
+    return json.dumps(obj, ensure_ascii=False).translate(_SCRIPT_UNSAFE)
 
 
 _SCRIPT = """
@@ -245,8 +252,8 @@ def handle_post(handler: BaseHTTPRequestHandler, desk: LabelDesk | None, n_runs:
         return
     try:
         payload = json.loads(handler.rfile.read(size))
-    except (ValueError, UnicodeDecodeError):
-        _reply(handler, HTTPStatus.BAD_REQUEST, {"error": "the body is not JSON"})
+    except (ValueError, RecursionError):  # a body nested thousands of levels deep is not a label
+        _reply(handler, HTTPStatus.BAD_REQUEST, {"error": "the body is not JSON (or nested too deep)"})
         return
     try:
         status, reply = desk.post(int(segments[1]), payload)

@@ -51,6 +51,14 @@ def shared_datapoints(a: RunStore, b: RunStore) -> tuple[list[dict[str, Any]], i
     return [{"id": rid} for rid in same[:_SHARED_SHOWN]], len(same)
 
 
+class _Redirect(Exception):
+    """Raised by a route whose answer is ``303 See Other`` to ``location`` (a viewer path)."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(location)
+        self.location = location
+
+
 class ViewServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -129,6 +137,9 @@ class _Handler(BaseHTTPRequestHandler):
         segments = [unquote(s) for s in parts.path.split("/") if s]
         try:
             status, body, kind = self._route(segments, query)
+        except _Redirect as go:
+            self._refuse(HTTPStatus.SEE_OTHER, "See " + go.location, (("Location", go.location),))
+            return
         except StoreError as exc:
             status, body, kind = HTTPStatus.INTERNAL_SERVER_ERROR, pages.error_page(str(exc)), "html"
         except Exception:  # a page must never take the server down
@@ -138,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json" if kind == "json" else "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
-        for name, value in (*self.server.guard.cors_headers(segments, self.headers), *SECURITY_HEADERS):
+        for name, value in SECURITY_HEADERS:
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
@@ -153,7 +164,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, segments: list[str], query: dict[str, str]) -> tuple[int, str, str]:
         stores = self.server.stores
         if segments == ["api", "ping"]:
+            if self.server.guard.cross_origin(self.headers):  # no page elsewhere may ask which runs are served
+                return HTTPStatus.FORBIDDEN, json.dumps({"error": "asked from another origin"}), "json"
             return HTTPStatus.OK, json.dumps(self._ping(query.get("run"))), "json"
+        if segments == ["open"]:
+            return self._open(query)
         if segments == ["api", "status"]:
             return HTTPStatus.OK, json.dumps({"runs": [s.status() for s in stores]}), "json"
         if not segments:
@@ -178,15 +193,29 @@ class _Handler(BaseHTTPRequestHandler):
         return HTTPStatus.NOT_FOUND, pages.not_found_page("No such page."), "html"
 
     def _ping(self, run: str | None) -> dict[str, Any]:
-        """Which run is ``run`` (its index, -1 when not served) and how many are served; the
-        runs' paths only to a request that is not from another origin's page."""
+        """The served runs' paths, which is ``run`` (its index, -1 when not served) and how
+        many are served (asked by the viewer's own pages and by scripts, never by another
+        origin's page)."""
         paths = [str(s.run.resolve()) for s in self.server.stores]
-        answer: dict[str, Any] = {}
-        if not self.server.guard.cross_origin(self.headers):
-            answer["runs"] = paths
+        answer: dict[str, Any] = {"runs": paths}
         if run is not None:
             answer.update(index=paths.index(run) if run in paths else -1, count=len(paths))
         return answer
+
+    def _open(self, query: dict[str, str]) -> tuple[int, str, str]:
+        """``/open?run=PATH&to=PAGE``: the report's links, by navigation (a page elsewhere
+        cannot read where it leads): to PAGE of the served run at PATH (a path of the
+        viewer's own; its start page otherwise)."""
+        paths = [str(s.run.resolve()) for s in self.server.stores]
+        run = query.get("run", "")
+        if run not in paths:
+            served = ", ".join(paths)
+            return HTTPStatus.NOT_FOUND, pages.not_found_page(f"This viewer does not serve {run}; it serves {served}. "
+                                                              f"Start one with: coeval view --run {run}"), "html"
+        to = query.get("to", "/")
+        if not to.startswith("/") or to.startswith("//") or "\\" in to or any(c in to for c in "\r\n"):
+            to = "/"
+        raise _Redirect(f"/r/{paths.index(run)}{to}")
 
     def _root(self, query: dict[str, str]) -> tuple[int, str, str]:
         stores = self.server.stores

@@ -33,6 +33,7 @@ from coeval_analysis.viewer.build import (
     preliminary_ranking_sql,
     record_files,
 )
+from coeval_analysis.viewer.oversized import is_oversize_error, without_oversized
 
 if TYPE_CHECKING:
     import duckdb  # ~100 ms to import: coeval --help, which lists `view`, must not pay it
@@ -44,6 +45,8 @@ log = logging.getLogger("coeval.view")
 _CACHE_VERSION = "5"  # 5: evals keep execution (code tests), responses their sample
 #: DuckDB's own memory ceiling; past it, it works from the database file.
 MEMORY_LIMIT = "512MB"
+#: the table of records left out of the database (too big to read), one message each
+_WARNINGS = "viewer_warnings"
 
 
 class StoreError(RuntimeError):
@@ -105,8 +108,10 @@ class RunStore:
         self._step = ""
         self._thread: threading.Thread | None = None
         self._closing = False
+        self._warnings: list[str] = []  #: records left out of the database, with why
         if self._db.exists():
             self._con = self._open(self._db)
+            self._warnings = self._stored_warnings(self._con)
             self._ranked.set()
             self._judgments.set()
             self._ready.set()
@@ -118,6 +123,15 @@ class RunStore:
             self._build()
             if self._failure:
                 raise StoreError(self._failure)
+
+    @staticmethod
+    def _stored_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
+        import duckdb
+
+        try:
+            return [str(row[0]) for row in con.execute(f"SELECT message FROM {_WARNINGS}").fetchall()]
+        except duckdb.CatalogException:  # a database built before warnings were kept
+            return []
 
     @staticmethod
     def _open(db: Path) -> duckdb.DuckDBPyConnection:
@@ -145,7 +159,7 @@ class RunStore:
                 self._con = self._builder = con
             if rank_first:
                 self._rank_first(con)
-            self._run_steps(con)
+            self._run_steps(con, part)
             con.execute("CHECKPOINT")
             self._swap(con, part)
         except Exception as exc:  # the server stays up and says what went wrong
@@ -158,17 +172,24 @@ class RunStore:
                 self._builder = self._con = None
             part.unlink(missing_ok=True)
         finally:
+            for copy in part.parent.glob(f"{part.name}-*"):  # the record files without their oversized lines
+                copy.unlink(missing_ok=True)
             self._ranked.set()
             self._judgments.set()
             self._ready.set()
 
     def _rank_first(self, con: duckdb.DuckDBPyConnection) -> None:
         """The preliminary ranking (:func:`preliminary_ranking_sql`), before the build proper."""
+        import duckdb
+
         self._step = "ranking the students"
         try:
             cur = con.execute(preliminary_ranking_sql(self.run))
             names = [d[0] for d in cur.description or ()]
             self._preliminary = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        except duckdb.InvalidInputException as exc:  # an oversized record: the build proper leaves it out
+            if not is_oversize_error(exc):
+                raise
         finally:
             self._ranked.set()
 
@@ -178,18 +199,47 @@ class RunStore:
         self._ranked.wait(timeout)
         return list(self._preliminary)
 
-    def _run_steps(self, con: duckdb.DuckDBPyConnection) -> None:
-        steps = build_steps(self.run)
+    def _run_steps(self, con: duckdb.DuckDBPyConnection, part: Path) -> None:
+        import duckdb
+
+        files = {key: record_files(self.run, phase) for key, phase in PHASES.items()}
+        steps = build_steps(self.run, files)
         self._total = sum(s.weight for s in steps) or 1.0
-        for step in steps:
+        trimmed = False
+        i = 0
+        while i < len(steps):
+            step = steps[i]
             self._step, self._current = step.name, step.weight
-            con.execute(step.sql)
+            try:
+                con.execute(step.sql)
+            except duckdb.InvalidInputException as exc:
+                if trimmed or not is_oversize_error(exc):
+                    raise
+                trimmed = True  # read the files again without their oversized lines, from this step on
+                files = self._without_oversized(files, part)
+                steps = build_steps(self.run, files)
+                continue
+            i += 1
             if step.table:
                 self._tables.add(step.table)
             self._done += step.weight
             self._current = 0.0
             if step.name == JUDGMENTS_STEP:
                 self._judgments.set()
+        con.execute(f"CREATE TABLE {_WARNINGS} (message VARCHAR)")
+        if self._warnings:
+            con.executemany(f"INSERT INTO {_WARNINGS} VALUES (?)", [(w,) for w in self._warnings])
+
+    def _without_oversized(self, files: dict[str, list[Path]], part: Path) -> dict[str, list[Path]]:
+        """The record files with each line too big for DuckDB left out (copies beside the
+        database being built), each one a warning (:mod:`.oversized`)."""
+        out: dict[str, list[Path]] = {}
+        for key, paths in files.items():
+            out[key], warnings = without_oversized(paths, part)
+            for warning in warnings:
+                log.warning("%s", warning)
+            self._warnings += warnings
+        return out
 
     def _swap(self, con: duckdb.DuckDBPyConnection, part: Path) -> None:
         """Close the builder once no cursor is in use, rename its file, reopen read-only."""
@@ -247,7 +297,7 @@ class RunStore:
         return {"run": self.name, "ready": self.ready and self._failure is None,
                 "judgments_ready": self._judgments.is_set() and self._failure is None,
                 "progress": round(self.progress(), 3), "step": "" if self.ready else self._step,
-                "error": self._failure}
+                "error": self._failure, "warnings": list(self._warnings)}
 
     # -- questions ------------------------------------------------------------------------
 
