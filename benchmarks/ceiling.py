@@ -103,14 +103,16 @@ def sdk_pool(calls: int, latency_ms: float = 200.0, latency_sigma: float = 1.0, 
     returns, to the fake server at figure a2's latency. The server draws each request's
     latency by its index, so these are the run's very draws; the wall against the same
     ideal (``calls x mean latency / concurrency``) is the most the SDK and this machine allow
-    a run with a perfect worker pool and nothing else to do."""
+    a run with a perfect worker pool and nothing else to do; its CPU per call is the SDK's own
+    at that latency, against which the run's is measured (figure a2's targets)."""
     with tempfile.TemporaryDirectory(prefix="coeval-bench-pool-") as tmp, \
             fake_server_process(latency_ms, latency_sigma) as server:  # fmt: skip
         iface, body = _bare_interface(Path(tmp), server.url)
-        _, wall = _bare_posts(iface, body, calls, concurrency, warm_up=False)
+        cpu, wall = _bare_posts(iface, body, calls, concurrency, warm_up=False)
     ideal = ideal_s(calls, latency_ms, latency_sigma, concurrency)
     return {"name": "sdk_pool", "calls": calls, "concurrency": concurrency, "wall_s": round(wall, 2),
-            "ideal_s": round(ideal, 2), "efficiency": round(ideal / wall, 3)}  # fmt: skip
+            "ideal_s": round(ideal, 2), "efficiency": round(ideal / wall, 3),
+            "cpu_ms_per_call": round(cpu * 1000 / calls, 4)}  # fmt: skip
 
 
 def _bare_interface(work: Path, server_url: str) -> tuple[Any, dict[str, Any]]:

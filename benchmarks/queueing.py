@@ -157,6 +157,37 @@ def _server_stats(url: str) -> dict[str, int]:
     return stats
 
 
+def _fixed_pool(base_url: str, items: int, timeout_s: float, in_flight: int) -> float:
+    """Wall seconds of ``items`` calls through the ``vllm`` interface, ``in_flight`` workers
+    each taking the next as its last returns, no scheduler: what the server and this machine
+    allow a client that knows the server's slots (its calls retried on a timeout)."""
+    model = ModelConfig(name="pool", interface="vllm", roles=("student",),
+                        parameters={"model": "m", "base_url": base_url, "timeout": timeout_s, "max_tokens": 16})
+    iface = registries().interfaces.get("vllm")(model, None)
+    request = GenerateRequest(prompt="item", params=model.parameters)
+
+    async def go() -> float:
+        left = items
+
+        async def worker() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                try:
+                    await iface.generate(request)
+                except Exception:  # a timeout: the item goes back
+                    left += 1
+
+        started = time.perf_counter()
+        try:
+            await asyncio.gather(*(worker() for _ in range(in_flight)))
+        finally:
+            await iface.aclose()
+        return time.perf_counter() - started
+
+    return asyncio.run(go())
+
+
 def run_shape(name: str, slots: int, service_ms: float, queue: str, timeout_s: float, items: int,
               metrics: bool = False, models: int = 2) -> dict[str, Any]:
     """One server shape: ``items`` items of ``models`` models against it."""
@@ -165,6 +196,8 @@ def run_shape(name: str, slots: int, service_ms: float, queue: str, timeout_s: f
         before = _server_stats(url)
         outcomes, stats, wall = _drive(url + "/v1", items, timeout_s, models)
         after = _server_stats(url)
+        # the same items with the server's slots known (slots + 1 in flight), on the same machine now
+        pool_wall = _fixed_pool(url + "/v1", items, timeout_s, slots + 1)
     requests = after["received"] - before["received"]
     capacity = slots / (service_ms / 1000.0)
     ok = sum(o.status == "ok" for o in outcomes)
@@ -172,7 +205,9 @@ def run_shape(name: str, slots: int, service_ms: float, queue: str, timeout_s: f
     lanes = list(stats.lanes.values())
     return {"shape": name, "items": items, "ok_items": ok, "requests": requests,
             "extra_requests": round(requests / items - 1.0, 4), "wall_s": round(wall, 2),
-            "capacity_share": round(share, 3), "final_limit": [lane.limit for lane in lanes],
+            "capacity_share": round(share, 3),
+            "fixed_pool_share": round(items / pool_wall / capacity, 3),
+            "final_limit": [lane.limit for lane in lanes],
             "client_peak_in_flight": [lane.peak_in_flight for lane in lanes],
             "server_peak_waiting": after["peak_waiting"], "rejected": after["rejected"] - before["rejected"],
             "abandoned": after["abandoned"] - before["abandoned"],
