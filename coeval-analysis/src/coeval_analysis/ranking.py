@@ -365,9 +365,11 @@ def determination(r: HeadlineRanking) -> list[str | None]:
                "or a rank; add datapoints")  # fmt: skip
         return [why if scored[i] else None for i in range(len(scored))]
     unrelated = unrelated_weight(r)
+    judged = np.isfinite(r.judged) if len(r.judged) == len(scored) else np.zeros(len(scored), bool)
     out: list[str | None] = []
     for i, rr in enumerate(r.comparisons.rank_range):
-        if not scored[i] or rr is None or rr[0] == rr[1] or unrelated[i] >= UNRELATED_INFO_FLOOR:
+        # a place resting on pass rates alone is a matter of datapoints, which the rank range shows
+        if not scored[i] or not judged[i] or rr is None or rr[0] == rr[1] or unrelated[i] >= UNRELATED_INFO_FLOOR:
             out.append(None)
             continue
         out.append(
@@ -445,7 +447,8 @@ def student_missing(data: RunData, model: ScoreModel, students: list[str]) -> di
 
 
 def common_items(r: HeadlineRanking, students: list[str]) -> dict[str, Any]:
-    """The headline score on the datapoints every scored student has a score on."""
+    """The judged score (on [0, 1], as the headline's) on the datapoints every scored student
+    has a judged score on."""
     h = r.headline
     has = ~np.isnan(h.cell)
     scored = has.any(0)
@@ -457,6 +460,7 @@ def common_items(r: HeadlineRanking, students: list[str]) -> dict[str, Any]:
     with np.errstate(invalid="ignore", divide="ignore"):
         tot = (~np.isnan(dev) * d).sum(0)
         score = np.where(tot > 0, h.grand + np.nansum(dev * d, 0) / np.where(tot > 0, tot, 1.0), np.nan)
+    score = to_unit(score)
     order = np.argsort(-np.where(np.isnan(score), -np.inf, score), kind="stable")
     ranks = np.empty(len(score), np.int64)
     ranks[order] = np.arange(1, len(score) + 1)

@@ -59,7 +59,8 @@ def gold_report(
             "gold_score": _num(score[i]),
             "gold_ci": [_num(lo[i]), _num(hi[i])],
             "n": int(tot[i]),
-            "robust_score": _num(robust.score[i]),
+            "diagnostic_score": _num(robust.score[i]),
+            "robust_score": _num(robust.score[i]),  # schema 2's name, for one release
         }
         for i, s in enumerate(model.students)
         if tot[i] > 0
