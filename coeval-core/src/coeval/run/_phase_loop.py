@@ -343,6 +343,25 @@ class PhaseLoop(RunState):
         # the console's summary line already says how the phase ended: run.log keeps the details
         log.info("phase finished", **fields)
 
+    def _limit_message(self, skip_causes: Counter[str]) -> str:
+        """Which limit stopped the run, where it stands, and what is left to do."""
+        assert self.scheduler is not None
+        exp = self.config.experiment
+        limits, raise_ = [], []
+        if skip_causes["budget"] and exp.budget_usd is not None:
+            limits.append(f"the budget (budget_usd {_dollars(exp.budget_usd)}, "
+                          f"{_dollars(self.scheduler.spend_usd)} spent)")
+            raise_.append("experiment.budget_usd")
+        if skip_causes["quota"]:
+            for name, quota in sorted(exp.quota.items()):
+                if quota.max_calls is not None and self.scheduler.calls[name] >= quota.max_calls:
+                    limits.append(f"the quota of {name} (max_calls {quota.max_calls}, all made)")
+                    raise_.append(f"experiment.quota.{name}.max_calls")
+        left = sum(skip_causes[c] for c in _LIMIT_CAUSES)
+        return (f"stopped by {' and '.join(limits) or 'a quota or the budget'}: {left} items left (and the work that "
+                f"builds on them); raise "
+                f"{' and '.join(raise_) or 'it'} and run with --continue to make them")
+
     def _verdict(self, phases: list[Phase]) -> tuple[str, int, str]:
         if self.stop_requested:
             return "interrupted", EXIT_INTERRUPTED, "interrupted"
@@ -358,10 +377,14 @@ class PhaseLoop(RunState):
         if failed_items or (old_failures and not self.only):
             return "incomplete", EXIT_FAILED, f"{failed_items} items failed; see `coeval status`"
         if skip_causes and set(skip_causes) <= _LIMIT_CAUSES:
-            return "incomplete", EXIT_GAPS, "stopped by quota or budget; raise it and run with --continue"
+            return "incomplete", EXIT_GAPS, self._limit_message(skip_causes)
         if self.only and not skip_causes:
             return "incomplete", EXIT_OK, "this shard's models are done; other shards' items remain"
         return "incomplete", EXIT_FAILED, "some items are still missing; see `coeval status`"
+
+
+def _dollars(usd: float) -> str:
+    return f"${usd:,.4f}" if usd < 1 else f"${usd:,.2f}"
 
 
 def _planned(phase: Phase, view: RunView) -> int:
