@@ -138,3 +138,15 @@ def test_only_the_judges_factors_count_as_labels_to_add(tmp_path: Path) -> None:
     evals += [evaluation(r, "regex", {"format": 1.0}, evaluator="regex") for r in resps]
     data = load_run(write_run(tmp_path / "run", rubric=rubric, datapoints=dps, responses=resps, evaluations=evals))
     assert labellable_factors(data, ScoreModel.build(data)) == 1
+
+
+def test_tiers_cut_only_where_everyone_above_is_told_apart_from_everyone_below() -> None:
+    from coeval_analysis.leaderboard import tiers_line, tiers_of
+
+    order = ["A", "B", "C", "D", "E"]
+    apart = {("A", x): True for x in "BCDE"} | {(x, "E"): True for x in "BCD"}
+    assert tiers_line(tiers_of(order, apart)) == "A; then B, C and D, not separable; then E"
+    # B above C, C not told apart from A: no cut may put A alone above C
+    chain = {("A", "B"): True, ("B", "C"): True}
+    assert tiers_of(["A", "B", "C"], chain) == [["A", "B", "C"]]
+    assert tiers_line([["A"]]) == "A"

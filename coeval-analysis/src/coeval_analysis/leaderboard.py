@@ -91,14 +91,20 @@ def tiers_line(tiers: Sequence[Sequence[str]]) -> str:
 
 
 def tiers_of(order: Sequence[str], separated: Mapping[tuple[str, str], bool]) -> list[list[str]]:
-    """Students in headline order cut into tiers: a new tier starts where a student is told
-    apart from (significantly below) every student of the tier above."""
+    """Students in headline order cut into tiers. A cut falls between two neighbours only
+    where every student above it is told apart from (significantly above) every student
+    below it, so a tier line never claims a separation the comparisons do not make."""
     tiers: list[list[str]] = []
-    for s in order:
-        if tiers and not all(separated.get((t, s), False) for t in tiers[-1]):
-            tiers[-1].append(s)
-        else:
-            tiers.append([s])
+    current: list[str] = []
+    for k, s in enumerate(order):
+        current.append(s)
+        below = order[k + 1 :]
+        above = order[: k + 1]
+        if below and all(separated.get((a, b), False) for a in above for b in below):
+            tiers.append(current)
+            current = []
+    if current:
+        tiers.append(current)
     return tiers
 
 
