@@ -83,9 +83,12 @@ def bench_gpu(session: nox.Session) -> None:
 def chaos(session: nox.Session) -> None:
     """Kill `coeval run`, `ingest`, `repair` and `analyze` at random moments: --continue (or the
     same command again) finishes with nothing lost or duplicated, no leftover, and meta.json's
-    calls equal to those the fake server saw."""
+    calls equal to those the fake server saw; a run with a quota and a budget, killed and
+    continued many times: the server's calls equal the call ledger's per model, the quota
+    holds on the server, the budget is overrun by at most one call's cost."""
     session.run(_python(session), "-m", "pytest", "-q", "-m", "slow", "tests/core/test_chaos.py",
-                "tests/e2e/test_chaos_commands.py", *session.posargs, external=True, env={"COEVAL_CHAOS": "1"})
+                "tests/e2e/test_chaos_commands.py", "tests/e2e/test_chaos_spend.py", *session.posargs,
+                external=True, env={"COEVAL_CHAOS": "1"})
 
 
 @nox.session(python=False)

@@ -46,7 +46,7 @@ from coeval.phases.ids import RECORD_PHASES
 from coeval.phases.info import configured_mode
 from coeval.phases.order import ordered_phases
 from coeval.phases.ordering import batch_enabled, phases_that_may_run
-from coeval.planning.cost import estimate_and_report, record_estimate
+from coeval.planning.cost import estimate_and_report, planned_phase_seconds, record_estimate
 from coeval.run._phase_loop import PhaseLoop
 from coeval.run._startup import RunStartup
 from coeval.run.call_estimates import call_estimates
@@ -71,7 +71,7 @@ from coeval.scheduler import Scheduler, SchedulerLimits
 from coeval.scheduler.core import max_attempts_for
 from coeval.storage.claims import ModelClaims
 from coeval.storage.fork import fork_run
-from coeval.storage.leftovers import sweep_temp_files
+from coeval.storage.leftovers import remove_stale_scratch, sweep_temp_files
 from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line
 from coeval.storage.snapshot import write_config_snapshot
@@ -179,6 +179,7 @@ class _Run(RunStartup, PhaseLoop):
                               resume_from=self.options.resume_from or exp.resume_from, fork=fork)
         if not self.only:  # alone in the folder: heal files whose last line a crash cut
             sweep_temp_files(self.run.root)  # and remove the temporary files of killed writes
+            remove_stale_scratch()  # and the scratch copies of killed `repair --dry-run`s
             for phase in (p.name for p in phases if p.name in PHASE_DIRS):
                 for path in self.run.jsonl_files(phase):
                     cut = cut_partial_last_line(path)
@@ -194,6 +195,8 @@ class _Run(RunStartup, PhaseLoop):
             await off_the_loop(lambda: record_estimate(self.config, only_models=self.options.only_models,
                                                        keys_file=self.options.keys_file, registries=self.registries,
                                                        pipeline=self.options.pipeline))
+        if hasattr(self.progress, "expect"):  # the bars' ETA before a rate is known: the plan's
+            self.progress.expect(planned_phase_seconds(self.run.root))
         log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
                  only_models=sorted(self.only) or None)
         self._warn_stale_static_artifacts(log)
