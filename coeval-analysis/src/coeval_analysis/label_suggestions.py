@@ -50,6 +50,8 @@ from typing import Any
 
 import numpy as np
 
+from coeval_analysis.run_files import read_text
+
 __all__ = [
     "CALIBRATION",
     "JUDGE_SHARE",
@@ -194,7 +196,7 @@ def fresh_summary(run: Path) -> dict[str, Any] | None:
         inputs += [p for p in (run / "human_labels.jsonl",) if p.exists()]
         if any(p.stat().st_mtime_ns > written for p in inputs):
             return None
-        found = json.loads(path.read_text(encoding="utf-8"))
+        found = json.loads(read_text(path, run))
     except (OSError, ValueError):
         return None
     return found if isinstance(found, dict) else None

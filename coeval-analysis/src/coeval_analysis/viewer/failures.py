@@ -11,6 +11,7 @@ from typing import Any
 
 from coeval.quality.ledger import rejections
 
+from coeval_analysis.run_files import read_text
 from coeval_analysis.viewer.pages import _e, _pre, layout
 from coeval_analysis.viewer.queries import PAGE_SIZE
 from coeval_analysis.viewer.store import RunStore
@@ -53,7 +54,7 @@ def failure_groups(store: RunStore, per_cause: int = PAGE_SIZE) -> list[dict[str
 def rejected_replies(store: RunStore) -> dict[str, dict[str, int]]:
     """``{teacher: {rule: count}}`` of ``meta.json`` (empty when the run keeps none)."""
     try:
-        meta = json.loads((store.run / "meta.json").read_text(encoding="utf-8"))
+        meta = json.loads(read_text(store.run / "meta.json"))
     except (OSError, ValueError):
         return {}
     return rejections(meta) if isinstance(meta, dict) else {}

@@ -12,6 +12,7 @@ import yaml
 from coeval.config._yaml import load_yaml_guarded
 
 from coeval_analysis.leaderboard_view import LeaderboardTable, leaderboard_of_summary
+from coeval_analysis.run_files import read_text
 from coeval_analysis.viewer.build import PHASES, record_files
 
 __all__ = ["analysis_leaderboard", "analysis_ranking", "analysis_summary", "run_outline"]
@@ -33,8 +34,8 @@ def run_outline(run: Path) -> dict[str, list[str]]:
     run's config names them; empty lists when the run keeps no readable config."""
     outline: dict[str, list[str]] = {key: [] for key in (*_ROLES.values(), "tasks")}
     try:
-        config = load_yaml_guarded((run / "config.yaml").read_text(encoding="utf-8"), str(run / "config.yaml"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        config = load_yaml_guarded(read_text(run / "config.yaml"), str(run / "config.yaml"))
+    except (OSError, ValueError, yaml.YAMLError):  # ValueError: not UTF-8, or refused by the run-file guard
         return outline
     if not isinstance(config, dict):
         return outline
@@ -53,7 +54,7 @@ def analysis_summary(run: Path) -> dict[str, Any] | None:
         written = path.stat().st_mtime_ns
         if any(f.stat().st_mtime_ns > written for phase in PHASES.values() for f in record_files(run, phase)):
             return None
-        summary = json.loads(path.read_text(encoding="utf-8"))
+        summary = json.loads(read_text(path, run))
     except (OSError, ValueError):
         return None
     return summary if isinstance(summary, dict) else None
