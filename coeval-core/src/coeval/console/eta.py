@@ -10,6 +10,11 @@ count as they should: a retried call finishes later, which is what the rate sees
     eta = RecentRate(window_s=30.0)          # clock: time.monotonic, injectable for tests
     eta.observe(done)                        # on every redraw
     eta.seconds_left(done, total)            # None while the rate is unknown or zero
+
+Until the recent rate is known (a phase's first second, or a pipelined phase whose first
+items wait on its upstream), the ETA is the plan's: the seconds the time model of
+``coeval plan`` (:mod:`coeval.planning.cost`) gave the phase, which the run records in
+``cost_estimate.json`` before it starts, less what the phase has done (:func:`planned_left`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-__all__ = ["RecentRate", "format_eta", "hms"]
+__all__ = ["RecentRate", "format_eta", "hms", "planned_left"]
 
 
 class RecentRate:
@@ -63,6 +68,14 @@ class RecentRate:
         if not rate:
             return None
         return left / rate
+
+
+def planned_left(planned_s: float, done: int, total: int, elapsed_s: float) -> float:
+    """Seconds left of a phase the plan gave ``planned_s``: its share not done yet, and at
+    least the plan's time not yet spent (a phase that has done nothing yet is not late)."""
+    if total <= 0 or done >= total:
+        return 0.0
+    return max(planned_s * (1.0 - done / total), planned_s - elapsed_s, 0.0)
 
 
 def hms(seconds: float) -> str:

@@ -35,7 +35,7 @@ from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, Tex
 from rich.text import Text
 
 from coeval.console.batch_watch import BatchWatch
-from coeval.console.eta import RecentRate, format_eta, hms
+from coeval.console.eta import RecentRate, format_eta, hms, planned_left
 from coeval.console.text import plain
 
 __all__ = ["NullProgress", "PhaseTracker", "ProgressReporter"]
@@ -101,7 +101,12 @@ class PhaseTracker:
         waiting = watch.describe(self.phase_id) if watch is not None else None
         if waiting is not None:
             return waiting
-        return format_eta(self.eta.seconds_left(self.done + self.skipped, self.total))
+        count = self.done + self.skipped
+        left = self.eta.seconds_left(count, self.total)
+        planned = self._reporter.planned_s.get(self.phase_id) if self._reporter is not None else None
+        if left is None and planned:  # no recent rate yet: the plan's time model says
+            left = planned_left(planned, count, self.total, self.elapsed)
+        return format_eta(left)
 
     def summary_line(self) -> str:
         return (
@@ -230,6 +235,12 @@ class ProgressReporter:
         self._live: _LiveProgress | None = None
         #: batch jobs being waited for: one line per job, and the bars' "waiting for batch"
         self.batch_watch = BatchWatch(say=self.say)
+        #: phase -> the seconds the plan's time model gave it (:meth:`expect`)
+        self.planned_s: dict[str, float] = {}
+
+    def expect(self, phase_seconds: dict[str, float]) -> None:
+        """The plan's seconds per phase: the ETA until a phase's recent rate is known."""
+        self.planned_s.update({p: float(s) for p, s in phase_seconds.items() if s and s > 0})
 
     def start_phase(self, phase_id: str, total: int) -> PhaseTracker:
         tracker = PhaseTracker(phase_id, total, self)

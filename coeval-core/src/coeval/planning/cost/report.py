@@ -21,6 +21,7 @@ __all__ = [
     "format_estimate",
     "format_time_range",
     "format_total_time",
+    "planned_phase_seconds",
     "print_estimate",
     "read_estimate",
     "write_estimate",
@@ -152,3 +153,13 @@ def read_estimate(run_root: str | Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def planned_phase_seconds(run_root: str | Path) -> dict[str, float]:
+    """phase -> the seconds the run folder's ``cost_estimate.json`` gave it (the progress
+    bars' ETA until a phase's recent rate is known); empty without an estimate."""
+    phases = (read_estimate(run_root) or {}).get("phases")
+    if not isinstance(phases, dict):
+        return {}
+    return {str(p): float(row["seconds"]) for p, row in phases.items()
+            if isinstance(row, dict) and isinstance(row.get("seconds"), int | float) and row["seconds"] > 0}
