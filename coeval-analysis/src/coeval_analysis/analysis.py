@@ -531,10 +531,11 @@ def _evidence_items(headline: HeadlineRanking, model: ScoreModel) -> np.ndarray:
     """Per student: the datapoints with evidence behind its headline (judged or a counted rate)."""
     h = headline.headline
     has = ~np.isnan(h.cell) if h.cell.size else np.zeros((model.n_items, model.n_students), bool)
+    out: np.ndarray = has.sum(0)
     for e in headline.evidence:
         if e.in_headline and e.kind != "judged":
-            return np.maximum(has.sum(0), e.n)
-    return has.sum(0)
+            out = np.maximum(out, e.n)
+    return out
 
 
 def _headline_summary(r: HeadlineRanking) -> dict[str, Any]:

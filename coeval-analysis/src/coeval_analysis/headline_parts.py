@@ -123,7 +123,7 @@ def combine(
     counted = [r for r in rates if r.factor.in_headline]
     item_task = _task_codes(model, tasks)
     B = boot.n_boot if boot is not None else 0
-    rate_reps = boot.ratios([(r.items, r.num, r.den) for r in counted]) if B and counted else []
+    rate_reps = boot.ratios([(r.items, r.num, r.den) for r in counted]) if boot is not None and B and counted else []
     num = np.zeros((len(tasks), S))
     den = np.zeros((len(tasks), S))
     num_b = np.zeros((B, len(tasks), S))
@@ -155,7 +155,7 @@ def combine(
     reps = _mean_over_tasks(num_b, den_b) if B else np.zeros((0, S))
     if B:
         reps[:, ~np.isfinite(score)] = np.nan
-    covered = (judged_cells.any(1)) if judged_cells.size else np.zeros(model.n_items, bool)
+    covered = np.asarray(judged_cells.any(1) if judged_cells.size else np.zeros(model.n_items, bool), bool)
     for r in counted:
         covered[r.items[(r.den > 0).any(1)]] = True
     return HeadlineParts(score, reps, int(covered.sum()), rates, combined_sentence(plan, rates))

@@ -129,7 +129,6 @@ def leaderboard(summary: Mapping[str, Any]) -> Leaderboard:
     board = summary.get("leaderboard")
     if not isinstance(board, Mapping):
         raise ValueError("this summary has no leaderboard (written before schema_version 3): run coeval analyze again")
-    out: Leaderboard = {  # type: ignore[typeddict-item]
-        k: board[k] for k in Leaderboard.__annotations__
-    }
-    return out
+    return Leaderboard(columns=list(board["columns"]), rows=list(board["rows"]), tiers=list(board["tiers"]),
+                       tiers_line=str(board["tiers_line"]), combined=str(board["combined"]),
+                       level=float(board["level"]), intervals=bool(board["intervals"]))  # fmt: skip
