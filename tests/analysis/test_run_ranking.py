@@ -47,7 +47,7 @@ def test_self_preferring_judge_is_left_out_and_reported(make_run: Callable[..., 
     assert len(s["comparisons"]) == 10
     assert {"a", "b", "diff", "ci", "p"} == set(s["comparisons"][0])
     assert "warning: judge judge-1 scores its own answers higher than unrelated judges do" in " ".join(output.split())
-    assert page.index('id="warnings"') < page.index('id="ranking"') < page.index('id="comparisons"')
+    assert page.index('id="ranking"') < page.index('id="comparisons"') < page.index('id="warnings"')
     assert '"fig-comparisons"' in page
 
 

@@ -164,12 +164,18 @@ def quality_section(p: PageContext) -> Section | None:
 
 def warnings_section(p: PageContext) -> Section | None:
     warnings = p.summary.get("warnings") or []
-    if not warnings:
+    notes = p.summary.get("headline_notes") or []
+    if not warnings and not notes:
         return None
     items = "".join(f"<li>{html.escape(w['message'])}</li>" for w in warnings)
+    blocks = [Text(Markup(f"<ul class=\"warnings\">{items}</ul>"))] if warnings else []
+    if notes:
+        listed = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+        blocks.append(Text(Markup(f"<p>Notes on the headline:</p><ul class=\"headline-notes\">{listed}</ul>")))
     return Section(
         "warnings",
         "Warnings",
-        "Findings that change how far to trust the ranking.",
-        [Text(Markup(f"<ul class=\"warnings\">{items}</ul>"))],
+        "Every finding that changes how far to trust the ranking (the Leaderboard shows the first ones, "
+        "with their actions), then notes on how the headline differs from the plain mean.",
+        blocks,
     )

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["COLORS", "bar", "comparison_matrix", "heatmap", "histogram", "matrix_figure", "ranking_figure", "verbosity_figure"]
+__all__ = ["COLORS", "bar", "comparison_matrix", "heatmap", "histogram", "leaderboard_figure", "matrix_figure", "verbosity_figure"]
 
 
 COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d"]
@@ -32,61 +32,31 @@ def _layout(title: str = "", **kw: Any) -> dict[str, Any]:
     return base
 
 
-def ranking_figure(students: dict[str, Any], pct: str = "95%") -> dict[str, Any]:
-    names = list(students)[::-1]
-    traces = []
-    for key, ci_key, label, color in (
-        ("score", "ci", "mean score", COLORS[0]),
-        ("robust_score", "robust_ci", "robust score", COLORS[1]),
-    ):
-        x = [students[s][key] for s in names]
-        lo = [
-            (v - students[s][ci_key][0]) if v is not None and students[s][ci_key][0] is not None else None
-            for s, v in zip(names, x, strict=True)
-        ]
-        hi = [
-            (students[s][ci_key][1] - v) if v is not None and students[s][ci_key][1] is not None else None
-            for s, v in zip(names, x, strict=True)
-        ]
-        traces.append(
-            {
-                "type": "scatter",
-                "mode": "markers",
-                "name": label,
-                "x": x,
-                "y": names,
-                "marker": {"size": 10, "color": color},
-                "error_x": {
-                    "type": "data",
-                    "symmetric": False,
-                    "array": hi,
-                    "arrayminus": lo,
-                    "color": color,
-                },
-            }
-        )
-    gold = [students[s].get("gold_score") for s in names]
-    if any(g is not None for g in gold):
-        traces.append(
-            {
-                "type": "scatter",
-                "mode": "markers",
-                "name": "gold",
-                "x": gold,
-                "y": names,
-                "marker": {"size": 10, "symbol": "diamond", "color": COLORS[2]},
-            }
-        )
+def leaderboard_figure(board: dict[str, Any], pct: str = "95%") -> dict[str, Any] | None:
+    """Each student's headline with its interval, best at the top; the axis spans [0, 1] and
+    every interval, so none runs off the plot."""
+    rows = [r for r in board["rows"] if r["headline"] is not None][::-1]
+    if not rows:
+        return None
+    names = [r["student"] for r in rows]
+    x = [r["headline"] for r in rows]
+    lows = [(r["headline_ci"] or [None, None])[0] for r in rows]
+    highs = [(r["headline_ci"] or [None, None])[1] for r in rows]
+    reach = [v for v in (*x, *lows, *highs) if v is not None]
+    left, right = min(0.0, *reach), max(1.0, *reach)
+    pad = 0.02 * (right - left)  # room for a marker at the edge; none below 0 unless something is there
     return {
-        "data": traces,
+        "data": [{
+            "type": "scatter", "mode": "markers", "name": "headline", "x": x, "y": names,
+            "marker": {"size": 10, "color": COLORS[1]},
+            "error_x": {"type": "data", "symmetric": False, "color": COLORS[1],
+                        "array": [None if h is None else h - v for h, v in zip(highs, x, strict=True)],
+                        "arrayminus": [None if lo is None else v - lo for lo, v in zip(lows, x, strict=True)]},
+        }],
         "layout": _layout(
-            f"Students: score with {pct} interval",
-            # scores live in [0, 1]: autorange may zoom in, never show impossible scores
-            xaxis={
-                "title": {"text": "score (0 = all Low, 1 = all High)"},
-                "autorangeoptions": {"minallowed": 0, "maxallowed": 1.02},
-            },
-            legend={"orientation": "h", "y": -0.2},
+            f"Leaderboard: headline with {pct} interval",
+            xaxis={"title": {"text": "headline (0 to 1)"}, "range": [left - pad if left < 0 else 0.0, right + pad]},
+            showlegend=False,
         ),
     }
 

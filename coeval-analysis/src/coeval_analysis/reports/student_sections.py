@@ -10,8 +10,9 @@ from markupsafe import Markup
 
 from coeval_analysis.reports.blocks import KeyFigures, Section, Table, Text
 from coeval_analysis.reports.blocks import fmt as _fmt
-from coeval_analysis.reports.figures import comparison_matrix, heatmap, ranking_figure
+from coeval_analysis.reports.figures import comparison_matrix, heatmap, leaderboard_figure
 from coeval_analysis.reports.page import PageContext
+from coeval_analysis.run_warnings import verdict_warnings
 
 __all__ = ["breakdowns_section", "comparisons_section", "missing_section", "overview_section", "ranking_section"]
 
@@ -49,47 +50,53 @@ def overview_section(p: PageContext) -> Section | None:
     return (Section("overview", "Overview", "", [Text(Markup(intro)), KeyFigures(keys)]))
 
 
+def _top_warnings(p: PageContext) -> Text | None:
+    """The first warnings, as the console prints them (each with its action); the rest below."""
+    warnings = [w for w in p.summary.get("warnings") or [] if isinstance(w, dict)]
+    shown, left = verdict_warnings(warnings)
+    if not shown:
+        return None
+    items = "".join(
+        f"<li>{html.escape(what)}" + (f'<br><span class="action">Action: {html.escape(action)}</span>' if action else "")
+        + "</li>"
+        for what, action in shown
+    )
+    more = f'<p>{left} more in <a href="#warnings">Warnings</a>.</p>' if left else ""
+    return Text(Markup(f'<ul class="top-warnings">{items}</ul>{more}'))
+
+
 def ranking_section(p: PageContext) -> Section | None:
-    s, pct, fig = p.summary, p.pct, p.fig
-    students = s["students"]
-    rank_rows = [{"student": k, **v} for k, v in students.items()]
-    cols = [
-        ("rank_label", "rank"),
-        ("student", "student"),
-        ("robust_score", "robust score"),
-        ("robust_ci", f"robust {pct} CI"),
-        ("rank_ci", f"rank {pct} CI"),
-        ("score", "mean score"),
-        ("ci", f"{pct} CI"),
-        ("rank", "mean rank"),
-        ("robust_unadjusted_score", "agreement-weighted score"),
-        ("robust_unadjusted_rank", "agreement-weighted rank"),
-        ("n_responses", "responses"),
+    """The leaderboard: the one ranking of every surface (console, viewer, export)."""
+    board = p.summary.get("leaderboard")
+    if not isinstance(board, dict) or not board.get("rows"):
+        return None
+    columns = board["columns"]
+    rows = [
+        {"rank_label": r["rank_label"], "student": r["student"], "headline": r["headline"], "ci": r["headline_ci"],
+         **{c["key"]: (r["evidence"].get(c["key"]) or {}).get("score") for c in columns}}
+        for r in board["rows"]
+    ]  # fmt: skip
+    cols = [("rank_label", "#"), ("student", "student"), ("headline", "headline"), ("ci", f"{p.pct} CI"),
+            *((c["key"], c["title"]) for c in columns)]  # fmt: skip
+    lines = []
+    if board.get("tiers_line"):
+        lines.append(f'<p id="tiers"><b>Tiers:</b> {html.escape(board["tiers_line"])}</p>')
+    if board.get("combined"):
+        combined = board["combined"][:1].upper() + board["combined"][1:]
+        lines.append(f'<p id="combined">{html.escape(combined.rstrip("."))}.</p>')
+    n = len(board["rows"])
+    blocks = [
+        Table(cols, rows),
+        Text(Markup("".join(lines))) if lines else None,
+        _top_warnings(p),
+        p.fig("fig-ranking", leaderboard_figure(board, p.pct), max(220, 90 + 45 * n)),
     ]
-    if any("gold_score" in r for r in rank_rows):
-        cols += [("gold_score", "gold score"), ("gold_ci", f"gold {pct} CI")]
-    notes = s.get("headline_notes") or []
-    why = Text(Markup("<ul class=\"headline-notes\">" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"))
-    return (
-        Section(
-            "ranking",
-            "Student ranking",
-            "Robust score (the headline): each judge has a location, a scale (how strongly its scores follow "
-            "answer quality) and a noise, measured on answers other judges also grade; each counts by how well "
-            "it tells answers apart, and a judge's bias toward its own family is estimated where competent "
-            "unrelated judges grade the same answers, else bounded by a prior whose spread is in the interval. "
-            "Rank: the range of ranks the data allow, such as 2-3 (see Comparisons). Mean score: every judgment "
-            "counts equally. Agreement-weighted score: an earlier robust score, without conflict handling.",
-            [
-                b
-                for b in (
-                    fig("fig-ranking", ranking_figure(students, pct), max(220, 90 + 45 * len(students))),
-                    Table(cols, rank_rows),
-                    why if notes else None,
-                )
-                if b
-            ],
-        )
+    return Section(
+        "ranking",
+        "Leaderboard",
+        "One score per student, the headline, with its interval; # is the range of places the data allow "
+        "(2-3: not told apart, see Comparisons). One column per kind of evidence the run has.",
+        [b for b in blocks if b],
     )
 
 
@@ -134,13 +141,13 @@ def breakdowns_section(p: PageContext) -> Section | None:
 
 def comparisons_section(p: PageContext) -> Section | None:
     pairs = p.summary.get("comparisons") or []
-    students = [k for k, v in p.summary["students"].items() if v.get("robust_score") is not None]
+    students = [r["student"] for r in (p.summary.get("leaderboard") or {}).get("rows", []) if r["headline"] is not None]
     if not pairs:
         return None
     return Section(
         "comparisons",
         "Comparisons",
-        f"Every pair of students on the robust score: the difference, its paired {p.pct} bootstrap interval "
+        f"Every pair of students on the headline: the difference, its paired {p.pct} bootstrap interval "
         "(both students answered the same datapoints, so it is much narrower than their two intervals "
         "suggest) and a bootstrap p-value. Students whose interval contains 0 share a rank range.",
         [

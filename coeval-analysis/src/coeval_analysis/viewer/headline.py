@@ -33,7 +33,11 @@ def leaderboard_rows_html(header: Sequence[str], rows: Sequence[Sequence[str]], 
 def leaderboard_html(table: LeaderboardTable) -> str:
     """The leaderboard, its tiers line, how the headline is combined, and why a place is
     not determined."""
-    notes = "".join(f"<li>{escape(s)}: not determined: {escape(why)}</li>" for s, why in table.not_determined)
+    by_reason: dict[str, list[str]] = {}
+    for student, why in table.not_determined:  # one line per reason, naming every student it holds for
+        by_reason.setdefault(why, []).append(student)
+    notes = "".join(f"<li>{escape(', '.join(names))}: not determined: {escape(why)}</li>"
+                    for why, names in by_reason.items())  # fmt: skip
     return (
         '<h2>Leaderboard</h2><p>From the last <code>coeval analyze</code> (summary.json); <b>#</b> is the range '
         'of places the data allow ("1-4": not told apart).</p>'
