@@ -137,3 +137,15 @@ def test_a_link_inside_the_run_folder_is_read(tmp_path: Path) -> None:
     os.mkfifo(run / "pipe")
     with pytest.raises(UnsafeRunFile, match="pipe: is a FIFO"):
         open_regular(run / "pipe")  # opened without waiting for a writer, then refused
+
+
+def test_the_analysis_reader_refuses_a_fifo_it_is_handed(tmp_path: Path) -> None:
+    """``read_records`` (DuckDB, which would wait on a FIFO for ever) checks each file too."""
+    from coeval_analysis._jsonl import TEXT, read_records
+
+    good = tmp_path / "a.jsonl"
+    good.write_text('{"id": "x"}\n', encoding="utf-8")
+    os.mkfifo(tmp_path / "b.jsonl")
+    with pytest.raises(UnsafeRunFile, match="b.jsonl: is a FIFO"):
+        read_records([good, tmp_path / "b.jsonl"], {"id": TEXT})
+    assert read_records([good], {"id": TEXT})[0].column("id").to_pylist() == ["x"]

@@ -11,6 +11,7 @@ Python with the same rules.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from coeval.storage.safe_files import open_regular
 
 __all__ = ["JSON_TEXT", "MAP", "TEXT", "Computed", "read_records"]
 
@@ -82,6 +84,8 @@ def read_records(
     schema = pa.schema([(n, _ARROW_TYPES[k]) for n, k in columns.items() if n not in hidden])
     if not files:
         return _empty(schema, computed), 0
+    for path in files:  # DuckDB would wait on a FIFO for ever: each must be a regular file
+        open_regular(path).close()
     import duckdb
 
     unreadable = (duckdb.IOException, duckdb.InvalidInputException, duckdb.ConversionException)
@@ -148,7 +152,7 @@ def _read_slow(
     """Line by line with the standard json module: the same columns and rules."""
     in_python = {n: e for n, e in computed.items() if isinstance(e, Computed)}
     rows: list[dict[str, Any]] = []
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
+    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="replace") as fh:  # never a FIFO
         for line in fh:
             if not line.strip():
                 continue
