@@ -136,6 +136,7 @@ def test_an_edited_row_is_drift_and_once_allowed_is_redone_superseding_its_recor
     assert _totals(_status()) == ((5, 5), (10, 10), (20, 20))
     summary = _analysis()
     assert (summary["n_items"], summary["n_responses_scored"]) == (5, 10)
+    assert summary["data_quality"]["left_out_datapoints"] == {}
 
     code, out, again = _run(config, "--continue")  # the drift is applied: not asked again, nothing redone
     assert code == 0, out
@@ -192,6 +193,9 @@ def test_an_added_row_is_run_without_asking(project: Path, by_id: bool) -> None:
     assert code == 0, out
     assert _calls(after, more) == {"student-a": 1, "student-b": 1, "judge": 2}
     assert _totals(_status()) == ((7, 7), (14, 14), (28, 28))
+    summary = _analysis()
+    assert (summary["n_items"], summary["n_responses_scored"]) == (7, 14)
+    assert summary["data_quality"]["left_out_datapoints"] == {}
 
 
 @pytest.mark.slow
@@ -208,3 +212,6 @@ def test_reordered_rows_are_no_change(project: Path, by_id: bool) -> None:
     assert _calls(before, after) == {}
     assert len(_lines("phase3_datapoints")) == 5
     assert _totals(_status()) == ((5, 5), (10, 10), (20, 20))
+    summary = _analysis()
+    assert (summary["n_items"], summary["n_responses_scored"]) == (5, 10)
+    assert summary["data_quality"]["left_out_datapoints"] == {}
