@@ -98,7 +98,7 @@ def _asked(kind: FactorKind, factor: str, rubric: Mapping[str, Any], labels: lis
         return True
     if kind == "labels":
         return factor in labels or factor in rubric
-    return factor in rubric or (kind == "judged" and not rubric)
+    return kind == "judged" or factor in rubric
 
 
 def factor_plan(data: RunData) -> FactorPlan:
@@ -107,7 +107,8 @@ def factor_plan(data: RunData) -> FactorPlan:
     plan = FactorPlan()
     if units.empty:
         return plan
-    seen = units[["task", "evaluator", "factor"]].astype(str).drop_duplicates().sort_values(["task", "factor"])
+    # distinct on the categorical codes first: a large run has millions of scores and a few factors
+    seen = units[["task", "evaluator", "factor"]].drop_duplicates().astype(str).sort_values(["task", "factor"])
     for task, evaluator, factor in seen.itertuples(index=False):
         rubric = data.rubrics.get(task) or {}
         kind = kind_of(evaluator)
