@@ -131,11 +131,12 @@ class _Child:
         report_r, report_w = os.pipe()
         os.write(nonce_w, self.nonce)
         os.close(nonce_w)
+        argv = [*argv, str(nonce_r), str(report_w)]
+        argv, as_user = as_sandbox_user(argv) if cwd is None else (argv, {})
         try:
             self.proc = subprocess.Popen(
-                [*argv, str(nonce_r), str(report_w)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, pass_fds=(nonce_r, report_w), cwd=cwd, env=env, start_new_session=True,
-                **(as_sandbox_user() if cwd is None else {}),
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(nonce_r, report_w), cwd=cwd, env=env, start_new_session=True, **as_user,
             )
         finally:
             os.close(nonce_r)
