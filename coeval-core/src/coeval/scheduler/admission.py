@@ -48,6 +48,7 @@ class Admission:
         self.in_flight_usd = 0.0
         self._unknown_in_flight: dict[tuple[str, str], int] = {}
         self._settled: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def estimate(self, model: str, phase: str) -> float:
         return self._estimates.get((model, phase), 0.0)
@@ -96,6 +97,7 @@ class Admission:
 
     async def wait(self) -> None:
         """Until a call in flight settles (or :meth:`wake`)."""
-        if self._settled is None:
-            self._settled = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        if self._settled is None or self._loop is not loop:  # a scheduler may serve several loops
+            self._settled, self._loop = asyncio.Event(), loop
         await self._settled.wait()

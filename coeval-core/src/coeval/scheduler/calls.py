@@ -166,7 +166,7 @@ class Calls(Routing):
         lane.in_flight -= 1
         slots.in_flight -= 1
         admission.settled(name, phase, estimate, result.cost_usd)
-        if journal is not None:  # before the record: a record never exists without its call's end
+        if journal is not None:  # its real cost, before the record is handed on
             journal.ended(call, name, result.cost_usd)
         finished = self.clock.now()
         lane.limit.succeeded(finished - started, finished, load)
