@@ -150,3 +150,14 @@ def test_tiers_cut_only_where_everyone_above_is_told_apart_from_everyone_below()
     chain = {("A", "B"): True, ("B", "C"): True}
     assert tiers_of(["A", "B", "C"], chain) == [["A", "B", "C"]]
     assert tiers_line([["A"]]) == "A"
+
+
+def test_gold_counts_when_the_rubric_names_it(tmp_path: Path) -> None:
+    gold = {"a": [("gold", {"gold": 1.0 if k < 9 else 0.0}) for k in range(N_DATAPOINTS)],
+            "b": [("gold", {"gold": 1.0 if k < 3 else 0.0}) for k in range(N_DATAPOINTS)]}
+    scores = {s: {"contains": _rate("contains", "mentions", 6), "gold": gold[s]} for s in ("a", "b")}
+    rubric = {"mentions": {"evaluator": "contains", "params": {"value": "x"}}, "gold": {"weight": 2}}
+    board = leaderboard(_run(tmp_path, rubric, scores))
+    rows = {r["student"]: r["headline"] for r in board["rows"]}
+    assert rows == {"a": pytest.approx((0.5 + 2 * 0.75) / 3), "b": pytest.approx((0.5 + 2 * 0.25) / 3)}
+    assert {c["key"]: c["in_headline"] for c in board["columns"]} == {"checks": True, "gold": True}
