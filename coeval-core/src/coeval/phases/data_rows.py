@@ -37,6 +37,7 @@ __all__ = ["LEFT_OUT_KEY", "RowNote", "RowPlan", "left_out_ids", "plan_rows", "r
 #: ``meta.json``: task -> ids of the datapoints whose rows left the data file
 LEFT_OUT_KEY = "data_rows_left_out"
 #: the datapoint fields a row of the file fills: a row is known by them when it has no id
+#: (not ``code_prefix``: the prompt's code by default, and absent from records made before it)
 CONTENT_FIELDS = ("prompt", "reference_response", "sampled_target_attributes", "tests", "entry_point")
 _POSITIONAL = re.compile(r"row(\d{6})(?:-\d+)?$")
 _PREVIEW = 40
