@@ -122,3 +122,10 @@ def test_samples_give_pass_at_k_per_student(tmp_path: Path, monkeypatch: pytest.
     assert {s: (v["passed"], v["n"]) for s, v in code["pass@1"].items()} == {"flaky": (1, 6), "solid": (6, 6)}
     assert code["pass@3"]["flaky"]["pass_rate"] == pytest.approx(0.5)  # add: 1.0, neg: 0.0
     assert code["pass@3"]["solid"]["pass_rate"] == 1.0 and code["pass@3"]["solid"]["n"] == 2
+    # the leaderboard: pass@1 counts (its tests rank the students), pass@3 beside it
+    board = analysis.summary["leaderboard"]
+    assert {c["key"]: c["in_headline"] for c in board["columns"]} == {"checks": True, "pass@1": True, "pass@3": False}
+    rows = {r["student"]: r for r in board["rows"]}
+    assert [r["student"] for r in board["rows"]] == ["solid", "flaky"]
+    assert rows["flaky"]["evidence"]["pass@1"]["score"] == pytest.approx(1 / 6)
+    assert rows["flaky"]["evidence"]["pass@3"]["score"] == pytest.approx(0.5)

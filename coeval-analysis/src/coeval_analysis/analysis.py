@@ -207,7 +207,7 @@ def analyze(
     if isinstance(summary["judges"], dict):
         flag_constant_raters(summary)
     summary["headline_notes"] = headline_notes(summary)
-    summary["headline_evidence"] = _evidence(headline, list(model.students))
+    summary["headline_evidence"] = _evidence(headline, list(model.students), checks)
     summary["leaderboard"] = leaderboard_of(summary, opts.level, headline.measurement.intervals)
     if dropped:
         gone_judges, gone_warnings = dropped_entries(dropped, rates)
@@ -235,13 +235,22 @@ def analyze(
 # ------------------------------------------------------------------------------------------
 
 
-def _evidence(headline: HeadlineRanking, students: list[str]) -> dict[str, Any]:
-    """The leaderboard's evidence columns and how the headline was combined."""
+def _evidence(headline: HeadlineRanking, students: list[str], checks: pd.DataFrame) -> dict[str, Any]:
+    """The leaderboard's evidence columns and how the headline was combined: the headline's
+    parts, then pass@k of code tasks with several samples (shown beside: pass@1 counts)."""
     cols = []
     for e in headline.evidence:
         per = {s: {"score": _num(e.score[i]), "ci": [_num(e.low[i]), _num(e.high[i])], "n": int(e.n[i])}
                for i, s in enumerate(students) if np.isfinite(e.score[i])}  # fmt: skip
         cols.append({"key": e.key, "kind": e.kind, "title": e.title, "in_headline": e.in_headline, "students": per})
+    at_k = checks[checks["factor"].astype(str).str.match(r"pass@\d+$") & (checks["factor"] != "pass@1")] if len(
+        checks) else checks
+    for key, rows in at_k.groupby("factor", sort=True) if len(at_k) else ():
+        if rows["task"].nunique() > 1:  # one task's k: a column per k would mix tasks; shown per task in checks
+            continue
+        per = {str(r.student): {"score": _num(r.pass_rate), "ci": [_num(r.ci_low), _num(r.ci_high)], "n": int(r.n)}
+               for r in rows.itertuples(index=False)}  # fmt: skip
+        cols.append({"key": str(key), "kind": "pass@k", "title": str(key), "in_headline": False, "students": per})
     return {"columns": cols, "combined": headline.combined}
 
 
