@@ -18,7 +18,7 @@ from coeval_testing.fake_server import FakeServer
 
 from tests.e2e.test_batch_ctrl_c import _config
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.slow]
 
 SUBMITTED = re.compile(r"^response_collection: batch job (batch_\w+) submitted to openai \(gpt-4o-mini\): "
                        r"2 requests; next poll at \d\d:\d\d:\d\d \(in 0\.05 s\)$", re.M)

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from coeval_testing.fake_server import FakeServer
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.slow]
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from coeval.scheduler.resample import retry_seed
 from coeval.storage.run_folder import RunFolder
 from coeval_testing.fake_server import FakeServer
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.slow]
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+#: the whole bench at its quick sizes: a minute or more
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -17,6 +17,9 @@ from coeval.cli.main import cli
 
 from tests.core.pipeline_support import mock_model, task
 
+#: whole runs on the mock, then status and analyze on them (several seconds each)
+pytestmark = pytest.mark.slow
+
 BASE: dict[str, Any] = {
     "models": [mock_model("a", seed=1), mock_model("b", seed=2)],
     "tasks": [task(total=3)],

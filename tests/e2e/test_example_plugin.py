@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
+#: pip installs the example plugin, then runs the CLI in subprocesses
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "plugins" / "coeval-example"
 RESPONSES = 6  # 3 datapoints (one mock teacher) x 2 students (mock-a, parrot on echo)

@@ -60,6 +60,7 @@ def _config(tmp_path: Path, url: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_junk_teacher_replies_are_rejected_regenerated_and_counted(fake: FakeServer, tmp_path: Path) -> None:
     fake.reset()
     fake.state.configure(junk_share=0.3)

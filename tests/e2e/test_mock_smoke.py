@@ -10,6 +10,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+#: the whole pipeline through the CLI in a subprocess
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "mock_smoke.yaml"
 

@@ -78,6 +78,7 @@ def run(config_path: Path, tmp_path: Path, **options: Any) -> Any:
     return run_experiment(config, RunOptions(keys_file=str(tmp_path / "keys.yaml"), progress=False, **options))
 
 
+@pytest.mark.slow
 def test_batch_run_writes_the_same_records_as_a_real_time_run(fake: FakeServer, tmp_path: Path) -> None:
     realtime = run(write_config(tmp_path, fake.url, batch=False, exp_id="realtime"), tmp_path)
     assert realtime.exit_code == 0, realtime.message
@@ -119,6 +120,7 @@ def _kill_after_submit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(BatchExecutor, "_follow", dying)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("resume", ["continue", "fetch-batches"])
 def test_killed_run_resumes_without_a_second_submission(resume: str, fake: FakeServer, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
