@@ -49,6 +49,7 @@ def _clean(text: str) -> None:
         assert bad not in text, repr(bad)
 
 
+@pytest.mark.slow
 def test_status_prints_hostile_text_as_text(hostile_run: Path) -> None:
     done = _coeval("status", "--run", str(hostile_run), cwd=hostile_run.parent)
     assert "Traceback" not in done.stderr and "MarkupError" not in done.stderr, done.stderr
@@ -58,6 +59,7 @@ def test_status_prints_hostile_text_as_text(hostile_run: Path) -> None:
     assert MARKUP_STUDENT in done.stdout
 
 
+@pytest.mark.slow
 def test_analyze_prints_hostile_names_as_text(hostile_run: Path, tmp_path: Path) -> None:
     done = _coeval("analyze", "--run", str(hostile_run), "--out", str(tmp_path / "a"), "--bootstrap", "0",
                    cwd=tmp_path)
@@ -67,6 +69,7 @@ def test_analyze_prints_hostile_names_as_text(hostile_run: Path, tmp_path: Path)
     assert MARKUP_STUDENT in done.stdout
 
 
+@pytest.mark.slow
 def test_status_json_prints_no_c1_or_bidi_character(hostile_run: Path) -> None:
     """``status --json`` is read on a terminal too: C0 characters are JSON escapes already;
     C1 (``\\x9b`` opens a CSI sequence) and bidi overrides from run data are dropped."""

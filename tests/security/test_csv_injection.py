@@ -16,6 +16,9 @@ from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
 from tests.analysis.runs import datapoint, evaluation, response, write_run
 
+#: whole runs, then analyze and export
+pytestmark = pytest.mark.slow
+
 FORMULAS = ['=HYPERLINK("https://evil.example","click")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(1,2)",
             "\t=1+1", "\r=1+1"]
 DANGEROUS = ("=", "+", "-", "@", "\t", "\r")

@@ -14,6 +14,9 @@ import pytest
 
 from tests.robustness._support import base_config, write_config
 
+#: every command's files in subprocesses: over ten seconds
+pytestmark = pytest.mark.slow
+
 
 def _coeval(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "coeval.cli.main", *args], cwd=cwd, env=env, capture_output=True,

@@ -46,6 +46,7 @@ def _unit(run: Path) -> tuple[str, str]:
     return sorted(k for k, a in current_answers(run).items() if a.task == "task-1")[0]
 
 
+@pytest.mark.slow
 def test_the_export_neutralises_formulas_and_is_private(hostile_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "next.csv"
     result = invoke(["label", "--run", str(hostile_run), "--export", str(out), "-n", "10"])
@@ -61,6 +62,7 @@ def test_the_export_neutralises_formulas_and_is_private(hostile_run: Path, tmp_p
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
 
 
+@pytest.mark.slow
 def test_an_exported_sheet_with_a_formula_like_student_imports_back(tmp_path: Path) -> None:
     """The neutralising ``'`` on a student's or factor's name is taken off on import."""
     spec = SyntheticSpec(students={"=HYPERLINK(1)": 0.7, "@evil": 0.5}, datapoints_per_teacher=2)

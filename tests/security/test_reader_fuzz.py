@@ -160,6 +160,7 @@ def _check_iter_jsonl(path: Path, data: bytes) -> None:
     assert len(records) + len(bad) == len(lines)
 
 
+@pytest.mark.slow
 @given(data=_files)
 @_fuzz(600)
 def test_run_folder_jsonl_fuzz(scratch: Path, data: bytes) -> None:
@@ -171,6 +172,7 @@ def test_run_folder_jsonl_adversarial(tmp_path: Path, data: bytes) -> None:
     _check_iter_jsonl(_write(tmp_path, "x.jsonl", data + b"\n" + b'{"id": "fine"}\n'), data + b"\n{}")
 
 
+@pytest.mark.slow
 @given(data=_files)
 @_fuzz(60)
 def test_analysis_record_reader_fuzz(scratch: Path, data: bytes) -> None:
@@ -192,12 +194,14 @@ def _check_rows(path: Path) -> None:
     assert all(isinstance(n, int) and isinstance(r, dict) for n, r in rows)
 
 
+@pytest.mark.slow
 @given(data=_files)
 @_fuzz(300)
 def test_ingest_jsonl_fuzz(scratch: Path, data: bytes) -> None:
     _check_rows(_write(scratch, "items.jsonl", data))
 
 
+@pytest.mark.slow
 @given(data=_files)
 @_fuzz(150)
 def test_ingest_json_fuzz(scratch: Path, data: bytes) -> None:
@@ -214,6 +218,7 @@ def _csv_files(draw: Any) -> bytes:
     return bytes(text.encode("utf-8", "surrogatepass") + tail)
 
 
+@pytest.mark.slow
 @given(data=_csv_files())
 @_fuzz(250)
 def test_ingest_csv_fuzz(scratch: Path, data: bytes) -> None:
@@ -238,6 +243,7 @@ def _parquet_files(draw: Any) -> bytes:
     return b"PAR1" + bytes(draw(st.binary(max_size=200))) + b"PAR1"
 
 
+@pytest.mark.slow
 @given(data=_parquet_files())
 @_fuzz(150)
 def test_ingest_parquet_fuzz(scratch: Path, data: bytes) -> None:
@@ -270,6 +276,7 @@ _replies = st.one_of(
 )
 
 
+@pytest.mark.slow
 @given(text=_replies)
 @_fuzz(500)
 def test_judge_reply_fuzz(text: str) -> None:
@@ -301,6 +308,7 @@ _yaml_texts = st.one_of(
 )
 
 
+@pytest.mark.slow
 @given(text=_yaml_texts)
 @_fuzz(400)
 def test_yaml_fuzz(text: str) -> None:

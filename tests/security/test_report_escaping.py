@@ -39,6 +39,7 @@ def hostile_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "a" / "report.html"
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_a_report_with_hostile_labels_draws_every_chart_and_links_nowhere(hostile_report: Path, page: Any) -> None:
     errors: list[str] = []

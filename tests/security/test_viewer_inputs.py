@@ -59,6 +59,7 @@ def big_line_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run
 
 
+@pytest.mark.slow
 def test_a_40_mb_record_is_left_out_with_a_warning_and_the_rest_is_served(
         big_line_run: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = sorted((big_line_run / "phase4_responses").glob("*.jsonl"))[0]

@@ -21,7 +21,7 @@ import pytest
 
 from tests.analysis.viewer_wait import free_port, serve_view
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 IDLE_S = 2
 
 

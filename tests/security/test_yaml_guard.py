@@ -40,6 +40,7 @@ def _coeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, timeout=60, check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["status"], ["repair", "--dry-run"]])
 def test_status_and_repair_refuse_an_alias_bomb_snapshot(bombed_run: Path, command: list[str]) -> None:
     done = _coeval(*command, "--run", str(bombed_run), cwd=bombed_run.parent)
@@ -47,6 +48,7 @@ def test_status_and_repair_refuse_an_alias_bomb_snapshot(bombed_run: Path, comma
     assert done.returncode in (0, 1, 2), done.stderr
 
 
+@pytest.mark.slow
 def test_analyze_refuses_an_alias_bomb_snapshot(bombed_run: Path) -> None:
     done = _coeval("analyze", "--run", str(bombed_run), "--out", str(bombed_run.parent / "a"), "--bootstrap", "0",
                    "--quiet", cwd=bombed_run.parent)
