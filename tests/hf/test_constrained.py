@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateRequest
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, judge_single_schema, parse_datapoint
@@ -27,6 +28,7 @@ def _reply(folder: Path, schema: dict, max_tokens: int) -> str:
     return asyncio.run(go())
 
 
+@pytest.mark.slow
 def test_judge_reply_of_a_random_model_is_valid_json_for_the_schema(tiny_model_dir: Path) -> None:
     schema = judge_single_schema(["accuracy", "clarity"])
     text = _reply(tiny_model_dir, schema, 120)

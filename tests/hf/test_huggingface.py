@@ -49,6 +49,7 @@ async def all_at_once(iface: HuggingFaceInterface, prompts: list[str], **overrid
     return list(await asyncio.gather(*(iface.generate(ask(iface, p, **overrides)) for p in prompts)))
 
 
+@pytest.mark.slow
 def test_batched_greedy_generation_equals_one_at_a_time(tiny_model_dir: Path) -> None:
     iface = make(tiny_model_dir)
 
@@ -127,6 +128,7 @@ def test_model_without_chat_template_gets_the_plain_prompt(tiny_model_no_templat
     assert run(main()).usage.input_tokens == len(tok("Hello world")["input_ids"])
 
 
+@pytest.mark.slow
 def test_batches_respect_the_size_and_token_limits(tiny_model_dir: Path) -> None:
     by_size = make(tiny_model_dir, batch_size=2)
     prompts = PROMPTS + PROMPTS
@@ -151,6 +153,7 @@ def test_batches_respect_the_size_and_token_limits(tiny_model_dir: Path) -> None
     assert max(iface_slot_batches(tiny_model_dir)) == 1 and len(results) == len(prompts)
 
 
+@pytest.mark.slow
 def test_calls_with_different_sampling_never_share_a_batch(tiny_model_dir: Path) -> None:
     iface = make(tiny_model_dir)
 

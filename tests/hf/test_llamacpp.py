@@ -91,6 +91,7 @@ def test_json_schema_constrains_the_reply_to_valid_json() -> None:
     jsonschema.validate(reply, VERDICT)
 
 
+@pytest.mark.slow
 def test_entries_with_other_sampling_share_one_loaded_model() -> None:
     greedy, warm = make("greedy"), make("warm", temperature=0.8, seed=5, top_p=0.9)
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from coeval.config import load_config
 
@@ -33,6 +34,7 @@ def coeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           timeout=240)
 
 
+@pytest.mark.slow
 def test_a_small_copy_of_the_quickstart_runs_every_phase_on_the_real_model(tmp_path: Path) -> None:
     raw = yaml.safe_load(QUICKSTART.read_text())
     greedy, hot = raw["models"][0], raw["models"][2]

@@ -33,6 +33,7 @@ def _quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
     return load_config("exp.yaml")
 
 
+@pytest.mark.slow
 def test_llamacpp_measures_its_speed_once_per_file_and_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     facts = registries().interface_facts("llamacpp")
     assert facts is not None and facts.one_at_a_time and facts.seconds_per_token is seconds_per_token
@@ -111,6 +112,7 @@ def test_the_quickstart_estimate_adds_up_its_local_calls(tmp_path: Path, monkeyp
     assert estimate.phase_seconds["evaluation"] > 0
 
 
+@pytest.mark.slow
 def test_the_quickstart_plans_its_answers_at_the_length_its_task_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,6 +125,7 @@ def test_the_quickstart_plans_its_answers_at_the_length_its_task_names(
     assert per_call[(DATA_GENERATION, "smollm2-greedy")] == pytest.approx((27 * 1.33 + 4) * 1.5 + 12)
 
 
+@pytest.mark.slow
 def test_the_read_share_follows_llama_cpps_own_prompt_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Three answers to one datapoint, each graded by two judges on one engine, in the order
     the run sends them: the tokens llama.cpp reads come within 30% of the planned share."""

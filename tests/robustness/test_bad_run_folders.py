@@ -343,6 +343,7 @@ def test_disk_full_while_writing_meta_keeps_the_old_meta(finished, monkeypatch):
     json.loads(before)
 
 
+@pytest.mark.slow
 def test_file_size_limit_in_a_real_process_then_continue(tmp_path: Path, reference):
     """A real OS write error (the file-size limit: EFBIG on write) in a real ``coeval``
     process, part-way through a record: exit 2, a message, no traceback; then --continue."""

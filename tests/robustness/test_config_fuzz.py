@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from coeval.config import Config, ConfigError, load_config
 from coeval.planning import plan_experiment
@@ -21,6 +22,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from ._support import BASE
+
+#: thousands of mutated configs: a minute on two busy cores
+pytestmark = pytest.mark.slow
 
 SCALARS = st.one_of(
     st.none(),

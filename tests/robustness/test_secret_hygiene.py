@@ -21,6 +21,9 @@ from coeval_testing import fake_server
 
 from ._support import invoke, no_traceback
 
+#: a whole run through the SDKs and a fake server, then every file and output searched for the keys
+pytestmark = pytest.mark.slow
+
 
 def _key(prefix: str) -> str:
     return f"{prefix}{secrets.token_hex(12)}"
