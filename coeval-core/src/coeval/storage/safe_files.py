@@ -72,6 +72,7 @@ class UnsafeRunFile(OSError):
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 _REGULAR_ONLY = "CoEval reads only regular files in a run folder (replace it by a regular file, or remove it)"
+_INSIDE_ONLY = "CoEval reads only files inside a run folder (copy the file in, or remove the link)"
 
 
 def _not_regular(path: Path | str, mode: int) -> UnsafeRunFile:
@@ -83,20 +84,35 @@ def check_run_file(path: Path, root: Path) -> None:
     """Raise :class:`UnsafeRunFile` unless ``path`` is a regular file (a missing one passes:
     readers handle that) and, when it or a folder on its way is a link, its target lies
     inside the run folder ``root``."""
+    _check_folder(path.parent, Path(root).resolve())
+    _check_entry(path, Path(root).resolve())
+
+
+def _check_folder(folder: Path, inside: Path) -> None:
+    """A folder (or a link to one) whose real place is outside ``inside`` is refused."""
+    try:
+        real = folder.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return  # a missing folder holds nothing to read
+    if not real.is_relative_to(inside):
+        raise UnsafeRunFile(folder, f"is a symbolic link to {real}, outside the run folder; {_INSIDE_ONLY}")
+
+
+def _check_entry(path: Path, inside: Path) -> None:
+    """One file of a folder already checked: a regular file, or a link to one inside."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return
     except OSError as exc:
         raise UnsafeRunFile(path, f"cannot be read ({exc.strerror})") from None
-    try:
-        target = path.resolve(strict=True)
-    except (OSError, RuntimeError):  # a dangling link, or a loop of links
-        raise UnsafeRunFile(path, "is a symbolic link that leads nowhere; " + _REGULAR_ONLY) from None
-    if stat.S_ISLNK(st.st_mode) or target != path.absolute():
-        if not target.is_relative_to(Path(root).resolve()):
-            raise UnsafeRunFile(path, f"is a symbolic link to {target}, outside the run folder; CoEval reads only "
-                                "files inside a run folder (copy the file in, or remove the link)")
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # a dangling link, or a loop of links
+            raise UnsafeRunFile(path, "is a symbolic link that leads nowhere; " + _REGULAR_ONLY) from None
+        if not target.is_relative_to(inside):
+            raise UnsafeRunFile(path, f"is a symbolic link to {target}, outside the run folder; {_INSIDE_ONLY}")
         st = os.stat(target)
     if not stat.S_ISREG(st.st_mode):
         raise _not_regular(path, st.st_mode)
@@ -132,9 +148,11 @@ def run_files(folder: Path, pattern: str, root: Path) -> list[Path]:
     :func:`check_run_file` against the run folder ``root`` (none when there is no folder)."""
     if not folder.is_dir():
         return []
+    inside = Path(root).resolve()
+    _check_folder(folder, inside)  # once: a linked phase folder is one refusal, its files need no resolving
     found = sorted(folder.glob(pattern))
     for path in found:
-        check_run_file(path, root)
+        _check_entry(path, inside)
     return found
 
 
