@@ -162,6 +162,9 @@ def test_a_removed_row_is_drift_and_once_allowed_is_left_out_of_status_and_analy
     summary = _analysis()
     assert (summary["n_items"], summary["n_responses_scored"]) == (4, 8)
     assert summary["data_quality"]["left_out_datapoints"] == {"support": {"support-data": 1}}
+    assert [w["message"] for w in summary["warnings"] if w["kind"] == "left_out_by_config"] == [
+        "support: 1 datapoints whose rows left the task's data file stay on disk and are left out of the analysis, "
+        "with their answers and judgments (as coeval status leaves them out)"]
 
     code, out, again = _run(config, "--continue")  # allowed once: not asked again
     assert code == 0, out

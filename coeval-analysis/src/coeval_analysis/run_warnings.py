@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from coeval.config.task_data import data_teacher
 
 from coeval_analysis.ranking import MIN_INTERVAL_DATAPOINTS, RELIABILITY_FLOOR
 from coeval_analysis.stats.scores import ScoreModel
@@ -259,11 +260,19 @@ def _left_out_by_config(quality: dict[str, Any]) -> list[dict[str, Any]]:
         for role, names in sorted(left.items()) for name in names
     ] + [
         {"kind": "left_out_by_config", "subject": task,
-         "message": f"{task}: {sum(per.values())} datapoints above sampling.total in the run's config.yaml stay on "
-                    "disk and are left out of the analysis, with their answers and judgments (as coeval status "
-                    "leaves them out)"}
+         "message": f"{task}: {n} datapoints {why} stay on disk and are left out of the analysis, with their "
+                    "answers and judgments (as coeval status leaves them out)"}
         for task, per in sorted((quality.get("left_out_datapoints") or {}).items())
+        for n, why in _left_out_counts(task, per) if n
     ]  # fmt: skip
+
+
+def _left_out_counts(task: str, per: dict[str, int]) -> list[tuple[int, str]]:
+    """A task's left-out datapoints by why: above a lowered total (a teacher's slots), or
+    rows gone from its data file (the teacher ``{task}-data``, which has no slots)."""
+    rows = int(per.get(data_teacher(task), 0))
+    return [(sum(per.values()) - rows, "above sampling.total in the run's config.yaml"),
+            (rows, "whose rows left the task's data file")]
 
 
 def collect_warnings(
