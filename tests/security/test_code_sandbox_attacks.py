@@ -21,7 +21,7 @@ from coeval_benchmarks.sandbox.run import ExecutionLimits, ExecutionResult, run_
 
 from tests.benchmarks.test_code_sandbox import _evaluate, _fenced, _items
 
-LIMITS = ExecutionLimits(timeout_s=2.0, processes=16)
+LIMITS = ExecutionLimits(timeout_s=2.0)
 HONEST = "\ndef add_one(x):\n    return x + 1\n\nassert add_one(1) == 2\n"
 
 
@@ -122,9 +122,13 @@ def test_no_audit_hook_to_switch_off_and_native_code_reaches_nothing(tmp_path: P
     assert not target.exists() and sentinel.poll() is None
 
 
-def test_one_process_means_no_fork_and_fork_bombs_end_with_the_verdict() -> None:
-    no_fork = _run("import os\nos.fork()\n" + HONEST, ExecutionLimits(timeout_s=2.0))
+def test_the_process_limit_holds_and_fork_bombs_end_with_the_verdict() -> None:
+    no_fork = _run("import os\nos.fork()\n" + HONEST, ExecutionLimits(timeout_s=2.0, processes=1))
     assert no_fork.status == "failed" and "BlockingIOError" in no_fork.error
+    counted = ("import os, time\nforks = 0\nwhile True:\n    try:\n        if os.fork() == 0:\n"
+               "            time.sleep(30)\n            os._exit(0)\n        forks += 1\n    except OSError:\n"
+               "        break\nassert forks == 14, forks\n")  # 16 tasks, the sandbox's init and the harness two
+    assert _run(counted + HONEST).status == "passed"
     marker = "cv-bomb-" + secrets.token_hex(3)
     bomb = f"import os\n{_mark(marker)}while True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     started = time.monotonic()

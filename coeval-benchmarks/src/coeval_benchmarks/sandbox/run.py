@@ -67,7 +67,9 @@ class ExecutionLimits:
     file_size_mb: int = 16
     tmpfs_mb: int = 64
     open_files: int = 64
-    processes: int = 1
+    #: tasks of the sandbox's user, threads included (the sandbox's init and the harness are two):
+    #: room for a thread pool, none for a fork bomb
+    processes: int = 16
 
     @property
     def wall_seconds(self) -> float:
