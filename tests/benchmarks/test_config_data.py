@@ -167,6 +167,7 @@ def test_jsonl_and_parquet_read_alike(project: Path) -> None:
         assert result.exit_code == 0, result.output
 
 
+@pytest.mark.slow
 def test_a_data_task_with_checker_python_tests_runs_the_answers(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rows = [
         {"q": "Write add(a, b).", "tests": "def check(f):\n    assert f(2, 3) == 5\n", "entry": "add"},

@@ -129,6 +129,7 @@ def test_second_ingest_and_second_continue_write_nothing_new(mixed_run: tuple[Pa
     assert [e["benchmark"] for e in log] == ["sciq"]
 
 
+@pytest.mark.slow
 def test_analyze_reports_gold_scores_beside_judge_scores_and_their_correlation(
     mixed_run: tuple[Path, RunFolder], tmp_path: Path
 ) -> None:

@@ -45,6 +45,7 @@ class _Killed(BaseException):
     pass
 
 
+@pytest.mark.slow
 def test_an_interrupted_ingest_is_visible_answered_and_finished(started: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = run_folder.JsonlWriter.write
     count = {"n": 0}

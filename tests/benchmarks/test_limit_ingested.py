@@ -19,6 +19,7 @@ def _lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow
 def test_limit_3_on_an_ingested_20_row_file_makes_3_answers_per_student(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
