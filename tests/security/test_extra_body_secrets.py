@@ -53,6 +53,7 @@ def _extra_body() -> tuple[dict[str, Any], list[str]]:
     return body, [api_key, session, password, bearer]
 
 
+@pytest.mark.slow  # a run against the fake server
 def test_extra_body_credentials_stay_out_of_the_run_folder(fake: Any, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("OPENAI_API_KEY", "COEVAL_KEYS_FILE"):

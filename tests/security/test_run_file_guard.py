@@ -146,6 +146,6 @@ def test_the_analysis_reader_refuses_a_fifo_it_is_handed(tmp_path: Path) -> None
     good = tmp_path / "a.jsonl"
     good.write_text('{"id": "x"}\n', encoding="utf-8")
     os.mkfifo(tmp_path / "b.jsonl")
-    with pytest.raises(UnsafeRunFile, match="b.jsonl: is a FIFO"):
+    with pytest.raises(UnsafeRunFile, match=r"b\.jsonl: is a FIFO"):
         read_records([good, tmp_path / "b.jsonl"], {"id": TEXT})
     assert read_records([good], {"id": TEXT})[0].column("id").to_pylist() == ["x"]

@@ -20,6 +20,7 @@ from coeval_analysis.viewer.server import ViewServer
 from coeval_analysis.viewer.store import RunStore
 from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
+pytestmark = pytest.mark.slow  # servers, and a 40 MB record
 HOSTILE_ID = 'dp<!--<script>alert(1)</script>-->&"'
 BIG = 40 << 20
 
