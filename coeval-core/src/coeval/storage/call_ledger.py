@@ -3,9 +3,10 @@
 A record is written once a call has finished; a call in flight when the process is killed
 (SIGKILL, a power loss) has no record, yet the provider was paid for it. So each call is
 written twice to this append-only file: a *start* line before the request leaves, and an
-*end* line with its real cost once it is answered (before its record is written). A start
-without an end is a call that may have been made: it counts as made, at its estimated
-cost, until the next process that holds the folder alone settles it at that estimate.
+*end* line with its real cost once it is answered (written with the next start line, or
+when the process ends). A start without an end is a call that may have been made: it
+counts as made, at its estimated cost, until the next process that holds the folder alone
+settles it at that estimate.
 
 The lines (one JSON object each; documented in ``docs/data-format.md``)::
 
