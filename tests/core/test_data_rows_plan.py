@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from coeval.phases.data_rows import left_out_ids, plan_rows, row_content
+from coeval.run.data_drift import row_changes
+from coeval.run.drift import describe
 from coeval_benchmarks.task_data import task_datapoints, task_rows
 
 
@@ -122,3 +124,16 @@ def test_a_run_written_before_rows_had_identities_continues_as_it_would_have(tmp
     wider = task_datapoints("qa", spec, tmp_path, 6, "2026-01-01T00:00:00Z")
     added = plan_rows("qa", rows, held, by_id=False, limit=6).write
     assert [r["id"] for r in added] == [r["id"] for r in wider if r["id"] not in held]
+
+
+def test_the_drift_message_names_at_most_five_rows_and_the_count() -> None:
+    held = _held(_file(*(f"q{i}?" for i in range(1, 8))))
+    plan = plan_rows("qa", _file(*(f"Q{i}, reworded?" for i in range(1, 8))), held, by_id=False, limit=7)
+    [edited] = row_changes([plan])
+    assert describe(edited) == (
+        "task qa: data: 7 rows edited: row 1 'q1?' -> 'Q1, reworded?', row 2 'q2?' -> 'Q2, reworded?', "
+        "row 3 'q3?' -> 'Q3, reworded?', row 4 'q4?' -> 'Q4, reworded?', row 5 'q5?' -> 'Q5, reworded?', "
+        "... (7 in all) (made again: the new datapoint, its answers and judgments replace the old ones)")
+    long = "A question that goes on and on, well past forty characters?"
+    plan = plan_rows("qa", _file("a?"), _held(_file("a?", long)), by_id=False, limit=1)
+    assert [n.text() for n in plan.removed] == ["row 2 'A question that goes on and on, well ...'"]
