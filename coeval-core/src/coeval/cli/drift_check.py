@@ -53,8 +53,10 @@ def check_drift(config: Config, *, allow_drift: bool, dry_run: bool, whole: Conf
     """Raise a :class:`UserError` (exit 2) naming each changed setting, unless allowed.
 
     ``whole``: the config before ``--limit``/``--tasks``/``--models`` (a slice is no
-    shrink); what it leaves out of the run's records is drift too. With ``allow_drift`` the
-    changes are recorded in ``meta.json`` (not on a dry run).
+    shrink); what it leaves out of the run's records is drift too. So are the edited and
+    removed rows of a task's data file (:mod:`coeval.run.data_drift`); rows added or moved
+    are not, and are applied at once. With ``allow_drift`` the changes are recorded in
+    ``meta.json`` (not on a dry run).
     """
     run = RunFolder.for_experiment(config.experiment.storage_folder, config.experiment.id)
     if not run.exists():
