@@ -161,3 +161,15 @@ def test_gold_counts_when_the_rubric_names_it(tmp_path: Path) -> None:
     rows = {r["student"]: r["headline"] for r in board["rows"]}
     assert rows == {"a": pytest.approx((0.5 + 2 * 0.75) / 3), "b": pytest.approx((0.5 + 2 * 0.25) / 3)}
     assert {c["key"]: c["in_headline"] for c in board["columns"]} == {"checks": True, "gold": True}
+
+
+def test_judged_factors_of_weight_zero_are_shown_and_not_counted(tmp_path: Path) -> None:
+    rubric = {"correctness": {"description": "Right.", "weight": 0},
+              "format": {"evaluator": "regex", "params": {"pattern": "x"}}}
+    scores = {
+        "a": {"judge-a": _judge("High"), "judge-b": _judge("High", "Medium", 2), "regex": _rate("regex", "format", 3)},
+        "b": {"judge-a": _judge("Low", "Medium", 2), "judge-b": _judge("Low"), "regex": _rate("regex", "format", 9)},
+    }
+    board = leaderboard(_run(tmp_path, rubric, scores))
+    assert {r["student"]: r["headline"] for r in board["rows"]} == {"a": pytest.approx(0.25), "b": pytest.approx(0.75)}
+    assert {c["key"]: c["in_headline"] for c in board["columns"]} == {"judged": False, "checks": True}

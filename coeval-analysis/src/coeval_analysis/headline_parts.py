@@ -128,7 +128,8 @@ def combine(
     den = np.zeros((len(tasks), S))
     num_b = np.zeros((B, len(tasks), S))
     den_b = np.zeros((B, len(tasks), S))
-    use_judged = judged_reps.shape[0] == B
+    if judged_reps.shape[0] != B:  # too few judged datapoints for the model's own resamples: held fixed
+        judged_reps = np.broadcast_to(judged, (B, S))
     for k, task in enumerate(tasks):
         w = plan.judged_total(task)
         mine = item_task == k
@@ -136,7 +137,7 @@ def combine(
         if w > 0 and has.any():
             num[k] += np.where(has, w * np.nan_to_num(judged), 0.0)
             den[k] += np.where(has, w, 0.0)
-            if B and use_judged:
+            if B:
                 ok = has[None, :] & np.isfinite(judged_reps)
                 num_b[:, k] += np.where(ok, w * np.nan_to_num(judged_reps), 0.0)
                 den_b[:, k] += np.where(ok, w, 0.0)
@@ -223,13 +224,14 @@ def evidence_columns(
     judged_n: np.ndarray,
     boot: Bootstrap | None,
     level: float,
+    judged_counts: bool = True,
 ) -> list[Evidence]:
     """The leaderboard's evidence columns: the judged score, then each kind of rate pooled
     over its factors and tasks (mean over datapoints of the factors' per-datapoint mean),
     with a percentile interval over the same datapoint resamples."""
     out: list[Evidence] = []
     if judged is not None and np.isfinite(judged).any():
-        out.append(Evidence("judged", "judged", "judged", True, judged, judged_ci[0], judged_ci[1], judged_n))
+        out.append(Evidence("judged", "judged", "judged", judged_counts, judged, judged_ci[0], judged_ci[1], judged_n))
     kinds: dict[str, list[RateFactor]] = {}
     for r in rates:
         kinds.setdefault(r.factor.kind, []).append(r)

@@ -114,7 +114,7 @@ def judgments_of(
     else:
         pr, pj, pm = _weighted_judge_means(model, plan)
     item, student = model.resp_item[pr], model.resp_student[pr]
-    ok = (item >= 0) & (student >= 0)
+    ok = (item >= 0) & (student >= 0) & np.isfinite(pm)  # NaN: every factor of the answer weighs 0
     pr, pj, pm, item, student = pr[ok], pj[ok], pm[ok], item[ok], student[ok]
     fam_judge = np.array([families.get(n, n) for n in names] + [""], dtype=object)
     fam_student = np.array([families.get(s, s) for s in model.students] + ["\0"], dtype=object)
@@ -140,6 +140,12 @@ def _weighted_judge_means(model: ScoreModel, plan: FactorPlan) -> tuple[np.ndarr
     for f in plan.factors:
         if f.kind == "judged" and f.task in model.tasks and f.factor in model.factors:
             table[model.tasks.index(f.task), model.factors.index(f.factor)] = f.weight
+    # a task whose judged factors all weigh 0 keeps its judged score for the leaderboard (equal
+    # weights); it counts for nothing in the headline (FactorPlan.judged_total is 0)
+    judged_cols = np.zeros(n_f, bool)
+    judged_cols[[model.factors.index(f.factor) for f in plan.factors if f.kind == "judged" and f.factor in model.factors]] = True
+    silent = ~(table[:, judged_cols] > 0).any(1) if judged_cols.any() else np.zeros(len(table), bool)
+    table[silent] = 1.0
     item = model.resp_item[model.u_resp]
     task = np.where(item >= 0, model.item_task[np.maximum(item, 0)], -1)
     w = np.where(task >= 0, table[np.maximum(task, 0), model.u_factor], 1.0)
@@ -230,7 +236,8 @@ def headline_ranking(
     m.n_items = parts.n_items
     judged_n = cells.sum(0).astype(np.int64)
     evidence = evidence_columns(parts.rates, judged if len(model.judges) else None, judged_ci, judged_n,
-                                boot if enough else None, level)  # fmt: skip
+                                boot if enough else None, level,
+                                any(plan.judged_total(t) > 0 for t in plan.tasks()))  # fmt: skip
     moved = _labels_move(model, plan, rates, j, parts.score, widen) if m.layout.has_reference else None
     h.score = parts.score
     return HeadlineRanking(h, names, families, ci, reps, comp, wci, j, m, judged, evidence, parts.sentence, moved)
