@@ -52,9 +52,12 @@ def test_a_datapoint_reply_with_the_example_name_as_a_key_is_rejected(tmp_path: 
                         "dimension_name": "geography"})
     run_folder, info = _run(tmp_path, {_ITEM_PROMPT: reply})
     assert info["item_quality"]["rejected"] == {"t": {"template_echo": 6}}  # 2 datapoints, 3 tries each
-    ok = [r for r in (json.loads(line) for p in run_folder.jsonl_files("data_generation")
-                      for line in p.read_text().splitlines()) if r.get("status") == "ok"]
-    assert ok == []
+    assert _ok_datapoints(run_folder) == []
+
+
+def _ok_datapoints(run_folder: Any) -> list[dict[str, Any]]:
+    return [r for r in (json.loads(line) for p in run_folder.jsonl_files("data_generation")
+                        for line in p.read_text().splitlines()) if r.get("status") == "ok"]
 
 
 def test_a_clean_reply_with_an_unrelated_extra_key_is_kept(tmp_path: Path) -> None:
@@ -62,3 +65,21 @@ def test_a_clean_reply_with_an_unrelated_extra_key_is_kept(tmp_path: Path) -> No
     run_folder, info = _run(tmp_path, {_MAP_PROMPT: reply}, target_attributes="auto", nuanced_attributes={})
     assert "item_quality" not in info or not info["item_quality"].get("rejected")
     assert json.loads(run_folder.target_attrs_path("qa").read_text()) == {"difficulty": ["easy", "hard"]}
+
+
+_OWN_SAMPLE = ("Write one test item for this task: {task_description}\n"
+               "It must have: {target_attributes}\n"
+               "Reply with JSON only, in this form:\n"
+               '{{"prompt": "...", "response": "...", "topic": "topic_name"}}\n')
+
+
+def test_a_key_a_prompt_library_example_has_is_schema_and_its_example_value_is_not(tmp_path: Path) -> None:
+    kept = json.dumps({"prompt": "Which river flows through Cairo?", "response": "The Nile flows through Cairo.",
+                       "topic": "geography"})
+    run_folder, info = _run(tmp_path / "kept", {_ITEM_PROMPT: kept}, prompt_library={"sample": _OWN_SAMPLE})
+    assert not (info.get("item_quality") or {}).get("rejected")
+    assert len(_ok_datapoints(run_folder)) == 2
+    echoed = json.dumps({"prompt": "Which river flows through Cairo?", "response": "The Nile flows through Cairo.",
+                         "topic_name": "geography"})
+    _run_folder, info = _run(tmp_path / "echoed", {_ITEM_PROMPT: echoed}, prompt_library={"sample": _OWN_SAMPLE})
+    assert info["item_quality"]["rejected"] == {"t": {"template_echo": 6}}

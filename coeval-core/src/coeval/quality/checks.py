@@ -21,7 +21,9 @@ _FRAGMENT_MAX_CHARS = 6
 def template_echo(c: Candidate, ctx: CheckContext) -> str | None:
     """A reply that repeats the template's own example values. In an attribute map or a
     rubric, a short name (up to ``_NAME_WORDS`` words) that merely glues words onto an
-    example (``criterion_nameone``) counts too: small models vary the example that way."""
+    example (``criterion_nameone``) counts too: small models vary the example that way. So
+    does a key of the reply as written that is an example value (``{"dimension_name": ...}``
+    beside the real entries, which the parser would drop)."""
     names = c.kind in MAP_KINDS
     for text in _strings(c.value):
         norm = normalise(text)
@@ -29,7 +31,7 @@ def template_echo(c: Candidate, ctx: CheckContext) -> str | None:
             return f"{text!r} is the example from the instructions, not a real value; write your own"
     for key in _keys(c.reply):
         norm = normalise(key)
-        if norm in ctx.placeholders or _glued_example(norm, ctx.placeholders):
+        if norm in ctx.key_placeholders or _glued_example(norm, ctx.key_placeholders):
             return f"the reply uses {key!r}, the example from the instructions, as a key; write your own"
     return None
 

@@ -117,6 +117,7 @@ class ItemGate:
         self.exempt = {k: frozenset(v) for k, v in (exempt or {}).items()}
         self.index = _ShingleIndex()
         self._placeholders: dict[int, frozenset[str]] = {}
+        self._key_placeholders: dict[int, frozenset[str]] = {}
 
     def close(self) -> None:
         """Write the rejection counts still held (the phase's end, however it ends)."""
@@ -132,7 +133,9 @@ class ItemGate:
         key = id(task.prompt_library)
         if key not in self._placeholders:
             self._placeholders[key] = template_placeholders(task.prompt_library)
-        return CheckContext(options=options, placeholders=self._placeholders[key], index=self.index)
+            self._key_placeholders[key] = template_placeholders(task.prompt_library, keys=False)
+        return CheckContext(options=options, placeholders=self._placeholders[key], index=self.index,
+                            key_placeholders=self._key_placeholders[key])
 
     def check(self, candidate: Candidate) -> None:
         """Raise :class:`QualityRejection` on the first failing check; on acceptance of a

@@ -54,6 +54,8 @@ class CheckContext:
     options: Mapping[str, Any]
     placeholders: frozenset[str]
     index: NearDuplicateIndex
+    #: the templates' example values (not their keys): what a reply's key must not be
+    key_placeholders: frozenset[str] = frozenset()
 
 
 ItemCheck = Callable[[Candidate, CheckContext], "str | None"]

@@ -34,26 +34,42 @@ def text_leaves(value: Any) -> Iterable[str]:
         yield value
 
 
-def _examples(template: str) -> set[str]:
+def _leaf_values(value: Any) -> Iterable[str]:
+    """Every string value of a JSON value (no key), depth first."""
+    if isinstance(value, Mapping):
+        for v in value.values():
+            yield from _leaf_values(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaf_values(v)
+    elif isinstance(value, str):
+        yield value
+
+
+def _examples(template: str, *, keys: bool = True) -> set[str]:
     found: set[str] = set()
     for match in _EXAMPLE.finditer(template):
         text = match.group(0).replace("{{", "{").replace("}}", "}")
         try:
-            found.update(text_leaves(json.loads(text)))
+            doc = json.loads(text)
         except json.JSONDecodeError:
             found.update(re.findall(r'"([^"]*)"', text))
+            continue
+        found.update(text_leaves(doc) if keys else _leaf_values(doc))
     return found
 
 
-def template_placeholders(prompt_library: Mapping[str, str] | None = None) -> frozenset[str]:
+def template_placeholders(prompt_library: Mapping[str, str] | None = None, *, keys: bool = True) -> frozenset[str]:
     """Normalised example strings of the teacher templates, default and ``prompt_library``
-    (structural keys such as ``name`` or ``prompt`` excluded: they are the schema, not an example)."""
+    (structural keys such as ``name`` or ``prompt`` excluded: they are the schema, not an
+    example). ``keys=False``: the example values only, what a reply must not use as a key
+    (a key a template's example has is the reply's schema, whatever its name)."""
     structural = {"attributes", "name", "values", "factors", "description", "prompt", "response", "scores", "score"}
     lib = dict(prompt_library or {})
     texts = [t for tid in TEACHER_TEMPLATES for t in (DEFAULT_TEMPLATES[tid], lib.get(tid)) if isinstance(t, str)]
     out = set()
     for template in texts:
-        for example in _examples(template):
+        for example in _examples(template, keys=keys):
             norm = normalise(example)
             if norm and norm not in structural:
                 out.add(norm)
