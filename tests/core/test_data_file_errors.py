@@ -123,3 +123,14 @@ def test_a_latin1_file_is_one_problem_asking_to_resave_it_as_utf8(work: Path, na
     assert f"{work / name}: {where} (byte " in line and "is not UTF-8" in line
     assert "re-save it as UTF-8" in line
     assert not (work / "runs").exists()
+
+
+def test_a_utf16_csv_is_named_as_such(work: Path) -> None:
+    (work / "qa.csv").write_bytes("question,answer\r\nWhat is 2 + 2?,4\r\n".encode("utf-16"))
+    config = _config(work, {"file": "qa.csv", "prompt": "question"})
+    result = _invoke("run", str(config), "--dry-run")
+    assert result.exit_code == 2, result.output
+    line = " ".join(result.output.split())
+    assert len(_problems(result.output, config)) == 1
+    assert f"{work / 'qa.csv'}: line 1 (byte 0) is not UTF-8" in line
+    assert "it starts with a UTF-16 byte-order mark); re-save it as UTF-8" in line

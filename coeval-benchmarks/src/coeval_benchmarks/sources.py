@@ -145,8 +145,10 @@ def _not_utf8(path: Path, exc: UnicodeDecodeError) -> DatasetFileError:
     except OSError:
         pass
     bad = exc.object[exc.start:exc.start + 1].hex()
-    return DatasetFileError(f"{path}: {where} is not UTF-8 (byte 0x{bad}: {exc.reason}; perhaps Latin-1 or "
-                            "Windows-1252); re-save it as UTF-8")
+    utf16 = exc.object[:2] in (b"\xff\xfe", b"\xfe\xff")  # the mark of spreadsheets' "Unicode text"
+    guess = "it starts with a UTF-16 byte-order mark" if utf16 else "perhaps Latin-1 or Windows-1252"
+    return DatasetFileError(f"{path}: {where} is not UTF-8 (byte 0x{bad}: {exc.reason}; {guess}); "
+                            "re-save it as UTF-8")
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
