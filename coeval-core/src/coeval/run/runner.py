@@ -74,6 +74,7 @@ from coeval.storage.fork import fork_run
 from coeval.storage.leftovers import remove_stale_scratch, sweep_temp_files
 from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, cut_partial_last_line
+from coeval.storage.safe_files import UnsafeRunFile
 from coeval.storage.snapshot import write_config_snapshot
 
 if TYPE_CHECKING:
@@ -314,6 +315,8 @@ def _calls_made(run: _Run) -> str:
 
 
 def _storage_error(exc: OSError, *, started: bool) -> str:
+    if isinstance(exc, UnsafeRunFile):  # a FIFO or an outside link among the run's files: the file and the rule
+        return str(exc)
     what = f" {exc.filename}" if exc.filename else ""
     reason = exc.strerror or str(exc) or type(exc).__name__
     if not started:  # no meta.json: nothing to continue from
