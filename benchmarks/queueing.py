@@ -126,11 +126,10 @@ SHAPES: tuple[tuple[str, int, float, str, float, int, bool], ...] = (
     ("8 slots x 100 ms, fifo queue, 1 s timeout", 8, 100.0, "fifo", 1.0, 420, False),
     ("8 slots x 100 ms, fifo queue serving calls whose client left, 1 s timeout", 8, 100.0, "fifo-keep", 1.0, 420,
      False),
-    ("4 slots x 250 ms, fifo queue, 2 s timeout", 4, 250.0, "fifo", 2.0, 100, False),
-    ("16 slots x 200 ms, fifo queue, 1 s timeout", 16, 200.0, "fifo", 1.0, 420, False),
-    ("8 slots x 100 ms, shared slots (batching), 1 s timeout", 8, 100.0, "shared", 1.0, 420, False),
-    ("8 slots x 100 ms, at most 8 waiting (503 past them), 1 s timeout", 8, 100.0, "bounded:8", 1.0, 420, False),
-    ("8 slots x 100 ms, fifo queue, 1 s timeout, /metrics", 8, 100.0, "fifo", 1.0, 420, True),
+    ("4 slots x 250 ms, fifo queue, 2 s timeout", 4, 250.0, "fifo", 2.0, 120, False),
+    ("16 slots x 400 ms, fifo queue, 2 s timeout", 16, 400.0, "fifo", 2.0, 300, False),
+    ("8 slots x 300 ms, shared slots (batching), 2 s timeout", 8, 300.0, "shared", 2.0, 200, False),
+    ("8 slots x 300 ms, at most 8 waiting (503 past them), 2 s timeout", 8, 300.0, "bounded:8", 2.0, 200, False),
 )
 
 
