@@ -57,6 +57,7 @@ def run_items(ex: BatchExecutor, items: list[WorkItem], outcomes: list[WorkOutco
     asyncio.run(ex.run("response_collection", [i for i in items if ex.wants(i)], outcomes.append))
 
 
+@pytest.mark.slow
 def test_one_job_per_model_and_every_item_answered(fake: Any, tmp_path: Path) -> None:
     config, keys, run = setup("openai", fake, tmp_path, n_models=2)
     outcomes: list[WorkOutcome] = []

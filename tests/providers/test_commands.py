@@ -122,6 +122,7 @@ def test_models_unknown_provider_is_a_usage_error() -> None:
     assert result.exit_code == 2 and "nonesuch" in result.output
 
 
+@pytest.mark.slow
 def test_sdks_are_imported_only_when_a_client_is_built() -> None:
     import subprocess
     import sys

@@ -21,7 +21,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "coeval-providers" / "src" / "coeval_providers"
 
-pytestmark = pytest.mark.mutants
+pytestmark = [pytest.mark.mutants, pytest.mark.slow]
 
 
 @attrs.frozen

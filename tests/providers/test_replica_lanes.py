@@ -8,6 +8,7 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
 import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
@@ -36,6 +37,7 @@ def _run(model: ModelConfig, n: int) -> tuple[list[WorkOutcome], Any, float]:
     return outcomes, stats, time.perf_counter() - start
 
 
+@pytest.mark.slow
 def test_two_replicas_of_different_capacity_each_settle_near_their_own() -> None:
     # big: 8 slots, small: 2 slots, both 100 ms per call; together 100 calls/s
     with FakeServer(FakeConfig(slots=8, latency_ms=100, log_bodies=False)) as big, \

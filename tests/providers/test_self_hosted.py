@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from coeval.config.model import ModelConfig
 from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest
@@ -44,6 +45,7 @@ def _run(models: list[ModelConfig], per_model: int) -> tuple[list[WorkOutcome], 
     return outcomes, stats, time.perf_counter() - start
 
 
+@pytest.mark.slow
 def test_a_queueing_server_is_driven_near_capacity_without_timeouts() -> None:
     # 8 slots, 100 ms per call: capacity 80 calls/s; the client's timeout is 1 s
     with FakeServer(FakeConfig(slots=8, latency_ms=100, log_bodies=False)) as fake:
@@ -57,6 +59,7 @@ def test_a_queueing_server_is_driven_near_capacity_without_timeouts() -> None:
     assert lane.counters.decreases > 0  # latency, not a 429, shrank it
 
 
+@pytest.mark.slow
 def test_a_loopback_server_that_does_not_queue_is_not_capped(tmp_path: Any) -> None:
     # `openai` on 127.0.0.1 gets the latency-aware limiter; the server answers in 800-880 ms
     # whatever the load, so the limit must keep growing (with a 5% margin it stopped near 20).
@@ -99,6 +102,7 @@ def test_models_sharing_an_endpoint_share_the_smallest_limit() -> None:
         assert fake.state.peak_in_flight == 2
 
 
+@pytest.mark.slow
 def test_two_replicas_one_killed_mid_run_every_item_ok_and_both_served() -> None:
     first, second = FakeServer(FakeConfig(latency_ms=40)).start(), FakeServer(FakeConfig(latency_ms=40)).start()
     try:

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+#: pip wheel of each distribution
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 
