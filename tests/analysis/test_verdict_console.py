@@ -96,8 +96,8 @@ def test_warnings_of_one_kind_become_one_line_and_the_answer_changing_ones_come_
     shown, left = verdict_warnings(warnings)
     assert [what for what, _ in shown] == [
         "intervals rest on 12 datapoints",
-        "a and b are not determined: no unrelated judge that tells answers apart graded them, so their places "
-        "rest on judges of the same family, whose bias is only bounded",
+        "a and b are not determined: no unrelated judge that tells answers apart graded them; their places "
+        "rest on judges of their own family or on judges that barely tell answers apart",
         "judges j1 and j2 barely tell answers apart: they count for almost nothing in the headline",
     ]
     assert all(action for _, action in shown)

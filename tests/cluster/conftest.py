@@ -96,6 +96,7 @@ def cluster_config(folder: Path, experiment: str, *, replicas: int = 2, keep_ser
     model["role_parameters"] = {"student": {"max_tokens": 24}, "judge": {"max_tokens": 40}}
     raw["models"] = [model]
     task = raw["tasks"][0]
+    raw["tasks"] = [task]  # the quick start's data-file task is not about serving
     raw["experiment"] = {"id": experiment, "storage_folder": str(folder / "runs"), "generation_retries": 5}
     if from_file:  # the quick start's item generation gives way to the file
         rows = "".join(f"{q},{a}\n" for q, a in QUESTIONS[:datapoints])

@@ -20,13 +20,26 @@ PHASE_FILES = {
 
 
 def test_quickstart_config_is_valid_and_runs_only_the_embedded_model() -> None:
-    config = load_config(QUICKSTART, check_filesystem=False)
+    config = load_config(QUICKSTART)  # its data file and check module beside it, as shipped
     assert config.experiment.id == "quickstart-v1" and config.experiment.storage_folder == "./runs"
     assert {m.interface for m in config.models} == {"llamacpp"}
     assert {m.parameters["model"] for m in config.models} == {"smollm2-135m"}
     temperatures = {m.parameters["temperature"] for m in config.models}
     assert len(temperatures) >= 2, "sampling settings must differ, or the ensemble is trivial"
     assert len(config.teachers) >= 2 and len(config.students) >= 2 and len(config.judges) >= 2
+    # a second task settled by a deterministic check on the quick start's own data file
+    capital = next(t for t in config.tasks if t.name == "capital_city")
+    assert capital.rubric["names_the_capital"]["evaluator"] == "python"
+
+
+def test_the_quickstart_check_finds_the_capital_in_an_answer() -> None:
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from quickstart_checks import names_the_capital  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    assert names_the_capital("The capital of Egypt is Cairo.", {"reference_response": "Cairo"}) is True
+    assert names_the_capital("The capital city of France is", {"reference_response": "Paris"}) is False
 
 
 def coeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -37,8 +50,9 @@ def coeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 def test_a_small_copy_of_the_quickstart_runs_every_phase_on_the_real_model(tmp_path: Path) -> None:
     raw = yaml.safe_load(QUICKSTART.read_text())
-    greedy, hot = raw["models"][0], raw["models"][2]
-    raw["models"] = [greedy, hot]  # one teacher and judge, two students: 1 item, 2 answers, 2 grades
+    greedy, clipped = raw["models"][0], raw["models"][2]
+    raw["models"] = [greedy, clipped]  # one teacher and judge, two students: 1 item, 2 answers, 2 grades
+    raw["tasks"] = raw["tasks"][:1]  # the teacher-written task (the data-file task is checked below)
     raw["tasks"][0]["sampling"]["total"] = 1
     raw["experiment"]["id"] = "quickstart-small"
     (tmp_path / "small.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
     raw = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text(encoding="utf-8"))
+    raw["tasks"] = raw["tasks"][:1]  # the teacher-written task; the data-file task makes no teacher or judge call
     monkeypatch.chdir(tmp_path)
     Path("exp.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
     return load_config("exp.yaml")

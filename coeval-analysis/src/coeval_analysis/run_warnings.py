@@ -238,7 +238,7 @@ def flag_constant_raters(summary: dict[str, Any]) -> None:
         return
     alpha = agreement.get("krippendorff_alpha")
     note = (
-        f"{', '.join(flat)} give(s) one level to nearly every answer: agreement with a constant rating "
+        f"{', '.join(flat)} {'give' if len(flat) > 1 else 'gives'} one level to nearly every answer: agreement with a constant rating "
         "is not evidence of reliability, so alpha, kappa and ICC overstate it"
     )
     agreement["constant_raters_note"] = note
@@ -317,10 +317,10 @@ VERDICT_ORDER: dict[str, str | None] = {
     "reference_not_measured": "label answers of more students (`coeval label --export`)",
     "self_preference": "add a judge of another family, which measures the bias",
     "family_preference": "add a judge of another family, which measures the bias",
-    "flat_judge": "replace it by a stronger judge, or label a few answers to check it",
-    "one_level": "replace it by a stronger judge, or check its prompt and parsing",
+    "flat_judge": "use a judge that tells answers apart, or label a few answers to check the judges",
+    "one_level": "use a judge that tells answers apart, or check the judge's prompt and parsing",
     "judge_vs_gold": "check the judge's prompt against the gold answers",
-    "students_alike": "give that teacher harder or more varied datapoints",
+    "students_alike": "ask the teacher for harder or more varied datapoints",
     "agreement_inflated": None,
     "left_out_by_config": None,
     "degenerate_judge_dropped": None,
@@ -342,8 +342,8 @@ def _merged(kind: str, group: list[dict[str, Any]]) -> str:
     many = len(subjects) > 1
     if kind == "not_determined":
         return (f"{_and(subjects)} {'are' if many else 'is'} not determined: no unrelated judge that tells answers "
-                f"apart graded {'them' if many else 'it'}, so {'their places rest' if many else 'its place rests'} "
-                "on judges of the same family, whose bias is only bounded")
+                f"apart graded {'them' if many else 'it'}; {'their places rest' if many else 'its place rests'} on "
+                f"judges of {'their' if many else 'its'} own family or on judges that barely tell answers apart")
     if kind in ("self_preference", "family_preference"):
         whose = "their" if many else "its"
         what = f"{whose} own answers" if kind == "self_preference" else f"{whose} family's answers"
@@ -354,7 +354,8 @@ def _merged(kind: str, group: list[dict[str, Any]]) -> str:
                 f"{'they count' if many else 'it counts'} for almost nothing in the headline")
     if len(group) == 1:
         return str(group[0]["message"])
-    return str(group[0]["message"]) + f" (and {len(group) - 1} more like it: {_and(subjects[1:])})"
+    others = subjects[1:]  # none when the warnings share a subject (a model left out in two roles)
+    return str(group[0]["message"]) + f" (and {len(group) - 1} more like it" + (f": {_and(others)})" if others else ")")
 
 
 def verdict_warnings(warnings: list[dict[str, Any]], limit: int = VERDICT_WARNINGS) -> tuple[list[tuple[str, str]], int]:
