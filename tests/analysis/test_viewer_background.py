@@ -18,7 +18,8 @@ import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval_analysis.viewer import prebuild, queries, server
-from coeval_analysis.viewer.build import DATAPOINT_SUMMARY
+from coeval_analysis.viewer import store as store_module
+from coeval_analysis.viewer.build import DATAPOINT_SUMMARY, JUDGMENTS_STEP, Step
 from coeval_analysis.viewer.rowsql import datapoint_rows_sql
 from coeval_analysis.viewer.server import ViewServer
 from coeval_analysis.viewer.store import RunStore, cache_path
@@ -102,7 +103,7 @@ def test_pages_say_indexing_until_the_records_are_read(
     assert 'id="indexing"' in _get(url + "/r/0/failures")
     status = json.loads(_get(url + "/api/status"))["runs"][0]
     assert status == {"run": "r", "ready": False, "judgments_ready": False, "progress": 0.0,
-                      "step": "ranking the students", "error": None}
+                      "step": "ranking the students", "error": None, "warnings": []}
     held.set()
     assert store.wait(timeout=60)
     assert json.loads(_get(url + "/api/status"))["runs"][0]["ready"] is True
@@ -240,9 +241,14 @@ def test_a_continue_that_finds_nothing_to_do_builds_nothing(tmp_path: Path, monk
 
 
 def test_a_run_that_cannot_be_read_is_a_clear_error(make_run: Callable[..., Path], tmp_path: Path,
-                                                     serve: Callable[[list[RunStore]], str]) -> None:
+                                                     serve: Callable[[list[RunStore]], str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     run = make_run("r", datapoints_per_teacher=2)
-    (run / "phase5_evaluations" / "broken.jsonl").mkdir()  # not a file: DuckDB cannot read it
+
+    def unreadable(_run: Path, _files: Any = None) -> list[Step]:  # DuckDB fails on the first statement
+        return [Step(JUDGMENTS_STEP, f"CREATE TABLE judgments AS SELECT * FROM read_json('{tmp_path}/gone.jsonl')", 1)]
+
+    monkeypatch.setattr(store_module, "build_steps", unreadable)
     store = RunStore(run, cache=tmp_path / "cache", background=True)
     url = serve([store])
     assert store.wait(timeout=60)
@@ -257,6 +263,19 @@ def test_a_run_that_cannot_be_read_is_a_clear_error(make_run: Callable[..., Path
                                 env={"COEVAL_VIEW_CACHE": str(tmp_path / "cache")})
     assert result.exit_code == 2
     assert f"coeval export: reading the records of {run} failed" in result.output and "Traceback" not in result.output
+
+
+def test_a_folder_among_the_records_is_refused_before_any_build(make_run: Callable[..., Path], tmp_path: Path) -> None:
+    """Not a regular file: the run-file guard names it, exit code 2 (docs/security.md)."""
+    run = make_run("r", datapoints_per_teacher=2)
+    broken = run / "phase5_evaluations" / "broken.jsonl"
+    broken.mkdir()
+    for args in (["export", "--run", str(run), "--format", "csv", "--out", str(tmp_path / "j.csv")],
+                 ["view", "--run", str(run), "--no-browser", "--port", "0"]):
+        result = CliRunner().invoke(cli, args, env={"COEVAL_VIEW_CACHE": str(tmp_path / "cache")})
+        assert result.exit_code == 2, result.output
+        assert f"error: {broken}: is a folder, not a regular file" in result.output and "Traceback" not in result.output
+    assert not list((tmp_path / "cache").glob("*.duckdb"))
 
 
 def test_a_cache_folder_that_cannot_be_made_is_a_usage_error(make_run: Callable[..., Path], tmp_path: Path) -> None:

@@ -147,7 +147,7 @@ class RunStore:
         kept and answered to every question."""
         import duckdb
 
-        part = self._db.with_suffix(f".{os.getpid()}.part")
+        part = self._part_path()
         remove_dead_parts(self._db)  # those of builders that were killed
         try:
             part.unlink(missing_ok=True)
@@ -159,7 +159,7 @@ class RunStore:
                 self._con = self._builder = con
             if rank_first:
                 self._rank_first(con)
-            self._run_steps(con, part)
+            self._run_steps(con)
             con.execute("CHECKPOINT")
             self._swap(con, part)
         except Exception as exc:  # the server stays up and says what went wrong
@@ -177,6 +177,10 @@ class RunStore:
             self._ranked.set()
             self._judgments.set()
             self._ready.set()
+
+    def _part_path(self) -> Path:
+        """The database this process is building (``<db>.<pid>.part``), put in place when done."""
+        return self._db.with_suffix(f".{os.getpid()}.part")
 
     def _rank_first(self, con: duckdb.DuckDBPyConnection) -> None:
         """The preliminary ranking (:func:`preliminary_ranking_sql`), before the build proper."""
@@ -199,7 +203,7 @@ class RunStore:
         self._ranked.wait(timeout)
         return list(self._preliminary)
 
-    def _run_steps(self, con: duckdb.DuckDBPyConnection, part: Path) -> None:
+    def _run_steps(self, con: duckdb.DuckDBPyConnection) -> None:
         import duckdb
 
         files = {key: record_files(self.run, phase) for key, phase in PHASES.items()}
@@ -216,7 +220,7 @@ class RunStore:
                 if trimmed or not is_oversize_error(exc):
                     raise
                 trimmed = True  # read the files again without their oversized lines, from this step on
-                files = self._without_oversized(files, part)
+                files = self._without_oversized(files, self._part_path())
                 steps = build_steps(self.run, files)
                 continue
             i += 1
