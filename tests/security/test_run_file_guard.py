@@ -126,6 +126,23 @@ def test_continue_refuses_a_fifo_among_the_records(tmp_path: Path) -> None:
                       "files in a run folder (replace it by a regular file, or remove it)"], done.stderr
 
 
+def test_continue_and_status_refuse_a_fifo_as_the_call_ledger(tmp_path: Path) -> None:
+    config = base_config(tmp_path / "runs")
+    config["experiment"]["probe_mode"] = "disable"
+    path = write_config(tmp_path / "exp.yaml", config)
+    assert _coeval(["run", "--config", str(path)], tmp_path, tmp_path).returncode == 0
+    run = tmp_path / "runs" / "robust"
+    ledger = run / "calls.jsonl"
+    assert ledger.is_file()
+    _replace(ledger, "fifo")
+    for args in (["run", "--config", str(path), "--continue"], ["status", "--run", str(run)]):
+        done = _coeval(args, tmp_path, run)
+        assert done.returncode == 2, (args, done.stderr)
+        errors = [line.rstrip(".") for line in done.stderr.splitlines() if line.startswith("error:")]
+        assert errors == [f"error: {ledger}: is a FIFO (named pipe), not a regular file; CoEval reads only regular "
+                          "files in a run folder (replace it by a regular file, or remove it)"], (args, done.stderr)
+
+
 def test_a_link_inside_the_run_folder_is_read(tmp_path: Path) -> None:
     run = tmp_path / "run"
     (run / "phase4_responses").mkdir(parents=True)

@@ -235,8 +235,8 @@ def _counted_by_the_ledger(run: RunFolder, meta: dict[str, Any]) -> dict[str, An
     """``meta`` with its calls and spend as the call ledger counts them: a call a killed
     process had in flight counts (at its estimate) before any process reconciled it."""
     path = ledger_path(run.root)
-    if not path.is_file():
-        return meta  # a run from before the ledger
+    if not (path.exists() or path.is_symlink()):
+        return meta  # a run from before the ledger (a FIFO or a link in its place: refused by read_ledger)
     totals = read_ledger(path)
     return {**meta, "calls": {k: v for k, v in totals.calls.items() if v},
             "spend_usd": {k: v for k, v in totals.spend_by_model().items() if v}}

@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from coeval.storage.run_folder import atomic_write_bytes, cut_partial_last_line
-from coeval.storage.safe_files import open_no_follow
+from coeval.storage.safe_files import open_no_follow, read_run_file
 
 __all__ = [
     "LEDGER_NAME",
@@ -132,7 +132,7 @@ def read_ledger(path: Path, *, strict: bool = True) -> LedgerTotals:
     never sent, so it is not counted."""
     totals = LedgerTotals()
     try:
-        data = path.read_bytes()
+        data = read_run_file(path, path.parent)  # a FIFO or an outside link: UnsafeRunFile, never a hang
     except FileNotFoundError:
         return totals
     lines = data.split(b"\n")
