@@ -1,10 +1,11 @@
-"""coeval-analysis: robust rankings, judge agreement, reports, metrics and label scoring.
+"""coeval-analysis: the headline ranking, judge agreement, reports, metrics and label scoring.
 
 Library use::
 
     from coeval_analysis import analyze, load_run
+    from coeval_analysis.leaderboard import leaderboard
     analysis = analyze(load_run("eval_runs/demo-v1"))
-    analysis.summary["students"]
+    leaderboard(analysis.summary)["rows"]
 
 See plugin.py for what this distribution registers with CoEval.
 """
