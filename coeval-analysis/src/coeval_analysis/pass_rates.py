@@ -4,9 +4,9 @@ against its tests, per student, with Wilson score intervals.
 A check scores a response 1 (passed) or 0 (failed) on a rubric factor. The pass rate of a
 student on a factor is the share of their scored responses that passed; its interval is the
 Wilson score interval at the analysis level, which stays inside [0, 1] and is sensible at
-0 % and 100 % (a plain normal interval would have width 0 there). These factors also count
-in the student score like any other factor; this table shows them on their own, beside the
-judge factors.
+0 % and 100 % (a plain normal interval would have width 0 there). This table shows each
+factor on its own; the headline takes the same rates as plain rates (never through the
+judges' measurement model), weighted by the rubric (see :mod:`coeval_analysis.headline_parts`).
 
 With several samples per (datapoint, student) (``samples: k`` in the task), code tasks also
 get pass@k: per datapoint the unbiased estimator ``1 - C(n - c, k) / C(n, k)`` of n samples
