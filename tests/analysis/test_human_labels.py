@@ -160,7 +160,7 @@ def test_no_interval_is_never_called_determined() -> None:
     assert need["undetermined_pairs"] == 1 and need["no_intervals"] is True
     line = _needed_clause("4 human labels on 4 answers", need)
     assert "already determined" not in line
-    assert line.endswith("too few datapoints for any comparison to be settled: add datapoints.")
+    assert line.endswith("no comparison has an interval (too few datapoints, or the bootstrap is off), so none is settled.")
 
 
 def test_labels_as_an_argument_equal_labels_in_the_run_folder(make_run: Callable[..., Path]) -> None:

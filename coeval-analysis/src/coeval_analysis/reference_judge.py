@@ -275,7 +275,7 @@ def _line(n_labels: int, n_answers: int, n_stale: int, need: dict[str, Any], in_
 def _needed_clause(head: str, need: dict[str, Any]) -> str:
     pairs = need["undetermined_pairs"]
     if need.get("no_intervals"):
-        return head + "; the run has too few datapoints for any comparison to be settled: add datapoints."
+        return head + "; no comparison has an interval (too few datapoints, or the bootstrap is off), so none is settled."
     if not pairs:
         return head + "; every comparison of the headline is already determined."
     if not need["more_labels"]:
