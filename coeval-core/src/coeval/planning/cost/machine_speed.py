@@ -56,12 +56,22 @@ def work_seconds() -> float:
 _RUN_SLOWDOWN_EXPONENT = 0.9
 
 
+#: a pause between rounds, so that they sample the machine's load over about a tenth of a
+#: second rather than one burst that a busy machine's scheduler may let through whole
+_PAUSE_S = 0.01
+
+
+def _paused_round() -> float:
+    time.sleep(_PAUSE_S)
+    return work_seconds()
+
+
 @functools.cache
 def speed_factor() -> float:
     """How much longer the run's own work takes here and now than on the reference machine
     (1.0: as fast; 1.5: a busy day): the median of a few rounds of that work, against the
     reference, damped as the run itself slows (:data:`_RUN_SLOWDOWN_EXPONENT`)."""
     work_seconds()  # warm: the first round pays for imports and caches
-    measured = statistics.median(work_seconds() for _ in range(_ROUNDS))
+    measured = statistics.median(_paused_round() for _ in range(_ROUNDS))
     low, high = _BOUNDS
     return float(min(high, max(low, measured / REFERENCE_S)) ** _RUN_SLOWDOWN_EXPONENT)
