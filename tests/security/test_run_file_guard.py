@@ -19,12 +19,13 @@ from tests.robustness._support import base_config, write_config
 
 pytestmark = pytest.mark.slow
 OUTSIDE_SECRET = "outside-secret-text-7f3a"
-#: every reader of a run: the analysis, status, the viewer's database, the label sheet
+#: every reader of a run: the analysis, status, the viewer's database, the label sheet, repair
 COMMANDS = {
     "analyze": ["analyze", "--run", "{run}", "--out", "{tmp}/a", "--bootstrap", "0", "--quiet"],
     "status": ["status", "--run", "{run}"],
     "export": ["export", "--run", "{run}", "--format", "csv", "--out", "{tmp}/j.csv"],
     "label": ["label", "--run", "{run}", "--export", "{tmp}/next.csv"],
+    "repair": ["repair", "--run", "{run}"],
 }
 
 
@@ -105,9 +106,14 @@ def test_meta_and_config_linked_from_outside_are_refused(run: Path, tmp_path: Pa
         outside = tmp_path / f"outside-{name}"
         outside.write_bytes((run / name).read_bytes())
         _replace(run / name, "link", outside)
-    for command in ("analyze", "status"):
+    for command in ("analyze", "status", "repair"):
         done = _coeval(COMMANDS[command], tmp_path, run)
         _refused(done, "run/", "outside the run folder")
+
+
+def test_repair_refuses_a_fifo_as_meta_json(run: Path, tmp_path: Path) -> None:
+    _replace(run / "meta.json", "fifo")
+    _refused(_coeval(COMMANDS["repair"], tmp_path, run), "meta.json", "is a FIFO (named pipe), not a regular file")
 
 
 def test_continue_refuses_a_fifo_among_the_records(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from coeval.storage.listing import storage_folder_hint
 from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval.storage.repair import repair_run
 from coeval.storage.run_folder import RunFolder
+from coeval.storage.safe_files import UnsafeRunFile
 
 if TYPE_CHECKING:
     from coeval.storage.repair import RepairReport
@@ -45,6 +46,8 @@ def command(run_path: str, dry_run: bool, as_json: bool) -> None:
         report = repair_run(run, registries=registries(), dry_run=dry_run)
     except RunFolderBusyError as exc:
         raise UserError(str(exc), "wait for the run to finish, then repair") from None
+    except UnsafeRunFile as exc:  # a FIFO or an outside link among the run's files: the file and the rule
+        raise UserError(str(exc)) from None
     except OSError as exc:  # a read-only folder, a full disk: one line, and nothing half-written
         where = f" {exc.filename}" if exc.filename else ""
         raise UserError(f"cannot repair {run.root}: cannot write{where}: {exc.strerror or exc}",

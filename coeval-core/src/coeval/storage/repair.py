@@ -52,6 +52,7 @@ from coeval.storage.leftovers import remove_stale_scratch, sweep_temp_files
 from coeval.storage.meta_check import meta_problems
 from coeval.storage.records import FAILED, record_status, usable_datapoint, usable_response
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text, utc_now
+from coeval.storage.safe_files import UnsafeRunFile, read_run_file
 from coeval.storage.snapshot import read_config_snapshot
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ def repair_run(
             continue
         for path in sorted(folder.glob("*.json")):
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
+                data = json.loads(read_run_file(path, run.root).decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 data = None
             failed_proposal = path.name.endswith(".proposal.json") and isinstance(data, dict) and data.get("status") == FAILED
@@ -293,7 +294,7 @@ def _repair_meta(
 ) -> None:
     meta: dict[str, Any] | None
     try:
-        meta = json.loads(run.meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(read_run_file(run.meta_path, run.root).decode("utf-8"))
         if not isinstance(meta, dict):
             meta = None
     except FileNotFoundError:
@@ -336,7 +337,9 @@ def _repair_meta(
 
 def _meta_readable(run: RunFolder) -> bool:
     try:
-        return isinstance(json.loads(run.meta_path.read_text(encoding="utf-8")), dict)
+        return isinstance(json.loads(read_run_file(run.meta_path, run.root).decode("utf-8")), dict)
+    except UnsafeRunFile:
+        raise  # a FIFO or an outside link: refused, not rebuilt over
     except (OSError, ValueError):
         return False
 
