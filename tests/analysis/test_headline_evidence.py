@@ -173,3 +173,48 @@ def test_judged_factors_of_weight_zero_are_shown_and_not_counted(tmp_path: Path)
     board = leaderboard(_run(tmp_path, rubric, scores))
     assert {r["student"]: r["headline"] for r in board["rows"]} == {"a": pytest.approx(0.25), "b": pytest.approx(0.75)}
     assert {c["key"]: c["in_headline"] for c in board["columns"]} == {"judged": False, "checks": True}
+
+
+@pytest.mark.slow
+def test_the_issue_run_a_code_task_with_a_reference_column_and_a_judge_grading_both_high(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run as a user builds it: ``checker: python_tests``, ``data:`` with a ``reference``
+    column (which adds a BLEU gold score nobody asked for), a judge that grades every answer
+    High. The student whose code passes every test is first; BLEU, which favours the other
+    (its code is the reference's text), is shown beside the ranking."""
+    import json
+
+    from coeval.config import load_config
+    from coeval.run.options import RunOptions
+    from coeval.run.runner import run_experiment
+
+    monkeypatch.chdir(tmp_path)
+    wrong, right = "def add(a, b):\n    return a * b\n", "def add(a, b):\n    return a + b\n"
+    rows = [{"q": f"Write add(a, b) ({k}).", "tests": f"def check(f):\n    assert f({k}, 3) == {k + 3}\n",
+             "entry": "add", "ref": wrong} for k in range(10)]  # fmt: skip
+    (tmp_path / "code.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    raw = {
+        "models": [
+            {"name": "fails", "interface": "mock", "roles": ["student"], "parameters": {"replies": {"add(a, b)": wrong}}},
+            {"name": "passes", "interface": "mock", "roles": ["student"], "parameters": {"replies": {"add(a, b)": right}}},
+            {"name": "judge", "interface": "mock", "roles": ["judge"], "parameters": {"judge": {"flat": "High"}}},
+        ],
+        "tasks": [{"name": "code", "description": "Write the function.", "checker": "python_tests",
+                   "data": {"file": "code.jsonl", "prompt": "q", "tests": "tests", "entry_point": "entry",
+                            "reference": "ref"},
+                   "rubric": {"correctness": "The function is correct."}}],
+        "experiment": {"id": "k", "storage_folder": "runs", "probe_mode": "disable"},
+    }
+    monkeypatch.setenv("COEVAL_ALLOW_UNSANDBOXED_CODE", "1")
+    assert run_experiment(load_config(raw, check_filesystem=False), RunOptions(progress=False)).exit_code == 0
+    summary = analyze(load_run(tmp_path / "runs" / "k"), OPTIONS).summary
+    board = leaderboard(summary)
+    rows_by = {r["student"]: r for r in board["rows"]}
+    assert [r["student"] for r in board["rows"]] == ["passes", "fails"]
+    assert rows_by["passes"]["rank_range"] == [1, 1]
+    assert rows_by["passes"]["evidence"]["pass@1"]["score"] == 1.0 and rows_by["fails"]["evidence"]["pass@1"]["score"] == 0.0
+    columns = {c["key"]: c["in_headline"] for c in board["columns"]}
+    assert columns["gold"] is False and columns["pass@1"] is True and columns["judged"] is True
+    assert rows_by["fails"]["evidence"]["gold"]["score"] > rows_by["passes"]["evidence"]["gold"]["score"]
+    _assert_on_the_unit_scale(summary)
