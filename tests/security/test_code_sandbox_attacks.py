@@ -30,14 +30,18 @@ def _run(program: str, limits: ExecutionLimits = LIMITS) -> ExecutionResult:
 
 
 def _marked(marker: str) -> list[int]:
-    """Host processes whose name (``/proc/PID/comm``) is ``marker``."""
+    """Live host processes whose name (``/proc/PID/comm``) is ``marker``: a killed one may
+    show a moment longer as dead (``X``) or a zombie (``Z``), running nothing."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and (entry / "comm").read_text().strip() == marker:
-                found.append(int(entry.name))
-        except OSError:
+            if not entry.name.isdigit() or (entry / "comm").read_text().strip() != marker:
+                continue
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
             continue
+        if state not in ("X", "Z"):
+            found.append(int(entry.name))
     return found
 
 
