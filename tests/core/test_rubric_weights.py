@@ -50,3 +50,22 @@ def test_good_weights_pass_and_a_weight_only_entry_is_not_sent_to_the_judge(tmp_
     assert result.exit_code == 0, result.output
     task = TaskConfig(name="code", description="d", rubric=rubric)
     assert judge_factors(task, rubric) == ["correct", "style"]
+
+
+def test_a_weighted_code_task_needs_no_judge(tmp_path: Path) -> None:
+    """``pass@1: {weight: 2}`` beside a check: nothing for a judge to score, so no judge is asked for."""
+    import json
+
+    (tmp_path / "code.jsonl").write_text(json.dumps({"q": "Write add.", "t": "def check(f):\n    pass\n",
+                                                     "e": "add"}) + "\n", encoding="utf-8")
+    raw = {
+        "models": [{"name": "alpha", "interface": "mock", "roles": ["student"]}],
+        "tasks": [{"name": "code", "description": "Write the function.", "checker": "python_tests",
+                   "data": {"file": str(tmp_path / "code.jsonl"), "prompt": "q", "tests": "t", "entry_point": "e"},
+                   "rubric": {"pass@1": {"weight": 2}, "short": {"evaluator": "max_words", "params": {"limit": 50}}}}],
+        "experiment": {"id": "weights", "storage_folder": str(tmp_path / "runs")},
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    result = CliRunner().invoke(cli, ["run", "--config", str(path), "--dry-run"])
+    assert result.exit_code == 0, result.output

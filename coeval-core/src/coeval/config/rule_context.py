@@ -66,7 +66,8 @@ def judged_factors(task: Mapping[str, Any] | Any) -> list[str] | None:
     """Rubric factors an LLM judge scores for a task (raw mapping or TaskConfig).
 
     Metric factors (``{metric: ...}``), factors named after a label attribute and factors
-    that name another evaluator (``{evaluator: pairwise}``) are scored without the judge. None when the rubric is not static (``auto`` / ``extend``): its factors
+    that name another evaluator (``{evaluator: pairwise}``) are scored without the judge, and a
+    weight-only entry (``pass@1: {weight: 2}``) weights a factor another evaluator scores. None when the rubric is not static (``auto`` / ``extend``): its factors
     are only known after phase 2.
     """
     rubric = task.get("rubric", "auto") if isinstance(task, Mapping) else task.rubric
@@ -77,7 +78,8 @@ def judged_factors(task: Mapping[str, Any] | Any) -> list[str] | None:
     return [
         str(name)
         for name, spec in rubric.items()
-        if not (isinstance(spec, Mapping) and (spec.get("metric") or spec.get("evaluator") not in (None, "llm_judge")))
+        if not (isinstance(spec, Mapping) and (spec.get("metric") or spec.get("evaluator") not in (None, "llm_judge")
+                                              or set(spec) == {"weight"}))
         and name not in labels
     ]
 
