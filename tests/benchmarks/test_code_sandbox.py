@@ -17,6 +17,7 @@ import pytest
 from coeval.config.model import TaskConfig
 from coeval.evaluators.base import EvaluationFailed, EvaluationRequest, Scorer, Scoring
 from coeval_benchmarks.adapters.humaneval import HumanEval
+from coeval_benchmarks.code_program import check_program, code_prefix_of
 from coeval_benchmarks.code_tests import CodeTestsEvaluator
 from coeval_benchmarks.ingest import _datapoint, load_items
 from coeval_benchmarks.sandbox.policy import ALLOW_UNSANDBOXED_ENV
@@ -198,3 +199,17 @@ def test_workers_and_timeout_come_from_the_factor_params() -> None:
         [(result, _)] = _evaluate_with(rubric, add_one, [right])
         assert isinstance(result, EvaluationFailed)
         assert result.error.startswith("task humaneval: rubric factor 'pass@1' params: ") and message in result.error
+
+
+def test_the_code_prefix_of_an_own_data_prompt() -> None:
+    """HumanEval's shape (Python defining the entry point) is the code a body completes;
+    prose, or Python that does not define it, is not."""
+    humaneval_like = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """Sum of xs."""\n'
+    assert code_prefix_of(humaneval_like, "total") == humaneval_like
+    assert code_prefix_of(humaneval_like.rstrip("\n"), "total") == humaneval_like.rstrip("\n") + "\n"
+    assert code_prefix_of(humaneval_like, "other") is None
+    assert code_prefix_of("Write total(xs), the sum of xs.", "total") is None
+    assert code_prefix_of("total", "total") is None  # an expression that parses is not a function
+    program = check_program(humaneval_like, "    return sum(xs)\n", "def check(f):\n    assert f([1, 2]) == 3\n", "total")
+    assert program == humaneval_like + "    return sum(xs)\n\ndef check(f):\n    assert f([1, 2]) == 3\n\ncheck(total)\n"
+    assert run_python(program, LIMITS).status == "passed"
