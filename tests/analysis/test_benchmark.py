@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from benchmarks.analysis import TARGET_PEAK_MB, TARGET_SECONDS, run
 
 
+@pytest.mark.slow
 def test_benchmark_times_coeval_analyze_in_a_child_process(tmp_path: Path) -> None:
     result = run(12_000, n_boot=100, workdir=tmp_path)
     assert result["name"] == "analysis"

@@ -172,6 +172,7 @@ def test_labels_as_an_argument_equal_labels_in_the_run_folder(make_run: Callable
     assert given["reference"] == stored["reference"]
 
 
+@pytest.mark.slow
 def test_label_free_and_legacy_runs_analyse_as_before(make_run: Callable[..., Path]) -> None:
     for run in (make_run("plain", datapoints_per_teacher=2), make_run("legacy", datapoints_per_teacher=2,
                                                                          old_format=True)):
@@ -219,6 +220,7 @@ def _save_batch(run: str, labels: list[HumanLabel], go: Any) -> None:
         save_labels(run, [lab])
 
 
+@pytest.mark.slow
 def test_writers_in_two_processes_lose_no_label(make_run: Callable[..., Path]) -> None:
     import multiprocessing
 

@@ -57,6 +57,7 @@ def _headline(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_csv_import_changes_the_analysis_as_viewer_labels_do(make_run: Callable[..., Path], tmp_path: Path) -> None:
     by_csv = make_run("csv", datapoints_per_teacher=4)
     by_view = tmp_path / "view"

@@ -264,6 +264,7 @@ def test_cli_reports_bad_input_with_exit_code_2_and_no_traceback(tmp_path: Path)
     assert result.exit_code == 2 and "unknown report nope" in result.output
 
 
+@pytest.mark.slow
 def test_files_duckdb_cannot_read_are_read_line_by_line_with_the_same_result(make_run, monkeypatch) -> None:
     import duckdb
     from coeval_analysis import _jsonl

@@ -48,6 +48,7 @@ def test_report_is_one_self_contained_file(report: Path) -> None:
         assert f'id="{section}"' in page and f'href="#{section}"' in page
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_report_renders_in_headless_chromium(report: Path, browser, tmp_path: Path) -> None:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -124,6 +125,7 @@ def test_no_bootstrap_says_there_are_no_intervals(tmp_path: Path) -> None:
     assert "no intervals were computed" in page and "(0 resamples)" not in page
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_charts_of_a_run_without_spread_keep_their_scales(browser, tmp_path: Path) -> None:
     """One student, every score High, no failures: the score axis stays within [0, 1] and

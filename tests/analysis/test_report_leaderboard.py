@@ -26,6 +26,7 @@ def _section(page: str, sid: str) -> str:
     return page.split(f'<section id="{sid}">')[1].split("</section>")[0]
 
 
+@pytest.mark.slow
 def test_the_report_opens_on_the_leaderboard_and_puts_warnings_below(report: str) -> None:
     sections = re.findall(r'<section id="([^"]+)">', report)
     assert sections[:3] == ["overview", "ranking", "comparisons"]

@@ -43,6 +43,7 @@ def test_judge_records_are_the_llm_judges_records(analysed: tuple[Path, dict[str
     assert keys["gold, metric and label records"] == f"{others:,}"
 
 
+@pytest.mark.slow
 def test_navigation_marks_the_first_section_at_the_top(analysed: tuple[Path, dict[str, Any]], browser: Any) -> None:
     report, _ = analysed
     page = browser.new_page(viewport={"width": 1400, "height": 1000})

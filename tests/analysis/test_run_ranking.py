@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
 
@@ -23,6 +24,7 @@ def _run_cli(run: Path, *extra: str) -> tuple[dict, str, str]:
     return summary, result.output, (out / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_self_preferring_judge_is_left_out_and_reported(make_run: Callable[..., Path]) -> None:
     run = make_run(
         students=STUDENTS,
@@ -51,6 +53,7 @@ def test_self_preferring_judge_is_left_out_and_reported(make_run: Callable[..., 
     assert '"fig-comparisons"' in page
 
 
+@pytest.mark.slow
 def test_uneven_missing_answers_warn_and_add_a_common_items_ranking(make_run: Callable[..., Path]) -> None:
     run = make_run(students=STUDENTS, datapoints_per_teacher=12, seed=5)
     # every judge record of stu-e's answers to odd datapoints fails
@@ -73,6 +76,7 @@ def test_uneven_missing_answers_warn_and_add_a_common_items_ranking(make_run: Ca
     assert 'id="missing"' in page and "every student has a score on" in page
 
 
+@pytest.mark.slow
 def test_common_items_only_on_request_when_nothing_is_missing(make_run: Callable[..., Path]) -> None:
     run = make_run(students=STUDENTS, datapoints_per_teacher=5, seed=6)
     s, _, _ = _run_cli(run)

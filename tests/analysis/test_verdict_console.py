@@ -30,6 +30,7 @@ def console(reference_run: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
     return text, json.loads((out / "summary.json").read_text())
 
 
+@pytest.mark.slow
 def test_the_reference_run_fits_one_screen_of_a_100_column_terminal(console: tuple[str, dict[str, Any]]) -> None:
     text, _ = console
     lines = text.splitlines()
@@ -63,6 +64,7 @@ def test_at_most_three_warnings_each_with_its_action(console: tuple[str, dict[st
     assert "note: " not in text  # notes wait for -v and the report
 
 
+@pytest.mark.slow
 def test_verbose_prints_every_warning_and_note(reference_run: Path, tmp_path: Path) -> None:
     text = _analyze(reference_run, tmp_path, "-v")
     summary = json.loads((tmp_path / "summary.json").read_text())

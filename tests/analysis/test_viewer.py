@@ -16,7 +16,7 @@ import pytest
 
 from tests.analysis.viewer_wait import serve_view
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CONFIG = """\
 models:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from benchmarks import viewer
 
 
+@pytest.mark.slow
 def test_the_viewer_bench_measures_a_cold_and_a_warm_start(tmp_path: Path) -> None:
     result = viewer.run(20_000, workdir=tmp_path)
     cold, warm = result["cold"], result["warm"]

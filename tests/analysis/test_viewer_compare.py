@@ -16,7 +16,7 @@ import pytest
 from tests.analysis.test_viewer import CONFIG, _coeval
 from tests.analysis.viewer_wait import serve_view
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 _VALUE = {"High": 1.0, "Medium": 0.5, "Low": 0.0}
 #: the fork: the same items (phases 1-3 kept), one student more (phases 4-5 extended)

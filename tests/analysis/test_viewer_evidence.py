@@ -73,6 +73,7 @@ def test_export_has_each_tests_status_and_error_and_labelled_samples(tmp_path: P
     assert "value" not in rows[0] and "error" in rows[0]
 
 
+@pytest.mark.slow
 def test_export_writes_the_leaderboard_analyze_prints(reference_run: Path, tmp_path: Path) -> None:
     from coeval_analysis.leaderboard import leaderboard
 

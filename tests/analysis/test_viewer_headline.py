@@ -16,7 +16,7 @@ from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
 from tests.analysis.viewer_wait import serve_view
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _fmt(x: float | None) -> str:

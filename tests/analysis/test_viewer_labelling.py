@@ -16,7 +16,7 @@ from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
 from tests.analysis.viewer_wait import serve_view
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 KEYS = ["3", "2", "l"]  # High, Medium, Low (keys 1-3 or l/m/h)
 LEVEL_OF = {"3": "High", "2": "Medium", "l": "Low", "1": "Low", "m": "Medium", "h": "High"}

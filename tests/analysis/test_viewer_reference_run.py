@@ -15,7 +15,7 @@ import pytest
 
 from tests.analysis.viewer_wait import serve_view
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 _VALUE = {"High": 1.0, "Medium": 0.5, "Low": 0.0}
 
