@@ -111,13 +111,7 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
     """Everything ``coeval status`` shows, as plain data (``--json`` prints it)."""
     run = RunFolder(run_path)
     notes: list[str] = []
-    try:
-        meta = run.read_meta()
-    except json.JSONDecodeError:
-        meta = {}
-        notes.append("meta.json cannot be read: run `coeval repair`")
-    check_meta(meta, run.meta_path)  # a field of the wrong shape: one error line, exit 2
-    meta = _counted_by_the_ledger(run, meta)
+    meta = _read_meta(run, notes)
     config = read_config_snapshot(run)
     if config is None:
         notes.append("no readable config.yaml: expected counts are unknown, only records are shown")
@@ -231,9 +225,16 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
     }
 
 
-def _counted_by_the_ledger(run: RunFolder, meta: dict[str, Any]) -> dict[str, Any]:
-    """``meta`` with its calls and spend as the call ledger counts them: a call a killed
-    process had in flight counts (at its estimate) before any process reconciled it."""
+def _read_meta(run: RunFolder, notes: list[str]) -> dict[str, Any]:
+    """``meta.json`` with its calls and spend as the call ledger counts them: a call a
+    killed process had in flight counts (at its estimate) before any process reconciled it.
+    A field of the wrong shape, or a malformed ledger line, raises (one error line, exit 2)."""
+    try:
+        meta = run.read_meta()
+    except json.JSONDecodeError:
+        meta = {}
+        notes.append("meta.json cannot be read: run `coeval repair`")
+    check_meta(meta, run.meta_path)
     path = ledger_path(run.root)
     if not (path.exists() or path.is_symlink()):
         return meta  # a run from before the ledger (a FIFO or a link in its place: refused by read_ledger)

@@ -28,16 +28,13 @@ from coeval.run._state import RunState
 from coeval.run.ledger import Ledger
 from coeval.run.pipelining import LISTING_PASSES, Pass, Passes, Upstream, pipeline_group, untaken
 from coeval.run.result import EXIT_FAILED, EXIT_GAPS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RunError
+from coeval.run.stop_report import LIMIT_CAUSES, count_unlisted, limit_message, stop_the_others, stopped_with
 from coeval.scheduler import SchedulerStats
-from coeval.scheduler.core import UNWRITTEN
 from coeval.storage.run_folder import RunFolder, utc_now
 from coeval.storage.safe_files import folder_lock
 
 __all__ = ["PhaseLoop"]
 
-
-#: Skip causes that are a graceful stop, not a failure.
-_LIMIT_CAUSES = frozenset({"quota", "budget"})
 
 #: How a phase ended when it stops the run: (status, exit code, message).
 Verdict = tuple[str, int, str]
@@ -131,18 +128,10 @@ class PhaseLoop(RunState):
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             for task in tasks:  # an error (a full disk) stops the other phases, as it would the loop
-                if task in done and not task.cancelled() and task.exception() is not None:
-                    assert self.scheduler is not None
-                    self.scheduler.stop_all(UNWRITTEN)  # the others stop for it, not for a Ctrl-C
-                    for other in tasks:
-                        other.cancel()
-                    await asyncio.gather(*tasks, return_exceptions=True)
-                    error = task.exception()
-                    for phase in group:  # stopped by that error: no Ctrl-C was pressed
-                        stopped = self.results[phase.name]
-                        if stopped.status == "interrupted":
-                            stopped.status, stopped.message = "failed", f"stopped with the run: {error}"
-                    raise error  # type: ignore[misc]  # the first error, not what followed it
+                if task in done and not task.cancelled() and (error := task.exception()) is not None:
+                    await stop_the_others(self.scheduler, tasks)  # for that error, not for a Ctrl-C
+                    stopped_with((self.results[p.name] for p in group), error)
+                    raise error  # the first error, not what followed it
             verdicts = [task.result() for task in tasks]
         except asyncio.CancelledError:
             for task in tasks:
@@ -197,27 +186,10 @@ class PhaseLoop(RunState):
         finally:
             tracker = self._trackers.pop(name, None)  # a pipelined phase's bar ends with the phase
             if tracker is not None:
-                self._count_unlisted(tracker, result)
+                count_unlisted(tracker, result, stop_requested=self.stop_requested)
                 tracker.finish()
             if feed is not None:
                 feed.end(failed=verdict is not None or result.status not in ("completed", "partial"))
-
-    def _count_unlisted(self, tracker: Any, result: PhaseResult) -> None:
-        """A pipelined phase's total for its summary line. Run to its end, the items its
-        passes took (the plan's count was an estimate). Stopped (SIGTERM, Ctrl-C, a full
-        disk), the plan's count too: the items no pass listed yet are left, like those
-        listed and not run, so the line says how many are missing."""
-        taken = tracker.done + tracker.skipped
-        if not self.stop_requested and result.status not in ("interrupted", "failed"):
-            tracker.total = taken
-            return
-        left = tracker.total - taken
-        if left > 0:
-            reason = "cancelled" if self.stop_requested else UNWRITTEN
-            tracker.items_skipped(left, reason)
-            result.skipped += left
-            result.skip_causes[reason] += left
-        tracker.total = max(tracker.total, taken)
 
     async def _run_passes(self, phase: Phase, mode: str, result: PhaseResult, source: RunFolder | None,
                           ledger: Ledger, log: Any, upstream: Upstream | None, started: str) -> Verdict | None:
@@ -337,30 +309,11 @@ class PhaseLoop(RunState):
             fields.update(expected=total.expected, present_ok=total.ok)
         if result.skip_causes:
             fields["left_by_cause"] = dict(result.skip_causes)
-        for cause in _LIMIT_CAUSES & set(result.skip_causes):  # the summary line says it on the console
+        for cause in LIMIT_CAUSES & set(result.skip_causes):  # the summary line says it on the console
             log.info(f"{cause} reached: items left for --continue", phase=result.phase,
                      items=result.skip_causes[cause])
         # the console's summary line already says how the phase ended: run.log keeps the details
         log.info("phase finished", **fields)
-
-    def _limit_message(self, skip_causes: Counter[str]) -> str:
-        """Which limit stopped the run, where it stands, and what is left to do."""
-        assert self.scheduler is not None
-        exp = self.config.experiment
-        limits, raise_ = [], []
-        if skip_causes["budget"] and exp.budget_usd is not None:
-            limits.append(f"the budget (budget_usd {_dollars(exp.budget_usd)}, "
-                          f"{_dollars(self.scheduler.spend_usd)} spent)")
-            raise_.append("experiment.budget_usd")
-        if skip_causes["quota"]:
-            for name, quota in sorted(exp.quota.items()):
-                if quota.max_calls is not None and self.scheduler.calls[name] >= quota.max_calls:
-                    limits.append(f"the quota of {name} (max_calls {quota.max_calls}, all made)")
-                    raise_.append(f"experiment.quota.{name}.max_calls")
-        left = sum(skip_causes[c] for c in _LIMIT_CAUSES)
-        return (f"stopped by {' and '.join(limits) or 'a quota or the budget'}: {left} items left (and the work that "
-                f"builds on them); raise "
-                f"{' and '.join(raise_) or 'it'} and run with --continue to make them")
 
     def _verdict(self, phases: list[Phase]) -> tuple[str, int, str]:
         if self.stop_requested:
@@ -376,15 +329,13 @@ class PhaseLoop(RunState):
         old_failures = sum(r.survey.total.failed for r in ran if r.survey is not None)
         if failed_items or (old_failures and not self.only):
             return "incomplete", EXIT_FAILED, f"{failed_items} items failed; see `coeval status`"
-        if skip_causes and set(skip_causes) <= _LIMIT_CAUSES:
-            return "incomplete", EXIT_GAPS, self._limit_message(skip_causes)
+        if skip_causes and set(skip_causes) <= LIMIT_CAUSES:
+            assert self.scheduler is not None
+            return "incomplete", EXIT_GAPS, limit_message(skip_causes, self.config, self.scheduler.calls,
+                                                          self.scheduler.spend_usd)
         if self.only and not skip_causes:
             return "incomplete", EXIT_OK, "this shard's models are done; other shards' items remain"
         return "incomplete", EXIT_FAILED, "some items are still missing; see `coeval status`"
-
-
-def _dollars(usd: float) -> str:
-    return f"${usd:,.4f}" if usd < 1 else f"${usd:,.2f}"
 
 
 def _planned(phase: Phase, view: RunView) -> int:

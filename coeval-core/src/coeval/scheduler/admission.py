@@ -13,7 +13,7 @@ once): admission decides whether a call may cost money at all.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Literal, Protocol
 
 __all__ = ["Admission", "CallJournal"]
@@ -68,6 +68,22 @@ class Admission:
         if spend_usd + self.in_flight_usd + estimate <= budget + _EPSILON_USD:
             return "go"
         return "wait" if self.in_flight else "budget"
+
+    async def admit(self, model: str, phase: str, *, calls: Mapping[str, int], cap: int | None,
+                    spend: Callable[[], float], stopped: Callable[[], str | None]) -> str | None:
+        """Under a budget: wait until one more call of ``model`` fits, counting the calls in
+        flight. None when it may start, else why not (``quota``, ``budget``, or the reason
+        the phase stopped while it waited)."""
+        while True:
+            if cap is not None and calls.get(model, 0) >= cap:
+                return "quota"
+            verdict = self.budget_verdict(spend(), model, phase)
+            if verdict != "wait":
+                return None if verdict == "go" else "budget"
+            await self.wait()  # near the budget: the calls in flight settle first
+            reason = stopped()
+            if reason is not None:
+                return reason
 
     def started(self, model: str, phase: str, estimate_usd: float) -> None:
         self.in_flight += 1

@@ -81,32 +81,20 @@ class Calls(Routing):
         cap = limits.quota.get(name)
         admission = self.admission
         phase = run.phase_id
+        why = "quota" if cap is not None and self.calls[name] >= cap else None
+        if why is None and admission.budget_usd is not None:  # calls in flight count at their estimate
+            why = await admission.admit(name, phase, calls=self.calls, cap=cap, spend=lambda: self.spend_usd,
+                                        stopped=lambda: run.stop_reason if run.stopping else None)
+        if why is not None:
+            self._skip(run, job, why)
+            return
         estimate = admission.estimate(name, phase)
-        while True:
-            if cap is not None and self.calls[name] >= cap:
-                self._skip(run, job, "quota")
-                return
-            verdict = admission.budget_verdict(self.spend_usd, name, phase)
-            if verdict == "go":
-                break
-            if verdict == "budget":
-                self._skip(run, job, "budget")
-                return
-            await admission.wait()  # near the budget: the calls in flight settle first
-            if run.stopping:
-                self._skip(run, job, run.stop_reason)
-                return
-            estimate = admission.estimate(name, phase)
         iface = lane.pinned.get(name) or job.iface if lane.pinned else job.iface
         assert iface is not None
         journal = self.journal
-        call = ""
-        if journal is not None:  # written before the call is sent: a kill cannot hide it
-            try:
-                call = journal.started(name, phase, item.key, estimate)
-            except OSError as exc:
-                self._unrecorded(run, job, exc)
-                return
+        call = self._journal_start(run, job, estimate) if journal is not None else ""
+        if call is None:  # its start could not be written: not sent
+            return
         self.calls[name] += 1  # reserved before the call: exact under any concurrency
         admission.started(name, phase, estimate)
         run.stats.phase_calls += 1
@@ -142,9 +130,9 @@ class Calls(Routing):
             admission.settled(name, phase, estimate, None, answered=False)
             given_back = isinstance(exc, CallGivenBack) and run.stopping
             refused = not given_back and is_connection_failure(exc)
-            if journal is not None and (given_back or refused):  # the server never saw it: no call counts
-                journal.not_sent(call, name)
-            if given_back:  # given back unanswered: no call counts
+            if journal is not None:  # the server never saw it: no call counts
+                journal.not_sent(call, name) if given_back or refused else journal.ended(call, name, None)
+            if given_back:
                 self.calls[name] -= 1
                 run.stats.phase_calls -= 1
                 job.attempts -= 1
@@ -153,8 +141,6 @@ class Calls(Routing):
                 return
             if refused and self._server_down(run, lane, job):
                 return
-            if journal is not None:
-                journal.ended(call, name, None)
             job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
             lane.calls += 1
             err = self._classify(iface, exc)
