@@ -99,3 +99,20 @@ def test_without_bubblewrap_the_run_refuses_and_says_how_to_go_on(tmp_path: Path
     assert {r["status"] for r in checks.values()} == {"ok"}
     assert {r["execution"]["sandbox"] for r in checks.values()} == {"none"}
     assert {r["execution"]["network_isolated"] for r in checks.values()} == {False}
+
+
+def test_bad_python_tests_params_stop_validation(tmp_path: Path) -> None:
+    config = _config(tmp_path, {})
+    raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    for params, message in [({"workers": 0}, "workers must be a whole number from 1 to 256; got 0"),
+                            ({"timeout_s": -1}, "timeout_s must be a number of seconds above 0, at most 600; got -1"),
+                            ({"memory": 1}, "only workers and timeout_s can be set")]:
+        raw["tasks"][0]["rubric"]["pass@1"]["params"] = params
+        config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+        result = CliRunner().invoke(cli, ["plan", str(config)])
+        assert result.exit_code == 2, result.output
+        out = " ".join(result.output.split())
+        assert "code.yaml:" in out and "V-60 tasks[0].rubric['pass@1'].params:" in out and message in out, out
+    raw["tasks"][0]["rubric"]["pass@1"]["params"] = {"workers": 4, "timeout_s": 1.5}
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    assert CliRunner().invoke(cli, ["plan", str(config)]).exit_code == 0

@@ -73,26 +73,32 @@ def _is_code_item(task: TaskConfig, datapoint: Mapping[str, Any]) -> bool:
     return datapoint.get("gold_metric") == CHECKER or getattr(task, "checker", None) == CHECKER
 
 
+def _read_params(params: Any) -> tuple[int | None, float | None]:
+    """(workers, timeout_s) of a factor's ``params``, None where not given; CodeSettingsError
+    says what is wrong."""
+    params = {} if params is None else params
+    if not isinstance(params, Mapping) or set(params) - {"workers", "timeout_s"}:
+        raise CodeSettingsError(f"only workers and timeout_s can be set; got {params!r}")
+    workers, timeout = params.get("workers"), params.get("timeout_s")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 256):
+        raise CodeSettingsError(f"workers must be a whole number from 1 to 256; got {workers!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                or not 0 < timeout <= 600):
+        raise CodeSettingsError(f"timeout_s must be a number of seconds above 0, at most 600; got {timeout!r}")
+    return workers, None if timeout is None else float(timeout)
+
+
 def code_settings(rubric: Mapping[str, Any], base: ExecutionLimits) -> tuple[int, ExecutionLimits]:
     """(workers, limits) from the ``params`` of the rubric factor routed to python_tests."""
     workers = os.cpu_count() or 1
     for factor in routed_factors(rubric, CHECKER):
-        spec = rubric[factor]
-        params = spec.get("params") or {}
-        where = f"rubric factor {factor!r} params"
-        if not isinstance(params, Mapping) or set(params) - {"workers", "timeout_s"}:
-            raise CodeSettingsError(f"{where}: only workers and timeout_s can be set; got {params!r}")
-        if "workers" in params:
-            value = params["workers"]
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 256:
-                raise CodeSettingsError(f"{where}: workers must be a whole number from 1 to 256; got {value!r}")
-            workers = value
-        if "timeout_s" in params:
-            value = params["timeout_s"]
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 600:
-                raise CodeSettingsError(f"{where}: timeout_s must be a number of seconds above 0, at most 600; "
-                                        f"got {value!r}")
-            base = attrs.evolve(base, timeout_s=float(value))
+        try:
+            given_workers, timeout = _read_params(rubric[factor].get("params"))
+        except CodeSettingsError as exc:
+            raise CodeSettingsError(f"rubric factor {factor!r} params: {exc}") from None
+        workers = given_workers or workers
+        if timeout is not None:
+            base = attrs.evolve(base, timeout_s=timeout)
     return workers, base
 
 
@@ -128,6 +134,14 @@ class CodeTestsEvaluator(ModelFreeEvaluator):
 
     def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
         return [PASS_FACTOR] if _is_code_item(task, datapoint) else []
+
+    def param_problem(self, params: Any) -> str | None:
+        """What is wrong with a rubric factor's ``params`` (checked with the config, rule V-60)."""
+        try:
+            _read_params(params)
+        except CodeSettingsError as exc:
+            return f"{exc} (python_tests params: workers, timeout_s)"
+        return None
 
     def score(
         self,

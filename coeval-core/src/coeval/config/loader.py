@@ -22,6 +22,7 @@ from coeval.config._yaml import LineMap, read_yaml
 from coeval.config.credentials import KeyStore
 from coeval.config.data_rules import with_data_facts
 from coeval.config.errors import ConfigError, ValidationIssue, format_path
+from coeval.config.evaluator_params import evaluator_param_checks
 from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
 from coeval.config.secret_settings import register_setting_secrets
 from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
@@ -179,6 +180,7 @@ def load_config(
         interfaces=interfaces,
         metrics=[*regs.metrics.names(), *KNOWN_METRICS],
         evaluators={*regs.evaluators.names(), *KNOWN_EVALUATORS},
+        evaluator_params=evaluator_param_checks(regs.evaluators),
         item_checks=regs.item_checks.names(),
         phases=phases,
     )

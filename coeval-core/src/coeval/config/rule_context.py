@@ -6,7 +6,7 @@ The rules themselves are grouped by concern in ``model_rules``, ``experiment_rul
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +110,9 @@ class RuleContext:
     interfaces: Mapping[str, InterfaceFacts] = attrs.field(factory=dict)
     metrics: Iterable[str] = ()
     evaluators: Iterable[str] = KNOWN_EVALUATORS
+    #: registered evaluator name -> its ``param_problem(params)``, for the evaluators that take
+    #: ``params`` on a rubric factor (rule V-60)
+    evaluator_params: Mapping[str, Callable[[Any], str | None]] = attrs.field(factory=dict)
     item_checks: Iterable[str] | None = None  # registered item-check rule ids (None: not checked)
     #: registered phase id -> the modes it accepts (None: the five standard phases only)
     phases: Mapping[str, Sequence[str]] | None = None

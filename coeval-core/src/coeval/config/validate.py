@@ -42,7 +42,8 @@ V-38   ``experiment.item_checks`` names registered item checks
 V-45   ``parameters`` keys the interface understands  V-46  timeouts in (0, 24 h]
 V-47   a rubric factor's ``evaluator:`` names a registered evaluator
 V-55   ``parameters.cluster`` keys and values, and Ray installed (config/cluster_block.py)
-V-60   a check factor's ``params`` (contains, regex, json_schema, python...) work
+V-60   a check factor's ``params`` (contains, regex, json_schema, python...) work, and those of an
+       evaluator with ``param_problem`` (python_tests)
 V-61   a task's ``data`` can be read: file or dataset, its columns, its rows
 V-63   rubric ``weight``: >= 0, not 0 for every factor, a weight-only entry names a scored factor
 =====  =====================================================================================
@@ -62,6 +63,7 @@ from coeval.config.cluster_block import check_cluster_blocks
 from coeval.config.data_rules import check_task_data
 from coeval.config.disk_rules import DiskRules
 from coeval.config.errors import ValidationIssue
+from coeval.config.evaluator_params import check_evaluator_params
 from coeval.config.experiment_rules import ExperimentRules
 from coeval.config.model_rules import ModelRules
 from coeval.config.rule_context import (
@@ -124,6 +126,7 @@ class Validator(ModelRules, ExperimentRules, TaskRules, DiskRules):
             self._metrics,
             self._factor_evaluators,
             lambda: check_factor_params(self),
+            lambda: check_evaluator_params(self),
             lambda: check_factor_weights(self),
             lambda: check_task_data(self),
             self._role_parameters,
