@@ -1,0 +1,165 @@
+"""Play an adaptive design over a grid of judgments drawn in advance, buying only what it asks for.
+
+The datapoints are taken in a random order spread over teachers (each look's datapoints are a
+random sample, which the intervals assume; choosing datapoints by what was seen on them would
+make them a biased one). The first ``calibration`` share of them is the calibration slice:
+every student answers, every judge grades, and :func:`~coeval_analysis.adaptive.screening.screen_judges`
+stops the judges that tell answers apart too little; they are bought no more. After each look
+the design stops when its question is answered (:mod:`~coeval_analysis.adaptive.stopping`);
+otherwise the next round's datapoints are answered only by the students still open and graded
+by the kept judges: (student, judge) pairs that cannot change the answer are not bought.
+
+A grid drawn in advance plays exactly like a mock run: a cell is read only once bought.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+
+from coeval_analysis.adaptive.contrasts import answer_scores, fit_intervals, judge_leniency
+from coeval_analysis.adaptive.screening import Screening, screen_judges
+from coeval_analysis.adaptive.stopping import (
+    Intervals,
+    Spending,
+    StopRule,
+    answered,
+    look_alphas,
+    open_students,
+)
+from coeval_analysis.stats.headline import Judgments
+
+__all__ = ["Design", "Look", "Outcome", "dense", "look_sizes", "play", "subset"]
+
+
+@attrs.frozen
+class Design:
+    """What a design asks and how it spends."""
+
+    stop_when: StopRule = attrs.field(factory=lambda: StopRule("top"))
+    looks: int = 6  #: looks at the data, the calibration slice's included
+    calibration: float = 0.15  #: share of the datapoints in the calibration slice
+    min_calibration: int = 8  #: its floor in datapoints
+    alpha: float = 0.05  #: a pair's interval misses its value at the stopping look at most this often
+    spending: Spending = "bonferroni"
+    screen: bool = True  #: stop uninformative judges after the calibration slice
+    focus: bool = True  #: after the slice, answer and grade only the open students (False: all)
+
+
+@attrs.frozen
+class Look:
+    """One look: how much was seen, at what level, and what was decided."""
+
+    datapoints: int
+    alpha: float
+    judgments: int  #: bought so far
+    open: tuple[int, ...]  #: students still open after this look
+    answered: bool
+
+
+@attrs.frozen
+class Outcome:
+    """What the design bought and what it concluded at the look where it stopped."""
+
+    intervals: Intervals
+    alpha: float  #: the level of ``intervals`` (its look's share of the error)
+    looks: tuple[Look, ...]
+    answered: bool  #: False: it ran out of datapoints first
+    judgments: int  #: bought (phase-5 calls)
+    judgments_full: int  #: what the full grid buys
+    answers: int  #: student answers bought (phase-4 calls)
+    answers_full: int
+    kept: tuple[int, ...]  #: judge codes still bought after the calibration slice
+    leniency: np.ndarray  #: per judge, measured on the calibration slice
+    screening: Screening | None
+    bought: Judgments  #: the rows bought, for a final refit
+
+    @property
+    def saved(self) -> float:
+        return 1.0 - self.judgments / self.judgments_full if self.judgments_full else 0.0
+
+
+def dense(j: Judgments) -> tuple[np.ndarray, np.ndarray]:
+    """(judges, datapoints, students) scores (NaN: none) and conflicted flags."""
+    x = np.full((j.n_judges, j.n_items, j.n_students), np.nan)
+    c = np.zeros(x.shape, bool)
+    x[j.judge, j.item, j.student] = j.value
+    c[j.judge, j.item, j.student] = j.conflicted
+    return x, c
+
+
+def subset(j: Judgments, keep: np.ndarray) -> Judgments:
+    """The rows of ``j`` where ``keep`` holds, codes unchanged."""
+    return Judgments(j.item[keep], j.student[keep], j.judge[keep], j.value[keep], j.conflicted[keep],
+                     j.n_items, j.n_students, j.n_judges, j.item_teacher)  # fmt: skip
+
+
+def spread_order(item_teacher: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A random order of the datapoints in which every teacher's come evenly spread."""
+    n = item_teacher.size
+    key = np.empty(n)
+    for t in np.unique(item_teacher):
+        mine = np.flatnonzero(item_teacher == t)
+        key[mine] = (rng.permutation(mine.size) + rng.uniform(0, 1, mine.size)) / mine.size
+    return np.argsort(key, kind="stable")
+
+
+def look_sizes(n_items: int, design: Design) -> np.ndarray:
+    """Datapoints seen at each look: the calibration slice, then equal rounds up to all."""
+    first = min(n_items, max(design.min_calibration, math.ceil(design.calibration * n_items)))
+    sizes = np.unique(np.round(np.linspace(first, n_items, max(design.looks, 1))).astype(int))
+    return sizes
+
+
+def play(j: Judgments, judges: Sequence[str], design: Design, seed: int) -> Outcome:
+    """Run ``design`` over the full grid ``j`` (judge codes named by ``judges``), buying rounds
+    until its question is answered or the datapoints run out."""
+    rng = np.random.default_rng([seed, 5252])
+    x, conflicted = dense(j)
+    answerable = ~np.isnan(x).all(0)  # (datapoints, students): the student's answer was graded
+    order = spread_order(j.item_teacher, rng)
+    sizes = look_sizes(j.n_items, design)
+    alphas = look_alphas(design.alpha, sizes / j.n_items, design.spending)
+    bought = np.zeros(x.shape, bool)
+    answered_cells = np.zeros(answerable.shape, bool)
+    slice_items = order[: sizes[0]]
+    bought[:, slice_items, :] = True
+    answered_cells[slice_items, :] = True
+    in_slice = np.isin(j.item, slice_items)
+    screening = None
+    stopped: list[int] = []
+    if design.screen and j.n_judges >= 3:
+        screening = screen_judges(subset(j, in_slice), judges, seed=seed)
+        stopped = [judges.index(n) for n in screening.stopped]
+    kept = np.array([k for k in range(j.n_judges) if k not in stopped], int)
+    calib = np.where(bought, x, np.nan)
+    leniency = judge_leniency(calib, kept)
+    looks: list[Look] = []
+    done = False
+    iv = None
+    for k, size in enumerate(sizes):
+        seen = np.where(bought, x, np.nan)
+        iv = fit_intervals(answer_scores(seen, conflicted, kept, leniency), float(alphas[k]))
+        done = answered(design.stop_when, iv)
+        still = open_students(design.stop_when, iv) if design.focus else np.ones(j.n_students, bool)
+        looks.append(Look(int(size), float(alphas[k]), int((bought & ~np.isnan(x)).sum()),
+                          tuple(int(s) for s in np.flatnonzero(still)), done))  # fmt: skip
+        if done or k + 1 == len(sizes):
+            break
+        chunk = order[size : sizes[k + 1]]
+        students = np.flatnonzero(still)
+        cells = np.ix_(kept, chunk, students)
+        bought[cells] = True
+        answered_cells[np.ix_(chunk, students)] = True
+    assert iv is not None
+    graded = bought & ~np.isnan(x)
+    rows = graded[j.judge, j.item, j.student]
+    return Outcome(
+        intervals=iv, alpha=looks[-1].alpha, looks=tuple(looks), answered=done,
+        judgments=int(graded.sum()), judgments_full=int(j.value.size),
+        answers=int((answered_cells & answerable).sum()), answers_full=int(answerable.sum()),
+        kept=tuple(int(k) for k in kept), leniency=leniency, screening=screening, bought=subset(j, rows),
+    )  # fmt: skip
