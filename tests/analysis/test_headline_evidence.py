@@ -120,7 +120,7 @@ def test_mixed_task_weights_the_judged_part_and_the_check_as_declared(tmp_path: 
         assert rows[name]["headline"] == pytest.approx((1 * judged + 3 * rate) / 4, abs=1e-5)
     assert rows["good_content"]["evidence"]["judged"]["score"] > rows["good_format"]["evidence"]["judged"]["score"]
     assert rows["good_format"]["rank"] == 1  # the check weighs three times the judges
-    assert "judged factors (the measurement model's score) 25%, check format 75%" in s["leaderboard"]["combined"]
+    assert s["leaderboard"]["combined"] == "Headline = judged factors 25%, check format 75%."
     _assert_on_the_unit_scale(s)
 
 

@@ -190,6 +190,7 @@ def test_every_headline_number_of_the_reference_run_is_on_the_unit_scale(analyse
     _, s = analysed
     board = s["leaderboard"]
     assert [c["key"] for c in board["columns"]] == ["judged"]  # judges only: the headline is the judged score
+    assert board["combined"] == "Headline = the judges' scores through the measurement model, every task alike."
     for row in board["rows"]:
         values = [row["headline"], *row["headline_ci"]]
         values += [v for cell in row["evidence"].values() for v in (cell["score"], *cell["ci"])]

@@ -173,7 +173,7 @@ def _mean_over_tasks(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 _NAMES: dict[FactorKind, str] = {
-    "judged": "judged factors (the measurement model's score)",
+    "judged": "judged factors",
     "checks": "check",
     "pass@1": "tests passed (pass@1)",
     "labels": "label accuracy",
@@ -208,11 +208,15 @@ def combined_sentence(plan: FactorPlan, rates: list[RateFactor]) -> str:
     tail = f"; {', '.join(beside)} shown beside it, not counted" if beside else ""
     if not tasks:
         return "No evidence counts in the headline" + tail + "."
+    if len(tasks) == 1 and _task_sentence(plan, tasks[0], rates) == _NAMES["judged"]:
+        return f"Headline = the judges' scores through the measurement model{tail}."
     if len(tasks) == 1:
         return f"Headline = {_task_sentence(plan, tasks[0], rates)}{tail}."
     said = {_task_sentence(plan, t, rates) for t in tasks}
+    if said == {_NAMES["judged"]}:
+        return f"Headline = the judges' scores through the measurement model, every task alike{tail}."
     if len(said) == 1:
-        return f"Headline = {said.pop()}, the same in each of {len(tasks)} tasks, averaged over them{tail}."
+        return f"Headline = {said.pop()} in each of the {len(tasks)} tasks, averaged over them{tail}."
     each = "; ".join(f"{t}: {_task_sentence(plan, t, rates)}" for t in tasks)
     return f"Headline = the mean over {len(tasks)} tasks of each task's weighted factors ({each}){tail}."
 
