@@ -72,7 +72,7 @@ def test_code_task_is_ranked_by_its_tests_not_by_the_judges_or_bleu(tmp_path: Pa
     columns = {c["key"]: c for c in board["columns"]}
     assert columns["gold"]["in_headline"] is False and columns["pass@1"]["in_headline"] is True
     assert rows["fails"]["evidence"]["gold"]["score"] == pytest.approx(0.9)
-    assert "gold (gold) shown beside it, not counted" in board["combined"]
+    assert board["combined"] == "Headline = judged factors 50%, tests passed (pass@1) 50%; gold shown beside it, not counted."
     # equal weights by default: half the judged score, half the pass rate
     for r in rows.values():
         judged = r["evidence"]["judged"]["score"]

@@ -204,7 +204,8 @@ def _task_sentence(plan: FactorPlan, task: str, rates: list[RateFactor]) -> str:
 def combined_sentence(plan: FactorPlan, rates: list[RateFactor]) -> str:
     """How the headline was combined, in one sentence."""
     tasks = [t for t in plan.tasks() if _task_sentence(plan, t, rates)]
-    beside = sorted({f"{r.factor.factor} ({r.factor.kind})" for r in rates if not r.factor.in_headline})
+    beside = sorted({r.factor.factor if r.factor.factor == r.factor.kind else f"{r.factor.factor} ({r.factor.kind})"
+                     for r in rates if not r.factor.in_headline})  # fmt: skip
     tail = f"; {', '.join(beside)} shown beside it, not counted" if beside else ""
     if not tasks:
         return "No evidence counts in the headline" + tail + "."
