@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 from coeval.storage import RunFolder
 from coeval_analysis import analyze, load_run
 from coeval_analysis.analysis import AnalysisOptions
