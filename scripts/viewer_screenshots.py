@@ -1,8 +1,11 @@
-"""Screenshots of ``coeval view`` for the docs: the start, matrix (one cell expanded) and
-datapoint pages of a small run made on the mock interface, in headless Chromium.
+"""Screenshots for the docs, in headless Chromium: the start, matrix (one cell expanded) and
+datapoint pages of ``coeval view`` on a small run made on the mock interface and analysed
+(so the start page shows its leaderboard), and the first screen of the HTML report of a
+real run (the reference run beside the repository, or ``--report-run``).
 
-    python scripts/viewer_screenshots.py            # writes docs/images/viewer-*.png
+    python scripts/viewer_screenshots.py            # writes docs/images/viewer-*.png, report-leaderboard.png
     python scripts/viewer_screenshots.py --out DIR  # elsewhere
+    python scripts/viewer_screenshots.py --report-run runs/quickstart-v1
 
 Needs playwright (requirements/dev.txt) and Chromium (``$CHROMIUM``, else ``chromium`` on
 the PATH); no browser is downloaded and nothing leaves the machine.
@@ -23,6 +26,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ("start", "matrix", "datapoint")
+#: the real run whose report is shown: ``../shared/reference-runs/medium-benchmark-v1``
+REFERENCE_RUN = REPO.parent / "shared" / "reference-runs" / "medium-benchmark-v1"
 
 CONFIG = """\
 models:
@@ -96,9 +101,32 @@ def _shoot(url: str, out: Path, chromium: str) -> list[Path]:
     return shots
 
 
+def _shoot_report(run: Path, root: Path, out: Path, chromium: str) -> Path:
+    """The report's first screen, as a reader opening report.html sees it."""
+    from playwright.sync_api import sync_playwright
+
+    analysis = root / "report-analysis"
+    done = subprocess.run([sys.executable, "-m", "coeval.cli.main", "analyze", "--run", str(run), "--out",
+                           str(analysis), "-q", "--report", "html", "--report", "summary"],
+                          check=False, capture_output=True, text=True)  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"coeval analyze failed: {done.stderr}")
+    shot = out / "report-leaderboard.png"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 860})
+        page.goto((analysis / "report.html").as_uri())
+        page.wait_for_selector("body[data-charts-drawn]", timeout=60_000)
+        page.screenshot(path=str(shot), full_page=False)
+        browser.close()
+    return shot
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "images", help="folder for the PNG files")
+    parser.add_argument("--report-run", type=Path, default=REFERENCE_RUN,
+                        help="the run whose report's first screen is shown (default: the reference run)")
     args = parser.parse_args(argv)
     chromium = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     args.out.mkdir(parents=True, exist_ok=True)
@@ -111,8 +139,13 @@ def main(argv: list[str] | None = None) -> int:
                               capture_output=True, text=True)
         if done.returncode not in (0, 1):  # 1: some judge replies failed, as intended
             raise SystemExit(f"coeval run failed: {done.stderr}")
+        run = root / "runs" / "screenshots"
+        done = subprocess.run([*coeval, "analyze", "--run", str(run), "-q", "--report", "summary"], cwd=root,
+                              env=env, check=False, capture_output=True, text=True)  # the start page's leaderboard
+        if done.returncode != 0:
+            raise SystemExit(f"coeval analyze failed: {done.stderr}")
         port = _free_port()
-        proc = subprocess.Popen([*coeval, "view", "--run", str(root / "runs" / "screenshots"), "--port", str(port),
+        proc = subprocess.Popen([*coeval, "view", "--run", str(run), "--port", str(port),
                                  "--no-browser"], cwd=root, env=env, stderr=subprocess.DEVNULL)
         try:
             url = f"http://127.0.0.1:{port}"
@@ -122,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+        if args.report_run.is_dir():
+            print(_shoot_report(args.report_run, root, args.out, chromium))
+        else:
+            print(f"no report screenshot: {args.report_run} is not a run folder", file=sys.stderr)
     return 0
 
 

@@ -139,6 +139,9 @@ def test_while_indexing_the_last_analysis_ranking_is_shown(
     table = page.split('id="analysis-ranking"')[1].split("</table>")[0]
     assert table.index(">stu-b</a>") < table.index(">stu-a</a>")  # the analysis's order, not re-sorted
     assert '<td class="num">0.600</td><td class="num">—</td><td class="num">0.600</td>' in table
+    # the whole leaderboard, as the start page shows it once the records are read
+    assert '<p id="tiers"><b>Tiers:</b> stu-b and stu-a, not separable</p>' in page
+    assert '<p id="combined">The headline is the judged score.</p>' in page
     held.set()
 
 

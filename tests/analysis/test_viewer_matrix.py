@@ -229,13 +229,13 @@ def test_datapoint_table_counts_factor_scores_and_failed_judgments_apart(served:
 
 
 @pytest.mark.browser
-def test_the_screenshot_script_writes_the_three_pages(tmp_path: Path) -> None:
+def test_the_screenshot_script_writes_the_three_pages_and_the_reports_first_screen(tmp_path: Path) -> None:
     script = Path(__file__).resolve().parents[2] / "scripts" / "viewer_screenshots.py"
     done = subprocess.run([sys.executable, str(script), "--out", str(tmp_path)], capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     shots = sorted(p.name for p in tmp_path.glob("*.png"))
-    assert shots == ["viewer-datapoint.png", "viewer-matrix.png", "viewer-start.png"]
+    assert shots == ["report-leaderboard.png", "viewer-datapoint.png", "viewer-matrix.png", "viewer-start.png"]
     assert all((tmp_path / s).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for s in shots)
     docs = (Path(__file__).resolve().parents[2] / "docs" / "analysis.md").read_text(encoding="utf-8")
     assert all(f"images/{s}" in docs for s in shots)  # the committed copies are shown in the docs

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from coeval_analysis.leaderboard_view import LeaderboardTable
-from coeval_analysis.viewer.outline import analysis_leaderboard
+from coeval_analysis.viewer.outline import LeaderboardRows, analysis_leaderboard
 
 __all__ = ["early_leaderboard_html", "headline_section", "leaderboard_html", "leaderboard_rows_html"]
 
@@ -30,7 +30,13 @@ def leaderboard_rows_html(header: Sequence[str], rows: Sequence[Sequence[str]], 
     return f'<table id="{table_id}"><tr>{head}</tr>{"".join(body)}</table>'
 
 
-def leaderboard_html(table: LeaderboardTable) -> str:
+def _sentence(text: str) -> str:
+    """Capitalised, with one full stop."""
+    text = text.strip().rstrip(".")
+    return f"{text[:1].upper()}{text[1:]}."
+
+
+def leaderboard_html(table: LeaderboardTable, table_id: str = "leaderboard") -> str:
     """The leaderboard, its tiers line, how the headline is combined, and why a place is
     not determined."""
     by_reason: dict[str, list[str]] = {}
@@ -41,17 +47,18 @@ def leaderboard_html(table: LeaderboardTable) -> str:
     return (
         '<h2>Leaderboard</h2><p>From the last <code>coeval analyze</code> (summary.json); <b>#</b> is the range '
         'of places the data allow ("1-4": not told apart).</p>'
-        + leaderboard_rows_html(table.header, table.rows)
+        + leaderboard_rows_html(table.header, table.rows, table_id)
         + (f'<p id="tiers"><b>Tiers:</b> {escape(table.tiers)}</p>' if table.tiers else "")
-        + (f'<p id="combined">{escape(table.combined[:1].upper() + table.combined[1:])}.</p>' if table.combined
-           else "")
+        + (f'<p id="combined">{escape(_sentence(table.combined))}</p>' if table.combined else "")
         + (f'<ul id="not-determined">{notes}</ul>' if notes else "")
     )
 
 
 def early_leaderboard_html(rows: Sequence[Mapping[str, str]]) -> str:
-    """The leaderboard from :func:`~coeval_analysis.viewer.outline.analysis_ranking`'s rows
-    (shown while the run's records are read)."""
+    """The leaderboard shown while the run's records are read: the same as the start page's
+    when ``rows`` is :func:`~coeval_analysis.viewer.outline.analysis_ranking`'s."""
+    if isinstance(rows, LeaderboardRows):
+        return leaderboard_html(rows.table, "analysis-ranking")
     header = list(rows[0])
     return leaderboard_rows_html(header, [[r[h] for h in header] for r in rows], "analysis-ranking")
 

@@ -15,7 +15,7 @@ from coeval_analysis.leaderboard_view import LeaderboardTable, leaderboard_of_su
 from coeval_analysis.run_files import read_text
 from coeval_analysis.viewer.build import PHASES, record_files
 
-__all__ = ["analysis_leaderboard", "analysis_ranking", "analysis_summary", "run_outline"]
+__all__ = ["LeaderboardRows", "analysis_leaderboard", "analysis_ranking", "analysis_summary", "run_outline"]
 
 _ROLES = {"student": "students", "teacher": "teachers", "judge": "judges"}
 
@@ -67,10 +67,17 @@ def analysis_leaderboard(run: Path) -> LeaderboardTable | None:
     return leaderboard_of_summary(summary) if summary is not None else None
 
 
+class LeaderboardRows(list[dict[str, str]]):
+    """The leaderboard's rows, each ``{column heading: cell}``, carrying the whole
+    :class:`LeaderboardTable` (tiers, how the headline is combined) as ``table``."""
+
+    def __init__(self, table: LeaderboardTable) -> None:
+        super().__init__(dict(zip(table.header, row, strict=True)) for row in table.rows)
+        self.table = table
+
+
 def analysis_ranking(run: Path) -> list[dict[str, str]]:
-    """The leaderboard's rows, each ``{column heading: cell}`` in the order of
+    """The leaderboard's rows (a :class:`LeaderboardRows`) in the order of
     ``<run>/analysis/summary.json``; empty when there is none, or records changed since."""
     table = analysis_leaderboard(run)
-    if table is None:
-        return []
-    return [dict(zip(table.header, row, strict=True)) for row in table.rows]
+    return LeaderboardRows(table) if table is not None else []

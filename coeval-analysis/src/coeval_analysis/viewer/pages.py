@@ -249,7 +249,7 @@ def indexing_notice(status: Mapping[str, Any]) -> str:
 def _early_ranking(base: str, ranking: Sequence[Mapping[str, str]], preliminary: Sequence[Mapping[str, Any]]) -> str:
     """The last analysis's ranking when there is one, else the preliminary one."""
     if ranking:
-        return f"<h2>Leaderboard of the last <code>coeval analyze</code></h2>{early_leaderboard_html(ranking)}"
+        return early_leaderboard_html(ranking)
     if preliminary:
         rows = "".join(
             f'<tr><td>{i}</td><td><a class="student-link" href="{_link(base, {"student": str(r["student"])})}">'
