@@ -218,3 +218,22 @@ def test_the_issue_run_a_code_task_with_a_reference_column_and_a_judge_grading_b
     assert columns["gold"] is False and columns["pass@1"] is True and columns["judged"] is True
     assert rows_by["fails"]["evidence"]["gold"]["score"] > rows_by["passes"]["evidence"]["gold"]["score"]
     _assert_on_the_unit_scale(summary)
+
+
+@pytest.mark.parametrize(("weight_a", "first"), [(3, "strong_on_a"), (0.2, "strong_on_b")])
+def test_judged_factors_weigh_as_declared_inside_the_judges_scores(
+    tmp_path: Path, weight_a: float, first: str
+) -> None:
+    rubric = {"a": {"description": "First criterion.", "weight": weight_a}, "b": "Second criterion."}
+
+    def judge(a: str, b: str, other: str, k_other: int) -> list[Any]:
+        return [("llm_judge", {"a": other if k < k_other else a, "b": b}) for k in range(N_DATAPOINTS)]
+
+    scores = {
+        "strong_on_a": {"judge-a": judge("High", "Low", "Medium", 2), "judge-b": judge("High", "Low", "Medium", 1)},
+        "strong_on_b": {"judge-a": judge("Low", "High", "Medium", 1), "judge-b": judge("Low", "High", "Medium", 2)},
+        "middling": {"judge-a": judge("Medium", "Medium", "Low", 3), "judge-b": judge("Medium", "Medium", "High", 3)},
+    }
+    board = leaderboard(_run(tmp_path, rubric, scores))
+    assert board["rows"][0]["student"] == first
+    assert board["combined"] == "Headline = the judges' scores through the measurement model."
