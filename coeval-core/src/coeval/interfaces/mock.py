@@ -54,6 +54,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from coeval.config.credential_record import SECRET_FIELDS
 from coeval.interfaces import _mock_content as content
 from coeval.interfaces.base import (
     FatalModelError,
@@ -73,13 +74,15 @@ if TYPE_CHECKING:
 
 __all__ = ["MOCK_PARAMETER_KEYS", "MockInterface", "MockParameterError"]
 
-#: Every key a ``mock`` model's ``parameters`` may hold: its own, and sampling keys a config
-#: written for a real provider carries (accepted and ignored, so a mock can stand in for it).
+#: Every key a ``mock`` model's ``parameters`` may hold: its own, and the sampling keys and
+#: credentials a config written for a real provider carries (accepted and ignored, so a mock
+#: can stand in for it).
 MOCK_PARAMETER_KEYS = frozenset(
     {
         "seed", "latency_ms", "quality", "failure_rate", "rate_limit_rate", "malformed_rate", "retry_after_s",
         "max_faults_in_a_row", "cost_per_call_usd", "cost_per_1k_tokens_usd", "replies", "record", "judge",
         "temperature", "top_p", "top_k", "max_tokens", "stop", "frequency_penalty", "presence_penalty",
+        *SECRET_FIELDS,
     }
 )  # fmt: skip
 
