@@ -77,4 +77,5 @@ def test_the_phase_summary_counts_only_written_records_and_names_the_write_error
     assert done is not None and int(done.group(1)) == 30, summary
     assert "Ctrl-C" not in result.output
     assert "record not written" in summary
-    assert "finished calls could not be recorded; meta.json counts them" in result.output
+    assert re.search(r"\. \d+ calls made by this run, each counted in calls\.jsonl \(quotas and the budget hold\); "
+                     r"\d+ of them finished but their records could not be written", result.output), result.output
