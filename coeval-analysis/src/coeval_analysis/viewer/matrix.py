@@ -203,8 +203,8 @@ def cell_fragment(base: str, datapoint_id: str, student: str, cell: Mapping[str,
     ids = [str(a.get("id")) for a in answers] + [str(e.get("response_id")) for e in evals]
     for rid in dict.fromkeys(ids):
         answer = next((a for a in answers if str(a.get("id")) == rid), None)
-        parts.append(f'<div class="sample-block"><h4 class="sample-head">{_e(student)}{sample_label(rid, samples)}'
-                     "</h4>")
+        head = f'<h4 class="sample-head">{_e(student)}{sample_label(rid, samples)}</h4>' if samples > 1 else ""
+        parts.append(f'<div class="sample-block">{head}')
         if answer is not None:
             parts.append(_call_facts(answer) + _pre(answer.get("response"), "answer-text"))
         else:
