@@ -246,6 +246,7 @@ def test_describe_probe_shows_each_model(work: Path) -> None:
     assert page.count('class="ok">ok,') == 2
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_describe_page_opens_in_headless_chromium_without_errors(work: Path) -> None:
     chromium = Path("/usr/bin/chromium")

@@ -90,6 +90,7 @@ def _child(config: Any, continue_run: bool, log_dir: str, pipeline: bool) -> Non
 
 
 # pipelined: phases 3-5 run at once (a kill lands with all three mid-way), fewer kills
+@pytest.mark.slow
 @pytest.mark.parametrize(("pipeline", "wanted_kills"), [(False, 20), (True, 12)], ids=["one-by-one", "pipelined"])
 def test_sigkill_at_random_moments_then_continue_equals_an_uninterrupted_run(tmp_path, pipeline, wanted_kills):
     total = 16

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
 
@@ -41,6 +42,7 @@ def test_two_different_configs_or_none_exit_2_without_writing(work: Path) -> Non
     assert not (work / "runs").exists()
 
 
+@pytest.mark.slow
 def test_python_dash_m_coeval_runs_the_same_cli(work: Path) -> None:
     _starter(work)
     proc = subprocess.run(

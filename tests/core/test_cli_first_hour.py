@@ -149,6 +149,7 @@ def test_quiet_and_verbose_together_is_a_usage_error(work: Path, command: str) -
     assert "-q/--quiet and -v/--verbose cannot be used together" in result.output
 
 
+@pytest.mark.slow
 def test_quiet_status_is_one_line(work: Path) -> None:
     starter()
     assert CliRunner().invoke(cli, ["run", "coeval.yaml", "-q"]).exit_code == 0

@@ -50,6 +50,7 @@ def test_the_documented_completion_command_prints_a_script(shell: str, marker: s
     assert marker in script and "_coeval_completion" in script
 
 
+@pytest.mark.slow
 def test_the_completion_script_completes_commands_and_options() -> None:
     def complete(words: str, cword: int) -> list[str]:
         out = coeval({"_COEVAL_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(cword)})

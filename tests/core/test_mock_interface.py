@@ -154,6 +154,7 @@ def _outcomes(iface: MockInterface, prompts, schema=None):
     return asyncio.run(go())
 
 
+@pytest.mark.slow
 def test_fault_injection_is_deterministic_and_close_to_the_rates():
     params = {"failure_rate": 0.2, "rate_limit_rate": 0.1, "malformed_rate": 0.1, "seed": 7}
     prompts = [f"item {i}" for i in range(2000)]

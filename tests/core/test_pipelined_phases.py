@@ -144,6 +144,7 @@ def test_a_pipelined_pass_builds_only_the_items_no_pass_took(tmp_path: Path, mon
 
 
 
+@pytest.mark.slow
 def test_one_slow_judgment_does_not_hold_back_the_judging_of_later_answers(tmp_path: Path, monkeypatch) -> None:
     """Under heavy-tailed latency one call can take many times the others. A pass whose
     items are all handed out waits only for its calls in flight: the passes after it go on

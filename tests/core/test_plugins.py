@@ -77,6 +77,7 @@ def _plugins_json(env: dict[str, str]) -> list[dict]:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow
 def test_third_party_plugin_is_listed_with_what_it_registered(installed_plugin):
     report = {p["name"]: p for p in _plugins_json(installed_plugin["env"])}
     assert "echo" in report
@@ -87,6 +88,7 @@ def test_third_party_plugin_is_listed_with_what_it_registered(installed_plugin):
     assert Path(installed_plugin["marker"]).exists()
 
 
+@pytest.mark.slow
 def test_disabled_plugin_is_not_imported(installed_plugin):
     env = {**installed_plugin["env"], "COEVAL_DISABLE_PLUGINS": "echo"}
     report = {p["name"] for p in _plugins_json(env)}
@@ -95,6 +97,7 @@ def test_disabled_plugin_is_not_imported(installed_plugin):
     assert not Path(installed_plugin["marker"]).exists()
 
 
+@pytest.mark.slow
 def test_text_listing_names_plugins_and_registrations(installed_plugin):
     out = subprocess.run(
         [sys.executable, "-m", "coeval.cli.main", "plugins"],
@@ -155,6 +158,7 @@ def clashing_plugin(tmp_path: Path) -> dict[str, str]:
 @pytest.mark.parametrize(
     "argv", [["plugins"], ["plugins", "--json"], ["run", "--config", "examples/mock_smoke.yaml", "--dry-run"]]
 )
+@pytest.mark.slow
 def test_two_plugins_registering_one_name_is_a_one_line_error(clashing_plugin, argv):
     out = subprocess.run(
         [sys.executable, "-m", "coeval.cli.main", *argv],
@@ -168,6 +172,7 @@ def test_two_plugins_registering_one_name_is_a_one_line_error(clashing_plugin, a
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 def test_plugins_json_lists_commands_per_plugin(clashing_plugin):
     report = {p["name"]: p for p in _plugins_json({**clashing_plugin, "COEVAL_DISABLE_PLUGINS": "clash"})}
     assert {"run", "status", "plan", "plugins", "describe"} <= set(report["core"]["commands"])

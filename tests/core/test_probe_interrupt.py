@@ -10,6 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+#: Ctrl-C sent to a coeval subprocess
+pytestmark = pytest.mark.slow
+
 CONFIG = """\
 models:
   - {name: slow, interface: mock, parameters: {latency_ms: 60000}, roles: [teacher, student, judge]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
 
@@ -30,6 +31,7 @@ def test_neither_or_both_is_a_usage_error(work: Path) -> None:
         assert both.exit_code == 2 and "give --run or --config, not both" in both.output
 
 
+@pytest.mark.slow
 def test_with_neither_the_coeval_yaml_of_the_folder_is_used(work: Path) -> None:
     assert CliRunner().invoke(cli, ["init"]).exit_code == 0  # writes coeval.yaml
     ran = CliRunner().invoke(cli, ["run"])

@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
+
+#: coeval run in a subprocess, stdout read whole
+pytestmark = pytest.mark.slow
 
 
 def test_json_summary_is_the_whole_stdout_with_exact_counts(work: Path) -> None:

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from coeval.cli.status_cmd import collect_status
 from coeval.contract.manager import reset_plugins
@@ -194,6 +195,7 @@ def _coeval(*args: str) -> subprocess.Popen:
                             text=True, env={**os.environ, "COLUMNS": "120"})
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_continue_finishes(tmp_path):
     # answers take 0.3-1.5 s: phase 3 is still running when its first datapoint lands
     path = _write_yaml(tmp_path, "interrupted", total=6, latency=[300, 1500])

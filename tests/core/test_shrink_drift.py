@@ -95,6 +95,7 @@ def test_analyze_leaves_out_a_model_removed_with_allow_drift(work: Path) -> None
     assert "c: no longer a" in result.output
 
 
+@pytest.mark.slow
 def test_a_complete_cross_product_above_the_total_is_no_shrink(work: Path) -> None:
     """``target_attributes: complete`` writes every combination phase 1 found, more than the
     total of 2: those slots are the run's own, and --continue goes on with nothing left out."""

@@ -183,6 +183,7 @@ def test_key_file_secrets_never_printed(isolated: Path) -> None:
     assert "sk-ant-secret-value-123" not in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["v05_unknown_role", "v00_syntax", "v14_continue_missing"])
 def test_real_executable_exit_code_and_no_traceback(name: str, isolated: Path) -> None:
     """The installed ``coeval`` entry point, in a separate process."""
