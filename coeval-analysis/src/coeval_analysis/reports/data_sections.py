@@ -141,7 +141,7 @@ def references_section(p: PageContext) -> Section | None:
                 "metric factors and label exact-match with per-label precision, recall and F1. "
                 "Ensemble vs gold: the correlation, per response, between the judge-weighted score and the "
                 "gold verdict (plain mean: the same for the unweighted mean of the judges); each judge's own "
-                "correlation is in the table. Ranking vs gold: Spearman's ρ between the robust ranking and "
+                "correlation is in the table. Ranking vs gold: Spearman's ρ between the headline ranking and "
                 "the gold ranking of the students. Each student's gold score is in the ranking table.",
                 rblocks,
             )

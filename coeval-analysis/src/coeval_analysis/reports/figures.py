@@ -258,7 +258,7 @@ def comparison_matrix(students: list[str], pairs: list[dict[str, Any]]) -> dict[
                           "ticktext": ["p≤0.001", "p 0.01", "p 0.1", "p 1", "p 0.1", "p 0.01", "p≤0.001"]}}
         ],
         "layout": _layout(
-            "Row minus column (robust score); colour: its p-value; * interval excludes 0",
+            "Row minus column (headline); colour: its p-value; * interval excludes 0",
             margin={"l": 150, "r": 30, "t": 40, "b": 120},
             yaxis={"autorange": "reversed"},
         ),

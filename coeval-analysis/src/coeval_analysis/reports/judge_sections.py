@@ -65,7 +65,7 @@ def judges_section(p: PageContext) -> Section | None:
                 ("weight_ci", f"{pct} CI"),
                 ("family", "family"),
                 ("leniency", "leniency"),
-                ("n_conflicted", "conflicted (left out)"),
+                ("n_conflicted", "conflicted"),
                 ("unadjusted_weight", "agreement-only weight"),
                 ("consensus_r", "r with others"),
                 ("mean_score", "mean score given"),
@@ -82,13 +82,13 @@ def judges_section(p: PageContext) -> Section | None:
         Section(
             "judges",
             "Judges",
-            "A judge's weight grows with its signal-to-noise ratio, estimated from its correlation with the "
-            "weighted consensus of the other judges on the answers it is not related to; a judge "
+            "Weight: the judge's share of the judged information in the headline (how strongly its scores "
+            "follow answer quality, measured on answers other judges also grade, over its noise); a judge "
             "answering at random gets about 0. Leniency: how much higher than the others it scores "
-            "(subtracted). Conflicted: "
-            "its scores of its own or its family's answers, left out of the robust score. Agreement-only "
-            "weight: the earlier weighting, which counted those scores. Failed records "
-            "(unparseable replies, errors) are counted here, never scored as Low.",
+            "(subtracted). Conflicted: its grades of its own or its family's answers, kept with its family "
+            "bias estimated against unrelated judges that tell answers apart, or bounded by a prior where "
+            "there are none. Agreement-only weight: a diagnostic weighting by agreement alone, not the "
+            "headline's. Failed records (unparseable replies, errors) are counted here, never scored as Low.",
             [b for b in jblocks if b],
         )
     )
@@ -195,7 +195,7 @@ def teachers_section(p: PageContext) -> Section | None:
             fig(
                 "fig-items",
                 histogram(
-                    dps["item_weight"].to_numpy(), "Datapoint weights in the robust score", "item weight"
+                    dps["item_weight"].to_numpy(), "Datapoint weights in the headline", "item weight"
                 ),
                 300,
             )
@@ -208,7 +208,7 @@ def teachers_section(p: PageContext) -> Section | None:
             "datapoints, of the standard deviation of the students' scores). Separation: the standard "
             "deviation of the students' mean scores on its datapoints. Ranking agreement: Kendall's τ "
             "between the ranking its datapoints give and the one the other teachers' give. Mean score: how "
-            "easy its datapoints are. Datapoint weights: the weight each datapoint gets in the robust score, "
+            "easy its datapoints are. Datapoint weights: the weight each datapoint gets in the headline, "
             "from how well it separates students (its item-total correlation, blended with its teacher's "
             "mean; at least 0.05).",
             [b for b in tblocks if b],

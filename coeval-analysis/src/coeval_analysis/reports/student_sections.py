@@ -187,7 +187,7 @@ def missing_section(p: PageContext) -> Section | None:
                 Markup(f"<p>Ranking on the {common['n_items']:,} datapoints every student has a score on:</p>")
             )
         )
-        blocks.append(Table([("rank", "rank"), ("student", "student"), ("score", "robust score")], crows))
+        blocks.append(Table([("rank", "rank"), ("student", "student"), ("score", "judged score")], crows))
     return Section(
         "missing",
         "Missing data",
