@@ -113,3 +113,25 @@ def test_storage_folder_lists_every_run(runs: tuple[Path, dict[str, str]], page:
         assert sorted(page.locator("table#ranking a.student-link").all_inner_texts()) == ["stu-good", "stu-weak"]
     finally:
         server.close()
+
+
+def test_an_analysed_run_shows_its_leaderboard_beside_the_other(runs: tuple[Path, dict[str, str]], tmp_path: Path,
+                                                                 page: Any) -> None:
+    import shutil
+
+    from coeval_analysis.leaderboard import leaderboard
+    from coeval_analysis.leaderboard_view import leaderboard_table
+
+    root, env = runs
+    for name in ("view-test", "view-fork"):
+        shutil.copytree(root / "runs" / name, tmp_path / name)
+    done = _coeval("analyze", "--run", str(tmp_path / "view-test"), "-q", "--report", "summary", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    table = leaderboard_table(leaderboard(json.loads((tmp_path / "view-test" / "analysis" / "summary.json").read_text())))
+    for url in _serve(["--run", str(tmp_path / "view-test"), "--run", str(tmp_path / "view-fork")], tmp_path, env):
+        page.goto(url + "/")
+        analysed = [r.locator("td").all_inner_texts() for r in page.locator("table#ranking-0 tr").all()[1:]]
+        assert [tuple(c.strip() for c in row) for row in analysed] == list(table.rows)  # the leaderboard, as printed
+        assert _ranking(page, 1) == _means(tmp_path / "view-fork")  # no analysis: the mean, said to be one
+        assert "Mean score of the judgments (no current analysis)" in page.locator("#compare .card").nth(1).inner_text()
+        break

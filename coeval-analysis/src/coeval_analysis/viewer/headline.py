@@ -16,15 +16,18 @@ from coeval_analysis.viewer.outline import LeaderboardRows, analysis_leaderboard
 __all__ = ["early_leaderboard_html", "headline_section", "leaderboard_html", "leaderboard_rows_html"]
 
 
-def leaderboard_rows_html(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: str = "leaderboard") -> str:
-    """The table: rank range, student (a link filtering the page to it), headline, interval,
-    one column per kind of evidence. Links are relative, so they stay on the run's page."""
+def leaderboard_rows_html(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: str = "leaderboard",
+                          base: str = "") -> str:
+    """The table: rank range, student (a link filtering the run's start page to it), headline,
+    interval, one column per kind of evidence. Without ``base`` links are relative, so they
+    stay on the run's page."""
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = []
     for row in rows:
+        query = urlencode({"student": row[1]})
+        href = f"{base}/?{query}" if base else f"?{query}"
         cells = [f'<td class="rank">{escape(row[0])}</td>',
-                 f'<td class="student"><a class="student-link" href="?{urlencode({"student": row[1]})}">'
-                 f"{escape(row[1])}</a></td>"]  # fmt: skip
+                 f'<td class="student"><a class="student-link" href="{escape(href)}">{escape(row[1])}</a></td>']
         cells += [f'<td class="num">{escape(c)}</td>' for c in row[2:]]
         body.append(f"<tr>{''.join(cells)}</tr>")
     return f'<table id="{table_id}"><tr>{head}</tr>{"".join(body)}</table>'

@@ -11,7 +11,8 @@ from html import escape
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from coeval_analysis.viewer.headline import early_leaderboard_html
+from coeval_analysis.viewer.headline import early_leaderboard_html, leaderboard_rows_html
+from coeval_analysis.viewer.outline import LeaderboardRows
 from coeval_analysis.viewer.queries import FILTERS, PAGE_SIZE, Filters
 
 __all__ = ["compare_page", "datapoint_page", "error_page", "indexing_notice", "indexing_page", "judgment_evidence",
@@ -215,12 +216,19 @@ def datapoint_page(name: str, base: str, detail: Mapping[str, Any]) -> str:
     return layout(f"Datapoint {dp.get('id')}", body, base)
 
 
+def _run_ranking(rows: Sequence[Mapping[str, Any]], base: str, table_id: str) -> str:
+    """A run's leaderboard when its analysis is current, else the mean of its judgments."""
+    if isinstance(rows, LeaderboardRows):
+        return leaderboard_rows_html(rows.table.header, rows.table.rows, table_id, base)
+    return "<p>Mean score of the judgments (no current analysis)</p>" + ranking_table(rows, base, table_id)
+
+
 def compare_page(runs: Sequence[tuple[str, str, Sequence[Mapping[str, Any]]]],
                  shared: tuple[Sequence[Mapping[str, Any]], int] | None, indexing: Mapping[str, Any] | None = None) -> str:
     """Every run's ranking side by side; for two runs, the datapoints they share (``shared``
     is None while a run is still being read: ``indexing`` then says how far it is)."""
     cards = "".join(
-        f'<div class="card"><h2><a href="{base}/">{_e(name)}</a></h2>{ranking_table(rows, base, f"ranking-{i}")}</div>'
+        f'<div class="card"><h2><a href="{base}/">{_e(name)}</a></h2>{_run_ranking(rows, base, f"ranking-{i}")}</div>'
         for i, (name, base, rows) in enumerate(runs)
     )
     body = f'<div class="cols" id="compare">{cards}</div>'

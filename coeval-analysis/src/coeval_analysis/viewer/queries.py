@@ -7,11 +7,12 @@ SQL). Every list is paginated.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
 from coeval_analysis.viewer.build import DATAPOINT_SUMMARY
+from coeval_analysis.viewer.outline import analysis_ranking
 from coeval_analysis.viewer.rowsql import GAP_SQL, datapoint_rows_sql, sample_sql
 from coeval_analysis.viewer.store import RunStore
 
@@ -61,7 +62,14 @@ class Filters:
 
 
 def ranking(store: RunStore, filters: Filters | None = None) -> list[dict[str, Any]]:
-    """Students by mean score (Low 0, Medium 0.5, High 1) over ok judgments."""
+    """The run's leaderboard (:class:`~coeval_analysis.viewer.outline.LeaderboardRows`) when
+    its last ``coeval analyze`` is current and no filter is set: the one ranking every
+    surface shows. Else students by mean score (Low 0, Medium 0.5, High 1) over ok
+    judgments, following the filters."""
+    if filters is None or not filters.where:
+        board = analysis_ranking(store.run)
+        if board:
+            return cast("list[dict[str, Any]]", board)  # LeaderboardRows: the cells every surface prints
     where, params = (filters or Filters()).sql()
     cond = " AND value IS NOT NULL" if where else " WHERE value IS NOT NULL"
     return store.query_dicts(
