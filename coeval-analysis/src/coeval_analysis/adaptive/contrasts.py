@@ -1,8 +1,10 @@
 """The ranking a design refits after every round: cheap enough to refit at every look.
 
-Each answer gets one score: the mean, over the kept judges, of their scores less each judge's
-leniency (measured on the calibration slice); a judge's scores of its own family's students
-are left out where a judge of another family graded the answer too. Student quality is then
+Each answer gets one score: the weighted mean, over the kept judges, of their scores less
+each judge's leniency, both measured on the calibration slice (the weight grows with a
+judge's agreement with the others); a judge's scores of its own family's students are left
+out where judges of other families, carrying a quarter of the weight or more, graded the
+answer too. Student quality is then
 the least-squares fit of ``score = datapoint + student`` over the answers bought, so that a
 student let go early is still compared with the others through the datapoints they shared.
 Its uncertainty is the sandwich (cluster-robust) variance over datapoints: each datapoint is
@@ -21,11 +23,17 @@ from scipy.stats import t as student_t
 
 from coeval_analysis.adaptive.stopping import Intervals
 
-__all__ = ["AnswerScores", "answer_scores", "fit_intervals", "judge_leniency"]
+__all__ = ["AnswerScores", "answer_scores", "fit_intervals", "judge_leniency", "judge_weights"]
 
 #: a datapoint's scores that vary less than this between two students still leave this
 #: much doubt: a dozen identical differences do not prove a difference of exactly that size
 MIN_SD = 0.02
+#: a judge's scores of its own family's students are left out where the unrelated judges
+#: that graded the answer carry at least this share of the weight (a nearly flat unrelated
+#: judge alone would otherwise decide those students' places)
+UNRELATED_SHARE = 0.25
+#: a judge's agreement counts as at most this in its weight (one near 1 would take all)
+MAX_AGREEMENT = 0.9
 
 
 @attrs.frozen
@@ -50,18 +58,33 @@ def judge_leniency(x: np.ndarray, judges: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(means), 0.0, means - centre)
 
 
-def answer_scores(x: np.ndarray, conflicted: np.ndarray, kept: np.ndarray, leniency: np.ndarray) -> AnswerScores:
-    """One score per answer from the ``kept`` judges (indices) of ``x`` (judges, datapoints,
-    students), their ``conflicted`` scores (same shape) left out where an unrelated kept judge
-    graded the answer too."""
-    xs = x[kept] - leniency[kept][:, None, None]
-    seen = ~np.isnan(xs)
-    clean = seen & ~conflicted[kept]
-    use = np.where(clean.any(0)[None], clean, seen)
-    total = np.where(use, xs, 0.0).sum(0)
-    count = use.sum(0)
+def judge_weights(agreement: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    """Per judge, its weight in an answer's score: ``r / (sd (1 - r^2))`` for a judge whose
+    scores correlate ``r`` with the consensus and spread ``sd`` within a datapoint, the
+    weight of least squares for scores ``lambda theta + noise``, in which a judge's
+    information is ``r^2 / (1 - r^2)`` (a judge agreeing 0 or less weighs nothing)."""
+    r = np.clip(agreement, 0.0, MAX_AGREEMENT)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return AnswerScores(np.where(count > 0, total / np.maximum(count, 1), np.nan))
+        w = np.where(spread > 0, r / (np.maximum(spread, 1e-9) * (1.0 - r * r)), 0.0)
+    return np.nan_to_num(w)
+
+
+def answer_scores(x: np.ndarray, conflicted: np.ndarray, kept: np.ndarray, leniency: np.ndarray,
+                  weight: np.ndarray | None = None) -> AnswerScores:
+    """One score per answer: the ``weight``-ed mean (None: plain) of the ``kept`` judges'
+    (indices) scores in ``x`` (judges, datapoints, students), their ``conflicted`` scores
+    (same shape) left out where unrelated kept judges carrying at least ``UNRELATED_SHARE``
+    of the weight graded the answer too."""
+    xs = x[kept] - leniency[kept][:, None, None]
+    w = (np.ones(x.shape[0]) if weight is None else weight)[kept][:, None, None]
+    seen = ~np.isnan(xs) & (w > 0)
+    clean = seen & ~conflicted[kept]
+    enough = np.where(clean, w, 0.0).sum(0) >= UNRELATED_SHARE * np.where(seen, w, 0.0).sum(0)
+    use = np.where((clean.any(0) & enough)[None], clean, seen)
+    total = np.where(use, xs * w, 0.0).sum(0)
+    count = np.where(use, w, 0.0).sum(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return AnswerScores(np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan))
 
 
 def fit_intervals(scores: AnswerScores, alpha: float) -> Intervals:
@@ -81,7 +104,7 @@ def fit_intervals(scores: AnswerScores, alpha: float) -> Intervals:
     centred = np.where(present, y - np.where(present, y, 0.0).sum(1, keepdims=True) / m, 0.0)
     # the normal equations of score = datapoint + student, datapoint effects profiled out
     lap = np.diag(p.sum(0)) - (p / m).T @ p
-    inv = np.linalg.pinv(lap)
+    inv = np.linalg.pinv(lap, rcond=1e-9, hermitian=True)  # its null space (a common shift) dropped
     theta = inv @ centred.sum(0)
     fitted = np.where(present, theta[None] - (p * theta[None]).sum(1, keepdims=True) / m, 0.0)
     resid = centred - fitted

@@ -15,13 +15,14 @@ A grid drawn in advance plays exactly like a mock run: a cell is read only once 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import attrs
 import numpy as np
 
-from coeval_analysis.adaptive.contrasts import answer_scores, fit_intervals, judge_leniency
-from coeval_analysis.adaptive.screening import Screening, screen_judges
+from coeval_analysis.adaptive.contrasts import answer_scores, fit_intervals, judge_leniency, judge_weights
+from coeval_analysis.adaptive.screening import Screening, agreement, screen_judges
 from coeval_analysis.adaptive.stopping import (
     Intervals,
     Spending,
@@ -32,7 +33,7 @@ from coeval_analysis.adaptive.stopping import (
 )
 from coeval_analysis.stats.headline import Judgments
 
-__all__ = ["Design", "Look", "Outcome", "dense", "look_sizes", "play", "subset"]
+__all__ = ["Design", "Look", "Outcome", "calibration_weights", "dense", "look_sizes", "play", "subset"]
 
 
 @attrs.frozen
@@ -47,6 +48,7 @@ class Design:
     spending: Spending = "bonferroni"
     screen: bool = True  #: stop uninformative judges after the calibration slice
     focus: bool = True  #: after the slice, answer and grade only the open students (False: all)
+    weighted: bool = True  #: weigh judges by their agreement on the slice (False: equally)
 
 
 @attrs.frozen
@@ -74,6 +76,7 @@ class Outcome:
     answers_full: int
     kept: tuple[int, ...]  #: judge codes still bought after the calibration slice
     leniency: np.ndarray  #: per judge, measured on the calibration slice
+    weight: np.ndarray  #: per judge, its weight in an answer's score (from the slice)
     screening: Screening | None
     bought: Judgments  #: the rows bought, for a final refit
 
@@ -107,8 +110,22 @@ def spread_order(item_teacher: np.ndarray, rng: np.random.Generator) -> np.ndarr
     return np.argsort(key, kind="stable")
 
 
+def calibration_weights(calib: np.ndarray) -> np.ndarray:
+    """Per judge, from the slice's (judges, datapoints, students) scores: its agreement with
+    the other judges' consensus and its spread within a datapoint make its weight."""
+    with warnings.catch_warnings():  # datapoints outside the slice have no scores
+        warnings.simplefilter("ignore", RuntimeWarning)
+        centred = calib - np.nanmean(calib, axis=2, keepdims=True)
+        spread = np.sqrt(np.nanmean(centred**2, axis=(1, 2)))
+    items = (~np.isnan(centred)).any(axis=(0, 2)).astype(float)
+    r = agreement(centred, items)
+    return judge_weights(r, np.nan_to_num(spread))
+
+
 def look_sizes(n_items: int, design: Design) -> np.ndarray:
     """Datapoints seen at each look: the calibration slice, then equal rounds up to all."""
+    if design.looks <= 1:  # one look: the full grid
+        return np.array([n_items])
     first = min(n_items, max(design.min_calibration, math.ceil(design.calibration * n_items)))
     sizes = np.unique(np.round(np.linspace(first, n_items, max(design.looks, 1))).astype(int))
     return sizes
@@ -137,12 +154,15 @@ def play(j: Judgments, judges: Sequence[str], design: Design, seed: int) -> Outc
     kept = np.array([k for k in range(j.n_judges) if k not in stopped], int)
     calib = np.where(bought, x, np.nan)
     leniency = judge_leniency(calib, kept)
+    weight = calibration_weights(calib) if design.weighted else np.ones(j.n_judges)
+    if not (weight[kept] > 0).any():  # no kept judge agrees with the others: all count alike
+        weight = np.ones(j.n_judges)
     looks: list[Look] = []
     done = False
     iv = None
     for k, size in enumerate(sizes):
         seen = np.where(bought, x, np.nan)
-        iv = fit_intervals(answer_scores(seen, conflicted, kept, leniency), float(alphas[k]))
+        iv = fit_intervals(answer_scores(seen, conflicted, kept, leniency, weight), float(alphas[k]))
         done = answered(design.stop_when, iv)
         still = open_students(design.stop_when, iv) if design.focus else np.ones(j.n_students, bool)
         looks.append(Look(int(size), float(alphas[k]), int((bought & ~np.isnan(x)).sum()),
@@ -161,5 +181,5 @@ def play(j: Judgments, judges: Sequence[str], design: Design, seed: int) -> Outc
         intervals=iv, alpha=looks[-1].alpha, looks=tuple(looks), answered=done,
         judgments=int(graded.sum()), judgments_full=int(j.value.size),
         answers=int((answered_cells & answerable).sum()), answers_full=int(answerable.sum()),
-        kept=tuple(int(k) for k in kept), leniency=leniency, screening=screening, bought=subset(j, rows),
+        kept=tuple(int(k) for k in kept), leniency=leniency, weight=weight, screening=screening, bought=subset(j, rows),
     )  # fmt: skip
