@@ -59,6 +59,7 @@ def test_a_run_through_a_provider_sdk_is_timed_by_its_cpu_and_the_sdks(
     """A phase of many calls through an SDK with room for all of them in flight takes the
     run's CPU and the SDK's per call, both at the speed this machine runs such work now."""
     monkeypatch.setattr(estimate_module, "speed_factor", lambda: factor)
+    monkeypatch.setattr(estimate_module, "load_share", lambda: 1.0)  # the server has a core of its own
     monkeypatch.chdir(tmp_path)
     wide = "{model: gpt-4o-mini, base_url: 'http://127.0.0.1:9/v1', concurrency: 100000, max_concurrency: 100000}"
     config = (_CONFIG.replace("interface: mock", "interface: openai").replace("{seed: 1}", wide)

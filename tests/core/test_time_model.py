@@ -19,8 +19,9 @@ PIPELINED = ("data_generation", "response_collection", "evaluation")
 
 @pytest.fixture(autouse=True)
 def _reference_speed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This machine as fast as the reference one: exact figures, whatever the load."""
+    """This machine as fast as the reference one, and quiet: exact figures, whatever the load."""
     monkeypatch.setattr(estimate_module, "speed_factor", lambda: 1.0)
+    monkeypatch.setattr(estimate_module, "load_share", lambda: 1.0)
 
 
 def test_a_plan_after_a_pipelined_run_is_not_the_sum_of_its_phases(tmp_path: Path) -> None:
@@ -147,3 +148,20 @@ def test_a_set_latency_is_one_number(tmp_path: Path) -> None:
     assert not estimate.basis.weak
     low, high = estimate.seconds_range
     assert low < estimate.seconds < high <= 1.3 * estimate.seconds
+
+
+@pytest.mark.parametrize(("share", "server_ms"), [(1.0, 0.0), (4.0, 0.65)])
+def test_a_server_on_this_machine_takes_turns_with_the_run_on_a_busy_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share: float, server_ms: float) -> None:
+    """Calls through an SDK to a loopback server with room for all of them in flight: the
+    run's CPU bounds them, and on a machine with more processes than cores the server's CPU
+    per call too (they take turns on the same cores); on a quiet one it has a core of its own."""
+    monkeypatch.setattr(estimate_module, "load_share", lambda: share)
+    model = {"name": "g", "interface": "openai", "roles": ["teacher", "student", "judge"], "access_key": "sk-test",
+             "parameters": {"model": "gpt-4o-mini", "base_url": "http://127.0.0.1:9/v1", "concurrency": 100000,
+                            "max_concurrency": 100000}}
+    config = make_config(tmp_path, [model], [task(total=5000)])
+    estimate = estimate_cost(config, samples=0, pipeline=False)
+    judged = sum(c.calls for c in estimate.cells if c.phase == "evaluation")
+    per_call = estimate_module._RUN_CPU_PER_CALL_S + estimate_module._SDK_CPU_PER_CALL_S + server_ms / 1000
+    assert estimate.phase_seconds["evaluation"] == pytest.approx(estimate_module._PHASE_START_S + judged * per_call)

@@ -38,6 +38,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -47,7 +48,7 @@ from coeval.contract.types import TokenSeconds
 from coeval.phases.ids import EVALUATION
 from coeval.planning import Plan, batch_phases, plan_experiment
 from coeval.planning.cost.history import measured_history, overlap_share, seconds_per_record
-from coeval.planning.cost.machine_speed import speed_factor
+from coeval.planning.cost.machine_speed import load_share, speed_factor
 from coeval.planning.cost.measure import Measured
 from coeval.planning.cost.pricing import LOCAL_INTERFACES, Price, price_for
 from coeval.planning.cost.program_time import PROGRAM_S, ProgramWork, program_work
@@ -88,6 +89,12 @@ _PHASE_START_S = 0.2
 #: held by the limiter, not by its CPU, at about 2.7 ms a call.)
 _RUN_CPU_PER_CALL_S = 0.00030
 _SDK_CPU_PER_CALL_S = 0.00067
+#: CPU per call of a server on this machine (a loopback URL: the fake server, a local vLLM's
+#: HTTP front): 0.6 to 0.7 ms on ``nox -s bench``'s fake server. On a quiet machine it runs
+#: on a core of its own beside the run; on one busier than a process per core, the two take
+#: turns on the same cores (the medium shape under a load average of 8 took twice the run's
+#: CPU bound alone)
+_LOCAL_SERVER_CPU_PER_CALL_S = 0.00065
 #: a provider SDK's start in the run (its import, the first connection) when no sample call
 #: measured it (1.35 s on the loopback fake server)
 _CLIENT_START_S = 1.4
@@ -521,6 +528,7 @@ def _phase_seconds(
     models = {m.name: m for m in config.models}
     factor = speed_factor()
     run_cpu_s, sdk_cpu_s = _RUN_CPU_PER_CALL_S * factor, _SDK_CPU_PER_CALL_S * factor
+    server_cpu_s = _LOCAL_SERVER_CPU_PER_CALL_S * factor if load_share() > 1.0 else 0.0
     reached: dict[str, float] = {}  # lane -> its limiter's limit so far (carried across phases)
     bounds: dict[str, tuple[int, int]] = {}  # lane -> (starting concurrency, maximum)
     started_sdk = False
@@ -542,7 +550,8 @@ def _phase_seconds(
             if lane not in bounds:
                 bounds[lane] = _lane_bounds(m, sampled, registries)
             through_sdk = sampled.through_sdk(m)
-            cpu += c.calls * (run_cpu_s + (sdk_cpu_s if through_sdk else 0.0))
+            cpu += c.calls * (run_cpu_s + (sdk_cpu_s if through_sdk else 0.0)
+                              + (server_cpu_s if through_sdk and _on_this_machine(m) else 0.0))
             if through_sdk and not started_sdk:  # the first call through a provider SDK starts its client
                 started_sdk, client_start = True, sampled.client_start_s or _CLIENT_START_S
         time = out[phase] = _PhaseTime(serial=serial, cpu=cpu, start=_PHASE_START_S + client_start)
@@ -554,6 +563,14 @@ def _phase_seconds(
         if phase == EVALUATION and programs is not None and programs.total:
             time.lanes[SANDBOX_LANE] = programs.seconds(PROGRAM_S * factor)
     return out
+
+
+def _on_this_machine(model: ModelConfig) -> bool:
+    """Whether the model's server runs on this machine (a loopback ``base_url``)."""
+    urls = model.parameters.get("base_url")
+    listed = urls if isinstance(urls, list | tuple) else [urls]
+    hosts = [urlsplit(u).hostname for u in listed if isinstance(u, str)]
+    return bool(hosts) and all(h in ("localhost", "::1") or (h or "").startswith("127.") for h in hosts)
 
 
 def _pipelined_overlap(config: Config, times: Mapping[str, _PhaseTime], cells: Sequence[CellEstimate],
