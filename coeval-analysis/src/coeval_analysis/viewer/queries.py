@@ -6,6 +6,7 @@ SQL). Every list is paginated.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -94,6 +95,21 @@ def facets(store: RunStore) -> dict[str, list[str]]:
     return out
 
 
+#: how long the unfiltered datapoint table waits for the build to store it (the step right
+#: after the judgments), rather than working it out a second time beside the build
+SUMMARY_WAIT_S = 5.0
+
+
+def _stored_summary(store: RunStore) -> bool:
+    """Whether the stored datapoint table can answer, waiting for it while it is being made."""
+    deadline = time.monotonic() + SUMMARY_WAIT_S
+    while not store.has_table(DATAPOINT_SUMMARY):
+        if store.ready or time.monotonic() > deadline:
+            return store.has_table(DATAPOINT_SUMMARY)
+        time.sleep(0.02)
+    return True
+
+
 def datapoint_table(store: RunStore, filters: Filters) -> tuple[list[dict[str, Any]], int]:
     """One row per datapoint matching the filters: judgments, mean score, disagreement
     (mean over answer x factor of the judges' standard deviation) and, when two students
@@ -107,7 +123,7 @@ def datapoint_table(store: RunStore, filters: Filters) -> tuple[list[dict[str, A
         "disagreement": "disagreement DESC NULLS LAST, datapoint_id",
         "gap": "abs(gap) DESC NULLS LAST, datapoint_id",
     }[filters.sort]
-    if not where and not with_gap and store.has_table(DATAPOINT_SUMMARY):
+    if not where and not with_gap and _stored_summary(store):
         source, bound = DATAPOINT_SUMMARY, []
     else:
         source = f"({datapoint_rows_sql(where, GAP_SQL if with_gap else 'NULL')})"
