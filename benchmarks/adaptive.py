@@ -134,7 +134,7 @@ def _scenario(sc: Scenario, seeds: int, design: Design) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def run(seeds: int = 100, stop: str = "top:1", calibration: float = 0.15,
+def run(seeds: int = 100, stop: str = "top:1", calibration: float = 0.20,
         looks: int = 6) -> dict[str, Any]:
     """Every bench scenario, adaptive against full on the same ``seeds``; ``ok`` when every
     target holds (calls saved, top-1 kept, rho within 0.02, coverage)."""
@@ -223,7 +223,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100, help="seeds per scenario")
     parser.add_argument("--stop", default="top:1", help="top[:k], separated[:delta] or width[:w]")
-    parser.add_argument("--calibration", type=float, default=0.15, help="share in the calibration slice")
+    parser.add_argument("--calibration", type=float, default=0.20, help="share in the calibration slice")
     parser.add_argument("--looks", type=int, default=6, help="looks at the data, the slice's included")
     args = parser.parse_args()
     r = run(args.seeds, args.stop, args.calibration, args.looks)
