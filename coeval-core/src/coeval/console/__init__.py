@@ -8,9 +8,10 @@ widen the window. Off a terminal this console is as wide as any line needs.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:  # rich loads when a console is made: `coeval --help` imports this package, not rich
+    from rich.console import Console
 
 __all__ = ["PIPE_WIDTH", "output_console"]
 
@@ -21,6 +22,8 @@ PIPE_WIDTH = 100_000
 def output_console(*, stderr: bool = False, **options: Any) -> Console:
     """A rich console for stdout (or stderr): the terminal's width on a terminal, no
     width limit otherwise. ``options`` go to :class:`rich.console.Console`."""
+    from rich.console import Console
+
     stream = sys.stderr if stderr else sys.stdout
     if "width" not in options and not _isatty(stream):
         options["width"] = PIPE_WIDTH

@@ -14,8 +14,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rich.markup import escape
-
 __all__ = ["markup_safe", "plain", "safe_tree"]
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -28,6 +26,8 @@ def plain(text: str) -> str:
 
 def markup_safe(text: str) -> str:
     """``text`` without control characters and with rich markup escaped."""
+    from rich.markup import escape  # rich loads only for rich output: `plain` stays light
+
     return escape(plain(text))
 
 
