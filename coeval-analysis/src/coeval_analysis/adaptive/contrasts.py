@@ -4,9 +4,9 @@ Each answer gets one score: the weighted mean, over the kept judges, of their sc
 each judge's leniency, both measured on the calibration slice (the weight grows with a
 judge's agreement with the others); a judge's scores of its own family's students are left
 out where judges of other families, carrying a quarter of the weight or more, graded the
-answer too. Student quality is then
-the least-squares fit of ``score = datapoint + student`` over the answers bought, so that a
-student let go early is still compared with the others through the datapoints they shared.
+answer too. Student quality is then the least-squares fit of ``score = datapoint + student``
+over the answers bought, so that a student let go early is still compared with the others
+through the datapoints they shared.
 Its uncertainty is the sandwich (cluster-robust) variance over datapoints: each datapoint is
 one independent draw, whatever the judges and students on it. The estimator is linear in the
 datapoints' scores, so a look costs one small matrix inverse, not a bootstrap.
