@@ -125,7 +125,7 @@ def reconcile_ledger(run: RunFolder, meta: dict[str, Any], log: Any, *, killed_b
     and spend the ledger's. A run from before the ledger starts one with the counts it has
     (raised first to what its records account for, if a process was killed)."""
     path = ledger_path(run.root)
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):  # a link in its place: refused by read_ledger
         if killed_before:
             meta = recount_lost_calls(run, meta, log)
         carry_counts(path, dict(meta.get("calls") or {}), dict(meta.get("spend_usd") or {}))
