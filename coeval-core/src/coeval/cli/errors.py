@@ -84,9 +84,10 @@ def report_user_error(exc: BaseException) -> int | None:
     if isinstance(exc, DuplicateRegistrationError):
         click.secho(f"{ERROR_PREFIX} plugin conflict: {exc}", fg="red", err=True)
         return EXIT_USAGE
-    from coeval.storage.safe_files import UnsafeRunFile
-
-    if isinstance(exc, UnsafeRunFile):  # a FIFO, a device or an outside link in a run folder
+    # a FIFO, a device or an outside link in a run folder; the guard's module is looked up, not
+    # imported: never loaded, it refused nothing (and start-up stays free of storage)
+    safe_files = sys.modules.get("coeval.storage.safe_files")
+    if safe_files is not None and isinstance(exc, safe_files.UnsafeRunFile):
         click.secho(f"{ERROR_PREFIX} {redact(str(exc))}", fg="red", err=True)
         return EXIT_USAGE
     if isinstance(exc, UserError):
