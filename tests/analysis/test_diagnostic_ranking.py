@@ -17,6 +17,7 @@ def _headline_order(summary: dict) -> list[str]:
     return sorted(summary["students"], key=lambda s: summary["students"][s]["headline_rank"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ranked_in_true_order_and_random_judge_gets_no_weight(make_run, seed: int) -> None:
     run = make_run(
@@ -44,6 +45,7 @@ def test_ranked_in_true_order_and_random_judge_gets_no_weight(make_run, seed: in
         assert low <= student["headline_score"] <= high, name
 
 
+@pytest.mark.slow
 def test_headline_survives_a_random_majority_of_weak_signal(make_run) -> None:
     """Two random judges and one weakly informative judge: equal weighting blurs the
     differences towards the middle, the weighted score keeps them."""

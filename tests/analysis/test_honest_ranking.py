@@ -30,6 +30,7 @@ def reference(reference_run: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return summary, console, (out / "report.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_no_weak_student_is_placed_above_gpt_4o_mini_with_confidence(
     reference: tuple[dict[str, Any], str, str],
 ) -> None:
@@ -71,6 +72,7 @@ def test_two_datapoints_give_no_zero_width_interval_and_no_significant_compariso
     assert "too few datapoints" in console
 
 
+@pytest.mark.slow
 def test_judges_without_signal_call_few_pairs_different_and_are_all_flagged(
     make_run: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -153,6 +155,7 @@ def test_a_reference_judge_fixes_a_family_biased_ranking() -> None:
     assert int(np.argmax(fixed)) == int(np.argmax(sim.quality)) != int(np.argmax(plain))
 
 
+@pytest.mark.slow
 def test_a_teacher_whose_datapoints_do_not_separate_students_is_warned(
     make_run: Callable[..., Path], tmp_path: Path
 ) -> None:

@@ -63,6 +63,7 @@ def test_a_labellers_second_label_replaces_the_first(make_run: Callable[..., Pat
     assert len(read_labels(run)) == 4
 
 
+@pytest.mark.slow
 def test_a_label_of_a_regenerated_answer_is_stale_and_unused(make_run: Callable[..., Path]) -> None:
     run = make_run(datapoints_per_teacher=2)
     labels = _labels(run, 2)
@@ -122,6 +123,7 @@ def test_a_contrary_judge_disagrees_with_gold(make_run: Callable[..., Path], tmp
     assert "human" not in judges["judge-1"]
 
 
+@pytest.mark.slow
 def test_human_only_ranking_and_labels_line(make_run: Callable[..., Path]) -> None:
     run = make_run(datapoints_per_teacher=4)
     save_labels(run, _labels(run, 40))
@@ -163,6 +165,7 @@ def test_no_interval_is_never_called_determined() -> None:
     assert line.endswith("no comparison has an interval (too few datapoints, or the bootstrap is off), so none is settled.")
 
 
+@pytest.mark.slow
 def test_labels_as_an_argument_equal_labels_in_the_run_folder(make_run: Callable[..., Path]) -> None:
     run = make_run(datapoints_per_teacher=2)
     labels = _labels(run, 12)
@@ -192,6 +195,7 @@ def test_label_free_and_legacy_runs_analyse_as_before(make_run: Callable[..., Pa
         assert {k: v for k, v in c.items() if k not in moved} == {k: v for k, v in a.summary.items() if k not in moved}
 
 
+@pytest.mark.slow
 def test_report_and_console_show_the_labels_line(make_run: Callable[..., Path], tmp_path: Path) -> None:
     from click.testing import CliRunner
     from coeval.cli.main import cli
@@ -271,6 +275,7 @@ def test_a_run_without_labels_or_gold_has_no_reference_warning(make_run: Callabl
     assert not [w for w in summary["warnings"] if w["kind"] == "reference_not_measured"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_labels", [2, 40])
 def test_whether_labels_move_the_headline_is_what_the_numbers_do(make_run: Callable[..., Path], n_labels: int) -> None:
     """The labels line and its warning say the labels do not move the headline exactly when

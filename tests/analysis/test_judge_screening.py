@@ -82,6 +82,7 @@ def _reference_judgments() -> tuple[Judgments, list[str]]:
     return judgments_of(model, families)
 
 
+@pytest.mark.slow
 def test_the_reference_runs_local_judges_are_stopped_on_a_slice_of_its_datapoints() -> None:
     j, names = _reference_judgments()
     calls = np.bincount(j.judge, minlength=j.n_judges)

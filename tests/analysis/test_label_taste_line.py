@@ -49,6 +49,7 @@ def test_fewer_than_four_labelled_students_fit_no_line() -> None:
     assert (line == 0).all() and np.isnan(spread[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [2, 32])
 def test_forty_suggested_labels_place_the_gpt_like_students(seed: int) -> None:
     """The reference shape with 40 suggested labels (the labeller's noise drawn from

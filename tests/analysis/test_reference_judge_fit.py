@@ -5,6 +5,7 @@ reference has no per-student taste (its view of a student is what the ranking me
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from coeval_analysis.stats.measurement import (
     LAMBDA_FLOOR,
     Reference,
@@ -44,6 +45,7 @@ def test_the_reference_judge_has_no_taste() -> None:
     assert (f.taste[:-1] > 0).all()
 
 
+@pytest.mark.slow
 def test_refits_report_on_the_scale_the_fit_chose() -> None:
     """Random labels that leave the reference without a measured scale: the headline is on
     the LLM judges' scale, and so must every bootstrap refit be. A refit that happened to

@@ -37,6 +37,7 @@ def test_the_report_opens_on_the_leaderboard_and_puts_warnings_below(report: str
     assert 'id="tiers"' in board and 'id="combined"' in board
 
 
+@pytest.mark.slow
 def test_one_score_per_student(report: str) -> None:
     board = _section(report, "ranking")
     headers = re.findall(r'<th scope="col">([^<]+)</th>', board)

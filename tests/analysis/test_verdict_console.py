@@ -38,6 +38,7 @@ def test_the_reference_run_fits_one_screen_of_a_100_column_terminal(console: tup
     assert max(len(line) for line in lines) <= 100, [line for line in lines if len(line) > 100]
 
 
+@pytest.mark.slow
 def test_the_console_shows_the_leaderboard_of_summary_json(console: tuple[str, dict[str, Any]]) -> None:
     text, summary = console
     board = leaderboard(summary)

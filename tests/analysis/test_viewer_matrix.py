@@ -46,6 +46,7 @@ def _cell_means(run: Path) -> dict[tuple[str, str], float]:
     return {k: sum(v) / len(v) for k, v in values.items() if v}
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_matrix_cells_are_each_answers_mean_score_coloured_by_level(served: tuple[str, Path], page: Any) -> None:
     base, run = served
@@ -72,6 +73,7 @@ def test_matrix_cells_are_each_answers_mean_score_coloured_by_level(served: tupl
     assert sum(level_of(m) == "high" for m in good) >= 4 and all(level_of(m) == "low" for m in weak)
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_clicking_a_cell_expands_the_answer_and_its_judgments_inline(served: tuple[str, Path], page: Any) -> None:
     base, run = served
@@ -93,6 +95,7 @@ def test_clicking_a_cell_expands_the_answer_and_its_judgments_inline(served: tup
     expanded.wait_for(state="detached")
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_keyboard_moves_between_cells_and_enter_expands(served: tuple[str, Path], page: Any) -> None:
     base, _ = served
@@ -134,6 +137,7 @@ def _word_only_in_rationales(run: Path) -> tuple[str, set[str]]:
     return word, where
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_search_finds_a_word_from_a_rationale(served: tuple[str, Path], page: Any) -> None:
     base, run = served
@@ -152,6 +156,7 @@ def test_search_finds_a_word_from_a_rationale(served: tuple[str, Path], page: An
     assert page.locator("#search-count").inner_text().startswith(f"{n} prompts, answers and rationales")
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_datapoint_page_links_to_a_word_diff_of_two_answers(served: tuple[str, Path], page: Any) -> None:
     base, _ = served
@@ -181,6 +186,7 @@ def test_level_of_a_mean_score() -> None:
         "none", "low", "low", "medium", "medium", "medium", "high", "high"]
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_failures_group_identical_errors_and_list_rejected_teacher_replies(served: tuple[str, Path],
                                                                            page: Any) -> None:
@@ -204,6 +210,7 @@ def test_failures_group_identical_errors_and_list_rejected_teacher_replies(serve
     assert rejected.locator("tr").nth(1).inner_text().split("\t") == ["stu-good", "near_duplicate", "1"]
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_counts_say_what_they_count(served: tuple[str, Path], page: Any) -> None:
     base, run = served
@@ -215,6 +222,7 @@ def test_counts_say_what_they_count(served: tuple[str, Path], page: Any) -> None
     assert shown == dict(scores)
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_datapoint_table_counts_factor_scores_and_failed_judgments_apart(served: tuple[str, Path], page: Any) -> None:
     base, run = served
@@ -228,6 +236,7 @@ def test_datapoint_table_counts_factor_scores_and_failed_judgments_apart(served:
         assert (int(cells[3]), int(cells[4])) == (scores[cells[0]], failed[cells[0]]), cells[0]
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_the_screenshot_script_writes_the_three_pages_and_the_reports_first_screen(tmp_path: Path) -> None:
     script = Path(__file__).resolve().parents[2] / "scripts" / "viewer_screenshots.py"

@@ -171,6 +171,7 @@ def test_calls_with_different_sampling_never_share_a_batch(tiny_model_dir: Path)
     assert [r.text for r in results[:3]] == [r.text for r in results[6:]]  # greedy rows unaffected by warm ones
 
 
+@pytest.mark.slow
 def test_seed_makes_sampling_repeatable(tiny_model_dir: Path) -> None:
     iface = make(tiny_model_dir, temperature=1.0, max_tokens=24)
 
@@ -327,6 +328,7 @@ def test_hub_id_missing_from_cache_while_offline_is_a_clear_fatal_error(tmp_path
         run(main())
 
 
+@pytest.mark.slow
 def test_one_model_resident_at_a_time(tiny_model_dir: Path, tiny_model_no_template_dir: Path) -> None:
     first, twin, second = make(tiny_model_dir), make(tiny_model_dir, name="twin"), make(tiny_model_no_template_dir)
     host = get_host()

@@ -48,6 +48,7 @@ def test_missing_embedded_package_names_the_install_command(monkeypatch: pytest.
         make()
 
 
+@pytest.mark.slow
 def test_the_shipped_model_answers_a_short_prompt_quietly(capfd: pytest.CaptureFixture[str]) -> None:
     iface = make()
 
@@ -63,6 +64,7 @@ def test_the_shipped_model_answers_a_short_prompt_quietly(capfd: pytest.CaptureF
     assert capfd.readouterr().err == ""  # llama.cpp's per-request log lines are off by default
 
 
+@pytest.mark.slow
 def test_the_generation_speed_llama_cpp_measured_is_kept() -> None:
     """As through llama.cpp's own server (``tests/selfhosted``): records and ``coeval
     status`` show tokens per second of the local model too."""
@@ -78,6 +80,7 @@ def test_the_generation_speed_llama_cpp_measured_is_kept() -> None:
     assert result.tokens_per_s is not None and 1.0 < result.tokens_per_s < 10_000.0
 
 
+@pytest.mark.slow
 def test_json_schema_constrains_the_reply_to_valid_json() -> None:
     judge = make("judge")
 
@@ -107,6 +110,7 @@ def test_entries_with_other_sampling_share_one_loaded_model() -> None:
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_a_prompt_beyond_the_context_is_a_fatal_error_naming_the_model() -> None:
     iface = make(n_ctx=128)
 

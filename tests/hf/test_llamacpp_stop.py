@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateRequest
 from coeval.run.signals import stop_gracefully
@@ -16,6 +17,7 @@ from coeval_hf.llamacpp import LlamaCppInterface
 N_ITEMS = 8
 
 
+@pytest.mark.slow
 def test_a_graceful_stop_gives_back_the_queued_local_calls() -> None:
     model = ModelConfig("smol", "llamacpp", parameters={"temperature": 0.7, "max_tokens": 64})
     iface = LlamaCppInterface(model)

@@ -125,6 +125,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_a_server_that_comes_up_late_is_waited_for(capsys: Any) -> None:
     port = _free_port()
     late: list[FakeServer] = []
