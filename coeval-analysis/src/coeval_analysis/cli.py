@@ -36,7 +36,7 @@ def _run_folder(run_path: Path | None, config_path: str | None) -> Path:
         raise SystemExit(code) from None
 
 
-@click.command("analyze", short_help="Rank the students of a run; write an HTML report, summary.json and tables.")
+@click.command("analyze", short_help="Rank the students of a run: a verdict, an HTML report, summary.json, tables.")
 @click.option(
     "--run",
     "run_path",
@@ -89,13 +89,15 @@ def _run_folder(run_path: Path | None, config_path: str | None) -> Path:
 )
 @verbosity_options
 def analyze_command(quiet: bool, verbose: bool, **options: Any) -> None:
-    """Analyse a run: student ranking with bootstrap intervals and a conflict-aware robust
-    ranking (a judge's scores of its own family left out; judges and datapoints weighted),
-    pairwise comparisons with rank ranges, warnings, judge agreement (kappa, Krippendorff's
-    alpha, ICC), teacher discrimination, self-preference, verbosity, coverage and failures.
+    """Analyse a run and print its verdict: the leaderboard (the places the data allow, the
+    headline with its interval, one column per kind of evidence: judged score, checks,
+    pass@1 / pass@k), the tiers, how the headline is combined, and at most three warnings
+    with their actions. -v prints every warning, note and data-quality count too. The report,
+    summary.json and tables hold everything else: judge agreement, teachers, bias, coverage
+    and failures. See docs/analysis.md.
 
     Duplicate, failed and incomplete records are handled by fixed rules and counted in
-    summary.json (data_quality); see docs/analysis.md.
+    summary.json (data_quality).
 
     Example: coeval analyze --run eval_runs/demo-v1 --out reports/demo
     """
