@@ -19,7 +19,7 @@ from coeval.contract.hookspecs import hookimpl
 from coeval.contract.manager import PlannedCalls, Registries, get_plugin_manager, registries, reset_plugins
 from coeval.interfaces.base import GenerateRequest
 from coeval.phases.base import PhaseContext, RunView, Survey
-from coeval.phases.ordering import run_mode
+from coeval.phases.run_selection import run_mode
 from coeval.planning import format_plan, plan_experiment
 from coeval.scheduler.work import WorkItem, WorkOutcome
 

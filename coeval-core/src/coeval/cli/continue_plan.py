@@ -8,8 +8,8 @@ import attrs
 
 from coeval.config.model import Config
 from coeval.contract.manager import registries
-from coeval.phases.order import ordered_phases
-from coeval.phases.ordering import run_mode
+from coeval.phases.phase_order import ordered_phases
+from coeval.phases.run_selection import run_mode
 from coeval.planning import Plan
 
 __all__ = ["with_continue_modes"]

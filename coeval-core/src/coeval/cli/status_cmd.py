@@ -25,7 +25,7 @@ from coeval.contract.manager import registries as _registries
 from coeval.interfaces.known import INGEST_BENCHMARK_FIELD
 from coeval.phases.base import RunView
 from coeval.phases.ids import RECORD_PHASES
-from coeval.phases.order import ordered_phases
+from coeval.phases.phase_order import ordered_phases
 from coeval.planning.call_figures import call_figures, figures_table
 from coeval.planning.cost.against import against_table, estimate_against_actual
 from coeval.planning.cost.report import read_estimate

@@ -12,7 +12,7 @@ from coeval.config.credentials import KeyStore
 from coeval.config.loader import load_config
 from coeval.contract.manager import registries
 from coeval.phases.modes import registered_modes
-from coeval.phases.order import ordered_phases
+from coeval.phases.phase_order import ordered_phases
 from coeval.run.probe import probe_models
 
 

@@ -29,7 +29,7 @@ from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
 from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
 from coeval.phases import ids
 from coeval.phases.modes import default_mode, registered_modes
-from coeval.phases.order import ordered_phases
+from coeval.phases.phase_order import ordered_phases
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries

@@ -28,7 +28,7 @@ from coeval.contract.manager import registries as installed
 from coeval.phases.base import PlannedCalls, RunView
 from coeval.phases.ids import RECORD_PHASES, SHORT_TITLES, TITLES
 from coeval.phases.info import configured_mode, phase_short, phase_title, planned_calls
-from coeval.phases.order import ordered_phases
+from coeval.phases.phase_order import ordered_phases
 from coeval.phases.plans import phase3_items
 from coeval.storage.run_folder import RunFolder
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from coeval.config.model import Config
 from coeval.interfaces.base import Interface
 from coeval.phases.base import Phase, PhaseResult
-from coeval.phases.order import ordered_phases
-from coeval.phases.ordering import run_mode
+from coeval.phases.phase_order import ordered_phases
+from coeval.phases.run_selection import run_mode
 from coeval.run.meta import RunMeta
 from coeval.run.options import RunOptions
 from coeval.run.signals import Interrupts

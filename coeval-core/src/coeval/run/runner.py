@@ -44,8 +44,8 @@ from coeval.contract.manager import registries as installed
 from coeval.phases.base import Phase, RunView
 from coeval.phases.ids import RECORD_PHASES
 from coeval.phases.info import configured_mode
-from coeval.phases.order import ordered_phases
-from coeval.phases.ordering import batch_enabled, phases_that_may_run
+from coeval.phases.phase_order import ordered_phases
+from coeval.phases.run_selection import batch_enabled, phases_that_may_run
 from coeval.planning.cost import estimate_and_report, planned_phase_seconds, record_estimate
 from coeval.run._phase_loop import PhaseLoop
 from coeval.run._startup import RunStartup

@@ -37,7 +37,7 @@ import attrs
 
 from coeval.phases.base import RunView
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
-from coeval.phases.order import ordered_phases
+from coeval.phases.phase_order import ordered_phases
 from coeval.run.drift import settings_of
 from coeval.run.ingested import merge_ingested
 from coeval.run.ledger import written_calls

@@ -27,8 +27,8 @@ from coeval.config.validate import resolve_run_reference
 from coeval.phases.base import PhaseRefusedError, RunView
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.info import configured_mode, planned_calls
-from coeval.phases.order import ordered_phases
-from coeval.phases.ordering import run_mode
+from coeval.phases.phase_order import ordered_phases
+from coeval.phases.run_selection import run_mode
 from coeval.phases.survey_memo import survey_of
 from coeval.planning.cost.history import done_calls
 from coeval.run.ingested import merge_ingested

@@ -26,7 +26,7 @@ from coeval.config.credentials import KeyStore
 from coeval.console.logs import get_logger
 from coeval.contract.manager import registries as installed
 from coeval.phases.base import PhaseContext, PhaseError, PhaseResult
-from coeval.phases.order import ordered_phases
+from coeval.phases.phase_order import ordered_phases
 from coeval.scheduler.batching.executor import BatchExecutor
 from coeval.scheduler.batching.pending import PendingStore
 from coeval.storage.lock import RunFolderBusyError, RunLock

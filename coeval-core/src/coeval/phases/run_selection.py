@@ -1,6 +1,6 @@
 """Which registered phases a run goes through, in which mode, and whose models they call.
 
-The phases themselves come in run order from :func:`coeval.phases.order.ordered_phases`;
+The phases themselves come in run order from :func:`coeval.phases.phase_order.ordered_phases`;
 this module selects among them for one run (``--continue`` skips the complete ones) and
 decides which models need an interface, and which calls go through a batch API.
 """

@@ -1,4 +1,6 @@
-"""The order in which registered phases run (shared by the runner and the batch fetcher)."""
+"""The run order of the registered phases: the standard five, then each plugin phase after
+the phases it names in ``after`` (shared by the config loader, the planner, the runner and
+the batch fetcher). Which of them one run goes through is :mod:`coeval.phases.run_selection`'s."""
 
 from __future__ import annotations
 
