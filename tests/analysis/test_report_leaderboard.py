@@ -29,7 +29,7 @@ def _section(page: str, sid: str) -> str:
 @pytest.mark.slow
 def test_the_report_opens_on_the_leaderboard_and_puts_warnings_below(report: str) -> None:
     sections = re.findall(r'<section id="([^"]+)">', report)
-    assert sections[:3] == ["overview", "ranking", "comparisons"]
+    assert sections[:3] == ["ranking", "overview", "comparisons"]  # the leaderboard is the first screen
     assert sections.index("warnings") > sections.index("ranking")
     board = _section(report, "ranking")
     assert board.count("<li>") <= 3 and board.count("Action: ") >= 2

@@ -67,8 +67,8 @@ def plotly_js() -> str:
 
 #: the report's sections in page order; a branch adds one with a one-line edit here
 SECTIONS: list[Callable[[PageContext], Section | None]] = [
-    overview_section,
     ranking_section,  # the leaderboard first, with the warnings that change it most
+    overview_section,
     comparisons_section,
     warnings_section,  # every warning and note, below the answer
     missing_section,
