@@ -105,3 +105,12 @@ def test_warnings_of_one_kind_become_one_line_and_the_answer_changing_ones_come_
     ]
     assert all(action for _, action in shown)
     assert left == 1  # students_alike: under -v and in the report
+
+
+def test_a_warning_that_ends_with_its_action_shows_it_as_the_action() -> None:
+    warnings = [{"kind": "stale_records", "subject": None,
+                 "message": "stale: 3 judgments score answers made again since; `coeval run --continue` makes them again"}]
+    assert verdict_warnings(warnings) == (
+        [("stale: 3 judgments score answers made again since", "`coeval run --continue` makes them again")], 0)
+    flat = [{"kind": "agreement_inflated", "subject": "j", "message": "judge agreement is inflated: j gives one level"}]
+    assert verdict_warnings(flat) == ([("judge agreement is inflated: j gives one level", "")], 0)

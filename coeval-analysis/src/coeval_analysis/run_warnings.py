@@ -371,5 +371,16 @@ def verdict_warnings(warnings: list[dict[str, Any]], limit: int = VERDICT_WARNIN
     if "flat_judge" in groups and "one_level" in groups:  # one judge, one sentence: it barely tells answers apart
         groups["flat_judge"] += groups.pop("one_level")
         kinds.remove("one_level")
-    shown = [(_merged(k, groups[k]), VERDICT_ORDER.get(k) or "") for k in kinds[:limit]]
+    shown = [_with_action(_merged(k, groups[k]), VERDICT_ORDER.get(k)) for k in kinds[:limit]]
     return shown, len(warnings) - sum(len(groups[k]) for k in kinds[:limit])
+
+
+def _with_action(what: str, action: str | None) -> tuple[str, str]:
+    """``(what, action)``; a message that ends with its own action (``...; coeval run
+    --continue makes them again``) gives it as the action."""
+    if action is not None:
+        return what, action
+    head, sep, tail = what.rpartition("; ")
+    if sep and any(word in tail for word in ("`coeval", "add ", "check ", "set ")):
+        return head, tail
+    return what, ""
