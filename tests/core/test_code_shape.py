@@ -12,6 +12,7 @@ the way, save the importer's own packages (already imported before it).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -205,6 +206,57 @@ def test_no_function_over_120_lines() -> None:
                 if length > MAX_FUNCTION_LINES:
                     too_long.append(f"{module}.{node.name}: {length} lines")
     assert too_long == []
+
+
+# ---- the core names no plugin -----------------------------------------------------------------
+#: a string that is a module path into a plugin distribution, as ``importlib.import_module`` or
+#: a lazy factory (``"package.module:Factory"``) takes it; prose ("pip install coeval-hf") is not
+_PLUGIN_MODULE_PATH = re.compile(
+    rf"^(?:{'|'.join(sorted(set(PACKAGES) - {'coeval'}))})(?:\.\w+)*(?::\w+(?:\.\w+)*)?$")
+
+
+def plugin_modules_named(source: str) -> list[tuple[int, str]]:
+    """``(line, name)`` for each import of a plugin module (type-only ones included) and each
+    string naming one, in a module's source."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [node.value]
+        else:
+            continue
+        found += [(node.lineno, name) for name in names if _PLUGIN_MODULE_PATH.match(name)]
+    return sorted(found)
+
+
+def core_modules_naming_plugins() -> list[str]:
+    return [f"{module}:{line} {name}" for module, path in sorted(_modules().items()) if module.split(".")[0] == "coeval"
+            for line, name in plugin_modules_named(path.read_text(encoding="utf-8"))]
+
+
+def test_the_plugin_name_rule_sees_imports_and_import_strings() -> None:
+    source = (
+        '"""Reads :mod:`coeval_benchmarks.task_data` (pip install coeval-benchmarks)."""\n'
+        "import importlib\n"
+        "import coeval_hf.llamacpp\n"
+        "if TYPE_CHECKING:\n"
+        "    from coeval_analysis.loader import load\n"
+        "def reader():\n"
+        "    return importlib.import_module('coeval_benchmarks.task_data')\n"
+        "FACTORY = 'coeval_providers.openai:OpenAIInterface'\n"
+        "HINT = 'install coeval-providers'\n"
+    )
+    assert plugin_modules_named(source) == [
+        (3, "coeval_hf.llamacpp"), (5, "coeval_analysis.loader"), (7, "coeval_benchmarks.task_data"),
+        (8, "coeval_providers.openai:OpenAIInterface")]
+
+
+def test_no_core_module_names_a_plugin_module() -> None:
+    """Plugins register what they provide through hooks; the core imports none of them."""
+    assert core_modules_naming_plugins() == []
 
 
 # ---- architecture rules ---------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Hook implementations of coeval-benchmarks (registered through the `coeval` entry point).
 
 Registers the ten benchmark adapters, the ``benchmark`` replay interface, the ``gold``
-evaluator and the ``coeval ingest`` command. Imports stay inside the hooks so that loading
+evaluator, the readers of a task's own data (``tasks[].data``: a file or a dataset) and the
+``coeval ingest`` command. Imports stay inside the hooks so that loading
 plugins costs nothing until something is used.
 """
 
@@ -12,7 +13,13 @@ from typing import TYPE_CHECKING, Any
 from coeval.contract.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from coeval import RegisterBenchmark, RegisterEvaluator, RegisterInterface
+    from coeval import (
+        RegisterBenchmark,
+        RegisterEvaluator,
+        RegisterInterface,
+        RegisterTaskDataReader,
+        TaskDataReader,
+    )
 
 
 @hookimpl
@@ -37,6 +44,20 @@ def register_evaluators(register: RegisterEvaluator) -> None:
 
     register("gold", GoldEvaluator())
     register("python_tests", CodeTestsEvaluator())
+
+
+@hookimpl
+def register_task_data_readers(register: RegisterTaskDataReader) -> None:
+    # ``coeval ingest --file``'s readers, for a file and for a dataset from the hub cache
+    register("file", _own_data_reader)
+    register("dataset", _own_data_reader)
+
+
+def _own_data_reader() -> TaskDataReader:
+    """:mod:`coeval_benchmarks.task_data`, imported when data is first read."""
+    from coeval_benchmarks import task_data
+
+    return task_data
 
 
 @hookimpl

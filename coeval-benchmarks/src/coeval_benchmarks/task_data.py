@@ -11,9 +11,11 @@ dataset's split from the local hub cache (``data: {dataset: org/name, split: tes
 goes through the same path as ``coeval ingest --file``: :class:`OwnDataAdapter` checks each
 row and builds the item, :func:`coeval_benchmarks.ingest.load_items` reports a bad row by
 file and row number, and the datapoint records are those ingest writes, under the teacher
-``{task}-data``. The core calls :func:`inspect_data` while validating and loading a config
-(columns for did-you-mean, row count, content hash for drift) and :func:`task_rows` in phase
-3 and on ``--continue`` (which rows are which of the run's datapoints).
+``{task}-data``. The module is the reader :mod:`coeval_benchmarks.plugin` registers for
+``file`` and ``dataset`` data (``register_task_data_readers``): the core calls
+:func:`inspect_data` while validating and loading a config (columns for did-you-mean, row
+count, content hash for drift) and :func:`task_rows` in phase 3 and on ``--continue`` (which
+rows are which of the run's datapoints).
 """
 
 from __future__ import annotations

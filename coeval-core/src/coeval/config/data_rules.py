@@ -1,6 +1,7 @@
 """V-61: a task's own data (``tasks[].data``) can be read as configured; and what loading adds.
 
-Validation reads the file (through coeval-benchmarks, the readers of ``coeval ingest``) and
+Validation reads the file (through the reader a plugin registers for the data's source:
+coeval-benchmarks registers the readers of ``coeval ingest``) and
 reports, naming the config's line: a missing file or uncached dataset, a column that is not
 in the file (with a did-you-mean and the file's columns), a bad row (file and row number),
 ``file`` and ``dataset`` both or neither given, and a rubric left to teachers that no
@@ -14,12 +15,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coeval.config._schema_check import did_you_mean
+from coeval.config.data_readers import READER_DISTRIBUTION, TaskDataReaderMissing, data_reader
 from coeval.config.errors import format_path
-from coeval.config.task_data import DataBackendMissing, data_backend
 from coeval.interfaces.known import BENCHMARK_INTERFACE
+
+if TYPE_CHECKING:
+    from coeval.contract.types import TaskDataReaderFactory
 
 __all__ = ["check_task_data", "every_task_has_data", "with_data_facts"]
 
@@ -92,10 +96,10 @@ def _shape_rejected(validator: Any, path: tuple[str | int, ...]) -> bool:
 
 def _readable(validator: Any, path: tuple[str | int, ...], data: Mapping[str, Any], folder: Path) -> None:
     try:
-        data_backend().inspect_data(data, folder)
-    except DataBackendMissing as exc:
-        validator.add(RULE, path, str(exc), "pip install coeval-benchmarks")
-    except ValueError as exc:  # coeval_benchmarks.task_data.DataProblem
+        data_reader(data, validator.task_data_readers).inspect_data(data, folder)
+    except TaskDataReaderMissing as exc:
+        validator.add(RULE, path, str(exc), f"pip install {READER_DISTRIBUTION}")
+    except ValueError as exc:  # the reader's DataProblem (key, column, columns)
         if not validator.check_filesystem and _from_snapshot(data):
             return
         key = str(getattr(exc, "key", "file"))
@@ -110,7 +114,8 @@ def _readable(validator: Any, path: tuple[str | int, ...], data: Mapping[str, An
             validator.add(RULE, key_path, str(exc), "fix the data or the data settings, then validate again")
 
 
-def with_data_facts(raw: Mapping[str, Any], source: str | None) -> dict[str, Any]:
+def with_data_facts(raw: Mapping[str, Any], source: str | None,
+                    readers: Mapping[str, TaskDataReaderFactory]) -> dict[str, Any]:
     """``raw`` (valid) with each data task completed from its data: ``data.sha256`` and
     ``data.rows``, ``sampling.total`` (the rows, or fewer when the config caps it), the label
     columns' values as ``target_attributes`` and the label columns as ``label_attributes``."""
@@ -124,7 +129,7 @@ def with_data_facts(raw: Mapping[str, Any], source: str | None) -> dict[str, Any
         if not isinstance(data, dict):
             continue
         try:
-            facts = data_backend().inspect_data(data, folder)
+            facts = data_reader(data, readers).inspect_data(data, folder)
         except ValueError:
             if _from_snapshot(data):
                 continue  # a run's config.yaml: its facts were recorded when it ran

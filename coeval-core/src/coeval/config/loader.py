@@ -20,12 +20,13 @@ import cattrs
 from coeval.answer_checks.user_code import add_config_folder
 from coeval.config._yaml import LineMap, read_yaml
 from coeval.config.credentials import KeyStore
+from coeval.config.data_readers import readers_of
 from coeval.config.data_rules import with_data_facts
 from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.evaluator_params import evaluator_param_checks
 from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
 from coeval.config.secret_settings import register_setting_secrets
-from coeval.config.validate import KNOWN_EVALUATORS, KNOWN_METRICS, Validator
+from coeval.config.validate import KNOWN_METRICS, Validator
 from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
 from coeval.phases import ids
 from coeval.phases.modes import default_mode, registered_modes
@@ -179,9 +180,10 @@ def load_config(
         environment_as_warnings=environment_as_warnings,
         interfaces=interfaces,
         metrics=[*regs.metrics.names(), *KNOWN_METRICS],
-        evaluators={*regs.evaluators.names(), *KNOWN_EVALUATORS},
+        evaluators=regs.evaluators.names(),
         evaluator_params=evaluator_param_checks(regs.evaluators),
         item_checks=regs.item_checks.names(),
+        task_data_readers=readers_of(regs),
         phases=phases,
     )
     issues += validator.run()
@@ -193,7 +195,7 @@ def load_config(
         register_setting_secrets(raw.get("models"))
     if any(i.is_error for i in issues):
         raise ConfigError(issues, source=source)
-    config = structure_config(with_data_facts(raw, source), source=source, phases=phases)
+    config = structure_config(with_data_facts(raw, source, readers_of(regs)), source=source, phases=phases)
     if source is not None:  # `python: module:function` checks import from the config's folder
         add_config_folder(Path(source).resolve().parent)
     warnings = tuple(i for i in issues if not i.is_error)

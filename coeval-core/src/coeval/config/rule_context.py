@@ -18,9 +18,9 @@ from coeval.config.errors import Severity, ValidationIssue, format_path
 from coeval.interfaces.known import SHIPPED_INTERFACES
 
 if TYPE_CHECKING:
-    from coeval.contract.types import InterfaceFacts
+    from coeval.contract.types import InterfaceFacts, TaskDataReaderFactory
 
-__all__ = ["ALL_RULES", "ENVIRONMENT_RULES", "KNOWN_EVALUATORS", "KNOWN_METRICS", "Path_", "RuleContext", "judged_factors", "model_roles", "resolve_run_reference", "run_folder_path", "section_items"]
+__all__ = ["ALL_RULES", "ENVIRONMENT_RULES", "KNOWN_METRICS", "Path_", "RuleContext", "judged_factors", "model_roles", "resolve_run_reference", "run_folder_path", "section_items"]
 
 
 #: Every rule id a validation issue can carry.
@@ -35,10 +35,6 @@ ENVIRONMENT_RULES = frozenset({"V-10", "V-11", "V-14", "V-35"})
 #: Metrics a rubric factor may name even when the distribution providing them
 #: (coeval-analysis) is not installed; installed plugins may register more.
 KNOWN_METRICS = ("bleu", "bertscore", "exact_match")
-
-
-#: Evaluators whose records use their name as ``judge_model_id``; a model may not take one.
-KNOWN_EVALUATORS = ("label", "metric", "gold", "llm_judge")
 
 
 Path_ = tuple[str | int, ...]
@@ -109,11 +105,15 @@ class RuleContext:
     #: registered interface name -> what it declared (requires_model, virtual_teacher, batches...)
     interfaces: Mapping[str, InterfaceFacts] = attrs.field(factory=dict)
     metrics: Iterable[str] = ()
-    evaluators: Iterable[str] = KNOWN_EVALUATORS
+    #: registered evaluator names: a rubric factor may route to one (V-47), and a model may not
+    #: take one, since evaluators write their name as the records' ``judge_model_id`` (V-37)
+    evaluators: Iterable[str] = ()
     #: registered evaluator name -> its ``param_problem(params)``, for the evaluators that take
     #: ``params`` on a rubric factor (rule V-60)
     evaluator_params: Mapping[str, Callable[[Any], str | None]] = attrs.field(factory=dict)
     item_checks: Iterable[str] | None = None  # registered item-check rule ids (None: not checked)
+    #: data source (``file``, ``dataset``) -> the factory of the reader a plugin registered (V-61)
+    task_data_readers: Mapping[str, TaskDataReaderFactory] = attrs.field(factory=dict)
     #: registered phase id -> the modes it accepts (None: the five standard phases only)
     phases: Mapping[str, Sequence[str]] | None = None
     issues: list[ValidationIssue] = attrs.field(factory=list)

@@ -1,9 +1,10 @@
 """``tasks[].data``: a task whose datapoints come from the user's file or dataset, not a teacher.
 
 The reading itself (JSONL, CSV, Parquet, a Hugging Face dataset from the local hub cache,
-row-level errors) is ``coeval ingest``'s, in coeval-benchmarks
-(:mod:`coeval_benchmarks.task_data`); the core only knows the settings, asks that module for
-the facts a run needs (:func:`data_backend`), and writes what it returns in phase 3.
+row-level errors) is a plugin's: the reader registered for the data's source
+(``register_task_data_readers``; coeval-benchmarks registers the readers of ``coeval
+ingest``). The core only knows the settings, asks that reader for the facts a run needs
+(:func:`coeval.config.data_readers.data_reader`), and writes what it returns in phase 3.
 
 A loaded config carries ``sha256`` (of the file's content) and ``rows``: the task's
 definition, and so the settings ``--continue`` checks for drift, changes when the file does.
@@ -11,13 +12,12 @@ definition, and so the settings ``--continue`` checks for drift, changes when th
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-__all__ = ["DataBackendMissing", "TaskData", "data_backend", "data_folder", "data_teacher"]
+__all__ = ["TaskData", "data_folder", "data_teacher"]
 
 
 @attrs.frozen
@@ -43,22 +43,6 @@ class TaskData:
     def spec(self) -> dict[str, Any]:
         """The settings as the reader takes them (the raw ``data`` mapping)."""
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in attrs.asdict(self).items() if v is not None}
-
-
-class DataBackendMissing(ImportError):
-    """``tasks[].data`` needs coeval-benchmarks, which is not installed."""
-
-
-def data_backend() -> Any:
-    """:mod:`coeval_benchmarks.task_data`: the readers of ``coeval ingest``."""
-    try:
-        return importlib.import_module("coeval_benchmarks.task_data")
-    except ImportError as exc:
-        if exc.name and exc.name.startswith("coeval_benchmarks"):
-            raise DataBackendMissing(
-                "tasks[].data is read by coeval-benchmarks, which is not installed (pip install coeval-benchmarks)"
-            ) from None
-        raise
 
 
 def data_folder(source: str | None) -> Path:

@@ -69,7 +69,6 @@ from coeval.config.model_rules import ModelRules
 from coeval.config.rule_context import (
     ALL_RULES,
     ENVIRONMENT_RULES,
-    KNOWN_EVALUATORS,
     KNOWN_METRICS,
     judged_factors,
     resolve_run_reference,
@@ -80,7 +79,6 @@ from coeval.config.task_rules import TaskRules
 __all__ = [
     "ALL_RULES",
     "ENVIRONMENT_RULES",
-    "KNOWN_EVALUATORS",
     "KNOWN_METRICS",
     "Validator",
     "disk_issues",

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         RegisterPhase,
         RegisterReport,
         RegisterRunEnd,
+        RegisterTaskDataReader,
     )
 
 PROJECT_NAME = "coeval"
@@ -112,6 +113,18 @@ def register_benchmarks(register: RegisterBenchmark) -> None:
     Call ``register(name, adapter)`` with an instance of
     :class:`coeval_benchmarks.base.BenchmarkAdapter` (the core only stores it; its typed
     shape is :class:`coeval.contract.manager.BenchmarkAdapter`).
+    """
+
+
+@hookspec
+def register_task_data_readers(register: RegisterTaskDataReader) -> None:
+    """Register the readers of a task's own data (``tasks[].data``).
+
+    Call ``register(source, factory)`` where ``source`` is the ``data`` key the reader reads
+    (``file``: a JSONL, JSON, CSV or Parquet file; ``dataset``: a Hugging Face dataset) and
+    ``factory()`` returns a :class:`coeval.contract.types.TaskDataReader`. Validation,
+    loading and phase 3 read a task's data through the reader of its source; a config with
+    data that no installed plugin reads is a validation error (V-61).
     """
 
 

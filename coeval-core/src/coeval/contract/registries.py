@@ -20,6 +20,7 @@ from coeval.contract.types import (
     MetricFactory,
     Phase,
     ReportWriter,
+    TaskDataReaderFactory,
 )
 
 __all__ = ["KIND_OF_HOOK", "Entry", "Registries", "Registry", "installed_interface_facts", "use_installed"]
@@ -37,6 +38,7 @@ KIND_OF_HOOK: dict[str, str] = {
     "register_benchmarks": "benchmark",
     "register_reports": "report",
     "register_item_checks": "item check",
+    "register_task_data_readers": "task-data reader",
     "register_run_end": "run-end action",
 }
 
@@ -101,6 +103,7 @@ class Registries:
     benchmarks: Registry[BenchmarkAdapter] = attrs.field(factory=_registry("register_benchmarks"))
     reports: Registry[ReportWriter] = attrs.field(factory=_registry("register_reports"))
     item_checks: Registry[ItemCheck] = attrs.field(factory=_registry("register_item_checks"))
+    task_data_readers: Registry[TaskDataReaderFactory] = attrs.field(factory=_registry("register_task_data_readers"))
 
     def by_hook(self) -> dict[str, Registry[Any]]:
         """Registration hook name -> the registry it fills. ``register_run_end`` is collected
@@ -115,6 +118,7 @@ class Registries:
             "register_benchmarks": self.benchmarks,
             "register_reports": self.reports,
             "register_item_checks": self.item_checks,
+            "register_task_data_readers": self.task_data_readers,
         }
 
     def interface_facts(self, name: str) -> InterfaceFacts | None:
@@ -153,6 +157,7 @@ class Registries:
             "benchmarks": self.benchmarks,
             "reports": self.reports,
             "item_checks": self.item_checks,
+            "task_data_readers": self.task_data_readers,
         }
 
 

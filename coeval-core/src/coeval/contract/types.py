@@ -54,11 +54,15 @@ __all__ = [
     "RegisterPhase",
     "RegisterReport",
     "RegisterRunEnd",
+    "RegisterTaskDataReader",
     "ReportWriter",
     "RunEndAction",
     "Scorer",
     "Scoring",
     "SubmitCalls",
+    "TaskDataFacts",
+    "TaskDataReader",
+    "TaskDataReaderFactory",
     "TokenSeconds",
 ]
 
@@ -115,6 +119,45 @@ class BenchmarkAdapter(Protocol):
     class attributes ``name``, ``title``, ``hub_id``...)."""
 
     def item(self, row: Mapping[str, Any], index: int, split: str) -> Any: ...
+
+
+class TaskDataFacts(Protocol):
+    """What a run needs to know of a task's own data before reading it in phase 3."""
+
+    #: the content hash of the data (``--continue`` refuses a changed file as drift)
+    @property
+    def sha256(self) -> str: ...
+
+    #: how many rows it holds (``sampling.total`` is at most this)
+    @property
+    def rows(self) -> int: ...
+
+    #: label column -> its values, sorted (the task's target attributes)
+    @property
+    def label_values(self) -> Mapping[str, Sequence[str]]: ...
+
+
+@runtime_checkable
+class TaskDataReader(Protocol):
+    """Reads a task's own datapoints (``tasks[].data``) for validation, loading and phase 3.
+
+    ``spec`` is the task's ``data`` mapping; a relative file is relative to ``base_dir`` (the
+    config's folder). Both raise :class:`ValueError` when the data cannot be read as
+    configured, with optional attributes ``key`` (the ``data`` key at fault: ``file``,
+    ``prompt``, ``labels.0``...), ``column`` and ``columns`` (the file's), which validation
+    turns into a did-you-mean."""
+
+    def inspect_data(self, spec: Mapping[str, Any], base_dir: Path, /) -> TaskDataFacts:
+        """Check the data against its settings; its hash, row count and label values."""
+        ...
+
+    def task_rows(self, task: str, spec: Mapping[str, Any], base_dir: Path, now: str, /) -> list[dict[str, Any]]:
+        """The datapoint record of every row, in file order (under the teacher ``{task}-data``)."""
+        ...
+
+
+#: ``factory()`` -> a :class:`TaskDataReader` (called when data is read, so registering costs nothing).
+TaskDataReaderFactory = Callable[[], TaskDataReader]
 
 
 @attrs.frozen
@@ -257,6 +300,13 @@ class RegisterItemCheck(Protocol):
         kinds: Sequence[str] = ("datapoint",),
         options: Mapping[str, Any] | None = None,
     ) -> None: ...
+
+
+class RegisterTaskDataReader(Protocol):
+    """``register(source, factory)`` of ``register_task_data_readers``: ``source`` is the
+    ``tasks[].data`` key whose data the reader reads (``file`` or ``dataset``)."""
+
+    def __call__(self, source: str, factory: TaskDataReaderFactory, /) -> None: ...
 
 
 class RegisterRunEnd(Protocol):

@@ -16,8 +16,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from coeval.config.data_readers import TaskDataReaderMissing, data_reader, readers_of
 from coeval.config.model import TaskConfig
-from coeval.config.task_data import data_backend, data_folder, data_teacher
+from coeval.config.task_data import data_folder, data_teacher
 from coeval.phases._items import mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.phases.data_rows import RowPlan, left_out_ids, plan_rows
@@ -57,9 +58,10 @@ def row_plan(view: RunView, task: TaskConfig, now: str, held: Mapping[str, Any] 
     """What the task's data file asks of the datapoints the run holds (``held``, read from
     the run when not given); reads the file."""
     assert task.data is not None
+    spec = task.data.spec()
     try:
-        rows = data_backend().task_rows(task.name, task.data.spec(), data_folder(view.config.source), now)
-    except ValueError as exc:
+        rows = data_reader(spec, readers_of(view.registries)).task_rows(task.name, spec, data_folder(view.config.source), now)
+    except (TaskDataReaderMissing, ValueError) as exc:
         raise PhaseError(f"task {task.name}: {exc}") from None
     if held is None:
         held = load_file_records(view.run.datapoints_path(task.name, data_teacher(task.name)))
