@@ -135,11 +135,11 @@ def _scenario(sc: Scenario, seeds: int, design: Design) -> dict[str, Any]:
 
 
 def run(seeds: int = 100, stop: str = "top:1", calibration: float = 0.20,
-        looks: int = 6) -> dict[str, Any]:
+        looks: int = 6, let_go_share: float = 0.0) -> dict[str, Any]:
     """Every bench scenario, adaptive against full on the same ``seeds``; ``ok`` when every
     target holds (calls saved, top-1 kept, rho within 0.02, coverage)."""
     started = time.perf_counter()
-    design = Design(stop_when=_stop_rule(stop), calibration=calibration, looks=looks)
+    design = Design(stop_when=_stop_rule(stop), calibration=calibration, looks=looks, let_go_share=let_go_share)
     scenarios = {name: _scenario(sc, seeds, design) for name, sc in BENCH_SCENARIOS.items()}
     ties = _scenario(NOISE_ONLY, seeds, design)
     covered = sum(round(r["coverage"] * r["pairs"]) for r in scenarios.values() if r["coverage"] is not None)
@@ -159,7 +159,7 @@ def run(seeds: int = 100, stop: str = "top:1", calibration: float = 0.20,
         "coverage": coverage >= TARGET_COVERAGE,
     }
     return {"name": "adaptive", "seeds": seeds, "stop_when": design.stop_when.describe(), "looks": design.looks,
-            "calibration": design.calibration,
+            "calibration": design.calibration, "let_go_share": design.let_go_share,
             "spending": design.spending, "scenarios": scenarios, "noise_only": ties,
             "worst_saved": worst_saved, "worst_top1_change": worst_top, "worst_rho_change": worst_rho,
             "worst_top1_change_same_ranking": own_top, "worst_rho_change_same_ranking": own_rho,
@@ -225,9 +225,12 @@ def main() -> None:
     parser.add_argument("--stop", default="top:1", help="top[:k], separated[:delta] or width[:w]")
     parser.add_argument("--calibration", type=float, default=0.20, help="share in the calibration slice")
     parser.add_argument("--looks", type=int, default=6, help="looks at the data, the slice's included")
+    parser.add_argument("--let-go-share", type=float, default=0.0,
+                        help="share of each later round the students let go still answer")
     args = parser.parse_args()
-    r = run(args.seeds, args.stop, args.calibration, args.looks)
+    r = run(args.seeds, args.stop, args.calibration, args.looks, args.let_go_share)
     print(f"stop when {r['stop_when']}; calibration slice {r['calibration']:.0%}, {r['looks']} looks, "
+          f"students let go answer {r['let_go_share']:.0%} of later rounds, "
           f"{r['spending']} spending; {r['seeds']} seeds "
           f"({r['seconds']:.0f} s)")  # fmt: skip
     print("\n".join(table(r)))

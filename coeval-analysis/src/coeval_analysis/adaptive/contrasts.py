@@ -3,7 +3,7 @@
 Each answer gets one score: the weighted mean, over the kept judges, of their scores less
 each judge's leniency, both measured on the calibration slice (the weight grows with a
 judge's agreement with the others); a judge's scores of its own family's students are left
-out where judges of other families, carrying a quarter of the weight or more, graded the
+out where judges of other families, carrying a tenth of the weight or more, graded the
 answer too. Student quality is then the least-squares fit of ``score = datapoint + student``
 over the answers bought, so that a student let go early is still compared with the others
 through the datapoints they shared.
@@ -31,7 +31,7 @@ MIN_SD = 0.02
 #: a judge's scores of its own family's students are left out where the unrelated judges
 #: that graded the answer carry at least this share of the weight (a nearly flat unrelated
 #: judge alone would otherwise decide those students' places)
-UNRELATED_SHARE = 0.25
+UNRELATED_SHARE = 0.1
 #: a judge's agreement counts as at most this in its weight (one near 1 would take all)
 MAX_AGREEMENT = 0.9
 

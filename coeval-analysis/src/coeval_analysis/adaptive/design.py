@@ -49,6 +49,9 @@ class Design:
     screen: bool = True  #: stop uninformative judges after the calibration slice
     focus: bool = True  #: after the slice, answer and grade only the open students (False: all)
     weighted: bool = True  #: weigh judges by their agreement on the slice (False: equally)
+    #: share of each later round that the students let go still answer (their order among
+    #: themselves keeps improving; 0: none)
+    let_go_share: float = 0.0
 
 
 @attrs.frozen
@@ -171,9 +174,12 @@ def play(j: Judgments, judges: Sequence[str], design: Design, seed: int) -> Outc
             break
         chunk = order[size : sizes[k + 1]]
         students = np.flatnonzero(still)
-        cells = np.ix_(kept, chunk, students)
-        bought[cells] = True
+        bought[np.ix_(kept, chunk, students)] = True
         answered_cells[np.ix_(chunk, students)] = True
+        thin = chunk[: round(design.let_go_share * chunk.size)]  # the chunk is in random order
+        let_go = np.flatnonzero(~still)
+        bought[np.ix_(kept, thin, let_go)] = True
+        answered_cells[np.ix_(thin, let_go)] = True
     assert iv is not None
     graded = bought & ~np.isnan(x)
     rows = graded[j.judge, j.item, j.student]
