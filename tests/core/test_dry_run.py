@@ -127,13 +127,15 @@ def test_mock_smoke_plan(no_calls: None) -> None:
 
 def test_auto_interface_choice_is_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With a routing plugin, the plan reads ``auto -> <provider>``."""
+    from coeval.config.model import ModelConfig
     from coeval.contract.hookspecs import hookimpl
     from coeval.contract.manager import get_plugin_manager
 
     class Router:
         @hookimpl
-        def resolve_auto_interface(self, model: dict, has_credentials: object) -> str | None:
-            return "deepseek" if model["parameters"]["model"].startswith("deepseek/") else None
+        def resolve_auto_interface(self, model: ModelConfig, has_credentials: object) -> str | None:
+            assert isinstance(model, ModelConfig) and model.interface == "auto"  # the typed record, as every hook
+            return "deepseek" if model.parameters["model"].startswith("deepseek/") else None
 
     pm = get_plugin_manager()
     pm.register(Router(), name="test-router")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from coeval.config import load_config
+from coeval.config.model import ModelConfig
 from coeval.contract.manager import get_plugin_manager
 from coeval_providers.pricing import (
     PRICING_ENV,
@@ -131,7 +132,7 @@ def test_hooks_price_and_route() -> None:
     hook = get_plugin_manager().hook
     assert hook.model_price(interface="openai", model_id="gpt-4o-mini") == {"input": 0.15, "output": 0.6, "batch_discount": 0.5}
     assert hook.model_price(interface="openai", model_id="unknown-model") is None
-    chosen = hook.resolve_auto_interface(model={"name": "d", "parameters": {"model": "deepseek-v3"}},
+    chosen = hook.resolve_auto_interface(model=ModelConfig(name="d", interface="auto", parameters={"model": "deepseek-v3"}),
                                          has_credentials=lambda i: i in ("openrouter", "deepinfra"))
     assert chosen == "deepinfra"  # ties with OpenRouter at $0.14; listed first
 

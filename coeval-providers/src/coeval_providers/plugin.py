@@ -7,13 +7,13 @@ API, ``interface: auto`` routing and model prices. Nothing heavy is imported her
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from coeval.contract.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from coeval import RegisterBatchRunner, RegisterInterface
+    from coeval import ModelConfig, RegisterBatchRunner, RegisterInterface
 
 log = logging.getLogger("coeval.providers")
 
@@ -48,15 +48,15 @@ def register_batch_runners(register: RegisterBatchRunner) -> None:
 
 
 @hookimpl
-def resolve_auto_interface(model: Mapping[str, Any], has_credentials: Callable[[str], bool]) -> str | None:
+def resolve_auto_interface(model: ModelConfig, has_credentials: Callable[[str], bool]) -> str | None:
     """The cheapest provider with credentials that serves ``parameters.model``."""
     from coeval_providers.pricing import pricing_table
 
-    wanted = str((model.get("parameters") or {}).get("model") or "")
+    wanted = str(model.parameters.get("model") or "")
     if not wanted:
         return None
     choice = pricing_table().resolve_auto(wanted, has_credentials)
-    name = model.get("name", wanted)
+    name = model.name
     if choice is None:
         log.info("interface auto: no provider with credentials serves %r (model %s)", wanted, name)
         return None

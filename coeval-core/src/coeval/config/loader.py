@@ -24,7 +24,7 @@ from coeval.config.data_readers import readers_of
 from coeval.config.data_rules import with_data_facts
 from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.evaluator_params import evaluator_param_checks
-from coeval.config.model import PHASE_IDS, Config, SamplingConfig, TaskConfig
+from coeval.config.model import PHASE_IDS, Config, ModelConfig, SamplingConfig, TaskConfig
 from coeval.config.secret_settings import register_setting_secrets
 from coeval.config.validate import KNOWN_METRICS, Validator
 from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
@@ -222,7 +222,7 @@ def _resolve_auto_interfaces(
     hook = get_plugin_manager().hook.resolve_auto_interface
     for i, model in autos:
         has_credentials: Callable[[str], bool] = keys.has_provider
-        chosen = hook(model=copy.deepcopy(model), has_credentials=has_credentials)
+        chosen = hook(model=structure_model(model), has_credentials=has_credentials)
         wanted = (model.get("parameters") or {}).get("model", "?")
         if not chosen:
             routing = (
@@ -306,21 +306,22 @@ def _phase_modes(experiment: Mapping[str, Any], registered: Mapping[str, tuple[s
     return modes
 
 
+def _normalise_model(model: Mapping[str, Any]) -> dict[str, Any]:
+    m = dict(model)
+    m["roles"] = tuple(m.get("roles", ()))
+    m["parameters"] = dict(m.get("parameters") or {})
+    m["role_parameters"] = {r: dict(p or {}) for r, p in (m.get("role_parameters") or {}).items()}
+    return m
+
+
 def _normalise(raw: Mapping[str, Any], phases: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
     experiment = dict(raw["experiment"])
     experiment["phases"] = _phase_modes(experiment, phases)
     for key in ("storage_folder", "budget_usd", "resume_from"):
         if experiment.get(key) is None:
             experiment.pop(key, None)
-    models = []
-    for model in raw["models"]:
-        m = dict(model)
-        m["roles"] = tuple(m.get("roles", ()))
-        m["parameters"] = dict(m.get("parameters") or {})
-        m["role_parameters"] = {r: dict(p or {}) for r, p in (m.get("role_parameters") or {}).items()}
-        models.append(m)
     return {
-        "models": models,
+        "models": [_normalise_model(model) for model in raw["models"]],
         "tasks": [_normalise_task(t) for t in raw["tasks"]],
         "experiment": experiment,
     }
@@ -356,10 +357,20 @@ def structure_config(
     ``phases`` (registered phase id -> modes) gives plugin phases the config leaves out
     their default mode; without it only the modes written are kept for them.
     """
-    global _converter
-    if _converter is None:
-        _converter = _make_converter()
-    config = _converter.structure(_normalise(raw, phases or {}), Config)
+    config = _structurer().structure(_normalise(raw, phases or {}), Config)
     if source is not None:
         config = attrs.evolve(config, source=source)
     return config
+
+
+def structure_model(model: Mapping[str, Any]) -> ModelConfig:
+    """One *valid* raw model as its typed record (what the ``resolve_auto_interface`` hook
+    takes before the whole config is structured)."""
+    return _structurer().structure(_normalise_model(copy.deepcopy(dict(model))), ModelConfig)
+
+
+def _structurer() -> cattrs.Converter:
+    global _converter
+    if _converter is None:
+        _converter = _make_converter()
+    return _converter

@@ -16,12 +16,13 @@ through the ``coeval`` entry-point group::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 import pluggy
 
 if TYPE_CHECKING:
+    from coeval.config.model import ModelConfig
     from coeval.contract.types import (
         RegisterBatchRunner,
         RegisterBenchmark,
@@ -163,10 +164,13 @@ def register_run_end(register: RegisterRunEnd) -> None:
 
 
 @hookspec(firstresult=True)
-def resolve_auto_interface(model: Mapping[str, Any], has_credentials: Callable[[str], bool]) -> str | None:
+def resolve_auto_interface(model: ModelConfig, has_credentials: Callable[[str], bool]) -> str | None:
     """Pick a concrete interface for a model configured with ``interface: auto``.
 
-    ``model`` is the raw model mapping (``parameters.model`` names the model);
+    ``model`` is the model's :class:`coeval.config.model.ModelConfig` (``interface`` is
+    ``"auto"``; ``parameters["model"]`` names the model), like the ``model`` an interface
+    factory takes (it was the raw model mapping: read ``model.parameters``, not
+    ``model["parameters"]``);
     ``has_credentials(interface) -> bool`` says whether credentials exist for an interface.
     Return the interface name, or None to let another plugin decide.
     """
