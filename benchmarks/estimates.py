@@ -234,6 +234,7 @@ def run(only: list[str] | None = None, total: int | None = None, repeat: int = 1
         tries = [shapes[name]() for _ in range(max(1, repeat))]
         row = dict(tries[0])
         row["ratios"] = [t["ratio"] for t in tries]
+        row["in_ranges"] = [t["in_range"] for t in tries]
         row["ok"] = all(t["ok"] for t in tries)
         rows[name] = row
     return {"name": "estimates", "shapes": rows, "target": "estimate within +-30% of the wall time",
