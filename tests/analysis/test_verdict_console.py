@@ -114,3 +114,24 @@ def test_a_warning_that_ends_with_its_action_shows_it_as_the_action() -> None:
         [("stale: 3 judgments score answers made again since", "`coeval run --continue` makes them again")], 0)
     flat = [{"kind": "agreement_inflated", "subject": "j", "message": "judge agreement is inflated: j gives one level"}]
     assert verdict_warnings(flat) == ([("judge agreement is inflated: j gives one level", "")], 0)
+
+
+def test_no_line_is_wider_than_the_terminal_even_with_long_names() -> None:
+    from coeval_analysis.leaderboard import build_leaderboard
+    from coeval_analysis.verdict import verdict_lines
+
+    long = "a-student-with-a-very-long-model-identifier-from-some-hub/and-its-revision-name"
+    rows = [{"student": s, "rank": i, "rank_range": [i, i], "rank_label": str(i), "headline": h,
+             "headline_ci": [h - 0.05, h + 0.05], "determined": True, "not_determined": None,
+             "evidence": {"judged": {"score": h, "ci": [None, None], "n": 40}}}
+            for i, (s, h) in enumerate([(long, 0.81), ("short", 0.52)], 1)]  # fmt: skip
+    board = build_leaderboard(rows, [{"key": "judged", "kind": "judged", "title": "judged", "in_headline": True}],
+                              {(long, "short"): True}, "the headline is the judged score", 0.95, True)
+    summary = {"experiment_id": "x" * 80, "leaderboard": board, "students": {},
+               "warnings": [{"kind": "few_datapoints", "subject": None, "message": "word " * 60}]}
+    for width in (60, 100):
+        lines = verdict_lines(summary, width)
+        assert max(len(line) for line in lines) <= width, lines
+        assert any(line.startswith("1  a-student-with") and "0.810" in line and "[0.760, 0.860]" in line
+                   for line in lines)  # the name is cut, the numbers are whole
+    assert "tiers: " + long in " ".join(verdict_lines(summary, 100))
