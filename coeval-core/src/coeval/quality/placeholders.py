@@ -21,27 +21,16 @@ TEACHER_TEMPLATES = ("map_target_attrs", "map_nuanced_attrs", "autorubric", "sam
 _EXAMPLE = re.compile(r"\{\{.*\}\}")
 
 
-def text_leaves(value: Any) -> Iterable[str]:
-    """Every key and string value of a JSON value, depth first."""
+def text_leaves(value: Any, *, keys: bool = True) -> Iterable[str]:
+    """Every string value of a JSON value, and every key unless ``keys`` is false, depth first."""
     if isinstance(value, Mapping):
         for k, v in value.items():
-            yield str(k)
-            yield from text_leaves(v)
+            if keys:
+                yield str(k)
+            yield from text_leaves(v, keys=keys)
     elif isinstance(value, list):
         for v in value:
-            yield from text_leaves(v)
-    elif isinstance(value, str):
-        yield value
-
-
-def _leaf_values(value: Any) -> Iterable[str]:
-    """Every string value of a JSON value (no key), depth first."""
-    if isinstance(value, Mapping):
-        for v in value.values():
-            yield from _leaf_values(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _leaf_values(v)
+            yield from text_leaves(v, keys=keys)
     elif isinstance(value, str):
         yield value
 
@@ -55,7 +44,7 @@ def _examples(template: str, *, keys: bool = True) -> set[str]:
         except json.JSONDecodeError:
             found.update(re.findall(r'"([^"]*)"', text))
             continue
-        found.update(text_leaves(doc) if keys else _leaf_values(doc))
+        found.update(text_leaves(doc, keys=keys))
     return found
 
 
