@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from coeval.interfaces.base import GenerateResult
 from coeval_hf._ray_replica import ServedModel
 from coeval_hf.llamacpp import parse_reply
 
@@ -64,4 +65,5 @@ def test_llamacpp_replies_keep_the_engines_finish_reason() -> None:
         return {"choices": [{"index": 0, "finish_reason": reason, "message": {"content": "Paris is"}}],
                 "usage": {"prompt_tokens": 9, "completion_tokens": 2}}
 
-    assert [parse_reply(reply(r), "smol").finish_reason for r in ("length", "stop", None)] == ["length", "stop", None]
+    results = [parse_reply(reply(r), "smol") for r in ("length", "stop", None)]
+    assert [r.finish_reason if isinstance(r, GenerateResult) else r for r in results] == ["length", "stop", None]
