@@ -5,6 +5,7 @@ config and every ``coeval init`` template runs on it with no failed item."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,8 @@ def test_datapoints_follow_the_task_and_its_length_hint(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_every_example_config_runs_on_the_mock_with_no_failed_item(tmp_path: Path, path: Path) -> None:
+    # beside a copy of what the example reads from its folder (data files, check modules)
+    shutil.copytree(path.parent, tmp_path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("plugins", "*.yaml"))
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump(_on_mock(yaml.safe_load(path.read_text()), tmp_path / "runs", 2)))
     result = CliRunner().invoke(cli, ["run", "--config", str(config)])
