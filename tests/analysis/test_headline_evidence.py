@@ -28,6 +28,8 @@ def _run(tmp_path: Path, rubric: dict[str, Any], scores: dict[str, dict[str, lis
             r = response(dp, student)
             resps.append(r)
             for scorer, per_dp in by_scorer.items():
+                if per_dp[k] is None:  # this scorer did not grade that answer
+                    continue
                 evaluator, values = per_dp[k]
                 evals.append(evaluation(r, scorer, values, evaluator=evaluator))
     root = write_run(tmp_path / "run", rubric=rubric, datapoints=dps, responses=resps, evaluations=evals)
@@ -237,3 +239,25 @@ def test_judged_factors_weigh_as_declared_inside_the_judges_scores(
     board = leaderboard(_run(tmp_path, rubric, scores))
     assert board["rows"][0]["student"] == first
     assert board["combined"] == "Headline = the judges' scores through the measurement model."
+
+
+def test_a_judged_part_on_too_few_datapoints_separates_no_one(tmp_path: Path) -> None:
+    # 12 checked datapoints, but the judges graded only 6: too few for the judged part's own
+    # resamples, so its difference between the two students is of unknown certainty and
+    # must not be called determined by holding it fixed while the checks are resampled
+    judged_on = 6
+
+    def judge(level: str) -> list[Any]:
+        return [("llm_judge", {"correctness": level}) if k < judged_on else None for k in range(N_DATAPOINTS)]
+
+    rubric = {"correctness": {"description": "Right."},
+              "format": {"evaluator": "regex", "params": {"pattern": "x"}}}
+    scores = {
+        "a": {"judge-a": judge("High"), "judge-b": judge("High"), "regex": _rate("regex", "format", 6)},
+        "b": {"judge-a": judge("Medium"), "judge-b": judge("High"), "regex": _rate("regex", "format", 6)},
+    }
+    s = _run(tmp_path, rubric, scores)
+    board = leaderboard(s)
+    assert {r["student"]: r["rank_range"] for r in board["rows"]} == {"a": [1, 2], "b": [1, 2]}
+    assert all(r["headline_ci"] == [None, None] for r in board["rows"])
+    assert all(not c.get("ci") or c["ci"][0] is None or c["ci"][0] != c["ci"][1] for c in s["comparisons"])

@@ -117,18 +117,23 @@ def combine(
 
     ``judged_cells``: (items, S) True where the student has a judged score on the item, to
     know which tasks its judged part covers. ``boot`` None: no resamples (too few
-    datapoints). ``widen(reps, score)`` stretches a part's resamples for small runs."""
+    datapoints); a judged part without resamples of its own gives none either.
+    ``widen(reps, score)`` stretches a part's resamples for small runs."""
     S = model.n_students
     tasks = plan.tasks()
     counted = [r for r in rates if r.factor.in_headline]
     item_task = _task_codes(model, tasks)
     B = boot.n_boot if boot is not None else 0
+    if B and judged_reps.shape[0] != B and any(plan.judged_total(t) > 0 for t in tasks) and np.isfinite(judged).any():
+        # too few judged datapoints for the model's own resamples: the judged part's uncertainty
+        # is unknown, and holding it fixed would call its differences certain; no interval
+        B = 0
     rate_reps = boot.ratios([(r.items, r.num, r.den) for r in counted]) if boot is not None and B and counted else []
     num = np.zeros((len(tasks), S))
     den = np.zeros((len(tasks), S))
     num_b = np.zeros((B, len(tasks), S))
     den_b = np.zeros((B, len(tasks), S))
-    if judged_reps.shape[0] != B:  # too few judged datapoints for the model's own resamples: held fixed
+    if judged_reps.shape[0] != B:  # no judged part in the headline: its resamples are never read
         judged_reps = np.broadcast_to(judged, (B, S))
     for k, task in enumerate(tasks):
         w = plan.judged_total(task)

@@ -224,6 +224,7 @@ def headline_ranking(
         return _small_sample_widen(reps, score, max(m.n_items, n_rate_items), level)
 
     parts = combine(model, plan, rates, judged, judged_reps, cells, boot if enough else None, widen)
+    enough = enough and len(parts.reps) > 0  # a part with too few datapoints of its own: no interval
     S = model.n_students
     reps = parts.reps if enough else np.zeros((0, S))
     ci = percentile_interval(reps, level) if len(reps) else _nan_pair(S)
