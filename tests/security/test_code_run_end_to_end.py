@@ -15,7 +15,7 @@ import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
 
-from tests.security.test_code_sandbox_attacks import _mark, _marked
+from tests.security.test_code_sandbox_attacks import _left, _mark
 
 ROWS = [
     {"prompt": 'def add(a, b):\n    """The sum of a and b."""\n', "tests": "def check(f):\n    assert f(2, 3) == 5\n",
@@ -104,4 +104,4 @@ def test_coeval_run_with_hostile_students(tmp_path: Path, monkeypatch: pytest.Mo
             text = path.read_text(encoding="utf-8", errors="replace")
             assert '{"id": "forged"}\n' not in text.replace(" ", "").replace('{"id":"forged"}', '{"id": "forged"}'), path
             assert key not in text and key[:12] not in text, path
-    assert _marked(marker) == []
+    assert _left(marker) == []
