@@ -8,8 +8,11 @@ import asyncio
 import errno
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult
+from coeval.interfaces.sending import announce_send
 from coeval.scheduler import Scheduler, SchedulerLimits
 from coeval.storage.call_ledger import (
     CallLedger,
@@ -119,6 +122,59 @@ def test_a_call_whose_start_cannot_be_written_is_not_sent() -> None:
         run(scheduler.run("evaluation", make_items(iface, 5, rec)))
     assert iface.total_calls == 2 and scheduler.calls["m"] == 2
     assert rec.by_status() == {"ok": 2, "skipped": 3}
+
+
+class _AnnouncingInterface(ScriptedInterface):
+    """Builds its request first (a step the event loop may interleave), then says it sends:
+    as the SDKs' HTTP clients do through their request hook. A prompt in ``fail_before_send``
+    fails while the request is being built: nothing leaves."""
+
+    announces_send = True
+
+    def __init__(self, journal_events: list[tuple[str, ...]], fail_before_send: set[str] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.events = journal_events
+        self.fail_before_send = fail_before_send or set()
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        self.events.append(("built", request.prompt))
+        await asyncio.sleep(0)
+        if request.prompt in self.fail_before_send:
+            raise FatalModelError("bad request parameters")
+        announce_send()
+        return await super().generate(request)
+
+
+def test_an_announcing_interface_has_its_start_written_when_the_request_leaves() -> None:
+    events: list[tuple[str, ...]] = []
+    iface = _AnnouncingInterface(events, fail_before_send={"p1"}, cost=0.01, default_concurrency=1,
+                                 max_concurrency=1)
+    journal = _Journal(iface)
+    journal.events = events
+    rec = Recorder()
+    scheduler = Scheduler({"m": iface}, journal=journal)
+    run(scheduler.run("evaluation", make_items(iface, 3, rec)))
+    # the start line follows the request's building (a kill there would have counted a call
+    # never sent); the call that failed before leaving has no line at all
+    assert events == [("built", "p0"), ("start", "m:p0", "0"), ("end", "m:p0", "0.01"),
+                      ("built", "p1"),
+                      ("built", "p2"), ("start", "m:p2", "1"), ("end", "m:p2", "0.01")]
+    assert rec.by_status() == {"ok": 2, "failed": 1}
+
+
+def test_an_announced_start_that_cannot_be_written_stops_the_request_and_the_phase() -> None:
+    events: list[tuple[str, ...]] = []
+    iface = _AnnouncingInterface(events, cost=0.01, default_concurrency=1, max_concurrency=1)
+    journal = _Journal(iface, full_after=1)
+    journal.events = events
+    rec = Recorder()
+    scheduler = Scheduler({"m": iface}, journal=journal)
+    with pytest.raises(OSError, match=r"calls\.jsonl"):
+        run(scheduler.run("evaluation", make_items(iface, 4, rec)))
+    assert iface.total_calls == 1  # the second request never reached the interface's send
+    assert scheduler.calls["m"] == 1  # nor the quota
+    assert rec.by_status() == {"ok": 1, "skipped": 3}
 
 
 def test_the_budget_counts_calls_in_flight_at_their_estimate() -> None:

@@ -148,6 +148,10 @@ class Interface(abc.ABC):
     #: measures the model with a few calls even when no sample call is asked for
     #: (``--estimate-samples 0``, ``describe``), rather than guessing its reply sizes.
     free_samples: bool = False
+    #: Its HTTP client calls :func:`coeval.interfaces.sending.announce_send` right before a
+    #: request is sent, so the call ledger writes the call's start then rather than before
+    #: the SDK builds the request (a kill in between counted a call never sent).
+    announces_send: bool = False
 
     def __init__(self, model: ModelConfig, credentials: Credentials | None = None) -> None:
         self.model = model

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 
@@ -15,6 +16,8 @@ from coeval.interfaces.base import (
     RateLimitError,
     TransientModelError,
 )
+from coeval.interfaces.sending import on_send
+from coeval.scheduler.call_start import CallStart
 from coeval.scheduler.correction import with_correction
 from coeval.scheduler.lanes import TIMEOUTS_TO_EJECT, Lane
 from coeval.scheduler.resample import resampled
@@ -92,9 +95,14 @@ class Calls(Routing):
         iface = lane.pinned.get(name) or job.iface if lane.pinned else job.iface
         assert iface is not None
         journal = self.journal
-        call = self._journal_start(run, job, estimate) if journal is not None else ""
-        if call is None:  # its start could not be written: not sent
-            return
+        start = CallStart(journal, name, phase, item.key, estimate) if journal is not None else None
+        announced = start is not None and iface.announces_send
+        if start is not None and not announced:  # the interface cannot say when it sends: now
+            try:
+                start.write()
+            except OSError as exc:  # its start could not be written: not sent
+                self._unrecorded(run, job, exc)
+                return
         self.calls[name] += 1  # reserved before the call: exact under any concurrency
         admission.started(name, phase, estimate)
         run.stats.phase_calls += 1
@@ -114,11 +122,12 @@ class Calls(Routing):
         started_wall = time.perf_counter()
         call_timeout = getattr(iface, "call_timeout_s", None) or limits.call_timeout_s
         try:
-            if call_timeout is None:
-                result = await iface.generate(request)
-            else:
-                async with asyncio.timeout(call_timeout):
+            with on_send(start.write) if announced and start is not None else contextlib.nullcontext():
+                if call_timeout is None:
                     result = await iface.generate(request)
+                else:
+                    async with asyncio.timeout(call_timeout):
+                        result = await iface.generate(request)
         except asyncio.CancelledError:  # stopped at once: the call may have been made, its end stays open
             lane.in_flight -= 1
             slots.in_flight -= 1
@@ -128,14 +137,17 @@ class Calls(Routing):
             lane.in_flight -= 1
             slots.in_flight -= 1
             admission.settled(name, phase, estimate, None, answered=False)
+            if start is not None and start.error is not None:  # its start line failed: never sent
+                self._unsent(run, job, name)
+                self._unrecorded(run, job, start.error)
+                run.settle()
+                return
             given_back = isinstance(exc, CallGivenBack) and run.stopping
             refused = not given_back and is_connection_failure(exc)
-            if journal is not None:  # the server never saw it: no call counts
-                journal.not_sent(call, name) if given_back or refused else journal.ended(call, name, None)
+            if start is not None:  # the server never saw it: no call counts
+                start.not_sent() if given_back or refused or not start.sent else start.ended(None)
             if given_back:
-                self.calls[name] -= 1
-                run.stats.phase_calls -= 1
-                job.attempts -= 1
+                self._unsent(run, job, name)
                 self._skip(run, job, run.stop_reason)
                 run.settle()
                 return
@@ -152,8 +164,15 @@ class Calls(Routing):
         lane.in_flight -= 1
         slots.in_flight -= 1
         admission.settled(name, phase, estimate, result.cost_usd)
-        if journal is not None:  # its real cost, before the record is handed on
-            journal.ended(call, name, result.cost_usd)
+        if start is not None:  # its real cost, before the record is handed on
+            if not start.sent:  # answered without announcing its send: count it now
+                try:
+                    start.write()
+                except OSError as exc:
+                    self._unrecorded(run, job, exc)
+                    run.settle()
+                    return
+            start.ended(result.cost_usd)
         finished = self.clock.now()
         lane.limit.succeeded(finished - started, finished, load)
         job.latency_ms = round((time.perf_counter() - started_wall) * 1000.0, 1)
@@ -193,6 +212,12 @@ class Calls(Routing):
             self._finish(run, job, "failed")
             return
         self._finish(run, job, "ok", value=value, result=result)
+
+    def _unsent(self, run: _PhaseRun, job: _Job, name: str) -> None:
+        """A call reserved but never sent: its place in the quota and its attempt are given back."""
+        self.calls[name] -= 1
+        run.stats.phase_calls -= 1
+        job.attempts -= 1
 
     def _answered(self, run: _PhaseRun, lane: Lane, latency_ms: float) -> None:
         """The lane's server answered a call: note its latency; if it had been down, say it

@@ -94,16 +94,6 @@ class Outcomes(SchedulerBase):
             self._refill(run)
         run.settle()
 
-    def _journal_start(self, run: _PhaseRun, job: _Job, estimate_usd: float) -> str | None:
-        """Write a call's start before it is sent, so a kill cannot hide it: its id, or None
-        when the line cannot be written (then the call is not sent and the phase stops)."""
-        assert self.journal is not None
-        try:
-            return self.journal.started(job.item.model.name, run.phase_id, job.item.key, estimate_usd)
-        except OSError as exc:
-            self._unrecorded(run, job, exc)
-            return None
-
     def _unrecorded(self, run: _PhaseRun, job: _Job, exc: OSError) -> None:
         """The call ledger could not take a call's start line (a full disk): the call is not
         sent, and the phase stops with that error, as when a record cannot be written."""
