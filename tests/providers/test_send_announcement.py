@@ -61,3 +61,25 @@ def test_a_start_line_that_cannot_be_written_keeps_the_request_home(name: str, f
     with pytest.raises(Exception):  # noqa: B017 - each SDK wraps it in its own connection error
         asyncio.run(go())
     assert fake.counts.get(route(name, fake), 0) == 0
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic"])
+def test_behind_an_environment_proxy_setting_the_send_is_still_announced(name: str, fake: Any, tmp_path: Any,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # a proxy's transport is not the traced one: httpx's request hook announces instead
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    model, creds = model_and_credentials(name, fake.url, tmp_path)
+    iface = registries().interfaces.get(name)(model, creds)
+    seen: list[int] = []
+
+    async def go() -> None:
+        try:
+            with on_send(lambda: seen.append(fake.counts.get(route(name, fake), 0))):
+                await iface.generate(GenerateRequest(prompt="What is 2+2?", params=model.params_for("student")))
+        finally:
+            await iface.aclose()
+
+    asyncio.run(go())
+    assert seen == [0]
+    assert fake.counts[route(name, fake)] == 1

@@ -26,10 +26,10 @@ from coeval.interfaces.base import (
     ModelError,
     TransientModelError,
 )
-from coeval.interfaces.sending import httpx_request_hook
 
 from coeval_providers import _errors
 from coeval_providers._loop_local import LoopLocal
+from coeval_providers._send_trace import sdk_http_client
 from coeval_providers.interfaces._base import ProviderInterface, max_tokens_of, stop_of, system_of
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicInterface", "anthropic_error", "message_params", "parse_message"]
@@ -119,7 +119,7 @@ class AnthropicInterface(ProviderInterface):
     base_url_env = ("ANTHROPIC_BASE_URL",)
     default_concurrency = 16
     max_concurrency = 256
-    announces_send = True  # its httpx client's request hook: the ledger's start line when the request leaves
+    announces_send = True  # the ledger's start line when the request leaves (coeval_providers._send_trace)
 
     def __init__(self, model: Any, credentials: Any = None) -> None:
         super().__init__(model, credentials)
@@ -145,8 +145,8 @@ class AnthropicInterface(ProviderInterface):
         if not self.api_key:
             raise FatalModelError("anthropic: no API key; add 'anthropic' to keys.yaml or set ANTHROPIC_API_KEY")
         limits = httpx2.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
-        http = DefaultAioHttpClient(limits=limits, timeout=httpx2.Timeout(self.timeout, connect=30.0),
-                                    event_hooks={"request": [httpx_request_hook]})
+        http = sdk_http_client(DefaultAioHttpClient, "anthropic", limits=limits,
+                               timeout=httpx2.Timeout(self.timeout, connect=30.0))
         kwargs: dict[str, Any] = {"base_url": self.base_url} if self.base_url else {}
         if self.api_version:
             kwargs["default_headers"] = {"anthropic-version": str(self.api_version)}

@@ -26,11 +26,11 @@ from coeval.interfaces.base import (
     ModelError,
     TransientModelError,
 )
-from coeval.interfaces.sending import httpx_request_hook
 
 from coeval_providers import _errors
 from coeval_providers._json_wire import encode_body, parse_reply
 from coeval_providers._loop_local import LoopLocal
+from coeval_providers._send_trace import sdk_http_client
 from coeval_providers.interfaces._base import (
     ProviderInterface,
     _without_userinfo,
@@ -124,7 +124,7 @@ class OpenAICompatInterface(ProviderInterface):
 
     name = "vllm"
     takes_seed = True  # chat completions take ``seed`` (every server of SAMPLING_KEYS declares it)
-    announces_send = True  # its httpx client's request hook: the ledger's start line when the request leaves
+    announces_send = True  # the ledger's start line when the request leaves (coeval_providers._send_trace)
     #: Environment variables holding the base URL.
     base_url_env: tuple[str, ...] = ("VLLM_BASE_URL",)
     #: Whether calls need an API key (local servers do not).
@@ -185,8 +185,8 @@ class OpenAICompatInterface(ProviderInterface):
         from openai import DefaultAioHttpClient
 
         limits = httpx2.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
-        return DefaultAioHttpClient(limits=limits, timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout),
-                                    event_hooks={"request": [httpx_request_hook]})
+        return sdk_http_client(DefaultAioHttpClient, "openai", limits=limits,
+                               timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout))
 
     def _make_client(self, replica_url: str | None = None) -> Any:
         from openai import AsyncOpenAI
