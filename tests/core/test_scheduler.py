@@ -8,7 +8,7 @@ import random
 
 import pytest
 from coeval.config.model import ModelConfig
-from coeval.interfaces.base import GenerateResult
+from coeval.interfaces.base import GenerateResult, OverloadedError, TransientModelError
 from coeval.interfaces.mock import MockInterface
 from coeval.scheduler import (
     ManualClock,
@@ -266,6 +266,31 @@ def test_concurrency_shrinks_on_rate_limits():
     assert lane.counters.decreases > 0
     assert lane.counters.lowest < 16
     assert stats.retries["rate_limit"] > 0
+
+
+@pytest.mark.parametrize("error", [OverloadedError("HTTP 503 server overloaded"), TransientModelError("HTTP 500")])
+def test_an_overloaded_server_shrinks_concurrency_as_a_rate_limit_does(error: Exception) -> None:
+    # a gateway with room for 6 calls at once answers 503 past them: each refusal is a
+    # request wasted, so the lane must send fewer at once; a plain server error says nothing
+    # about room and leaves the limit alone
+    class Gateway(ScriptedInterface):
+        async def generate(self, request):
+            if self.in_flight >= 6:
+                self.calls[request.prompt] += 1
+                raise error
+            return await super().generate(request)
+
+    iface = Gateway(delay=0.002, default_concurrency=16, max_concurrency=32)
+    rec = Recorder()
+    limits = SchedulerLimits(max_attempts=50, retry=RetryPolicy(base_delay_s=0.001, max_delay_s=0.01))
+    stats = run(Scheduler({"m": iface}, limits).run("evaluation", make_items(iface, 300, rec)))
+    lane = stats.lanes["scripted:m"]
+    assert stats.ok == 300
+    if isinstance(error, OverloadedError):
+        assert lane.counters.decreases > 0 and lane.counters.lowest < 16
+        assert iface.total_calls < 1.1 * 300  # few refusals once the lane has shrunk
+    else:
+        assert lane.counters.decreases == 0
 
 
 def test_lanes_are_per_connection_not_per_model():

@@ -6,7 +6,8 @@ text + headers) or one of the helpers below, so one rule decides for all provide
 * 429 (and provider throttling codes) -> :class:`RateLimitError` with ``retry_after`` read
   from ``retry-after-ms``, ``Retry-After`` (seconds or HTTP date), ``x-amz-retry-after``
   (ms), or OpenAI's ``x-ratelimit-reset-*`` ("1s", "6m0s", "250ms");
-* 408, 409, 5xx, 529, timeouts, dropped connections -> :class:`TransientModelError`;
+* 503 and 529 (no room now) -> :class:`OverloadedError`, which also shrinks the lane's concurrency;
+* 408, 409, other 5xx, timeouts, dropped connections -> :class:`TransientModelError`;
 * 401/403 -> :class:`FatalModelError` "authentication failed ..."; 404 -> "model not found";
   other 4xx -> "request rejected";
 * a 200 whose body is not a usable reply -> :class:`MalformedResponseError` (retried).
@@ -30,6 +31,7 @@ from coeval.interfaces.base import (
     FatalModelError,
     MalformedResponseError,
     ModelError,
+    OverloadedError,
     RateLimitError,
     TransientModelError,
 )
@@ -116,6 +118,8 @@ def from_status(provider: str, status: int, body: Any = None, headers: Any = Non
     retry_after = parse_retry_after(headers)
     if status == 429:
         return RateLimitError(f"{where} rate limited{suffix}", retry_after=retry_after)
+    if status in (503, 529):
+        return OverloadedError(f"{where} server overloaded{suffix}", retry_after=retry_after)
     if status in (408, 409) or status >= 500:
         return TransientModelError(f"{where} server error{suffix}", retry_after=retry_after)
     if status in (401, 403):

@@ -97,6 +97,12 @@ class TransientModelError(ModelError):
     kind = "transient"
 
 
+class OverloadedError(TransientModelError):
+    """503 or 529: the server has no room for this call now (a gateway's bounded queue, an
+    overloaded provider). Retried like any transient failure, and, like a rate limit, a
+    sign that the lane sends more at once than the server takes: its concurrency shrinks."""
+
+
 class CallGivenBack(TransientModelError):
     """A call the interface gives back unfinished on a graceful stop
     (:meth:`Interface.stop_queued`): queued and not started, or a local generation cut

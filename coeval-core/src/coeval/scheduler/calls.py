@@ -13,6 +13,7 @@ from coeval.interfaces.base import (
     FatalModelError,
     Interface,
     ModelError,
+    OverloadedError,
     RateLimitError,
     TransientModelError,
 )
@@ -300,9 +301,9 @@ class Calls(Routing):
         job.last_error = redact(str(err))
         _note_error(job)
         job.transport_failures += 1
-        if isinstance(err, RateLimitError):
+        if isinstance(err, RateLimitError | OverloadedError):  # the server takes fewer at once
             if lane.limit.rate_limited(seq):
-                log.debug("lane %s: rate limited, concurrency now %d", lane.key, lane.limit.current)
+                log.debug("lane %s: %s, concurrency now %d", lane.key, err.kind, lane.limit.current)
             if err.retry_after and 0 < err.retry_after <= self.limits.retry.max_retry_after_s:
                 until = self.clock.now() + err.retry_after
                 if until > lane.paused_until:
