@@ -19,6 +19,7 @@ from coeval.storage.snapshot import config_to_mapping
 from coeval_testing import fake_server
 
 from tests.robustness._support import invoke, no_traceback
+from tests.security.capitals_task import capitals_task
 
 
 @pytest.fixture
@@ -34,14 +35,7 @@ def _config(url: str, storage: Path, extra_body: dict[str, Any]) -> dict[str, An
                     "access_key": "sk-fake-key-1",
                     "parameters": {"model": "gpt-4o-mini", "base_url": f"http://{host}/v1", "max_tokens": 100,
                                    "extra_body": extra_body}}],
-        "tasks": [{
-            "name": "capitals",
-            "description": "Answer a question about the capital city of a country.",
-            "output_description": "One sentence naming the capital.",
-            "target_attributes": {"continent": ["europe", "asia"]},
-            "sampling": {"target": [1, 1], "nuance": [0, 0], "total": 2},
-            "rubric": {"correctness": "The capital named is right."},
-        }],
+        "tasks": [capitals_task()],
         "experiment": {"id": "xb", "storage_folder": str(storage), "generation_retries": 0},
     }
 

@@ -15,6 +15,7 @@ from coeval.config.credentials import redact, register_secret
 from coeval_testing import fake_server
 
 from tests.robustness._support import invoke, no_traceback
+from tests.security.capitals_task import capitals_task
 
 
 @pytest.fixture
@@ -34,14 +35,7 @@ def _config(url: str, storage: Path, headers: dict[str, str], password: str) -> 
             {"name": "mock-proxy", "interface": "mock", "roles": ["student"],
              "parameters": {"seed": 1, "base_url": f"http://proxyuser:{password}@{host}/v1"}},
         ],
-        "tasks": [{
-            "name": "capitals",
-            "description": "Answer a question about the capital city of a country.",
-            "output_description": "One sentence naming the capital.",
-            "target_attributes": {"continent": ["europe", "asia"]},
-            "sampling": {"target": [1, 1], "nuance": [0, 0], "total": 2},
-            "rubric": {"correctness": "The capital named is right."},
-        }],
+        "tasks": [capitals_task()],
         "experiment": {"id": "hdr", "storage_folder": str(storage), "generation_retries": 0},
     }
 
