@@ -248,16 +248,25 @@ def test_concurrency_grows_while_calls_succeed():
     assert iface.peak_in_flight == 24 == lane.peak_in_flight
 
 
-def test_concurrency_shrinks_on_rate_limits():
-    # a provider that throttles whenever more than 6 calls are in flight
-    class Throttled(ScriptedInterface):
+def _crowded_server(error: Exception, room: int = 6) -> ScriptedInterface:
+    """A server that answers ``error`` whenever more than ``room`` calls are in flight."""
+
+    class Crowded(ScriptedInterface):
         async def generate(self, request):
-            if self.in_flight >= 6:
+            if self.in_flight >= room:
                 self.calls[request.prompt] += 1
-                raise rate_limited(None)
+                raise error
             return await super().generate(request)
 
-    iface = Throttled(delay=0.002, default_concurrency=16, max_concurrency=32)
+    return Crowded(delay=0.002, default_concurrency=16, max_concurrency=32)
+
+
+# a provider that throttles (429), or a gateway with a bounded queue (503), past 6 calls at
+# once: each refusal is a request wasted, so the lane must send fewer at once
+@pytest.mark.parametrize(("error", "kind"), [(rate_limited(None), "rate_limit"),
+                                             (OverloadedError("HTTP 503 server overloaded"), "transient")])
+def test_concurrency_shrinks_on_rate_limits_and_overload(error: Exception, kind: str) -> None:
+    iface = _crowded_server(error)
     rec = Recorder()
     limits = SchedulerLimits(max_attempts=50, retry=RetryPolicy(base_delay_s=0.001, max_delay_s=0.01))
     stats = run(Scheduler({"m": iface}, limits).run("evaluation", make_items(iface, 300, rec)))
@@ -265,32 +274,16 @@ def test_concurrency_shrinks_on_rate_limits():
     assert stats.ok == 300
     assert lane.counters.decreases > 0
     assert lane.counters.lowest < 16
-    assert stats.retries["rate_limit"] > 0
+    assert stats.retries[kind] > 0
+    assert iface.total_calls < 1.1 * 300  # few refusals once the lane has shrunk
 
 
-@pytest.mark.parametrize("error", [OverloadedError("HTTP 503 server overloaded"), TransientModelError("HTTP 500")])
-def test_an_overloaded_server_shrinks_concurrency_as_a_rate_limit_does(error: Exception) -> None:
-    # a gateway with room for 6 calls at once answers 503 past them: each refusal is a
-    # request wasted, so the lane must send fewer at once; a plain server error says nothing
-    # about room and leaves the limit alone
-    class Gateway(ScriptedInterface):
-        async def generate(self, request):
-            if self.in_flight >= 6:
-                self.calls[request.prompt] += 1
-                raise error
-            return await super().generate(request)
-
-    iface = Gateway(delay=0.002, default_concurrency=16, max_concurrency=32)
-    rec = Recorder()
+def test_a_plain_server_error_leaves_the_concurrency_alone() -> None:
+    iface = _crowded_server(TransientModelError("HTTP 500"))
     limits = SchedulerLimits(max_attempts=50, retry=RetryPolicy(base_delay_s=0.001, max_delay_s=0.01))
-    stats = run(Scheduler({"m": iface}, limits).run("evaluation", make_items(iface, 300, rec)))
-    lane = stats.lanes["scripted:m"]
+    stats = run(Scheduler({"m": iface}, limits).run("evaluation", make_items(iface, 300, Recorder())))
     assert stats.ok == 300
-    if isinstance(error, OverloadedError):
-        assert lane.counters.decreases > 0 and lane.counters.lowest < 16
-        assert iface.total_calls < 1.1 * 300  # few refusals once the lane has shrunk
-    else:
-        assert lane.counters.decreases == 0
+    assert stats.lanes["scripted:m"].counters.decreases == 0
 
 
 def test_lanes_are_per_connection_not_per_model():
