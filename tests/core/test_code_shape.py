@@ -1,6 +1,7 @@
 """The shape of the shipped code: no import cycle, no over-long function, and the
-architecture rules of docs/architecture.md (a root package of concept sub-packages, no
-module over 600 lines nor class over 300, phase ids and interface names with their owners).
+architecture rules of docs/architecture.md (a root package of concept sub-packages in the
+layers its table lists, no module over 600 lines nor class over 300, phase ids and interface
+names with their owners).
 
 The import graph counts every ``import`` the interpreter can execute, the ones inside
 functions included (a cycle hidden in a function body still couples the modules); only
@@ -372,6 +373,100 @@ def _within(found: dict[str, int], known: dict[str, int]) -> bool:
     return set(found) == set(known) and all(found[k] <= known[k] for k in found)
 
 
+# ---- the layers of coeval -----------------------------------------------------------------
+#: docs/architecture.md's table of coeval's layers, one row per layer, bottom first
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+_LAYERS_HEADING = "## The layers of `coeval`"
+_LAYER_ROW = re.compile(r"^\|\s*(\d+)\s*\|([^|]*)\|")
+
+
+def layer_table(text: str | None = None) -> dict[str, int]:
+    """coeval sub-package -> its layer (1 is the bottom), read from the table under
+    docs/architecture.md's layers heading: a row's packages are its ``coeval.x`` names."""
+    text = ARCHITECTURE.read_text(encoding="utf-8") if text is None else text
+    section = text.split(_LAYERS_HEADING, 1)[1].split("\n## ", 1)[0]
+    layers: dict[str, int] = {}
+    for line in section.splitlines():
+        if row := _LAYER_ROW.match(line):
+            for package in re.findall(r"`coeval\.(\w+)`", row.group(2)):
+                assert package not in layers, f"{package} is in two rows of the layer table"
+                layers[package] = int(row.group(1))
+    return layers
+
+
+def core_packages() -> set[str]:
+    return {path.parent.name for path in CORE.glob("*/__init__.py")}
+
+
+def _sub_package(module: str, packages: set[str]) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "coeval" and len(parts) > 1 and parts[1] in packages else None
+
+
+def package_graph() -> dict[str, dict[str, set[str]]]:
+    """coeval sub-package -> each other sub-package it imports -> the modules importing it.
+    Every import counts: at module top, inside functions and under ``TYPE_CHECKING``."""
+    packages = core_packages()
+    graph: dict[str, dict[str, set[str]]] = {package: {} for package in packages}
+    for module, imported in import_graph(type_only=True).items():
+        source = _sub_package(module, packages)
+        for target in {_sub_package(m, packages) for m in imported} - {None, source}:
+            if source is not None and target is not None:
+                graph[source].setdefault(target, set()).add(module)
+    return graph
+
+
+def upward_imports(graph: dict[str, dict[str, set[str]]], layers: dict[str, int]) -> dict[str, int]:
+    """``"importer -> imported"`` -> how many modules make that import, for each package
+    importing one of its own layer or above."""
+    return {f"{source} -> {target}": len(modules) for source, targets in sorted(graph.items())
+            for target, modules in sorted(targets.items()) if layers[target] >= layers[source]}
+
+
+def test_the_layer_table_is_read_from_the_docs() -> None:
+    table = (f"{_LAYERS_HEADING}\n\n| layer | packages | what for |\n|---|---|---|\n"
+             "| 1 | `coeval.a` | reads `coeval.z`'s files |\n| 2 | `coeval.b`, `coeval.c` | both |\n\n## Next\n| 9 | `coeval.d` | |\n")
+    assert layer_table(table) == {"a": 1, "b": 2, "c": 2}
+    assert {"config", "cli"} <= set(layer_table())
+
+
+def test_the_package_graph_counts_every_import() -> None:
+    graph = package_graph()
+    # at module top, inside a function (cli.main loads the plugin manager lazily), type-only
+    # (contract.types names the config's model under TYPE_CHECKING)
+    assert "coeval.cli.main" in graph["cli"]["contract"]
+    assert "coeval.contract.types" in graph["contract"]["config"]
+    assert upward_imports({"a": {"b": {"a.x", "a.y"}}, "b": {"a": {"b.z"}}}, {"a": 1, "b": 2}) == {"a -> b": 2}
+
+
+def test_every_core_package_has_a_layer() -> None:
+    layers = layer_table()
+    assert set(layers) == core_packages()
+    assert sorted(set(layers.values())) == list(range(1, max(layers.values()) + 1)), "layers are numbered 1, 2, 3..."
+
+
+def test_packages_import_only_from_lower_layers() -> None:
+    """A package imports only from the rows above its own in docs/architecture.md's table."""
+    found = upward_imports(package_graph(), layer_table())
+    assert _within(found, KNOWN_UPWARD_IMPORTS), {k: v for k, v in found.items() if KNOWN_UPWARD_IMPORTS.get(k) != v}
+
+
+def test_no_import_cycle_between_packages() -> None:
+    found = cycles({package: set(targets) for package, targets in package_graph().items()})
+    assert set().union(*map(set, found)) == KNOWN_PACKAGE_CYCLE if found else not KNOWN_PACKAGE_CYCLE, found
+
+
+def test_a_module_directly_in_coeval_imports_no_sub_package() -> None:
+    """Besides the public face (``coeval/__init__.py``) and ``__main__``, a module directly in
+    ``coeval/`` is below every layer: any package may import it, so it imports none."""
+    packages = core_packages()
+    graph = import_graph(type_only=True)
+    loose = [m for m in graph if m.count(".") == 1 and m.split(".")[0] == "coeval"
+             and m.split(".")[1] not in packages | {"__main__"}]
+    importing = {m: sorted(p for i in graph[m] if (p := _sub_package(i, packages))) for m in loose}
+    assert {m: found for m, found in importing.items() if found} == {}
+
+
 # ---- units that do not hold the architecture rules yet (may only shrink) ----------------
 #: modules in an import cycle once type-only imports count
 KNOWN_TYPED_CYCLE = set[str]()
@@ -387,3 +482,24 @@ KNOWN_PHASE_ID_LITERALS = dict[str, int]()
 
 #: core module -> string literals naming an interface other than mock, outside interfaces.known (none of them the interface: two init templates are named after the interface their models use, 'openai' and 'benchmark'; 'vllm' in config.cluster_block is the engine cluster serving does not run yet; 'benchmark' in contract.registries is the kind of register_benchmarks' adapters in the one table of registry kinds)
 KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.cluster_block': 1, 'coeval.contract.registries': 1}
+
+#: "importer -> imported" package -> how many modules make that import, against the layer table
+#: of docs/architecture.md (the config reaches the plugin layer, the phase ids and the run folder;
+#: the core plugin registers the standard phases, evaluators and item checks; the rest are
+#: helpers that sit below their callers' layer)
+KNOWN_UPWARD_IMPORTS = {
+    "config -> contract": 7, "config -> interfaces": 7, "config -> phases": 3, "config -> storage": 2,
+    "console -> scheduler": 1,
+    "contract -> evaluators": 2, "contract -> phases": 1, "contract -> quality": 1,
+    "evaluators -> phases": 1,
+    "phases -> run": 1,
+    "planning -> run": 2,
+    "prompts -> phases": 1, "prompts -> scheduler": 1,
+    "quality -> phases": 2,
+    "scheduler -> phases": 1,
+    "storage -> phases": 3, "storage -> run": 1,
+}
+
+#: sub-packages of coeval in an import cycle, every import counted
+KNOWN_PACKAGE_CYCLE = {"config", "console", "contract", "evaluators", "interfaces", "phases", "planning", "prompts",
+                       "quality", "run", "scheduler", "storage"}
