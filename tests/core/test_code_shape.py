@@ -491,15 +491,13 @@ KNOWN_UPWARD_IMPORTS = {
     "config -> contract": 7, "config -> interfaces": 7, "config -> phases": 3, "config -> storage": 2,
     "console -> scheduler": 1,
     "contract -> evaluators": 2, "contract -> phases": 1, "contract -> quality": 1,
-    "evaluators -> phases": 1,
     "phases -> run": 1,
     "planning -> run": 2,
-    "prompts -> phases": 1, "prompts -> scheduler": 1,
-    "quality -> phases": 2,
+    "quality -> phases": 1,
     "scheduler -> phases": 1,
     "storage -> phases": 3, "storage -> run": 1,
 }
 
 #: sub-packages of coeval in an import cycle, every import counted
-KNOWN_PACKAGE_CYCLE = {"config", "console", "contract", "evaluators", "interfaces", "phases", "planning", "prompts",
-                       "quality", "run", "scheduler", "storage"}
+KNOWN_PACKAGE_CYCLE = {"config", "console", "contract", "evaluators", "interfaces", "phases", "planning", "quality",
+                       "run", "scheduler", "storage"}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from coeval.phases.judging import extract_json, normalize_score, parse_per_factor, parse_single
-from coeval.scheduler import OutputParseError
+from coeval.prompts.errors import OutputParseError
+from coeval.prompts.judging import extract_json, normalize_score, parse_per_factor, parse_single
 
 FACTORS = ["accuracy", "brevity"]
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import attrs
 from coeval.interfaces.base import GenerateRequest, GenerateResult
-from coeval.scheduler import OutputParseError, Scheduler, SchedulerLimits
+from coeval.prompts.errors import OutputParseError
+from coeval.scheduler import Scheduler, SchedulerLimits
 from coeval.scheduler.resample import bumped_temperature, retry_params, retry_seed
 
 from .scheduler_helpers import Recorder, ScriptedInterface, make_items

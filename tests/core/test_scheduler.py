@@ -10,9 +10,9 @@ import pytest
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateResult, OverloadedError, TransientModelError
 from coeval.interfaces.mock import MockInterface
+from coeval.prompts.errors import OutputParseError
 from coeval.scheduler import (
     ManualClock,
-    OutputParseError,
     RetryPolicy,
     Scheduler,
     SchedulerLimits,

@@ -14,7 +14,8 @@ from coeval.config.credentials import KeyStore
 from coeval.config.model import Config, ExperimentConfig, ModelConfig
 from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult
-from coeval.scheduler import OutputParseError, WorkItem, WorkOutcome
+from coeval.prompts.errors import OutputParseError
+from coeval.scheduler import WorkItem, WorkOutcome
 from coeval.scheduler.batching import BatchExecutor, PendingStore, PollPolicy
 from coeval.storage.run_folder import RunFolder
 

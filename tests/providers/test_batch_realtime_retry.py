@@ -13,7 +13,8 @@ from coeval.config.credentials import KeyStore
 from coeval.config.model import Config, ExperimentConfig, ModelConfig
 from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
-from coeval.scheduler import OutputParseError, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
+from coeval.prompts.errors import OutputParseError
+from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval.scheduler.batching import BatchExecutor, PendingStore, PollPolicy
 from coeval.scheduler.batching.watch import BatchWatch
 from coeval.scheduler.resample import retry_seed

@@ -8,7 +8,8 @@ import asyncio
 from coeval.config.model import ModelConfig
 from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult
-from coeval.scheduler import OutputParseError, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
+from coeval.prompts.errors import OutputParseError
+from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval.scheduler.resample import retry_seed
 from coeval_providers.interfaces import interface_class
 from coeval_providers.interfaces.facts import SAMPLING_KEYS

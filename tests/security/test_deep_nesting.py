@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from coeval.phases.judging import parse_per_factor, parse_rationale, parse_single
-from coeval.scheduler.work import OutputParseError
+from coeval.prompts.errors import OutputParseError
+from coeval.prompts.judging import parse_per_factor, parse_rationale, parse_single
 from coeval.storage import iter_jsonl
 from coeval_benchmarks.sources import DatasetFileError, read_rows
 

@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from coeval.config._yaml import UnreadableYaml, load_yaml_guarded
-from coeval.phases.judging import parse_per_factor, parse_rationale, parse_single
-from coeval.scheduler.work import OutputParseError
+from coeval.prompts.errors import OutputParseError
+from coeval.prompts.judging import parse_per_factor, parse_rationale, parse_single
 from coeval.storage import iter_jsonl
 from coeval_analysis._jsonl import MAP, TEXT, read_records
 from coeval_benchmarks.sources import DatasetFileError, read_rows

@@ -79,8 +79,9 @@ if TYPE_CHECKING:
     from coeval.interfaces.batch import BatchJobStatus, BatchRunner
     from coeval.phases.base import Phase, PhaseContext, PhaseError, PlannedCalls, RunView, Survey
     from coeval.planning import plan_experiment
+    from coeval.prompts.errors import OutputParseError
     from coeval.run.runner import run_experiment
-    from coeval.scheduler.work import OutputParseError, WorkOutcome
+    from coeval.scheduler.work import WorkOutcome
     from coeval.storage.records import load_phase_records, usable_response
     from coeval.storage.run_folder import RunFolder
 
@@ -143,7 +144,7 @@ _LAZY: dict[str, str] = {
     "PlannedCalls": "coeval.phases.base",
     "RunView": "coeval.phases.base",
     "Survey": "coeval.phases.base",
-    "OutputParseError": "coeval.scheduler.work",
+    "OutputParseError": "coeval.prompts.errors",
     "WorkOutcome": "coeval.scheduler.work",
     "Config": "coeval.config.model",
     "ModelConfig": "coeval.config.model",

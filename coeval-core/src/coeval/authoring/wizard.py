@@ -27,7 +27,7 @@ from coeval.contract.manager import registries
 from coeval.contract.status import missing_interface
 from coeval.interfaces.base import GenerateRequest
 from coeval.interfaces.known import AUTO_INTERFACE, DEFAULT_INTERFACE, SHIPPED_INTERFACES
-from coeval.phases.judging import extract_json
+from coeval.prompts.judging import extract_json
 from coeval.storage.run_folder import atomic_write_text, utc_now
 
 __all__ = [

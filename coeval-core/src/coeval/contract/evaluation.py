@@ -98,7 +98,7 @@ class EvaluationCall:
     Attributes:
         request: what to send.
         parse: reply -> scores (values in [0, 1], or score words such as the LLM judge's
-            ``High``/``Medium``/``Low``); raise :class:`coeval.scheduler.OutputParseError` to have the
+            ``High``/``Medium``/``Low``); raise :class:`coeval.prompts.errors.OutputParseError` to have the
             call retried (up to ``generation_retries``, then a ``failed`` record).
         fields: outcome (a :class:`coeval.scheduler.WorkOutcome`) -> the record's fields after ``evaluator`` (default
             ``{"scores": ...}``); the LLM judge adds its mode, factor and rationale.

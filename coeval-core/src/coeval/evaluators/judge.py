@@ -2,7 +2,7 @@
 
 ``single`` mode asks each judge once per response for all its factors (record
 ``{response_id}__{judge}``); ``per_factor`` mode once per factor (record
-``{response_id}__{judge}__{factor}``). Replies are parsed by :mod:`coeval.phases.judging`; one
+``{response_id}__{judge}__{factor}``). Replies are parsed by :mod:`coeval.prompts.judging`; one
 that cannot be read is retried and then written as ``failed``, never scored. All calls go
 to the scheduler in one lazy batch, so a million judge calls never hold a million prompts.
 """
@@ -23,8 +23,8 @@ from coeval.evaluators.base import (
 )
 from coeval.evaluators.routing import JUDGE_EVALUATOR, judge_factors
 from coeval.interfaces.base import GenerateRequest, GenerateResult
-from coeval.phases.judging import parse_per_factor, parse_rationale, parse_single
 from coeval.prompts import render_prompt
+from coeval.prompts.judging import parse_per_factor, parse_rationale, parse_single
 from coeval.prompts.schemas import JUDGE_FACTOR_SCHEMA, judge_single_schema
 from coeval.scheduler.work import WorkOutcome
 

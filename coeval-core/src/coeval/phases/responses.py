@@ -26,8 +26,9 @@ from coeval.phases.generation import beyond_slots, slot_counts
 from coeval.phases.ids import DATA_GENERATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 from coeval.phases.plans import PlannedCalls, plan_response_collection
 from coeval.prompts import render_prompt
+from coeval.prompts.errors import OutputParseError
 from coeval.run.limits import within_limit
-from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
+from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.record_inputs import DATAPOINT_HASH, datapoint_version, stale_response
 from coeval.storage.records import (
     call_fields,

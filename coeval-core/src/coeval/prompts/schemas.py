@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coeval.phases.judging import SCORES, extract_json
-from coeval.scheduler.work import OutputParseError
+from coeval.prompts.errors import OutputParseError
+from coeval.prompts.judging import SCORES, extract_json
 
 __all__ = [
     "ATTRIBUTES_SCHEMA",

@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from coeval.config.model import TaskConfig
-from coeval.phases.judging import extract_json
+from coeval.prompts.errors import OutputParseError
+from coeval.prompts.judging import extract_json
 from coeval.quality.ledger import RejectionLedger
 from coeval.quality.model import DATAPOINT, Candidate, CheckContext
 from coeval.quality.placeholders import template_placeholders
 from coeval.quality.text import jaccard, shingles
-from coeval.scheduler.work import OutputParseError
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["CheckSpec", "ItemGate", "QualityRejection", "UnknownCheckError", "resolve_checks"]

@@ -5,7 +5,7 @@ from coeval.scheduler.batch import BatchExecutor
 from coeval.scheduler.clock import Clock, ManualClock, SystemClock
 from coeval.scheduler.core import LaneStats, Scheduler, SchedulerLimits, SchedulerStats
 from coeval.scheduler.retry import RetryPolicy
-from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
+from coeval.scheduler.work import WorkItem, WorkOutcome
 
 __all__ = [
     "AdaptiveLimit",
@@ -14,7 +14,6 @@ __all__ = [
     "LaneStats",
     "LimitCounters",
     "ManualClock",
-    "OutputParseError",
     "RetryPolicy",
     "Scheduler",
     "SchedulerLimits",

@@ -18,6 +18,7 @@ from coeval.interfaces.base import (
     TransientModelError,
 )
 from coeval.interfaces.sending import on_send
+from coeval.prompts.errors import OutputParseError
 from coeval.scheduler.call_start import CallStart
 from coeval.scheduler.correction import with_correction
 from coeval.scheduler.lanes import TIMEOUTS_TO_EJECT, Lane
@@ -25,7 +26,6 @@ from coeval.scheduler.resample import resampled
 from coeval.scheduler.routing import Routing
 from coeval.scheduler.server_wait import is_connection_failure, is_timeout
 from coeval.scheduler.state import _TURN_S, _YIELD_EVERY, _Job, _note_error, _PhaseRun
-from coeval.scheduler.work import OutputParseError
 
 log = logging.getLogger("coeval.scheduler")
 

@@ -8,7 +8,7 @@ the :mod:`coeval.interfaces.base` error kinds and the scheduler decides here:
   exponential backoff; the connection's concurrency shrinks too.
 * ``transient`` (5xx, timeouts, dropped connections) and ``malformed`` (a 200 with a body
   that is not a reply): exponential backoff with jitter.
-* unparseable output (:class:`~coeval.scheduler.OutputParseError`): retried at once, at most
+* unparseable output (:class:`~coeval.prompts.errors.OutputParseError`): retried at once, at most
   ``generation_retries`` times; a model's bad answer is not a load problem.
 
 All causes together stay under ``max_attempts`` calls per item, so retries can never

@@ -19,15 +19,7 @@ from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Usage
 from coeval.scheduler.prior import PriorAttempts
 
-__all__ = ["OutputParseError", "WorkItem", "WorkOutcome"]
-
-
-class OutputParseError(ValueError):
-    """The model answered but the reply cannot be used (unparseable JSON, missing factor).
-
-    Raised by ``WorkItem.parse``. Retried up to ``experiment.generation_retries`` times, then
-    the item fails with kind ``unparseable``; never turned into a guessed value.
-    """
+__all__ = ["WorkItem", "WorkOutcome"]
 
 
 @attrs.frozen
@@ -61,7 +53,7 @@ class WorkItem:
     model: ModelConfig
     request: GenerateRequest
     on_done: Callable[[WorkOutcome], None]
-    #: Turns the reply into the value to store; raises OutputParseError to ask for a retry.
+    #: Turns the reply into the value to store; raises :class:`~coeval.prompts.errors.OutputParseError` to ask for a retry.
     parse: Callable[[GenerateResult], Any] | None = None
     #: Free-form context for the record builder (task, teacher, student, ...).
     meta: dict[str, Any] = attrs.field(factory=dict)

@@ -14,9 +14,10 @@ import attrs
 
 from coeval.config.credentials import redact
 from coeval.interfaces.base import GenerateResult, ModelError, TransientModelError
+from coeval.prompts.errors import OutputParseError
 from coeval.scheduler.batching.base import BatchJobStatus, BatchRunner
 from coeval.scheduler.batching.pending import PendingJob
-from coeval.scheduler.work import OutputParseError, WorkItem, WorkOutcome
+from coeval.scheduler.work import WorkItem, WorkOutcome
 
 __all__ = ["fail_all", "item_outcome", "missing_reason", "parsed_outcome", "read_results"]
 

@@ -4,7 +4,7 @@ Scores are ``High`` / ``Medium`` / ``Low`` (1 / 0.5 / 0). A reply is accepted wh
 score can be read without doubt: any letter case, surrounding quotes, markdown emphasis,
 code fences, a JSON object inside prose, ``"scores"`` wrappers, ``factor: High`` lines.
 A reply that names no score, a different word, or two different scores for one factor
-raises :class:`~coeval.scheduler.OutputParseError`: the scheduler asks again (up to
+raises :class:`~coeval.prompts.errors.OutputParseError`: the scheduler asks again (up to
 ``generation_retries``) and then writes a ``failed`` record. Nothing is ever coerced to
 ``Low``.
 """
@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coeval.scheduler.work import OutputParseError
+from coeval.prompts.errors import OutputParseError
 
 __all__ = [
     "SCORES",
