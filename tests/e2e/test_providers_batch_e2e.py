@@ -110,14 +110,14 @@ def _kill_after_submit(monkeypatch: pytest.MonkeyPatch) -> None:
     any is polled."""
     import asyncio
 
-    from coeval.scheduler.batching.executor import BatchExecutor
+    from coeval.scheduler.batching.executor import ProviderBatchExecutor
 
     async def dying(self: Any, job: Any, items: Any, on_outcome: Any, runner: Any = None) -> None:
         while len(PendingStore(self.run_folder).load()) < 3:
             await asyncio.sleep(0.01)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(BatchExecutor, "_follow", dying)
+    monkeypatch.setattr(ProviderBatchExecutor, "_follow", dying)
 
 
 @pytest.mark.slow

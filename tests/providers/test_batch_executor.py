@@ -16,7 +16,7 @@ from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.prompts.errors import OutputParseError
 from coeval.scheduler import WorkItem, WorkOutcome
-from coeval.scheduler.batching import BatchExecutor, PendingStore, PollPolicy
+from coeval.scheduler.batching import PendingStore, PollPolicy, ProviderBatchExecutor
 from coeval.storage.run_folder import RunFolder
 
 from tests.providers.conftest import model_and_credentials, provider_setup, write_keys
@@ -49,12 +49,12 @@ def items_for(config: Config, n: int, outcomes: list[WorkOutcome], parse: Any = 
     return out
 
 
-def executor(config: Config, keys: KeyStore, run: RunFolder, **kw: Any) -> BatchExecutor:
-    return BatchExecutor(run=run, config=config, keys=keys, enabled=lambda m, p: True, poll=FAST,
+def executor(config: Config, keys: KeyStore, run: RunFolder, **kw: Any) -> ProviderBatchExecutor:
+    return ProviderBatchExecutor(run=run, config=config, keys=keys, enabled=lambda m, p: True, poll=FAST,
                          registries=registries(), **kw)
 
 
-def run_items(ex: BatchExecutor, items: list[WorkItem], outcomes: list[WorkOutcome]) -> None:
+def run_items(ex: ProviderBatchExecutor, items: list[WorkItem], outcomes: list[WorkOutcome]) -> None:
     asyncio.run(ex.run("response_collection", [i for i in items if ex.wants(i)], outcomes.append))
 
 
@@ -195,7 +195,7 @@ def test_bedrock_job_of_enough_items_goes_through_s3(fake: Any, tmp_path: Path) 
 def test_only_enabled_models_with_a_runner_are_wanted(fake: Any, tmp_path: Path) -> None:
     config, keys, run = setup("openai", fake, tmp_path, n_models=2)
     mock = ModelConfig(name="m", interface="mock", roles=("student",))
-    ex = BatchExecutor(run=run, config=config, keys=keys, poll=FAST, registries=registries(),
+    ex = ProviderBatchExecutor(run=run, config=config, keys=keys, poll=FAST, registries=registries(),
                        enabled=lambda m, p: m.name != "openai-1" and p == "response_collection")
     outcomes: list[WorkOutcome] = []
     a, b = items_for(config, 1, outcomes)

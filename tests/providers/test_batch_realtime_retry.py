@@ -15,7 +15,7 @@ from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
 from coeval.prompts.errors import OutputParseError
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
-from coeval.scheduler.batching import BatchExecutor, PendingStore, PollPolicy
+from coeval.scheduler.batching import PendingStore, PollPolicy, ProviderBatchExecutor
 from coeval.scheduler.batching.watch import BatchWatch
 from coeval.scheduler.resample import retry_seed
 from coeval.storage.run_folder import RunFolder
@@ -57,8 +57,8 @@ def items(model: ModelConfig, n: int, outcomes: list[WorkOutcome], parse: Any) -
                      on_done=outcomes.append, parse=parse) for i in range(n)]
 
 
-def executor(config: Config, keys: KeyStore, run: RunFolder, iface: Interface, **kw: Any) -> BatchExecutor:
-    return BatchExecutor(run=run, config=config, keys=keys, enabled=lambda m, p: True, poll=FAST,
+def executor(config: Config, keys: KeyStore, run: RunFolder, iface: Interface, **kw: Any) -> ProviderBatchExecutor:
+    return ProviderBatchExecutor(run=run, config=config, keys=keys, enabled=lambda m, p: True, poll=FAST,
                          registries=registries(), interfaces={config.models[0].name: iface}, **kw)
 
 

@@ -3,13 +3,12 @@ batch-enabled items to (:mod:`.executor`), the ``pending_batches.json`` store (:
 and collection of pending jobs for ``coeval status --fetch-batches`` (:mod:`.fetch`)."""
 
 from coeval.scheduler.batching.base import BatchJobStatus, BatchRunner, BatchState
-from coeval.scheduler.batching.executor import BatchExecutor, PollPolicy, make_batch_executor
+from coeval.scheduler.batching.executor import PollPolicy, ProviderBatchExecutor, make_batch_executor
 from coeval.scheduler.batching.fetch import FetchReport, fetch_pending_batches
 from coeval.scheduler.batching.pending import PENDING_FILE, PendingJob, PendingStore
 
 __all__ = [
     "PENDING_FILE",
-    "BatchExecutor",
     "BatchJobStatus",
     "BatchRunner",
     "BatchState",
@@ -17,6 +16,7 @@ __all__ = [
     "PendingJob",
     "PendingStore",
     "PollPolicy",
+    "ProviderBatchExecutor",
     "fetch_pending_batches",
     "make_batch_executor",
 ]

@@ -1,7 +1,7 @@
 """The batch executor: carries the items of batch-enabled models through provider batch APIs.
 
-The scheduler hands it every item it :meth:`~BatchExecutor.wants` (protocol in
-:mod:`coeval.scheduler.batch`); :meth:`~BatchExecutor.run` then, per phase:
+The scheduler hands it every item it :meth:`~ProviderBatchExecutor.wants` (protocol in
+:mod:`coeval.scheduler.batch`); :meth:`~ProviderBatchExecutor.run` then, per phase:
 
 1. **Collects before it submits.** Items that already belong to a job in
    ``pending_batches.json`` (a run that crashed, was stopped, or ran past its deadline) are
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from coeval.interfaces.base import Interface
     from coeval.scheduler import Scheduler
 
-__all__ = ["BatchExecutor", "PollPolicy", "make_batch_executor"]
+__all__ = ["PollPolicy", "ProviderBatchExecutor", "make_batch_executor"]
 
 _stdlog = logging.getLogger("coeval.batching")
 
@@ -131,8 +131,9 @@ def _report_retries(log: _Log, watch: BatchWatch, job: PendingJob, tally: Counte
                f"real time (real-time price): {tally['ok']} ok, {tally['failed']} failed")
 
 
-class BatchExecutor:
-    """Implements :class:`coeval.scheduler.batch.BatchExecutor` with the registered runners."""
+class ProviderBatchExecutor:
+    """The scheduler's :class:`~coeval.scheduler.batch.BatchExecutor` over the providers' batch APIs
+    (the registered runners)."""
 
     def __init__(
         self,
@@ -438,7 +439,7 @@ def make_batch_executor(
     keys_file: str | None = None,
     log: Any = None,
     **options: Any,
-) -> BatchExecutor:
+) -> ProviderBatchExecutor:
     """The executor ``coeval run`` gives its scheduler when a config enables batch anywhere."""
-    return BatchExecutor(run=run, config=config, enabled=enabled, keys=KeyStore.load(keys_file),
+    return ProviderBatchExecutor(run=run, config=config, enabled=enabled, keys=KeyStore.load(keys_file),
                          interfaces=interfaces, registries=registries, log=log, **options)

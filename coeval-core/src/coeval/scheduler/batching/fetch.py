@@ -5,7 +5,7 @@ After a crash, a Ctrl-C, or a run that stopped waiting at its deadline, the jobs
 :func:`fetch_pending_batches` polls each once and, for the finished ones, writes their
 records exactly as the run would have: it replays the phases that own pending jobs in Extend
 mode with a submit function that hands the phase's items to a collect-only
-:class:`~coeval.scheduler.batching.executor.BatchExecutor` (it never submits and never makes a real-time
+:class:`~coeval.scheduler.batching.executor.ProviderBatchExecutor` (it never submits and never makes a real-time
 call; items that belong to no pending job are left alone). Jobs still running stay pending.
 
 It takes the run folder's lock, so it refuses to run beside a live ``coeval run`` (which
@@ -27,7 +27,7 @@ from coeval.console.logs import get_logger
 from coeval.contract.manager import registries as installed
 from coeval.phases.base import PhaseContext, PhaseError, PhaseResult
 from coeval.phases.phase_order import ordered_phases
-from coeval.scheduler.batching.executor import BatchExecutor
+from coeval.scheduler.batching.executor import ProviderBatchExecutor
 from coeval.scheduler.batching.pending import PendingStore
 from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval.storage.run_folder import RunFolder, utc_now
@@ -89,7 +89,7 @@ async def afetch_pending_batches(
         lock.acquire()
     except RunFolderBusyError as exc:
         raise FetchError(f"{exc}; that run collects its own batch jobs") from None
-    executor = BatchExecutor(run=run, config=config, enabled=lambda _m, _p: True, keys=keystore or KeyStore(),
+    executor = ProviderBatchExecutor(run=run, config=config, enabled=lambda _m, _p: True, keys=keystore or KeyStore(),
                              registries=registries, log=log, submit=False, wait=False)
     ledger: Counter[str] = Counter()
     calls: Counter[str] = Counter()

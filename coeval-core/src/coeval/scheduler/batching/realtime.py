@@ -11,7 +11,7 @@ Two kinds of item leave a batch job for real time, both through a scheduler of t
   the batch call is attempt 1, the first real-time call attempt 2, with the correction turn
   and a new seed (or a warmer temperature). These calls are billed at the real-time price.
 
-With the run's scheduler known (:meth:`BatchExecutor.attach`), retries draw on its quota
+With the run's scheduler known (:meth:`ProviderBatchExecutor.attach`), retries draw on its quota
 counter and see its spend, so a quota or budget holds across batch and real-time calls.
 """
 
