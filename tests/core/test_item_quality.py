@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from coeval.contract.manager import registries
 from coeval.phases.base import PhaseError
-from coeval.quality import Candidate, QualityRejection, gate_for
+from coeval.phases.item_gate import gate_for
+from coeval.quality import Candidate, QualityRejection
 from coeval.quality.checks import implied_min_words
 
 from tests.core.quality_support import benchmark_false_rejections, gate, make_task, rejection

@@ -31,11 +31,12 @@ from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases._sampling import AttributeDraw, AttributeSampler
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.phases.ids import DATA_GENERATION, RUBRIC_MAPPING, SHORT_TITLES, TITLES
+from coeval.phases.item_gate import gate_for
 from coeval.phases.own_data import left_out_rows, survey_task_data, write_task_data
 from coeval.phases.plans import PlannedCalls, plan_data_generation
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, parse_datapoint
-from coeval.quality import ItemGate, gate_for
+from coeval.quality import ItemGate
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.records import (
     above_slots,

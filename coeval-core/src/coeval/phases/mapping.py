@@ -23,10 +23,10 @@ from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.phases.ids import ATTRIBUTE_MAPPING, RUBRIC_MAPPING, SHORT_TITLES, TITLES
+from coeval.phases.item_gate import gate_for
 from coeval.phases.plans import PlannedCalls, plan_attribute_mapping, plan_rubric_mapping
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import ATTRIBUTES_SCHEMA, RUBRIC_SCHEMA, parse_attribute_map, parse_rubric
-from coeval.quality import gate_for
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.records import call_fields, utc_now
 from coeval.storage.run_folder import atomic_write_json
