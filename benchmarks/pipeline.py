@@ -104,7 +104,7 @@ def _phases(progress: Any, latency_s: float, concurrency: int) -> tuple[list[dic
 
 def _peak_in_flight(run_root: Path) -> int:
     """The most calls any lane of the run had in flight (from ``lanes.json``)."""
-    from coeval.console.lane_figures import read_lanes
+    from coeval.run.lane_figures import read_lanes
 
     phases = read_lanes(run_root)["phases"].values()
     return max((int(row.get("peak_in_flight") or 0) for p in phases for row in p.get("lanes", [])), default=0)

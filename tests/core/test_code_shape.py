@@ -489,7 +489,6 @@ KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.clust
 #: helpers that sit below their callers' layer)
 KNOWN_UPWARD_IMPORTS = {
     "config -> contract": 7, "config -> interfaces": 7, "config -> phases": 3, "config -> storage": 2,
-    "console -> scheduler": 1,
     "contract -> evaluators": 2, "contract -> phases": 1, "contract -> quality": 1,
     "phases -> run": 1,
     "planning -> run": 2,

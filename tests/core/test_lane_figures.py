@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from coeval.console.lane_figures import LANES_FILE, read_lanes, record_lanes
+from coeval.run.lane_figures import LANES_FILE, read_lanes, record_lanes
 from coeval.scheduler import LaneStats, LimitCounters, SchedulerStats
 from coeval.storage.run_folder import RunFolder
 

@@ -101,7 +101,7 @@ def test_a_quota_stops_a_pipelined_run_as_it_stops_one_run_phase_by_phase(tmp_pa
 
 
 def test_a_pipelined_phases_lane_figures_add_up_its_passes(tmp_path: Path) -> None:
-    from coeval.console.lane_figures import read_lanes
+    from coeval.run.lane_figures import read_lanes
 
     cfg = make_config(tmp_path, _models(), [task(total=40)])
     assert run(cfg, pipeline=True).exit_code == 0

@@ -19,7 +19,6 @@ from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.config.credentials import KeyStore
 from coeval.console import output_console
-from coeval.console.lane_figures import read_lanes
 from coeval.console.text import plain, safe_tree
 from coeval.contract.manager import registries as _registries
 from coeval.interfaces.known import INGEST_BENCHMARK_FIELD
@@ -31,6 +30,7 @@ from coeval.planning.cost.against import against_table, estimate_against_actual
 from coeval.planning.cost.report import read_estimate
 from coeval.quality import rejections
 from coeval.run.ingested import merge_ingested
+from coeval.run.lane_figures import read_lanes
 from coeval.run.limits import LIMIT_KEY, full_config, limit_note
 from coeval.scheduler.batching.fetch import FetchError, fetch_pending_batches
 from coeval.scheduler.batching.pending import PendingStore

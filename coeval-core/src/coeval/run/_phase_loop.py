@@ -10,7 +10,6 @@ import functools
 from collections import Counter
 from typing import Any
 
-from coeval.console.lane_figures import add_pass, record_lanes
 from coeval.console.progress import TrackerPass
 from coeval.phases.base import (
     Phase,
@@ -25,6 +24,7 @@ from coeval.phases.ids import MAPPING_PHASES
 from coeval.phases.info import configured_mode
 from coeval.phases.survey_memo import survey_of
 from coeval.run._state import RunState
+from coeval.run.lane_figures import add_pass, record_lanes
 from coeval.run.ledger import Ledger
 from coeval.run.pipelining import LISTING_PASSES, Pass, Passes, Upstream, pipeline_group, untaken
 from coeval.run.result import EXIT_FAILED, EXIT_GAPS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RunError
