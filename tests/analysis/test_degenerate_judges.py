@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval_analysis.analysis import AnalysisOptions, analyze
 from coeval_analysis.judge_replies import judge_replies
-from coeval_analysis.loader import load_run
+from coeval_analysis.loading.loader import load_run
 
 from .runs import datapoint, evaluation, response, write_run
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval_analysis import analyze, load_run
 from coeval_analysis.errors import AnalysisInputError
-from coeval_analysis.loader import parse_score
+from coeval_analysis.loading.columns import parse_score
 
 from .runs import datapoint, evaluation, response, write_run
 
@@ -267,18 +267,18 @@ def test_cli_reports_bad_input_with_exit_code_2_and_no_traceback(tmp_path: Path)
 @pytest.mark.slow
 def test_files_duckdb_cannot_read_are_read_line_by_line_with_the_same_result(make_run, monkeypatch) -> None:
     import duckdb
-    from coeval_analysis import _jsonl
+    from coeval_analysis.loading import jsonl
 
     run = make_run(failure_rate=0.05, duplicate_rate=0.05, datapoints_per_teacher=6, seed=9)
     fast = analyze(load_run(run)).summary
-    real = _jsonl._duck_read
+    real = jsonl._duck_read
 
     def picky(con, files, *args):  # DuckDB "fails" on every evaluation file of judge-2
         if any("judge-2" in p.name for p in files):
             raise duckdb.InvalidInputException("simulated unreadable file")
         return real(con, files, *args)
 
-    monkeypatch.setattr(_jsonl, "_duck_read", picky)
+    monkeypatch.setattr(jsonl, "_duck_read", picky)
     slow = analyze(load_run(run)).summary
     for key in ("n_records", "n_duplicates", "n_failed", "data_quality", "agreement"):
         assert slow[key] == fast[key], key

@@ -255,7 +255,7 @@ def test_the_kappa_matrix_scale_spans_the_pairs_not_the_diagonal() -> None:
 
 
 def test_the_data_quality_table_speaks_in_words(report: Path) -> None:
-    from coeval_analysis.data import DataQuality
+    from coeval_analysis.loading.run_data import DataQuality
     from coeval_analysis.reports.quality_labels import DATA_QUALITY_LABELS, PHASE_LABELS, quality_rows
 
     fields = DataQuality().as_dict()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coeval_analysis.analysis import AnalysisOptions, analyze
-from coeval_analysis.loader import load_run
+from coeval_analysis.loading.loader import load_run
 from coeval_analysis.reports.item_quality import item_quality_section
 from coeval_analysis.teacher_diversity import prompt_similarity
 

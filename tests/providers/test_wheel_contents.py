@@ -35,7 +35,7 @@ def test_the_providers_wheel_ships_no_fake_server(tmp_path: Path) -> None:
 
 def test_the_analysis_wheel_ships_no_synthetic_run_writer(tmp_path: Path) -> None:
     files = wheel_files("coeval-analysis", tmp_path)
-    assert {"coeval_analysis/loader.py", "coeval_analysis/py.typed"} <= set(files)
+    assert {"coeval_analysis/loading/loader.py", "coeval_analysis/py.typed"} <= set(files)
     assert [f for f in files if "synthetic" in f] == []
 
 

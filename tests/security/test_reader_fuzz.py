@@ -27,7 +27,7 @@ from coeval.config._yaml import UnreadableYaml, load_yaml_guarded
 from coeval.prompts.errors import OutputParseError
 from coeval.prompts.judging import parse_per_factor, parse_rationale, parse_single
 from coeval.storage import iter_jsonl
-from coeval_analysis._jsonl import MAP, TEXT, read_records
+from coeval_analysis.loading.jsonl import MAP, TEXT, read_records
 from coeval_benchmarks.sources import DatasetFileError, read_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -166,7 +166,7 @@ def test_a_link_inside_the_run_folder_is_read(tmp_path: Path) -> None:
 
 def test_the_analysis_reader_refuses_a_fifo_it_is_handed(tmp_path: Path) -> None:
     """``read_records`` (DuckDB, which would wait on a FIFO for ever) checks each file too."""
-    from coeval_analysis._jsonl import TEXT, read_records
+    from coeval_analysis.loading.jsonl import TEXT, read_records
 
     good = tmp_path / "a.jsonl"
     good.write_text('{"id": "x"}\n', encoding="utf-8")

@@ -18,8 +18,8 @@ __all__ = ["Analysis", "AnalysisOptions", "RunData", "analyze", "load_run"]
 
 if TYPE_CHECKING:
     from coeval_analysis.analysis import Analysis, AnalysisOptions, analyze
-    from coeval_analysis.data import RunData
-    from coeval_analysis.loader import load_run
+    from coeval_analysis.loading.loader import load_run
+    from coeval_analysis.loading.run_data import RunData
 
 
 def __getattr__(name: str) -> Any:
@@ -29,11 +29,11 @@ def __getattr__(name: str) -> Any:
 
         return getattr(analysis, name)
     if name == "RunData":
-        from coeval_analysis.data import RunData
+        from coeval_analysis.loading.run_data import RunData
 
         return RunData
     if name == "load_run":
-        from coeval_analysis.loader import load_run
+        from coeval_analysis.loading.loader import load_run
 
         return load_run
     raise AttributeError(name)

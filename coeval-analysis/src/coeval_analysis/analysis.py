@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coeval_analysis.data import LLM_JUDGE, RunData
 from coeval_analysis.headline_notes import headline_notes
 from coeval_analysis.human_labels import HumanLabel, run_labels
 from coeval_analysis.item_quality import with_rejections
@@ -28,6 +27,7 @@ from coeval_analysis.judge_quality import (
 )
 from coeval_analysis.judge_replies import judge_replies
 from coeval_analysis.leaderboard_build import leaderboard_of
+from coeval_analysis.loading.run_data import LLM_JUDGE, RunData
 from coeval_analysis.pass_rates import pass_rate_summary, pass_rate_table
 from coeval_analysis.ranking import (
     MIN_INTERVAL_DATAPOINTS,

@@ -121,7 +121,7 @@ def _analyze(
 ) -> None:
     """The body of ``coeval analyze``, run inside the chosen console log level."""
     from coeval_analysis.analysis import AnalysisOptions, analyze
-    from coeval_analysis.loader import load_run
+    from coeval_analysis.loading.loader import load_run
 
     run_path = _run_folder(run_path, config_path)
     writers, optional = _report_writers()

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from coeval.answer_checks.functions import CHECK_NAMES
 
-from coeval_analysis.data import LLM_JUDGE, RunData
+from coeval_analysis.loading.run_data import LLM_JUDGE, RunData
 
 __all__ = ["CODE_TESTS", "FactorKind", "FactorPlan", "PlannedFactor", "factor_plan", "factor_weight", "kind_of"]
 

@@ -25,8 +25,8 @@ import pyarrow.compute as pc
 from coeval.storage.run_folder import atomic_write_text, iter_jsonl, utc_now
 from coeval.storage.safe_files import check_run_file, folder_lock
 
-from coeval_analysis._jsonl import TEXT, Computed, read_records
-from coeval_analysis.run_files import PHASE4, guarded, jsonl_files
+from coeval_analysis.loading.jsonl import TEXT, Computed, read_records
+from coeval_analysis.loading.run_files import PHASE4, guarded, jsonl_files
 
 __all__ = [
     "LABELS_FILE",

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from coeval_analysis.data import RunData
+from coeval_analysis.loading.run_data import RunData
 
 __all__ = ["DEGENERATE_SHARE", "degenerate_rates", "drop_judges", "dropped_entries", "with_degenerate_rates"]
 

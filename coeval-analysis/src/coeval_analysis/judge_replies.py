@@ -4,7 +4,7 @@ A flat reply (one level for every factor) is only suspicious when the judge give
 for it; a reply that repeats the judge prompt's own example (the ``criterion_name`` key, the
 "one sentence on why" rationale) is degenerate whatever its levels. Both are read from the
 phase-5 records' ``rationale`` field (records written before it existed have none); the
-rules live in :mod:`coeval_analysis.reply_flags`, and the loader works them out in its one
+rules live in :mod:`coeval_analysis.loading.reply_flags`, and the loader works them out in its one
 pass over the files.
 """
 
@@ -15,18 +15,18 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from coeval_analysis._arrow import Vocabulary
-from coeval_analysis._jsonl import JSON_TEXT, MAP, TEXT, read_records
-from coeval_analysis.data import RunData
 from coeval_analysis.errors import AnalysisInputError
-from coeval_analysis.loader import evaluation_files
-from coeval_analysis.reply_flags import (
+from coeval_analysis.loading.jsonl import JSON_TEXT, MAP, TEXT, read_records
+from coeval_analysis.loading.loader import evaluation_files
+from coeval_analysis.loading.reply_flags import (
     JUDGE_EXAMPLES,
     REPLY_FLAG_COLUMNS,
     copies_example,
     replies_frame,
     reply_flags,
 )
+from coeval_analysis.loading.run_data import RunData
+from coeval_analysis.loading.vocabulary import Vocabulary
 
 __all__ = ["JUDGE_EXAMPLES", "copies_example", "judge_replies", "replies_frame", "reply_flags"]
 

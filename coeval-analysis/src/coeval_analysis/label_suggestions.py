@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from coeval_analysis.run_files import read_text
+from coeval_analysis.loading.run_files import read_text
 
 __all__ = [
     "CALIBRATION",
@@ -203,7 +203,7 @@ def fresh_summary(run: Path) -> dict[str, Any] | None:
 
 
 def candidates_from(data: Any) -> list[Candidate]:
-    """Every scored answer of a loaded run (:class:`~coeval_analysis.data.RunData`), with
+    """Every scored answer of a loaded run (:class:`~coeval_analysis.loading.run_data.RunData`), with
     the LLM judges that graded it and the spread of their scores."""
     from coeval_analysis.stats.scores import ScoreModel
 
@@ -322,7 +322,7 @@ def order_with_summary(
     analysis when that is newer than its records and labels, else a quick one (``n_boot``
     resamples)."""
     from coeval_analysis.analysis import AnalysisOptions, analyze
-    from coeval_analysis.loader import load_run
+    from coeval_analysis.loading.loader import load_run
 
     data = load_run(run)
     summary = fresh_summary(run)

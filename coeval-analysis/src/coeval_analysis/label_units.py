@@ -23,15 +23,15 @@ from coeval.storage.safe_files import FILE_MODE, apply_file_mode
 
 from coeval_analysis.csv_safety import neutralise_text, restore_text
 from coeval_analysis.human_labels import LEVELS, Answer, HumanLabel, current_answers, level_name
-from coeval_analysis.run_files import (
+from coeval_analysis.loading.run_files import (
     PHASE3,
     PHASE4,
-    _label_attributes,
-    _read_config,
-    _task_rubrics,
     jsonl_files,
+    label_attributes,
+    read_config,
+    task_rubrics,
 )
-from coeval_analysis.score_units import llm_factors
+from coeval_analysis.loading.score_units import llm_factors
 
 __all__ = ["CSV_COLUMNS", "EXPORT_COLUMNS", "LabelUnits", "read_label_csv", "write_label_csv"]
 
@@ -68,9 +68,9 @@ class LabelUnits:
     @classmethod
     def read(cls, run: str | Path) -> LabelUnits:
         root = Path(run)
-        config = _read_config(root)
-        label_attrs = _label_attributes(config)
-        rubrics = _task_rubrics(root, config)
+        config = read_config(root)
+        label_attrs = label_attributes(config)
+        rubrics = task_rubrics(root, config)
         factors = {task: [f for f in llm_factors(rubric) if f not in label_attrs.get(task, [])]
                    for task, rubric in rubrics.items()}  # fmt: skip
         criteria = {task: {f: _criterion(rubric[f]) for f in factors[task]} for task, rubric in rubrics.items()}

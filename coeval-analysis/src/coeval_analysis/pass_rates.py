@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from coeval.answer_checks.functions import CHECK_NAMES
 
-from coeval_analysis.data import RunData
+from coeval_analysis.loading.run_data import RunData
 
 __all__ = [
     "PASS_FAIL_EVALUATORS",

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coeval_analysis.data import LLM_JUDGE, RunData
 from coeval_analysis.factor_plan import FactorPlan, factor_plan
 from coeval_analysis.families import model_families
 from coeval_analysis.headline_parts import Evidence, RateFactor, combine, evidence_columns, rate_factors
+from coeval_analysis.loading.run_data import LLM_JUDGE, RunData
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.comparisons import Comparisons, compare_students, rank_label
 from coeval_analysis.stats.headline import Headline, Judgments

@@ -17,7 +17,7 @@ from coeval.storage.records import OK
 from coeval.storage.run_folder import RunFolder
 
 if TYPE_CHECKING:
-    from coeval_analysis.data import RunData
+    from coeval_analysis.loading.run_data import RunData
 
 __all__ = ["STALE_COLUMNS", "stale_counts", "stale_warnings"]
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from coeval.quality.text import jaccard, shingles
 
-from coeval_analysis._jsonl import TEXT, read_records
-from coeval_analysis.data import RunData
-from coeval_analysis.loader import PHASE3, jsonl_files
+from coeval_analysis.loading.jsonl import TEXT, read_records
+from coeval_analysis.loading.run_data import RunData
+from coeval_analysis.loading.run_files import PHASE3, jsonl_files
 
 __all__ = ["LOW_DIVERSITY", "MAX_PROMPTS", "prompt_similarity", "teacher_prompts", "with_diversity"]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from coeval_analysis.data import RunData
+from coeval_analysis.loading.run_data import RunData
 
 __all__ = ["attribute_coverage"]
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coeval_analysis.data import LLM_JUDGE, RunData
+from coeval_analysis.loading.run_data import LLM_JUDGE, RunData
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 
 __all__ = ["SLICE_KINDS", "ScoreModel", "dense_mean", "pair_mean"]

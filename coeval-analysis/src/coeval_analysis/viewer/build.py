@@ -19,7 +19,7 @@ from pathlib import Path
 
 import attrs
 
-from coeval_analysis.run_files import jsonl_files
+from coeval_analysis.loading.run_files import jsonl_files
 from coeval_analysis.viewer.oversized import MAX_RECORD_BYTES
 from coeval_analysis.viewer.rowsql import datapoint_rows_sql
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from coeval.quality.ledger import rejections
 
-from coeval_analysis.run_files import read_text
+from coeval_analysis.loading.run_files import read_text
 from coeval_analysis.viewer.pages import _e, _pre, layout
 from coeval_analysis.viewer.queries import PAGE_SIZE
 from coeval_analysis.viewer.store import RunStore

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from coeval.storage.safe_files import open_regular
 
-__all__ = ["JSON_TEXT", "MAP", "TEXT", "Computed", "read_records"]
+__all__ = ["JSON_TEXT", "MAP", "TEXT", "Computed", "map_entries", "read_records"]
 
 TEXT = "VARCHAR"
 JSON_TEXT = "JSON"

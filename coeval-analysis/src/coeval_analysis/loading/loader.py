@@ -1,6 +1,6 @@
-"""Load a run folder (current or legacy format) into :class:`~coeval_analysis.data.RunData`.
+"""Load a run folder (current or legacy format) into :class:`~coeval_analysis.loading.run_data.RunData`.
 
-Rules, each applied deliberately and counted in :class:`~coeval_analysis.data.DataQuality`:
+Rules, each applied deliberately and counted in :class:`~coeval_analysis.loading.run_data.DataQuality`:
 
 * A line that is not a JSON object is skipped (a crash can cut the last line of a file).
 * Records sharing an ``id``: the last *valid* one wins (the last one if none is valid);
@@ -32,43 +32,41 @@ import pyarrow.compute as pc
 from coeval.storage.listing import storage_folder_hint
 from coeval.storage.run_folder import RunFolder
 
-from coeval_analysis._arrow import Vocabulary, encode
-from coeval_analysis._jsonl import JSON_TEXT, MAP, TEXT, map_entries, read_records
-from coeval_analysis.columns import _ID_HASH, _cat, _parse_scores, _text, parse_score
-from coeval_analysis.data import DataQuality, RunData
 from coeval_analysis.errors import AnalysisInputError
-from coeval_analysis.left_out import (
-    _leave_out_removed,
-    _without_models,
+from coeval_analysis.loading.columns import ID_HASH, categorical, parse_scores, text_chunks
+from coeval_analysis.loading.jsonl import JSON_TEXT, MAP, TEXT, map_entries, read_records
+from coeval_analysis.loading.left_out import (
     leave_out_above_total,
-    left_out_by_config,
+    leave_out_removed,
+    without_models,
 )
-from coeval_analysis.record_tables import (
-    _count_invalid_scores,
-    _datapoint_tables,
-    _error_kinds,
-    _evaluators,
-    _kept_evaluations,
-    _record_fields,
-    _response_table,
+from coeval_analysis.loading.record_tables import (
+    count_invalid_scores,
+    datapoint_tables,
+    error_kinds,
+    evaluators,
+    kept_evaluations,
+    record_fields,
+    response_table,
 )
-from coeval_analysis.reply_flags import REPLY_FLAG_COLUMNS, replies_frame
-from coeval_analysis.run_files import (
+from coeval_analysis.loading.reply_flags import REPLY_FLAG_COLUMNS, replies_frame
+from coeval_analysis.loading.run_data import DataQuality, RunData
+from coeval_analysis.loading.run_files import (
     PHASE3,
     PHASE4,
     PHASE5,
-    _label_attributes,
-    _read_config,
-    _read_json,
-    _target_attributes,
-    _task_rubrics,
     jsonl_files,
+    label_attributes,
+    read_config,
+    read_json,
+    target_attributes,
+    task_rubrics,
 )
-from coeval_analysis.score_units import _check_completeness, _label_details, _units, llm_factors
+from coeval_analysis.loading.score_units import check_completeness, label_details, score_units
+from coeval_analysis.loading.vocabulary import Vocabulary, encode
 from coeval_analysis.stale import STALE_COLUMNS, stale_counts
 
-__all__ = ["PHASE3", "evaluation_files", "jsonl_files", "left_out_by_config", "llm_factors", "load_run",
-           "parse_score"]
+__all__ = ["evaluation_files", "load_run"]
 
 _EVAL_COLUMNS = {
     "id": TEXT, "response_id": TEXT, "datapoint_id": TEXT, "task_id": TEXT, "teacher_model_id": TEXT,
@@ -108,7 +106,7 @@ def _read_evaluations(root: Path, files: list[Path]) -> tuple[pa.Table, int, Cou
     the judgments are read once."""
     ev, bad = read_records(
         files, {**_EVAL_COLUMNS, "rationale": JSON_TEXT, **dict.fromkeys(STALE_COLUMNS, TEXT)},
-        {**_ID_HASH, **REPLY_FLAG_COLUMNS}, hidden=("rationale",),
+        {**ID_HASH, **REPLY_FLAG_COLUMNS}, hidden=("rationale",),
     )
     stale = stale_counts(root, ev)
     return ev.drop_columns(list(STALE_COLUMNS)), bad, stale
@@ -119,19 +117,19 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     root = Path(path)
     eval_files = evaluation_files(root)
     meta_path = RunFolder(root).meta_path
-    meta = _read_json(meta_path) or {}
+    meta = read_json(meta_path) or {}
     if not isinstance(meta, dict):
         raise AnalysisInputError(f"{meta_path}: must be a JSON object")
-    config = _read_config(root)
-    rubrics = _task_rubrics(root, config)
-    target_attrs = _target_attributes(root, config)
-    label_attrs = _label_attributes(config)
+    config = read_config(root)
+    rubrics = task_rubrics(root, config)
+    target_attrs = target_attributes(root, config)
+    label_attrs = label_attributes(config)
     quality = DataQuality()
 
     # ---- read the three phases -------------------------------------------------------
     ev, ev_bad, stale = _read_evaluations(root, eval_files)
     quality.n_records, quality.n_bad_lines = ev.num_rows, ev_bad
-    ev, left_out = _leave_out_removed(ev, meta, config, quality)
+    ev, left_out = leave_out_removed(ev, meta, config, quality)
     if ev.num_rows == 0:
         raise AnalysisInputError(f"{root / PHASE5}: the evaluation files hold no records")
     has_labels = bool(pc.any(pc.equal(ev.column("evaluator"), "label")).as_py())
@@ -139,34 +137,34 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     resp, resp_bad = read_records(
         jsonl_files(root, PHASE4),
         {**_RESP_COLUMNS, "response": TEXT},
-        {"length": "length(response)", **_ID_HASH},
+        {"length": "length(response)", **ID_HASH},
         hidden=() if want_text else ("response",),
     )
-    dps, dp_bad = read_records(jsonl_files(root, PHASE3), _DP_COLUMNS, _ID_HASH)
-    resp, dps = _without_models(resp, left_out)[0], _without_models(dps, left_out)[0]
+    dps, dp_bad = read_records(jsonl_files(root, PHASE3), _DP_COLUMNS, ID_HASH)
+    resp, dps = without_models(resp, left_out)[0], without_models(dps, left_out)[0]
     ev, resp, dps = leave_out_above_total((ev, resp, dps), meta, config, target_attrs, quality)
 
     # ---- vocabularies shared by all tables ---------------------------------------------
     models = Vocabulary(
-        _text(ev, "judge_model_id") + _text(ev, "student_model_id") + _text(ev, "teacher_model_id")
-        + _text(resp, "student_model_id") + _text(resp, "teacher_model_id") + _text(dps, "teacher_model_id")
+        text_chunks(ev, "judge_model_id") + text_chunks(ev, "student_model_id") + text_chunks(ev, "teacher_model_id")
+        + text_chunks(resp, "student_model_id") + text_chunks(resp, "teacher_model_id") + text_chunks(dps, "teacher_model_id")
     )  # fmt: skip
-    tasks = Vocabulary(_text(ev, "task_id") + _text(resp, "task_id") + _text(dps, "task_id"))
-    response_ids = Vocabulary(_text(resp, "id") + _text(ev, "response_id"))
-    datapoint_ids = Vocabulary(_text(dps, "id") + _text(resp, "datapoint_id") + _text(ev, "datapoint_id"))
+    tasks = Vocabulary(text_chunks(ev, "task_id") + text_chunks(resp, "task_id") + text_chunks(dps, "task_id"))
+    response_ids = Vocabulary(text_chunks(resp, "id") + text_chunks(ev, "response_id"))
+    datapoint_ids = Vocabulary(text_chunks(dps, "id") + text_chunks(resp, "datapoint_id") + text_chunks(ev, "datapoint_id"))
 
     # ---- datapoints --------------------------------------------------------------------
-    datapoints, attributes, gold_by_dp = _datapoint_tables(dps, dp_bad, quality, datapoint_ids, tasks, models)
+    datapoints, attributes, gold_by_dp = datapoint_tables(dps, dp_bad, quality, datapoint_ids, tasks, models)
 
     # ---- responses ---------------------------------------------------------------------
-    responses = _response_table(resp, resp_bad, want_text, quality, (datapoint_ids, tasks, models, response_ids))
+    responses = response_table(resp, resp_bad, want_text, quality, (datapoint_ids, tasks, models, response_ids))
 
     # ---- evaluation records: failures and duplicates -----------------------------------
     n = ev.num_rows
     s_rows, s_keys, s_values = map_entries(ev.column("scores"))
-    s_value, s_level = _parse_scores(s_values)
+    s_value, s_level = parse_scores(s_values)
     bad = np.isnan(s_value)
-    failed, kept = _kept_evaluations(ev, s_rows, bad, quality)
+    failed, kept = kept_evaluations(ev, s_rows, bad, quality)
 
     # Who answered what comes from the response record (phase 4) when the evaluation's
     # response resolves; the evaluation's own fields are used otherwise (old records lack
@@ -178,7 +176,7 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
         return encode(col.chunks, vocab)
 
     vocabs = (datapoint_ids, tasks, models, response_ids)
-    rec, pos_i, has_resp = _record_fields(kept_codes, responses, len(kept), vocabs)
+    rec, pos_i, has_resp = record_fields(kept_codes, responses, len(kept), vocabs)
 
     rec_failed = failed[kept]
     orphan = ~rec_failed & ((rec["response"] < 0) | (rec["student"] < 0) | (rec["judge"] < 0))
@@ -191,26 +189,26 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
         {
             "response": rec["response"],
             "datapoint": rec["datapoint"],
-            "task": _cat(rec["task"], tasks),
-            "teacher": _cat(rec["teacher"], models),
-            "student": _cat(rec["student"], models),
-            "judge": _cat(rec["judge"], models),
-            "evaluator": pd.Categorical(_evaluators(ev, kept)),
+            "task": categorical(rec["task"], tasks),
+            "teacher": categorical(rec["teacher"], models),
+            "student": categorical(rec["student"], models),
+            "judge": categorical(rec["judge"], models),
+            "evaluator": pd.Categorical(evaluators(ev, kept)),
             "failed": rec_failed,
             "orphaned": orphan,
-            "error_kind": pd.Categorical(_error_kinds(ev, kept)),
+            "error_kind": pd.Categorical(error_kinds(ev, kept)),
         }
     )
 
     # ---- score units -------------------------------------------------------------------
-    _count_invalid_scores(s_values, bad, quality)
+    count_invalid_scores(s_values, bad, quality)
     factor_enc = pc.dictionary_encode(s_keys)
     factor_names = Vocabulary([factor_enc.dictionary])
     factor = pc.fill_null(factor_enc.indices, -1).to_numpy().astype(np.int64)
-    units = _units(s_rows[~bad], factor[~bad], s_value[~bad], s_level[~bad], kept, n, records, factor_names,
+    units = score_units(s_rows[~bad], factor[~bad], s_value[~bad], s_level[~bad], kept, n, records, factor_names,
                    rubrics, quality)  # fmt: skip
-    labels = _label_details(ev, kept, records, units, responses, gold_by_dp, attributes)
-    _check_completeness(units, records, rubrics, label_attrs, quality)
+    labels = label_details(ev, kept, records, units, responses, gold_by_dp, attributes)
+    check_completeness(units, records, rubrics, label_attrs, quality)
 
     return RunData(
         path=root,

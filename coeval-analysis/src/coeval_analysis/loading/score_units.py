@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from coeval_analysis._arrow import Vocabulary
-from coeval_analysis.columns import _take_cat
-from coeval_analysis.data import LLM_JUDGE, DataQuality
 from coeval_analysis.labels import normalise_label
+from coeval_analysis.loading.columns import take_categorical
+from coeval_analysis.loading.run_data import LLM_JUDGE, DataQuality
+from coeval_analysis.loading.vocabulary import Vocabulary
 
-__all__ = ["llm_factors"]
+__all__ = ["check_completeness", "label_details", "llm_factors", "score_units"]
 
 
 def llm_factors(rubric: dict[str, Any]) -> list[str]:
@@ -29,7 +29,7 @@ def llm_factors(rubric: dict[str, Any]) -> list[str]:
 
 
 
-def _units(
+def score_units(
     rows: np.ndarray,
     factor: np.ndarray,
     value: np.ndarray,
@@ -89,11 +89,11 @@ def _units(
         {
             "response": records["response"].to_numpy()[row],
             "datapoint": records["datapoint"].to_numpy()[row],
-            "task": _take_cat(records["task"], row),
-            "teacher": _take_cat(records["teacher"], row),
-            "student": _take_cat(records["student"], row),
-            "judge": _take_cat(records["judge"], row),
-            "evaluator": _take_cat(records["evaluator"], row),
+            "task": take_categorical(records["task"], row),
+            "teacher": take_categorical(records["teacher"], row),
+            "student": take_categorical(records["student"], row),
+            "judge": take_categorical(records["judge"], row),
+            "evaluator": take_categorical(records["evaluator"], row),
             "factor": pd.Categorical.from_codes(
                 factor.astype(np.int32), categories=factor_names.index, validate=False
             ),
@@ -111,7 +111,7 @@ def _as_labels(v: Any) -> tuple[str, ...]:
     return (str(v),)
 
 
-def _label_details(
+def label_details(
     ev: pa.Table,
     kept: np.ndarray,
     records: pd.DataFrame,
@@ -179,7 +179,7 @@ def _label_details(
     return pd.DataFrame(cols)
 
 
-def _check_completeness(
+def check_completeness(
     units: pd.DataFrame,
     records: pd.DataFrame,
     rubrics: dict[str, dict[str, Any]],

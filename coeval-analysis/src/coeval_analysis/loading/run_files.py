@@ -20,7 +20,8 @@ from coeval.storage.safe_files import UnsafeRunFile, read_run_file, run_files
 
 from coeval_analysis.errors import AnalysisInputError
 
-__all__ = ["PHASE3", "PHASE4", "PHASE5", "guarded", "jsonl_files", "read_text"]
+__all__ = ["PHASE3", "PHASE4", "PHASE5", "guarded", "jsonl_files", "label_attributes", "read_config", "read_json",
+           "read_text", "target_attributes", "task_rubrics"]
 
 # the run-folder layout is the core storage layer's: read through it, never spelt again here
 PHASE3 = PHASE_DIRS["data_generation"]
@@ -50,7 +51,7 @@ def read_text(path: Path, root: Path | None = None) -> str:
         return read_run_file(path, root or _root_of(path)).decode("utf-8")
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     try:
         return json.loads(read_text(path))
     except FileNotFoundError:
@@ -59,7 +60,7 @@ def _read_json(path: Path) -> Any:
         raise AnalysisInputError(f"{path}: not valid JSON ({exc})") from None
 
 
-def _read_config(root: Path) -> dict[str, Any]:
+def read_config(root: Path) -> dict[str, Any]:
     path = RunFolder(root).config_path
     try:
         data = load_yaml_guarded(read_text(path, root), str(path))
@@ -75,20 +76,20 @@ def _config_tasks(config: dict[str, Any]) -> list[dict[str, Any]]:
     return [t for t in tasks if isinstance(t, dict)] if isinstance(tasks, list) else []
 
 
-def _task_rubrics(root: Path, config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def task_rubrics(root: Path, config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     rubrics: dict[str, dict[str, Any]] = {}
     for task in _config_tasks(config):
         if isinstance(task.get("rubric"), dict):
             rubrics[str(task.get("name"))] = dict(task["rubric"])
     for name, path in _task_files(RunFolder(root).rubric_path("*")):
-        data = _read_json(path)
+        data = read_json(path)
         if not isinstance(data, dict):
             raise AnalysisInputError(f"{path}: a rubric must be a JSON object of factor -> criterion")
         rubrics[name] = data
     return rubrics
 
 
-def _target_attributes(root: Path, config: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+def target_attributes(root: Path, config: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
     out: dict[str, dict[str, list[str]]] = {}
     for task in _config_tasks(config):
         if isinstance(task.get("target_attributes"), dict):
@@ -97,7 +98,7 @@ def _target_attributes(root: Path, config: dict[str, Any]) -> dict[str, dict[str
                 for k, vs in task["target_attributes"].items()
             }
     for name, path in _task_files(RunFolder(root).target_attrs_path("*")):
-        data = _read_json(path)
+        data = read_json(path)
         if isinstance(data, dict):
             out[name] = {str(k): [str(v) for v in (vs if isinstance(vs, list) else [vs])] for k, vs in data.items()}
     return out
@@ -112,7 +113,7 @@ def _task_files(pattern: Path) -> list[tuple[str, Path]]:
     return [(path.name[: -len(suffix)], path) for path in found]
 
 
-def _label_attributes(config: dict[str, Any]) -> dict[str, list[str]]:
+def label_attributes(config: dict[str, Any]) -> dict[str, list[str]]:
     return {
         str(t.get("name")): [str(a) for a in t["label_attributes"]]
         for t in _config_tasks(config)

@@ -16,9 +16,10 @@ from coeval.phases.data_rows import left_out_ids
 from coeval.run.limits import LIMIT_KEY
 from coeval.storage.records import above_slots
 
-from coeval_analysis.data import DataQuality
+from coeval_analysis.loading.run_data import DataQuality
 
-__all__ = ["above_total", "leave_out_above_total", "left_out_by_config", "slots_by_config", "without_datapoints"]
+__all__ = ["above_total", "leave_out_above_total", "leave_out_removed", "left_out_by_config", "slots_by_config",
+           "without_datapoints", "without_models"]
 
 _ROLE_FIELD = {"teacher": "teacher_model_id", "student": "student_model_id", "judge": "judge_model_id"}
 
@@ -42,7 +43,7 @@ def left_out_by_config(meta: dict[str, Any], config: dict[str, Any]) -> dict[str
     return out
 
 
-def _without_models(table: pa.Table, left_out: dict[str, set[str]]) -> tuple[pa.Table, int]:
+def without_models(table: pa.Table, left_out: dict[str, set[str]]) -> tuple[pa.Table, int]:
     """``table`` less the rows made by a left-out model in its left-out role, and how many."""
     drop = None
     for role, names in left_out.items():
@@ -57,13 +58,13 @@ def _without_models(table: pa.Table, left_out: dict[str, set[str]]) -> tuple[pa.
     return (table.filter(pc.invert(drop)), n) if n else (table, 0)
 
 
-def _leave_out_removed(
+def leave_out_removed(
     ev: pa.Table, meta: dict[str, Any], config: dict[str, Any], quality: DataQuality
 ) -> tuple[pa.Table, dict[str, set[str]]]:
     """The evaluation records less those of models the config snapshot left out (counted in
     ``quality``), and what was left out, for the other phases' records."""
     left_out = left_out_by_config(meta, config)
-    ev, quality.n_left_out_by_config = _without_models(ev, left_out)
+    ev, quality.n_left_out_by_config = without_models(ev, left_out)
     quality.left_out_models = {role: sorted(names) for role, names in sorted(left_out.items())}
     return ev, left_out
 

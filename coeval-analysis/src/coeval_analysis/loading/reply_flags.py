@@ -19,8 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from coeval_analysis._arrow import Vocabulary, encode
-from coeval_analysis._jsonl import Computed
+from coeval_analysis.loading.jsonl import Computed
+from coeval_analysis.loading.vocabulary import Vocabulary, encode
 
 __all__ = ["JUDGE_EXAMPLES", "REPLY_FLAG_COLUMNS", "copies_example", "replies_frame", "reply_flags"]
 

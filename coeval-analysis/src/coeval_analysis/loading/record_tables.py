@@ -14,27 +14,39 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from coeval_analysis._arrow import Vocabulary, encode
-from coeval_analysis._jsonl import map_entries
-from coeval_analysis.columns import _cat, _failed_status, _id_codes, _last_valid, _short, _text
-from coeval_analysis.data import LLM_JUDGE, DataQuality, PhaseQuality
+from coeval_analysis.loading.columns import (
+    categorical,
+    failed_status,
+    id_codes,
+    last_valid,
+    short_text,
+    text_chunks,
+)
+from coeval_analysis.loading.jsonl import map_entries
+from coeval_analysis.loading.run_data import LLM_JUDGE, DataQuality, PhaseQuality
+from coeval_analysis.loading.vocabulary import Vocabulary, encode
+
+__all__ = [
+    "count_invalid_scores", "datapoint_tables", "error_kinds", "evaluators", "kept_evaluations", "record_fields",
+    "response_table",
+]
 
 
-def _datapoint_tables(
+def datapoint_tables(
     dps: pa.Table, dp_bad: int, quality: DataQuality, datapoint_ids: Vocabulary, tasks: Vocabulary,
     models: Vocabulary,
 ) -> tuple[pd.DataFrame, Any, Any]:
     """Phase 3: the last valid record per datapoint, its attributes and its gold labels."""
-    dp_failed = _failed_status(dps)
-    dp_rows = _last_valid(_id_codes(dps), ~dp_failed) if dps.num_rows else np.zeros(0, np.int64)
+    dp_failed = failed_status(dps)
+    dp_rows = last_valid(id_codes(dps), ~dp_failed) if dps.num_rows else np.zeros(0, np.int64)
     quality.phase3 = PhaseQuality(
         dps.num_rows, dp_bad, dps.num_rows - len(dp_rows), int(dp_failed[dp_rows].sum())
     )
-    dp_codes = encode(_text(dps, "id"), datapoint_ids)
+    dp_codes = encode(text_chunks(dps, "id"), datapoint_ids)
     datapoints = pd.DataFrame(
         {
-            "task": _cat(encode(_text(dps, "task_id"), tasks)[dp_rows], tasks),
-            "teacher": _cat(encode(_text(dps, "teacher_model_id"), models)[dp_rows], models),
+            "task": categorical(encode(text_chunks(dps, "task_id"), tasks)[dp_rows], tasks),
+            "teacher": categorical(encode(text_chunks(dps, "teacher_model_id"), models)[dp_rows], models),
             "failed": dp_failed[dp_rows],
         },
         index=pd.Index(dp_codes[dp_rows], name="datapoint"),
@@ -44,14 +56,14 @@ def _datapoint_tables(
     return datapoints, attributes, gold_by_dp
 
 
-def _response_table(
+def response_table(
     resp: pa.Table, resp_bad: int, want_text: bool, quality: DataQuality,
     vocabs: tuple[Vocabulary, Vocabulary, Vocabulary, Vocabulary],
 ) -> pd.DataFrame:
     """Phase 4: the last valid record per response (its text only when wanted)."""
     datapoint_ids, tasks, models, response_ids = vocabs
-    resp_failed = _failed_status(resp)
-    resp_rows = _last_valid(_id_codes(resp), ~resp_failed) if resp.num_rows else np.zeros(0, np.int64)
+    resp_failed = failed_status(resp)
+    resp_rows = last_valid(id_codes(resp), ~resp_failed) if resp.num_rows else np.zeros(0, np.int64)
     quality.phase4 = PhaseQuality(
         resp.num_rows, resp_bad, resp.num_rows - len(resp_rows), int(resp_failed[resp_rows].sum())
     )
@@ -62,21 +74,21 @@ def _response_table(
     )
     responses = pd.DataFrame(
         {
-            "datapoint": encode(_text(resp, "datapoint_id"), datapoint_ids)[resp_rows],
-            "task": _cat(encode(_text(resp, "task_id"), tasks)[resp_rows], tasks),
-            "teacher": _cat(encode(_text(resp, "teacher_model_id"), models)[resp_rows], models),
-            "student": _cat(encode(_text(resp, "student_model_id"), models)[resp_rows], models),
+            "datapoint": encode(text_chunks(resp, "datapoint_id"), datapoint_ids)[resp_rows],
+            "task": categorical(encode(text_chunks(resp, "task_id"), tasks)[resp_rows], tasks),
+            "teacher": categorical(encode(text_chunks(resp, "teacher_model_id"), models)[resp_rows], models),
+            "student": categorical(encode(text_chunks(resp, "student_model_id"), models)[resp_rows], models),
             "length": lengths[resp_rows],
             "failed": resp_failed[resp_rows],
         },
-        index=pd.Index(encode(_text(resp, "id"), response_ids)[resp_rows], name="response"),
+        index=pd.Index(encode(text_chunks(resp, "id"), response_ids)[resp_rows], name="response"),
     )
     if want_text and resp.num_rows:
         responses["text"] = resp.column("response").take(pa.array(resp_rows)).to_pylist()
     return responses
 
 
-def _record_fields(
+def record_fields(
     kept_codes: Callable[..., np.ndarray], responses: pd.DataFrame, n_kept: int,
     vocabs: tuple[Vocabulary, Vocabulary, Vocabulary, Vocabulary],
 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
@@ -105,16 +117,16 @@ def _record_fields(
     return rec, pos_i, has_resp
 
 
-def _kept_evaluations(
+def kept_evaluations(
     ev: pa.Table, s_rows: np.ndarray, bad: np.ndarray, quality: DataQuality
 ) -> tuple[np.ndarray, np.ndarray]:
     """Which evaluation records failed (no usable score counts as failed) and which rows
     stand for their id (the last valid one); counts duplicates and superseded failures."""
     n = ev.num_rows
     usable = np.bincount(s_rows[~bad], minlength=n)
-    failed = _failed_status(ev) | (usable == 0)
-    ids = _id_codes(ev)
-    kept = _last_valid(ids, ~failed)
+    failed = failed_status(ev) | (usable == 0)
+    ids = id_codes(ev)
+    kept = last_valid(ids, ~failed)
     quality.n_duplicates = n - len(kept)
     if quality.n_duplicates:
         dropped = np.ones(n, bool)
@@ -125,16 +137,16 @@ def _kept_evaluations(
     return failed, kept
 
 
-def _count_invalid_scores(s_values: pa.Array, bad: np.ndarray, quality: DataQuality) -> None:
+def count_invalid_scores(s_values: pa.Array, bad: np.ndarray, quality: DataQuality) -> None:
     """How many score values could not be read, and the 20 most common of them."""
     invalid = (
-        Counter(_short(v) for v in s_values.filter(pa.array(bad)).to_pylist()) if bad.any() else Counter()
+        Counter(short_text(v) for v in s_values.filter(pa.array(bad)).to_pylist()) if bad.any() else Counter()
     )
     quality.n_invalid_scores = int(bad.sum())
     quality.invalid_values = dict(invalid.most_common(20))
 
 
-def _evaluators(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
+def evaluators(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
     """Each kept record's evaluator: its ``evaluator`` field, or for old records one
     derived from ``judge_model_id`` (label, gold, metric..., else an LLM judge)."""
     take = pa.array(kept)
@@ -158,7 +170,7 @@ def _evaluators(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
 _KIND = re.compile(r"^\s*([A-Za-z_][\w.-]*)")
 
 
-def _error_kinds(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
+def error_kinds(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
     """``error_kind`` of each kept record, else the leading word of its ``error``."""
     raw = pc.coalesce(ev.column("error_kind"), ev.column("error")).combine_chunks().take(pa.array(kept))
     enc = pc.dictionary_encode(raw)
@@ -183,7 +195,7 @@ def _attribute_table(
     dps: pa.Table, dp_rows: np.ndarray, dp_codes: np.ndarray, tasks: Vocabulary
 ) -> pd.DataFrame:
     """(datapoint, task, attribute, value) of the kept datapoints' target attributes."""
-    empty = pd.DataFrame({"datapoint": np.zeros(0, np.int32), "task": _cat([], tasks),
+    empty = pd.DataFrame({"datapoint": np.zeros(0, np.int32), "task": categorical([], tasks),
                           "attribute": pd.Categorical([]), "value": pd.Categorical([])})  # fmt: skip
     if dps.num_rows == 0:
         return empty
@@ -194,11 +206,11 @@ def _attribute_table(
     if not sel.any():
         return empty
     mask = pa.array(sel)
-    task_codes = encode(_text(dps, "task_id"), tasks)
+    task_codes = encode(text_chunks(dps, "task_id"), tasks)
     return pd.DataFrame(
         {
             "datapoint": dp_codes[rows[sel]],
-            "task": _cat(task_codes[rows[sel]], tasks),
+            "task": categorical(task_codes[rows[sel]], tasks),
             "attribute": keys.filter(mask).to_pandas().astype("category").to_numpy(),
             "value": values.filter(mask).to_pandas().astype("category").to_numpy(),
         }

@@ -10,13 +10,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from coeval_analysis._arrow import Vocabulary
+from coeval_analysis.loading.vocabulary import Vocabulary
 
-__all__ = ["parse_score"]
+__all__ = [
+    "ID_HASH", "categorical", "failed_status", "id_codes", "last_valid", "parse_score", "parse_scores", "short_text",
+    "take_categorical", "text_chunks",
+]
 
 _LEVELS = {"low": (0.0, 0), "medium": (0.5, 1), "high": (1.0, 2)}
-#: a 64-bit hash of each record's id, computed by DuckDB while it reads (see _id_codes)
-_ID_HASH = {"id_hash": "hash(id)"}
+#: a 64-bit hash of each record's id, computed by DuckDB while it reads (see id_codes)
+ID_HASH = {"id_hash": "hash(id)"}
 
 
 def parse_score(raw: Any) -> tuple[float, int]:
@@ -56,19 +59,19 @@ def parse_score(raw: Any) -> tuple[float, int]:
 
 
 
-def _text(table: pa.Table, name: str) -> list[pa.Array]:
+def text_chunks(table: pa.Table, name: str) -> list[pa.Array]:
     chunks: list[pa.Array] = table.column(name).chunks
     return chunks
 
 
-def _failed_status(table: pa.Table) -> np.ndarray:
+def failed_status(table: pa.Table) -> np.ndarray:
     if table.num_rows == 0:
         return np.zeros(0, bool)
     is_failed = pc.equal(pc.utf8_lower(table.column("status")), "failed")
     return np.asarray(pc.fill_null(is_failed, False).to_numpy())
 
 
-def _id_codes(table: pa.Table) -> np.ndarray:
+def id_codes(table: pa.Table) -> np.ndarray:
     """Codes that are equal exactly when ids are; a record without an id is unique.
 
     Rows are grouped by the 64-bit hash DuckDB computed while reading (``id_hash``), which
@@ -104,7 +107,7 @@ def _id_codes(table: pa.Table) -> np.ndarray:
     return codes
 
 
-def _last_valid(ids: np.ndarray, valid: np.ndarray) -> np.ndarray:
+def last_valid(ids: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Row indices kept by "the last valid record of an id wins (else the last)"."""
     if len(ids) == 0:
         return np.zeros(0, np.int64)
@@ -114,19 +117,19 @@ def _last_valid(ids: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.sort(order[last])
 
 
-def _cat(codes: Any, vocab: Vocabulary) -> pd.Categorical:
+def categorical(codes: Any, vocab: Vocabulary) -> pd.Categorical:
     return pd.Categorical.from_codes(
         np.asarray(codes, dtype=np.int32), categories=vocab.index, validate=False
     )
 
 
-def _take_cat(col: pd.Series, rows: np.ndarray) -> pd.Categorical:
+def take_categorical(col: pd.Series, rows: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(
         col.cat.codes.to_numpy()[rows], categories=col.cat.categories, validate=False
     )
 
 
-def _parse_scores(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def parse_scores(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(value, level) per score text; parsing happens once per distinct text."""
     enc = pc.dictionary_encode(values)
     parsed = [parse_score(s) for s in enc.dictionary.to_pylist()]
@@ -136,6 +139,6 @@ def _parse_scores(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return vals[idx], lvls[idx]
 
 
-def _short(v: Any) -> str:
+def short_text(v: Any) -> str:
     text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
