@@ -13,6 +13,7 @@ from typing import Any
 
 from coeval.answer_checks.labels import normalise_label
 from coeval.answer_checks.user_code import load_function
+from coeval.record_schema import REFERENCE_RESPONSE
 
 __all__ = ["CHECK_NAMES", "check_params", "param_problem", "run_check"]
 
@@ -62,7 +63,7 @@ def _regex(answer: str, params: Mapping[str, Any], datapoint: Mapping[str, Any])
 
 
 def _equals(answer: str, params: Mapping[str, Any], datapoint: Mapping[str, Any]) -> float:
-    expected = params["value"] if "value" in params else datapoint.get("reference_response")
+    expected = params["value"] if "value" in params else datapoint.get(REFERENCE_RESPONSE)
     if expected is None:
         raise ValueError("equals has no value to compare with: give params.value or a reference answer")
     return float(normalise_label(answer) == normalise_label(str(expected)))

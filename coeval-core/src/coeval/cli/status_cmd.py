@@ -62,7 +62,7 @@ def _scan_files(run: Any, phase: str) -> dict[str, int]:
     for path in files:
         for rec in iter_jsonl(path, on_bad_line=unreadable):
             out["lines"] += 1
-            rid = rec.get("id")
+            rid = rec.get(ID)
             if not isinstance(rid, str):
                 out["bad_lines"] += 1
             elif rid in seen:
@@ -77,8 +77,8 @@ def _recent_errors(run: Any, limit: int = 5) -> list[dict[str, str]]:
     for phase in RECORD_PHASES:
         for rec in load_phase_records(run, phase).values():
             if record_status(rec) == "failed":
-                errors.append({"phase": phase, "id": str(rec.get("id")), "error": str(rec.get("error") or "failed"),
-                               "at": str(rec.get("generated_at") or rec.get("evaluated_at") or "")})
+                errors.append({"phase": phase, "id": str(rec.get(ID)), "error": str(rec.get(ERROR) or "failed"),
+                               "at": str(rec.get(GENERATED_AT) or rec.get(EVALUATED_AT) or "")})
     errors.sort(key=lambda e: e["at"])
     return errors[-limit:]
 

@@ -48,6 +48,7 @@ from coeval.contract.evaluation import (
     Scoring,
     SubmitCalls,
 )
+from coeval.record_schema import DATAPOINT_ID
 
 __all__ = [
     "EvaluationCall",
@@ -98,7 +99,7 @@ class ModelFreeEvaluator:
     async def evaluate(self, request: EvaluationRequest, submit: SubmitCalls) -> list[EvaluationResult]:
         by_datapoint: dict[str, list[int]] = {}
         for i, scoring in enumerate(request.scorings):
-            by_datapoint.setdefault(str(scoring.response.get("datapoint_id")), []).append(i)
+            by_datapoint.setdefault(str(scoring.response.get(DATAPOINT_ID)), []).append(i)
         out: list[EvaluationResult] = [None] * len(request.scorings)
         for indexes in by_datapoint.values():
             first = request.scorings[indexes[0]]

@@ -14,11 +14,12 @@ from typing import Any
 
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.evaluators.base import as_evaluator
+from coeval.record_schema import PROMPT, REFERENCE_RESPONSE
 
 __all__ = ["TYPICAL_DATAPOINT", "calls_per_response"]
 
 #: What a phase-3 datapoint looks like to an evaluator deciding whether it applies.
-TYPICAL_DATAPOINT: Mapping[str, Any] = {"prompt": "", "reference_response": ""}
+TYPICAL_DATAPOINT: Mapping[str, Any] = {PROMPT: "", REFERENCE_RESPONSE: ""}
 
 
 def calls_per_response(

@@ -29,6 +29,7 @@ from coeval.answer_checks.functions import CHECK_NAMES, check_params, run_check
 from coeval.config.model import TaskConfig
 from coeval.evaluators.base import ModelFreeEvaluator, Scoring
 from coeval.evaluators.routing import routed_factors
+from coeval.record_schema import CHECKS, RESPONSE
 
 __all__ = ["CheckEvaluator", "check_evaluators"]
 
@@ -58,13 +59,13 @@ class CheckEvaluator(ModelFreeEvaluator):
     ) -> list[dict[str, float]]:
         factors = {f: check_params(rubric.get(f)) for f in self.factors(task, rubric, datapoint)}
         return [
-            {f: run_check(self.name, str(r.get("response") or ""), params, datapoint) for f, params in factors.items()}
+            {f: run_check(self.name, str(r.get(RESPONSE) or ""), params, datapoint) for f, params in factors.items()}
             for r in responses
         ]
 
     def record_fields(self, scoring: Scoring, scores: Mapping[str, float]) -> dict[str, Any]:
         """``checks``: factor -> the check and parameters that scored it (what the record means)."""
-        return {"checks": {f: {"check": self.name, "params": dict(check_params(scoring.rubric.get(f)))} for f in scores}}
+        return {CHECKS: {f: {"check": self.name, "params": dict(check_params(scoring.rubric.get(f)))} for f in scores}}
 
 
 def check_evaluators() -> dict[str, CheckEvaluator]:

@@ -26,6 +26,18 @@ from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.prompts import render_prompt
 from coeval.prompts.judging import parse_per_factor, parse_rationale, parse_single
 from coeval.prompts.schemas import JUDGE_FACTOR_SCHEMA, judge_single_schema
+from coeval.record_schema import (
+    EVALUATION_MODE,
+    FACTOR,
+    INPUT,
+    PROMPT,
+    RATIONALE,
+    REFERENCE_RESPONSE,
+    RESPONSE,
+    SAMPLED_TARGET_ATTRIBUTES,
+    SCORES,
+    STUDENT_MODEL_ID,
+)
 from coeval.scheduler.work import WorkOutcome
 
 __all__ = ["LLMJudge", "criterion"]
@@ -68,10 +80,10 @@ class LLMJudge:
             "task_name": task.name,
             "task_description": task.description.strip(),
             "output_description": task.output_description.strip(),
-            "input": resp.get("input") or dp.get("prompt", ""),
-            "response": resp.get("response", ""),
-            "reference": dp.get("reference_response", ""),
-            "target_attributes": dp.get("sampled_target_attributes") or {},
+            "input": resp.get(INPUT) or dp.get(PROMPT, ""),
+            "response": resp.get(RESPONSE, ""),
+            "reference": dp.get(REFERENCE_RESPONSE, ""),
+            "target_attributes": dp.get(SAMPLED_TARGET_ATTRIBUTES) or {},
         }
         factors = list(scorer.factors)
         factor = scorer.factor
@@ -90,11 +102,11 @@ class LLMJudge:
                 return {factor: parse_per_factor(result.text, factor)}
 
         def fields(outcome: WorkOutcome) -> dict[str, Any]:
-            out: dict[str, Any] = {"evaluation_mode": task.evaluation_mode}
+            out: dict[str, Any] = {EVALUATION_MODE: task.evaluation_mode}
             if factor is not None:
-                out["factor"] = factor
-            out["scores"] = dict(outcome.value) if outcome.status == "ok" else {}
-            out["rationale"] = parse_rationale(outcome.raw, [factor] if factor else factors)
+                out[FACTOR] = factor
+            out[SCORES] = dict(outcome.value) if outcome.status == "ok" else {}
+            out[RATIONALE] = parse_rationale(outcome.raw, [factor] if factor else factors)
             return out
 
         judge = scorer.model
@@ -109,5 +121,5 @@ class LLMJudge:
             ),
             parse=parse,
             fields=fields,
-            meta={"task": task.name, "judge": judge.name, "student": resp.get("student_model_id")},
+            meta={"task": task.name, "judge": judge.name, "student": resp.get(STUDENT_MODEL_ID)},
         )

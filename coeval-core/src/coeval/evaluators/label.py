@@ -17,6 +17,7 @@ from typing import Any
 from coeval.answer_checks.labels import normalise_label
 from coeval.config.model import TaskConfig
 from coeval.evaluators.base import ModelFreeEvaluator
+from coeval.record_schema import LABEL, LABELS, RESPONSE, SAMPLED_TARGET_ATTRIBUTES
 
 __all__ = ["LabelEvaluator", "gold_label", "normalize_label"]
 
@@ -27,13 +28,13 @@ normalize_label = normalise_label
 def gold_label(datapoint: Mapping[str, Any], attribute: str) -> str | None:
     """The datapoint's gold value for ``attribute``: its sampled target value, or a
     benchmark datapoint's ``labels[attribute]`` (or ``label`` when it has only one)."""
-    sampled = datapoint.get("sampled_target_attributes")
+    sampled = datapoint.get(SAMPLED_TARGET_ATTRIBUTES)
     if isinstance(sampled, Mapping) and isinstance(sampled.get(attribute), str | int | float):
         return str(sampled[attribute])
-    labels = datapoint.get("labels")
+    labels = datapoint.get(LABELS)
     if isinstance(labels, Mapping) and isinstance(labels.get(attribute), str | int | float):
         return str(labels[attribute])
-    label = datapoint.get("label")
+    label = datapoint.get(LABEL)
     if isinstance(label, str | int | float) and not isinstance(labels, Mapping):
         return str(label)
     return None
@@ -60,6 +61,6 @@ class LabelEvaluator(ModelFreeEvaluator):
         golds = {a: normalise_label(g) for a in self.factors(task, rubric, datapoint) if (g := gold_label(datapoint, a))}
         out = []
         for resp in responses:
-            answer = normalise_label(str(resp.get("response") or ""))
+            answer = normalise_label(str(resp.get(RESPONSE) or ""))
             out.append({a: 1.0 if answer == gold and gold else 0.0 for a, gold in golds.items()})
         return out

@@ -14,6 +14,7 @@ from typing import Any
 
 from coeval.config.model import TaskConfig
 from coeval.evaluators.base import ModelFreeEvaluator, Scoring
+from coeval.record_schema import METRICS, REFERENCE_RESPONSE, RESPONSE
 
 __all__ = ["MetricEvaluator", "MissingMetricError", "metric_factors"]
 
@@ -67,7 +68,7 @@ class MetricEvaluator(ModelFreeEvaluator):
         return bool(metric_factors(rubric))
 
     def factors(self, task: TaskConfig, rubric: Mapping[str, Any], datapoint: Mapping[str, Any]) -> list[str]:
-        ref = datapoint.get("reference_response")
+        ref = datapoint.get(REFERENCE_RESPONSE)
         if not isinstance(ref, str):
             return []
         return list(metric_factors(rubric))
@@ -79,8 +80,8 @@ class MetricEvaluator(ModelFreeEvaluator):
         datapoint: Mapping[str, Any],
         responses: list[Mapping[str, Any]],
     ) -> list[dict[str, float]]:
-        reference = str(datapoint.get("reference_response") or "")
-        answers = [str(r.get("response") or "") for r in responses]
+        reference = str(datapoint.get(REFERENCE_RESPONSE) or "")
+        answers = [str(r.get(RESPONSE) or "") for r in responses]
         out: list[dict[str, float]] = [{} for _ in responses]
         for factor, name in metric_factors(rubric).items():
             values = self.metric(name).score(answers, [reference] * len(answers))
@@ -93,4 +94,4 @@ class MetricEvaluator(ModelFreeEvaluator):
 
     def record_fields(self, scoring: Scoring, scores: Mapping[str, float]) -> dict[str, Any]:
         """``metrics``: factor -> the metric that scored it."""
-        return {"metrics": {f: m for f, m in metric_factors(scoring.rubric).items() if f in scores}}
+        return {METRICS: {f: m for f, m in metric_factors(scoring.rubric).items() if f in scores}}

@@ -16,6 +16,7 @@ from coeval.phases._items import raise_if_stopped
 from coeval.phases.base import RunView
 from coeval.phases.generation import above_slots_test
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
+from coeval.record_schema import DATAPOINT_ID, ID, TASK_ID, TEACHER_MODEL_ID
 from coeval.storage.records import (
     OK_TAIL,
     load_file_records,
@@ -54,8 +55,8 @@ class Answers:
         tasks, above = self.tasks, self.above
         for path in self.files:
             for rec in read_response_file(path):
-                if (rec.get("task_id") in tasks and usable_response(rec)
-                        and not above(str(rec.get("datapoint_id")), str(rec["task_id"]))):
+                if (rec.get(TASK_ID) in tasks and usable_response(rec)
+                        and not above(str(rec.get(DATAPOINT_ID)), str(rec[TASK_ID]))):
                     yield rec
 
 
@@ -76,10 +77,10 @@ class Datapoints:
 
     def of(self, resp: Mapping[str, Any]) -> Mapping[str, Any]:
         """The datapoint ``resp`` answers ({} when there is none)."""
-        key = str(resp.get("datapoint_id"))
+        key = str(resp.get(DATAPOINT_ID))
         if self._all is not None:
             return self._all.get(key, {})
-        where = (resp.get("task_id"), resp.get("teacher_model_id"))
+        where = (resp.get(TASK_ID), resp.get(TEACHER_MODEL_ID))
         if self._file is None or self._file[0] != where:
             path = self.run.datapoints_path(str(where[0]), str(where[1]))
             self._file = (where, load_file_records(path) if path.is_file() else {})
@@ -95,17 +96,17 @@ def brief_answers(data: bytes, tasks: Mapping[str, Any], out: dict[str, dict[str
     found = match_every_line(_OK_RESPONSE, data)
     if found is None:
         def brief(rec: dict[str, Any]) -> dict[str, Any] | None:
-            if rec.get("task_id") not in tasks or not usable_response(rec):
+            if rec.get(TASK_ID) not in tasks or not usable_response(rec):
                 return None
-            return {"id": rec["id"], "task_id": shared.setdefault(rec["task_id"], rec["task_id"]),
-                    "datapoint_id": rec.get("datapoint_id")}
+            return {ID: rec[ID], TASK_ID: shared.setdefault(rec[TASK_ID], rec[TASK_ID]),
+                    DATAPOINT_ID: rec.get(DATAPOINT_ID)}
 
         scan_lines(data, brief, out)
         return
     for (rid, dp_id, task_id), _ in found:
         task = task_id.decode()
         out[rid.decode()] = (
-            {"id": rid.decode(), "task_id": shared.setdefault(task, task), "datapoint_id": dp_id.decode()}
+            {ID: rid.decode(), TASK_ID: shared.setdefault(task, task), DATAPOINT_ID: dp_id.decode()}
             if task in tasks else None
         )
 
@@ -142,7 +143,7 @@ class EvaluationState:
         if callable(of):
             found: Mapping[str, Any] = of(resp)
             return found
-        return self.datapoints.get(str(resp.get("datapoint_id")), {})  # type: ignore[no-any-return]
+        return self.datapoints.get(str(resp.get(DATAPOINT_ID)), {})  # type: ignore[no-any-return]
 
     def usable_per_datapoint(self) -> Counter[tuple[str, str]]:
         """Usable answers per (task, datapoint id), counted from their ids alone (no
@@ -160,7 +161,7 @@ class EvaluationState:
             else:
                 briefs: dict[str, Any] = {}
                 brief_answers(data, self.tasks, briefs, {})
-                out.update((r["task_id"], str(r["datapoint_id"])) for r in briefs.values() if r is not None)
+                out.update((r[TASK_ID], str(r[DATAPOINT_ID])) for r in briefs.values() if r is not None)
         for task, dp in [key for key in out if self.above(key[1], key[0])]:
             del out[(task, dp)]
         return out

@@ -12,6 +12,7 @@ from coeval.phases._evaluation_inputs import Datapoints, EvaluationState, brief_
 from coeval.phases.base import RunView
 from coeval.phases.generation import above_slots_test
 from coeval.phases.ids import EVALUATION, RESPONSE_COLLECTION
+from coeval.record_schema import DATAPOINT_ID, ERROR_KIND, SCORES, STATUS, TASK_ID
 from coeval.storage.records import ID_HEAD, OK, OK_TAIL, match_every_line, record_status, scan_lines
 from coeval.storage.run_folder import loads_record
 
@@ -42,7 +43,7 @@ class SurveyState(EvaluationState):
         for path in view.run.jsonl_files(RESPONSE_COLLECTION):
             brief_answers(path.read_bytes(), self.tasks, responses, self._shared)
         self.responses = [r for r in responses.values()  # none above a lowered sampling.total
-                          if r is not None and not self.above(str(r.get("datapoint_id")), r["task_id"])]
+                          if r is not None and not self.above(str(r.get(DATAPOINT_ID)), r[TASK_ID])]
         #: When every evaluation is an ok record in our layout (a finished run): id bytes ->
         #: its scores segment, and each distinct segment's factors. Else None, and
         #: ``evaluations`` holds a brief per id.
@@ -75,10 +76,10 @@ class SurveyState(EvaluationState):
         return shared
 
     def _brief_evaluation(self, rec: dict[str, Any]) -> Brief:
-        scores = rec.get("scores")
+        scores = rec.get(SCORES)
         factors = self._factor_set(scores) if isinstance(scores, dict) else None
-        status = OK if rec.get("status") == OK or record_status(rec) == OK else "failed"
-        return self._brief(status, factors, rec.get("error_kind"))
+        status = OK if rec.get(STATUS) == OK or record_status(rec) == OK else "failed"
+        return self._brief(status, factors, rec.get(ERROR_KIND))
 
     def _add_segments(self, found: list[tuple[bytes, bytes]]) -> bool:
         """Learn the factors of each new scores segment (a few dozen in a million records)."""

@@ -25,6 +25,7 @@ from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.contract.plans import PlannedCalls
 from coeval.contract.types import Phase as RegisteredPhase
 from coeval.phases._items import untaken
+from coeval.record_schema import ID
 from coeval.storage.run_folder import JsonlWriter, RunFolder
 from coeval.storage.superseded import drop_superseded
 
@@ -205,10 +206,10 @@ class WriterPool:
         #: passes of a pipelined phase: see coeval.run.pipelining)
         self._written: set[str] | None = set() if once else None
 
-    def write(self, path: Path, record: dict[str, Any], *, replaces: bool = False) -> bool:
+    def write(self, path: Path, record: Mapping[str, Any], *, replaces: bool = False) -> bool:
         """Append ``record`` to ``path``; False when a pool of ``once`` had written its id."""
         if self._written is not None:
-            rid = str(record.get("id"))
+            rid = str(record.get(ID))
             if rid in self._written:
                 return False
             self._written.add(rid)
@@ -217,7 +218,7 @@ class WriterPool:
             writer = self._writers[path] = JsonlWriter(path)
         writer.write(record)
         if replaces and self._exclusive:
-            self._replaced.setdefault(path, set()).add(str(record.get("id")))
+            self._replaced.setdefault(path, set()).add(str(record.get(ID)))
         return True
 
     def close(self) -> None:

@@ -30,6 +30,15 @@ from typing import Any
 
 import attrs
 
+from coeval.record_schema import (
+    BENCHMARK_NATIVE_ID,
+    ENTRY_POINT,
+    ID,
+    PROMPT,
+    REFERENCE_RESPONSE,
+    SAMPLED_TARGET_ATTRIBUTES,
+    TESTS,
+)
 from coeval.storage.records import is_ok
 
 __all__ = ["LEFT_OUT_KEY", "RowNote", "RowPlan", "left_out_ids", "plan_rows", "row_content"]
@@ -38,7 +47,7 @@ __all__ = ["LEFT_OUT_KEY", "RowNote", "RowPlan", "left_out_ids", "plan_rows", "r
 LEFT_OUT_KEY = "data_rows_left_out"
 #: the datapoint fields a row of the file fills: a row is known by them when it has no id
 #: (not ``code_prefix``: the prompt's code by default, and absent from records made before it)
-CONTENT_FIELDS = ("prompt", "reference_response", "sampled_target_attributes", "tests", "entry_point")
+CONTENT_FIELDS = (PROMPT, REFERENCE_RESPONSE, SAMPLED_TARGET_ATTRIBUTES, TESTS, ENTRY_POINT)
 _POSITIONAL = re.compile(r"row(\d{6})(?:-\d+)?$")
 _PREVIEW = 40
 
@@ -52,12 +61,12 @@ def row_content(dp: Mapping[str, Any]) -> str:
 
 
 def _native(dp: Mapping[str, Any]) -> str:
-    native = dp.get("benchmark_native_id")
-    return str(native) if native is not None else str(dp.get("id", "")).rsplit("__", 1)[-1]
+    native = dp.get(BENCHMARK_NATIVE_ID)
+    return str(native) if native is not None else str(dp.get(ID, "")).rsplit("__", 1)[-1]
 
 
 def _preview(dp: Mapping[str, Any]) -> str:
-    text = " ".join(str(dp.get("prompt", "")).split())
+    text = " ".join(str(dp.get(PROMPT, "")).split())
     return repr(text if len(text) <= _PREVIEW else text[: _PREVIEW - 3] + "...")
 
 
@@ -103,14 +112,14 @@ def _label(dp: Mapping[str, Any], number: int | None, by_id: bool) -> str:
 def _renamed(dp: dict[str, Any], native: str) -> dict[str, Any]:
     """``dp`` under another native id (a row whose row-number id a moved row holds)."""
     old = _native(dp)
-    dp_id = str(dp["id"])
-    return {**dp, "id": dp_id[: len(dp_id) - len(old)] + native, "benchmark_native_id": native}
+    dp_id = str(dp[ID])
+    return {**dp, ID: dp_id[: len(dp_id) - len(old)] + native, BENCHMARK_NATIVE_ID: native}
 
 
 def _claims(rows: Sequence[dict[str, Any]], held: Mapping[str, Mapping[str, Any]], by_id: bool) -> dict[int, str]:
     """Row index -> the id of the datapoint the run holds for that row."""
     if by_id:
-        return {i: str(r["id"]) for i, r in enumerate(rows) if str(r["id"]) in held}
+        return {i: str(r[ID]) for i, r in enumerate(rows) if str(r[ID]) in held}
     pool: dict[str, list[str]] = {}
     for dp_id in sorted(held):
         pool.setdefault(row_content(held[dp_id]), []).append(dp_id)
@@ -121,8 +130,8 @@ def _claims(rows: Sequence[dict[str, Any]], held: Mapping[str, Mapping[str, Any]
             claims[i] = ids.pop(0)
     taken = set(claims.values())
     for i, row in enumerate(rows):  # new content where a datapoint's content left: that row, edited
-        if i not in claims and str(row["id"]) in held and str(row["id"]) not in taken:
-            claims[i] = str(row["id"])
+        if i not in claims and str(row[ID]) in held and str(row[ID]) not in taken:
+            claims[i] = str(row[ID])
             taken.add(claims[i])
     return claims
 
@@ -133,12 +142,12 @@ def _fresh_ids(rows: list[dict[str, Any]], claims: Mapping[int, str], held: Iter
     for i, row in enumerate(rows):
         if i in claims:
             continue
-        if str(row["id"]) in used:
+        if str(row[ID]) in used:
             native, n = _native(row), 2
-            while (candidate := _renamed(row, f"{native}-{n}"))["id"] in used:
+            while (candidate := _renamed(row, f"{native}-{n}"))[ID] in used:
                 n += 1
             rows[i] = candidate
-        used.add(str(rows[i]["id"]))
+        used.add(str(rows[i][ID]))
 
 
 def _rank(dp: Mapping[str, Any]) -> str:
@@ -171,7 +180,7 @@ def plan_rows(task: str, rows: Sequence[dict[str, Any]], held: Mapping[str, Mapp
         if row_content(old) == row_content(row):
             continue
         write.append(row)
-        replaces.add(str(row["id"]))
+        replaces.add(str(row[ID]))
         edited.append(RowNote(_label(row, number, by_id), _preview(old), _preview(row)))
     gone = sorted(set(held_ok) - set(claims.values()))
     removed = tuple(RowNote(_label(held_ok[k], None, by_id), _preview(held_ok[k])) for k in gone)

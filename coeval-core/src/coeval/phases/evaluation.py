@@ -49,6 +49,16 @@ from coeval.phases._items import LazyItems, LazySpecs, count_later, mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 from coeval.phases.plans import PlannedCalls, plan_evaluation
+from coeval.record_schema import (
+    DATAPOINT_ID,
+    ID,
+    JUDGE_MODEL_ID,
+    RESPONSE_ID,
+    SCORES,
+    STUDENT_MODEL_ID,
+    TASK_ID,
+    TEACHER_MODEL_ID,
+)
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.record_inputs import stale_evaluation
 from coeval.storage.records import OK, evaluation_id, record_status
@@ -77,7 +87,7 @@ def _covers(rec: Mapping[str, Any] | None, factors: Sequence[str]) -> bool:
     """An ok record whose scores include every factor."""
     if rec is None or record_status(rec) != OK:
         return False
-    scores = rec.get("scores")
+    scores = rec.get(SCORES)
     return isinstance(scores, Mapping) and all(f in scores for f in factors)
 
 
@@ -187,7 +197,7 @@ class _Owed:
             if scorer.model is not None and not in_scope(scorer.model.name):
                 continue
             if groups:
-                key = (scoring.task.name, resp.get("teacher_model_id"), scorer.name, resp.get("student_model_id"))
+                key = (scoring.task.name, resp.get(TEACHER_MODEL_ID), scorer.name, resp.get(STUDENT_MODEL_ID))
                 if key in groups:
                     if mode == "Model":
                         continue
@@ -240,7 +250,7 @@ class _Owed:
         if by_datapoint:
             seen: set[tuple[str, str]] = set()
             for dp in state.each_datapoint():
-                key = (str(dp.get("task_id")), str(dp.get("id")))
+                key = (str(dp.get(TASK_ID)), str(dp.get(ID)))
                 if key[0] not in by_datapoint or key not in per_dp or key in seen:
                     continue
                 seen.add(key)
@@ -292,14 +302,14 @@ class EvaluationPhase:
         ``only`` alone when given)."""
         indexes = range(len(plan.evaluators)) if only is None else (only,)
         for resp in state.responses:
-            task = state.tasks[resp["task_id"]]
+            task = state.tasks[resp[TASK_ID]]
             rubric = state.rubric(task)
             if rubric is None:
                 continue
             dp = state.datapoint_of(resp)
             for index in indexes:
                 for scorer in plan.scorers(index, task, rubric, dp):
-                    rid = evaluation_id(resp["id"], scorer.name, scorer.factor)
+                    rid = evaluation_id(resp[ID], scorer.name, scorer.factor)
                     yield index, Scoring(rid, scorer, task, rubric, dp, resp)
 
     def survey(self, view: RunView) -> Survey:
@@ -314,12 +324,12 @@ class EvaluationPhase:
             return s
         briefs: Mapping[str, Brief] = state.evaluations  # type: ignore[assignment]
         for resp in state.responses:
-            task = state.tasks[resp["task_id"]]
+            task = state.tasks[resp[TASK_ID]]
             rubric = state.rubric(task)
             if rubric is None:
                 continue
-            dp = {} if plan.task_level(task, rubric) else state.datapoints.get(str(resp.get("datapoint_id")), {})
-            rid = resp["id"]
+            dp = {} if plan.task_level(task, rubric) else state.datapoints.get(str(resp.get(DATAPOINT_ID)), {})
+            rid = resp[ID]
             for index in range(len(plan.evaluators)):
                 for scorer in plan.scorers(index, task, rubric, dp):
                     counts = s.groups.get(scorer.name) or s.group(scorer.name)
@@ -345,7 +355,7 @@ class EvaluationPhase:
         covers: dict[tuple[bytes | None, tuple[str, ...]], bool] = {}
         by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for resp in state.responses:
-            by_task[resp["task_id"]].append(resp)
+            by_task[resp[TASK_ID]].append(resp)
         for task_name, responses in by_task.items():
             task = state.tasks[task_name]
             rubric = state.rubric(task)
@@ -354,14 +364,14 @@ class EvaluationPhase:
             # responses grouped by their evaluators' scorer lists (one list per task, usually)
             ids_of: dict[int, tuple[list[Scorer], list[bytes]]] = {}
             if plan.task_level(task, rubric):  # the same scorers for every answer: listed once
-                rids = [resp["id"].encode() for resp in responses]
+                rids = [resp[ID].encode() for resp in responses]
                 for index in range(len(plan.evaluators)):
                     if scorers := plan.scorers(index, task, rubric, {}):
                         ids_of.setdefault(id(scorers), (scorers, []))[1].extend(rids)
             else:
                 for resp in responses:
-                    dp = state.datapoints.get(str(resp.get("datapoint_id")), {})
-                    rid = resp["id"].encode()
+                    dp = state.datapoints.get(str(resp.get(DATAPOINT_ID)), {})
+                    rid = resp[ID].encode()
                     for index in range(len(plan.evaluators)):
                         if scorers := plan.scorers(index, task, rubric, dp):
                             ids_of.setdefault(id(scorers), (scorers, []))[1].append(rid)
@@ -385,7 +395,7 @@ class EvaluationPhase:
         self._check_names(ctx, evaluators)
         self._check_metrics(ctx, state)
         self._check_routes(ctx, state, evaluators)
-        existing = [e for e in state.evaluations.values() if e.get("task_id") in state.tasks]
+        existing = [e for e in state.evaluations.values() if e.get(TASK_ID) in state.tasks]
         if ctx.mode == "Keep" and existing:
             ctx.log.info("phase kept: evaluations exist", phase=self.name)
             return
@@ -426,7 +436,7 @@ class EvaluationPhase:
         """The scorings ``mode`` asks for (what ``run`` hands the evaluators), for the
         estimate of remaining work; [] when the mode keeps the phase."""
         state = EvaluationState(view)
-        existing = [e for e in state.evaluations.values() if e.get("task_id") in state.tasks]
+        existing = [e for e in state.evaluations.values() if e.get(TASK_ID) in state.tasks]
         if mode == "Keep" and existing:
             return []
         owed = self._owed(view, mode, in_scope, state, _evaluators(view), existing)
@@ -452,12 +462,12 @@ class EvaluationPhase:
         """(task, teacher, scorer, student) groups that have evaluation records (mode Model
         skips them)."""
         state = EvaluationState(view)
-        return self._groups(state, [e for e in state.evaluations.values() if e.get("task_id") in state.tasks])
+        return self._groups(state, [e for e in state.evaluations.values() if e.get(TASK_ID) in state.tasks])
 
     @staticmethod
     def _groups(state: EvaluationState, existing: list[dict[str, Any]]) -> set[tuple[Any, Any, Any, Any]]:
         return {
-            (e.get("task_id"), e.get("teacher_model_id"), e.get("judge_model_id"), e.get("student_model_id")
+            (e.get(TASK_ID), e.get(TEACHER_MODEL_ID), e.get(JUDGE_MODEL_ID), e.get(STUDENT_MODEL_ID)
              or _student_of(e, state))
             for e in existing
         }
@@ -533,7 +543,7 @@ class EvaluationPhase:
         for scoring, result in zip(scorings, results, strict=True):
             if result is None:
                 continue
-            dp_id = str(scoring.response.get("datapoint_id"))
+            dp_id = str(scoring.response.get(DATAPOINT_ID))
             if isinstance(result, EvaluationFailed) and (dp_id, result.error) not in logged:
                 logged.add((dp_id, result.error))
                 ctx.log.warning("evaluator failed", evaluator=ev.name, datapoint=dp_id, error=result.error)
@@ -548,7 +558,7 @@ class EvaluationPhase:
 
     @staticmethod
     def _path(ctx: PhaseContext, scoring: Scoring) -> Any:
-        teacher = str(scoring.response.get("teacher_model_id"))
+        teacher = str(scoring.response.get(TEACHER_MODEL_ID))
         return ctx.run.evaluations_path(scoring.task.name, teacher, scoring.scorer.file_name)
 
     def _item(self, ctx: PhaseContext, ev: Evaluator, scoring: Scoring, call: EvaluationCall,
@@ -570,5 +580,5 @@ class EvaluationPhase:
 
 def _student_of(evaluation: Mapping[str, Any], state: EvaluationState) -> Any:
     """Old records have no student_model_id: recover it from the response they score."""
-    resp = state.all_responses.get(str(evaluation.get("response_id")))
-    return resp.get("student_model_id") if resp else None
+    resp = state.all_responses.get(str(evaluation.get(RESPONSE_ID)))
+    return resp.get(STUDENT_MODEL_ID) if resp else None

@@ -37,6 +37,17 @@ from coeval.phases.plans import PlannedCalls, plan_data_generation
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import DATAPOINT_SCHEMA, parse_datapoint
 from coeval.quality import ItemGate
+from coeval.record_schema import (
+    ERROR_KIND,
+    GENERATED_AT,
+    ID,
+    PROMPT,
+    REFERENCE_RESPONSE,
+    SAMPLED_NUANCED_ATTRIBUTES,
+    SAMPLED_TARGET_ATTRIBUTES,
+    TASK_ID,
+    TEACHER_MODEL_ID,
+)
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.records import (
     above_slots,
@@ -88,9 +99,9 @@ def beyond_slots(view: RunView, datapoints: Iterable[Mapping[str, Any]],
     rows left their task's data file (:func:`~coeval.phases.own_data.left_out_rows`)."""
     slots = slot_counts(view) if slots is None else slots
     rows_gone = left_out_rows(view.run)
-    return {str(dp["id"]) for dp in datapoints
-            if above_slots(slots, str(dp.get("task_id")), str(dp.get("teacher_model_id")), str(dp.get("id", "")))
-            or str(dp.get("id", "")) in rows_gone}
+    return {str(dp[ID]) for dp in datapoints
+            if above_slots(slots, str(dp.get(TASK_ID)), str(dp.get(TEACHER_MODEL_ID)), str(dp.get(ID, "")))
+            or str(dp.get(ID, "")) in rows_gone}
 
 
 def above_slots_test(view: RunView) -> Callable[[str, str], bool]:
@@ -182,12 +193,12 @@ class DataGenerationPhase:
                         counts.ok += 1
                     else:
                         counts.failed += 1
-                        s.failures[str(rec.get("error_kind") or "error")] += 1
+                        s.failures[str(rec.get(ERROR_KIND) or "error")] += 1
         return s
 
     def _phase_has_records(self, view: RunView) -> bool:
         tasks = {t.name for t in view.config.tasks}
-        return any(rec.get("task_id") in tasks for rec in view.run.iter_records(self.name))
+        return any(rec.get(TASK_ID) in tasks for rec in view.run.iter_records(self.name))
 
     def owed(
         self,
@@ -244,7 +255,7 @@ class DataGenerationPhase:
                     continue
                 if gate is not None:
                     gate.remember(task.name, teacher.name,
-                                  (str(r.get("prompt", "")) for r in records.values() if is_ok(r)))
+                                  (str(r.get(PROMPT, "")) for r in records.values() if is_ok(r)))
                 groups.append(_Owed(task, teacher, sampler, records))
         return groups
 
@@ -297,16 +308,16 @@ class DataGenerationPhase:
             if outcome.status != "skipped":
                 value: dict[str, Any] = outcome.value if outcome.status == "ok" else {}
                 record: dict[str, Any] = {
-                    "id": dp_id,
-                    "task_id": slot.task.name,
-                    "teacher_model_id": slot.teacher.name,
-                    "sampled_target_attributes": slot.draw.target,
+                    ID: dp_id,
+                    TASK_ID: slot.task.name,
+                    TEACHER_MODEL_ID: slot.teacher.name,
+                    SAMPLED_TARGET_ATTRIBUTES: slot.draw.target,
                 }
                 if slot.task.store_nuanced:
-                    record["sampled_nuanced_attributes"] = slot.draw.nuanced
-                record["prompt"] = value.get("prompt", "")
-                record["reference_response"] = value.get("response", "")
-                record["generated_at"] = utc_now()
+                    record[SAMPLED_NUANCED_ATTRIBUTES] = slot.draw.nuanced
+                record[PROMPT] = value.get("prompt", "")
+                record[REFERENCE_RESPONSE] = value.get("response", "")
+                record[GENERATED_AT] = utc_now()
                 record.update(call_fields(outcome))
                 ctx.writers.write(path, record)
             ctx.outcome(outcome)

@@ -4,10 +4,13 @@ the role whose models they call, the record field naming that model, and their t
 The one owner of these facts: the standard phase classes, the run folder, the config's
 defaults, the planner and the reports import them from here, so nothing outside
 ``phases/`` spells a standard phase id. A plugin phase declares its own on its object.
-This module imports nothing, so any layer may use it.
+This module imports only :mod:`coeval.record_schema`, which imports nothing, so any layer
+may use it.
 """
 
 from __future__ import annotations
+
+from coeval.record_schema import JUDGE_MODEL_ID, STUDENT_MODEL_ID, TEACHER_MODEL_ID
 
 __all__ = [
     "ATTRIBUTE_MAPPING",
@@ -56,9 +59,9 @@ ROLES = {
 }
 #: Record phase id -> the record field naming the model that made the call.
 CALLER_FIELDS = {
-    DATA_GENERATION: "teacher_model_id",
-    RESPONSE_COLLECTION: "student_model_id",
-    EVALUATION: "judge_model_id",
+    DATA_GENERATION: TEACHER_MODEL_ID,
+    RESPONSE_COLLECTION: STUDENT_MODEL_ID,
+    EVALUATION: JUDGE_MODEL_ID,
 }
 #: Phase id -> how pages and tables name it.
 TITLES = {

@@ -27,6 +27,7 @@ from coeval.phases.item_gate import gate_for
 from coeval.phases.plans import PlannedCalls, plan_attribute_mapping, plan_rubric_mapping
 from coeval.prompts import render_prompt
 from coeval.prompts.schemas import ATTRIBUTES_SCHEMA, RUBRIC_SCHEMA, parse_attribute_map, parse_rubric
+from coeval.record_schema import ERROR_KIND, GENERATED_AT, STATUS, TEACHER_MODEL_ID
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.records import call_fields, utc_now
 from coeval.storage.run_folder import atomic_write_json
@@ -133,9 +134,9 @@ class _TeacherMappingPhase:
                     continue
                 for teacher in view.callable_models("teacher"):
                     prop = self._proposal(view, _proposal_path(path, teacher.name))
-                    if prop is not None and prop.get("status") == "failed":
+                    if prop is not None and prop.get(STATUS) == "failed":
                         counts.failed += 1
-                        s.failures[str(prop.get("error_kind") or "error")] += 1
+                        s.failures[str(prop.get(ERROR_KIND) or "error")] += 1
                         break
         return s
 
@@ -162,7 +163,7 @@ class _TeacherMappingPhase:
                 for teacher in ctx.callable_models("teacher"):
                     prop_path = _proposal_path(path, teacher.name)
                     prop = self._proposal(ctx, prop_path)
-                    if prop is not None and prop.get("status") == "ok":
+                    if prop is not None and prop.get(STATUS) == "ok":
                         continue
                     request, parse = self.request(ctx, task, kind, teacher)
                     items.append(
@@ -187,8 +188,8 @@ class _TeacherMappingPhase:
         def done(outcome: WorkOutcome) -> None:
             if outcome.status != "skipped":
                 record = {
-                    "teacher_model_id": outcome.item.model.name,
-                    "generated_at": utc_now(),
+                    TEACHER_MODEL_ID: outcome.item.model.name,
+                    GENERATED_AT: utc_now(),
                     **call_fields(outcome),
                 }
                 if outcome.status == "ok":
@@ -204,7 +205,7 @@ class _TeacherMappingPhase:
         missing = []
         for teacher in teachers:
             prop = self._proposal(ctx, _proposal_path(path, teacher.name))
-            if prop is not None and prop.get("status") == "ok":
+            if prop is not None and prop.get(STATUS) == "ok":
                 proposals.append(prop["proposal"])
             else:
                 missing.append(teacher.name)

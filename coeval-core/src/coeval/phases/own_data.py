@@ -23,6 +23,7 @@ from coeval.phases._items import mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.phases.data_rows import RowPlan, left_out_ids, plan_rows
 from coeval.phases.ids import DATA_GENERATION
+from coeval.record_schema import ID
 from coeval.storage.records import load_file_records, record_status, utc_now
 from coeval.storage.run_folder import RunFolder
 
@@ -81,7 +82,7 @@ def write_task_data(ctx: PhaseContext) -> None:
             raise PhaseRefusedError(mode_refusal(DATA_GENERATION, f"{task.name} x {teacher} ({path.name})"))
         plan = row_plan(ctx, task, utc_now(), existing)
         for record in plan.write:
-            ctx.writers.write(path, record, replaces=record["id"] in plan.replaces)
+            ctx.writers.write(path, record, replaces=record[ID] in plan.replaces)
         if ctx.result is not None:
             ctx.result.written += len(plan.write)
         ctx.log.info("task data written", task=task.name, teacher=teacher, added=len(plan.added),

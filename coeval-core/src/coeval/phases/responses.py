@@ -27,6 +27,20 @@ from coeval.phases.ids import DATA_GENERATION, RESPONSE_COLLECTION, SHORT_TITLES
 from coeval.phases.plans import PlannedCalls, plan_response_collection
 from coeval.prompts import render_prompt
 from coeval.prompts.errors import OutputParseError
+from coeval.record_schema import (
+    DATAPOINT_ID,
+    ERROR_KIND,
+    GENERATED_AT,
+    ID,
+    INPUT,
+    PROMPT,
+    RESPONSE,
+    SAMPLE,
+    STUDENT_MODEL_ID,
+    TASK_ID,
+    TEACHER_MODEL_ID,
+    ResponseRecord,
+)
 from coeval.run.limits import within_limit
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.record_inputs import DATAPOINT_HASH, datapoint_version, stale_response
@@ -54,7 +68,7 @@ def parse_answer(result: GenerateResult) -> str:
 def samples_of(view: RunView, datapoint: dict[str, Any]) -> int:
     """How many answers each student gives to ``datapoint`` (its task's ``samples``)."""
     for task in view.config.tasks:
-        if task.name == datapoint.get("task_id"):
+        if task.name == datapoint.get(TASK_ID):
             return task.samples
     return 1
 
@@ -84,7 +98,7 @@ class UsableDatapoints:
             datapoints = load_file_records(path)
             above = beyond_slots(view, datapoints.values(), self.slots)
             usable = (dp for dp in datapoints.values()
-                      if dp.get("task_id") in tasks and usable_datapoint(dp) and dp.get("id") not in above)
+                      if dp.get(TASK_ID) in tasks and usable_datapoint(dp) and dp.get(ID) not in above)
             yield from within_limit(view.config, usable, self.is_callable)
 
 
@@ -114,12 +128,12 @@ class _OwedAnswers:
         responses, groups = self.responses, self.groups_with_records
         stale = 0
         for dp in self.datapoints:
-            task = self.tasks[dp["task_id"]]
+            task = self.tasks[dp[TASK_ID]]
             for student in self.students:
-                if self.mode == "Model" and (task.name, dp.get("teacher_model_id"), student.name) in groups:
+                if self.mode == "Model" and (task.name, dp.get(TEACHER_MODEL_ID), student.name) in groups:
                     continue
                 for sample in range(1, task.samples + 1):
-                    rec = responses.get(response_id(dp["id"], student.name, sample)) if responses else None
+                    rec = responses.get(response_id(dp[ID], student.name, sample)) if responses else None
                     replaces = False
                     if is_ok(rec):
                         assert rec is not None
@@ -134,13 +148,13 @@ class _OwedAnswers:
 
     def count(self) -> int:
         if not self.responses:  # nothing answered yet: every (datapoint, student, sample)
-            return len(self.students) * sum(self.tasks[dp["task_id"]].samples for dp in self.datapoints)
+            return len(self.students) * sum(self.tasks[dp[TASK_ID]].samples for dp in self.datapoints)
         return sum(1 for _ in self.asks())
 
 
 def _answer_key(ask: _Ask) -> str:
     """The id of the answer ``ask`` asks for: its item's key, known before its prompt is rendered."""
-    return response_id(ask.datapoint["id"], ask.student.name, ask.sample)
+    return response_id(ask.datapoint[ID], ask.student.name, ask.sample)
 
 
 class ResponseCollectionPhase:
@@ -158,7 +172,7 @@ class ResponseCollectionPhase:
     def survey(self, view: RunView) -> Survey:
         s = Survey(self.name)
         # (status, error kind) per response: whole records of a big run would not fit
-        statuses = scan_ok_phase(view.run, self.name, lambda r: (record_status(r), r.get("error_kind")), ("ok", None))
+        statuses = scan_ok_phase(view.run, self.name, lambda r: (record_status(r), r.get(ERROR_KIND)), ("ok", None))
         students = view.callable_models("student")
         for dp in usable_datapoints(view):
             samples = samples_of(view, dp)
@@ -166,7 +180,7 @@ class ResponseCollectionPhase:
                 counts = s.group(student.name)
                 for sample in range(1, samples + 1):
                     counts.expected += 1
-                    brief = statuses.get(response_id(dp["id"], student.name, sample))
+                    brief = statuses.get(response_id(dp[ID], student.name, sample))
                     if brief is None:
                         continue
                     if brief[0] == "ok":
@@ -188,19 +202,19 @@ class ResponseCollectionPhase:
         phase. A mode that refuses the phase raises here, before any call."""
         tasks = {t.name: t for t in view.config.tasks}
         responses = load_phase_records(view.run, self.name)
-        existing = [r for r in responses.values() if r.get("task_id") in tasks]
+        existing = [r for r in responses.values() if r.get(TASK_ID) in tasks]
         if mode == "Keep" and existing:
             if log is not None:
                 log.info("phase kept: responses exist", phase=self.name)
             return None
-        groups = {(r.get("task_id"), r.get("teacher_model_id"), r.get("student_model_id")) for r in existing}
+        groups = {(r.get(TASK_ID), r.get(TEACHER_MODEL_ID), r.get(STUDENT_MODEL_ID)) for r in existing}
         students = [m for m in view.callable_models("student") if in_scope(m.name)]
         owed = _OwedAnswers(self.name, tasks, responses if existing else {}, groups, students,
                             UsableDatapoints(view), mode)
         if mode == "New" and groups:
             for dp in owed.datapoints:
                 for student in students:
-                    group = (dp["task_id"], dp.get("teacher_model_id"), student.name)
+                    group = (dp[TASK_ID], dp.get(TEACHER_MODEL_ID), student.name)
                     if group in groups:
                         raise PhaseRefusedError(mode_refusal(self.name, f"{group[0]} x {group[1]} x {student.name}"))
         return owed
@@ -233,10 +247,10 @@ class ResponseCollectionPhase:
             "task_name": task.name,
             "task_description": task.description.strip(),
             "output_description": task.output_description.strip(),
-            "input": dp["prompt"],
+            "input": dp[PROMPT],
         }
         prompt = render_prompt("test", variables, prompt_library=task.prompt_library, model_name=student.name)
-        rid = response_id(dp["id"], student.name, ask.sample)
+        rid = response_id(dp[ID], student.name, ask.sample)
         return WorkItem(
             key=rid,
             phase=self.name,
@@ -244,27 +258,27 @@ class ResponseCollectionPhase:
             request=GenerateRequest(prompt=prompt, params=student.params_for("student"), role="student"),
             parse=parse_answer,
             on_done=self._on_done(ctx, ask, rid),
-            meta={"task": task.name, "teacher": dp.get("teacher_model_id"), "student": student.name},
+            meta={"task": task.name, "teacher": dp.get(TEACHER_MODEL_ID), "student": student.name},
         )
 
     def _on_done(self, ctx: PhaseContext, ask: _Ask, rid: str) -> Callable[[WorkOutcome], None]:
         dp = ask.datapoint
-        teacher = str(dp.get("teacher_model_id"))
+        teacher = str(dp.get(TEACHER_MODEL_ID))
         path = ctx.run.responses_path(ask.task.name, teacher, ask.student.name)
 
         def done(outcome: WorkOutcome) -> None:
             if outcome.status != "skipped":
-                record: dict[str, Any] = {
-                    "id": rid,
-                    "datapoint_id": dp["id"],
-                    "task_id": ask.task.name,
-                    "teacher_model_id": teacher,
-                    "student_model_id": ask.student.name,
-                    "input": dp["prompt"],
+                record: ResponseRecord = {
+                    ID: rid,
+                    DATAPOINT_ID: dp[ID],
+                    TASK_ID: ask.task.name,
+                    TEACHER_MODEL_ID: teacher,
+                    STUDENT_MODEL_ID: ask.student.name,
+                    INPUT: dp[PROMPT],
                     DATAPOINT_HASH: datapoint_version(dp),
-                    "response": outcome.value if outcome.status == "ok" else "",
-                    **({"sample": ask.sample} if ask.task.samples > 1 else {}),
-                    "generated_at": utc_now(),
+                    RESPONSE: outcome.value if outcome.status == "ok" else "",
+                    **({SAMPLE: ask.sample} if ask.task.samples > 1 else {}),
+                    GENERATED_AT: utc_now(),
                     **call_fields(outcome),
                 }
                 ctx.writers.write(path, record, replaces=ask.replaces)

@@ -10,6 +10,7 @@ from typing import Any
 from rich.table import Table
 
 from coeval.phases.ids import CALLER_FIELDS
+from coeval.record_schema import ATTEMPTS, COST_USD, LATENCY_MS, TOKENS_PER_S, USAGE
 from coeval.storage import iter_jsonl
 
 __all__ = ["call_figures", "figures_table"]
@@ -35,18 +36,18 @@ def call_figures(run: Any) -> dict[str, dict[str, Any]]:
     for phase, field in _CALLER.items():
         for path in run.jsonl_files(phase):
             for rec in iter_jsonl(path, on_bad_line=lambda _n, _t: None):
-                usage, model = rec.get("usage"), rec.get(field)
+                usage, model = rec.get(USAGE), rec.get(field)
                 if not isinstance(usage, dict) or not isinstance(model, str):
                     continue
                 row = sums[model]
-                row["calls"] += int(rec.get("attempts") or 1)
+                row["calls"] += int(rec.get(ATTEMPTS) or 1)
                 row["input_tokens"] += int(usage.get("input_tokens") or 0)
                 row["output_tokens"] += int(usage.get("output_tokens") or 0)
-                row["cost_usd"] += float(rec.get("cost_usd") or 0.0)
-                if isinstance(rec.get("latency_ms"), int | float):
-                    latencies[model].append(float(rec["latency_ms"]))
-                if isinstance(rec.get("tokens_per_s"), int | float):
-                    speeds[model].append(float(rec["tokens_per_s"]))
+                row["cost_usd"] += float(rec.get(COST_USD) or 0.0)
+                if isinstance(rec.get(LATENCY_MS), int | float):
+                    latencies[model].append(float(rec[LATENCY_MS]))
+                if isinstance(rec.get(TOKENS_PER_S), int | float):
+                    speeds[model].append(float(rec[TOKENS_PER_S]))
     for model, row in sums.items():
         row["cost_usd"] = round(row["cost_usd"], 6)
         row["latency_p50_ms"] = _percentile(latencies[model], 0.50)

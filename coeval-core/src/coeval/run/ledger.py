@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from coeval.phases.ids import CALLER_FIELDS
+from coeval.record_schema import ATTEMPTS, COST_USD
 from coeval.run.result import RunError
 from coeval.scheduler import Scheduler, WorkOutcome
 from coeval.storage.call_ledger import (
@@ -86,9 +87,9 @@ def _parse_calls(data: bytes, field: str, calls: Counter[str], spend: defaultdic
         if not isinstance(model, str):
             continue
         with contextlib.suppress(TypeError, ValueError):
-            calls[model] += max(0, int(rec.get("attempts") or 0))
+            calls[model] += max(0, int(rec.get(ATTEMPTS) or 0))
         with contextlib.suppress(TypeError, ValueError):
-            spend[model] += max(0.0, float(rec.get("cost_usd") or 0.0))
+            spend[model] += max(0.0, float(rec.get(COST_USD) or 0.0))
 
 
 def recount_lost_calls(run: RunFolder, meta: dict[str, Any], log: Any) -> dict[str, Any]:

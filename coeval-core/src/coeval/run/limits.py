@@ -26,6 +26,7 @@ import attrs
 
 from coeval.config.model import Config
 from coeval.phases.ids import DATA_GENERATION
+from coeval.record_schema import ID, TASK_ID, TEACHER_MODEL_ID
 from coeval.storage.records import load_phase_records
 from coeval.storage.run_folder import RunFolder
 
@@ -65,13 +66,13 @@ def within_limit(config: Config, datapoints: Iterable[dict[str, Any]], is_callab
     kept: Counter[tuple[Any, Any]] = Counter()
     out = []
     for dp in items:
-        teacher = dp.get("teacher_model_id")
+        teacher = dp.get(TEACHER_MODEL_ID)
         if is_callable(str(teacher)):
-            slot = str(dp.get("id", "")).rsplit("__", 1)[-1]
+            slot = str(dp.get(ID, "")).rsplit("__", 1)[-1]
             if slot.isdigit() and int(slot) <= limit:
                 out.append(dp)
             continue
-        group = (dp.get("task_id"), teacher)
+        group = (dp.get(TASK_ID), teacher)
         if kept[group] < limit:
             kept[group] += 1
             out.append(dp)
@@ -81,7 +82,7 @@ def within_limit(config: Config, datapoints: Iterable[dict[str, Any]], is_callab
 def cuts_datapoints(run_root: Path, limit: int) -> bool:
     """Whether some (task, teacher) of the run has more datapoints than ``limit``."""
     per_group: Counter[tuple[Any, Any]] = Counter(
-        (dp.get("task_id"), dp.get("teacher_model_id")) for dp in load_phase_records(RunFolder(run_root), DATA_GENERATION).values()
+        (dp.get(TASK_ID), dp.get(TEACHER_MODEL_ID)) for dp in load_phase_records(RunFolder(run_root), DATA_GENERATION).values()
     )
     return any(n > limit for n in per_group.values())
 

@@ -15,13 +15,14 @@ from coeval.contract.manager import registries
 from coeval.phases.base import RunView
 from coeval.phases.generation import beyond_slots, slot_counts
 from coeval.phases.ids import DATA_GENERATION, RECORD_PHASES, ROLES
+from coeval.record_schema import ID, JUDGE_MODEL_ID, STUDENT_MODEL_ID, TASK_ID, TEACHER_MODEL_ID
 from coeval.run.drift import Change
 from coeval.storage.records import datapoint_slot, load_phase_records
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["find_shrink"]
 
-_ROLE_FIELD = {"teacher": "teacher_model_id", "student": "student_model_id", "judge": "judge_model_id"}
+_ROLE_FIELD = {"teacher": TEACHER_MODEL_ID, "student": STUDENT_MODEL_ID, "judge": JUDGE_MODEL_ID}
 
 
 def _records_by(run: RunFolder, dropped: set[tuple[str, str]]) -> dict[str, Counter[str]]:
@@ -71,7 +72,7 @@ def _above_total(run: RunFolder, config: Config) -> list[Change]:
     above = beyond_slots(view, datapoints, slots)
     by_group: dict[tuple[str, str], list[str]] = {}
     for dp in datapoints:
-        by_group.setdefault((str(dp.get("task_id")), str(dp.get("teacher_model_id"))), []).append(str(dp.get("id", "")))
+        by_group.setdefault((str(dp.get(TASK_ID)), str(dp.get(TEACHER_MODEL_ID))), []).append(str(dp.get(ID, "")))
     changes: list[Change] = []
     for (task, teacher), limit in slots.items():
         mine = by_group.get((task, teacher), [])

@@ -33,6 +33,18 @@ from typing import Any
 
 import attrs
 
+from coeval.record_schema import (
+    CARRIED,
+    CARRIED_CALLS,
+    CARRIED_SPEND_USD,
+    COST_USD,
+    END,
+    ESTIMATE_USD,
+    MODEL,
+    SENT,
+    SETTLED,
+    START,
+)
 from coeval.storage.run_folder import atomic_write_bytes, cut_partial_last_line
 from coeval.storage.safe_files import open_no_follow, read_run_file
 
@@ -95,31 +107,31 @@ def _line_problem(obj: Any) -> tuple[str, str] | None:
     """(field, rule) of a line that is not one of the ledger's shapes; None when it is."""
     if not isinstance(obj, dict):
         return "line", "must be a JSON object"
-    if "start" in obj:
+    if START in obj:
         for field, ok, rule in (
-            ("start", isinstance(obj.get("start"), str), "must be a string"),
-            ("model", isinstance(obj.get("model"), str), "must be a string"),
-            ("estimate_usd", _number(obj.get("estimate_usd")), "must be a number of dollars, at least 0"),
+            (START, isinstance(obj.get(START), str), "must be a string"),
+            (MODEL, isinstance(obj.get(MODEL), str), "must be a string"),
+            (ESTIMATE_USD, _number(obj.get(ESTIMATE_USD)), "must be a number of dollars, at least 0"),
         ):
             if not ok:
                 return field, rule
         return None
-    if "end" in obj:
-        if not isinstance(obj.get("end"), str):
-            return "end", "must be a string"
-        cost = obj.get("cost_usd")
+    if END in obj:
+        if not isinstance(obj.get(END), str):
+            return END, "must be a string"
+        cost = obj.get(COST_USD)
         if cost is not None and not _number(cost):
-            return "cost_usd", "must be a number of dollars, at least 0, or null"
-        if "sent" in obj and not isinstance(obj["sent"], bool):
-            return "sent", "must be true or false"
+            return COST_USD, "must be a number of dollars, at least 0, or null"
+        if SENT in obj and not isinstance(obj[SENT], bool):
+            return SENT, "must be true or false"
         return None
-    if "carried" in obj:
-        carried = obj["carried"]
+    if CARRIED in obj:
+        carried = obj[CARRIED]
         if not isinstance(carried, dict):
-            return "carried", "must be an object"
-        if not _count_map(carried.get("calls", {}), whole=True):
+            return CARRIED, "must be an object"
+        if not _count_map(carried.get(CARRIED_CALLS, {}), whole=True):
             return "carried.calls", "must map model names to whole numbers of calls"
-        if not _count_map(carried.get("spend_usd", {}), whole=False):
+        if not _count_map(carried.get(CARRIED_SPEND_USD, {}), whole=False):
             return "carried.spend_usd", "must map model names to dollars"
         return None
     return "line", "must have a 'start', 'end' or 'carried' key"
@@ -162,22 +174,22 @@ def read_ledger(path: Path, *, strict: bool = True) -> LedgerTotals:
 
 
 def _count(obj: dict[str, Any], starts: dict[str, OpenCall], totals: LedgerTotals) -> None:
-    if "start" in obj:
-        model = obj["model"]
-        starts[obj["start"]] = OpenCall(model, float(obj["estimate_usd"]))
+    if START in obj:
+        model = obj[MODEL]
+        starts[obj[START]] = OpenCall(model, float(obj[ESTIMATE_USD]))
         totals.calls[model] += 1
-    elif "end" in obj:
-        call = starts.pop(obj["end"], None)
+    elif END in obj:
+        call = starts.pop(obj[END], None)
         if call is None:  # an end whose start is gone (a repaired line): nothing to settle
             return
-        if obj.get("sent") is False:
+        if obj.get(SENT) is False:
             totals.calls[call.model] -= 1
-        elif obj.get("cost_usd") is not None:
-            totals.spend_usd[call.model] += float(obj["cost_usd"])
+        elif obj.get(COST_USD) is not None:
+            totals.spend_usd[call.model] += float(obj[COST_USD])
     else:
-        carried = obj["carried"]
-        totals.calls.update({k: int(v) for k, v in (carried.get("calls") or {}).items()})
-        for k, usd in (carried.get("spend_usd") or {}).items():
+        carried = obj[CARRIED]
+        totals.calls.update({k: int(v) for k, v in (carried.get(CARRIED_CALLS) or {}).items()})
+        for k, usd in (carried.get(CARRIED_SPEND_USD) or {}).items():
             totals.spend_usd[k] += float(usd)
 
 
@@ -204,7 +216,7 @@ def settle_open_calls(path: Path, totals: LedgerTotals) -> int:
     if not totals.open:
         return 0
     cut_partial_last_line(path)
-    _append(path, [json.dumps({"end": call, "cost_usd": open_.estimate_usd, "settled": "estimate"}) + "\n"
+    _append(path, [json.dumps({END: call, COST_USD: open_.estimate_usd, SETTLED: "estimate"}) + "\n"
                    for call, open_ in totals.open.items()])
     settled = len(totals.open)
     totals.open = {}
@@ -216,7 +228,7 @@ def carry_counts(path: Path, calls: dict[str, int], spend_usd: dict[str, float])
     calls = {k: int(v) for k, v in calls.items() if int(v) > 0}
     spend_usd = {k: round(float(v), 10) for k, v in spend_usd.items() if float(v) > 0}
     if calls or spend_usd:
-        _append(path, [json.dumps({"carried": {"calls": calls, "spend_usd": spend_usd}}) + "\n"])
+        _append(path, [json.dumps({CARRIED: {CARRIED_CALLS: calls, CARRIED_SPEND_USD: spend_usd}}) + "\n"])
 
 
 def drop_bad_lines(path: Path) -> int:

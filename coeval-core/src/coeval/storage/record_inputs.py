@@ -19,6 +19,19 @@ from typing import Any
 import attrs
 
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
+from coeval.record_schema import (
+    DATAPOINT_HASH,
+    DATAPOINT_ID,
+    EVALUATED_AT,
+    GENERATED_AT,
+    ID,
+    PROMPT,
+    REFERENCE_RESPONSE,
+    RESPONSE,
+    RESPONSE_HASH,
+    RESPONSE_ID,
+    TASK_ID,
+)
 from coeval.storage.records import is_ok
 
 __all__ = [
@@ -34,8 +47,6 @@ __all__ = [
     "stale_response",
 ]
 
-DATAPOINT_HASH = "datapoint_hash"
-RESPONSE_HASH = "response_hash"
 _VERSION = "\0version"  #: key of a slim record's own version (never a record field)
 
 
@@ -46,16 +57,16 @@ def _version(*parts: Any) -> str:
 
 def datapoint_version(dp: Mapping[str, Any]) -> str:
     """The version of a datapoint: its prompt, reference and when it was made."""
-    return _version(dp.get("prompt"), dp.get("reference_response"), dp.get("generated_at"))
+    return _version(dp.get(PROMPT), dp.get(REFERENCE_RESPONSE), dp.get(GENERATED_AT))
 
 
 def response_version(resp: Mapping[str, Any]) -> str:
     """The version of an answer: its text and when it was made."""
-    return _version(resp.get("response"), resp.get("generated_at"))
+    return _version(resp.get(RESPONSE), resp.get(GENERATED_AT))
 
 
 def _older(rec: Mapping[str, Any], field: str, source: Mapping[str, Any]) -> bool:
-    made, made_from = rec.get(field), source.get("generated_at")
+    made, made_from = rec.get(field), source.get(GENERATED_AT)
     return isinstance(made, str) and isinstance(made_from, str) and made < made_from
 
 
@@ -66,7 +77,7 @@ def stale_response(resp: Mapping[str, Any], dp: Mapping[str, Any] | None) -> boo
     recorded = resp.get(DATAPOINT_HASH)
     if isinstance(recorded, str):
         return recorded != datapoint_version(dp)
-    return _older(resp, "generated_at", dp)
+    return _older(resp, GENERATED_AT, dp)
 
 
 def stale_evaluation(ev: Mapping[str, Any], resp: Mapping[str, Any] | None) -> bool:
@@ -77,7 +88,7 @@ def stale_evaluation(ev: Mapping[str, Any], resp: Mapping[str, Any] | None) -> b
     recorded = ev.get(RESPONSE_HASH)
     if isinstance(recorded, str):
         return recorded != response_version(resp)
-    return _older(ev, "evaluated_at", resp)
+    return _older(ev, EVALUATED_AT, resp)
 
 
 def _latest(records: Iterable[Mapping[str, Any]],
@@ -87,7 +98,7 @@ def _latest(records: Iterable[Mapping[str, Any]],
     memory whole (gigabytes) just to compare a few fields."""
     out: dict[str, dict[str, Any]] = {}
     for rec in records:
-        rid = rec.get("id")
+        rid = rec.get(ID)
         if isinstance(rid, str) and rid:
             out.pop(rid, None)  # the last record of an id wins, as in latest_by_id
             out[rid] = project(rec)
@@ -95,18 +106,18 @@ def _latest(records: Iterable[Mapping[str, Any]],
 
 
 def _slim_datapoint(dp: Mapping[str, Any]) -> dict[str, Any]:
-    return {"generated_at": dp.get("generated_at"), _VERSION: datapoint_version(dp)}
+    return {GENERATED_AT: dp.get(GENERATED_AT), _VERSION: datapoint_version(dp)}
 
 
 def _slim_response(resp: Mapping[str, Any]) -> dict[str, Any]:
-    return {"ok": is_ok(resp), "task_id": resp.get("task_id"), "datapoint_id": resp.get("datapoint_id"),
-            DATAPOINT_HASH: resp.get(DATAPOINT_HASH), "generated_at": resp.get("generated_at"),
+    return {"ok": is_ok(resp), TASK_ID: resp.get(TASK_ID), DATAPOINT_ID: resp.get(DATAPOINT_ID),
+            DATAPOINT_HASH: resp.get(DATAPOINT_HASH), GENERATED_AT: resp.get(GENERATED_AT),
             _VERSION: response_version(resp)}  # fmt: skip
 
 
 def _slim_evaluation(ev: Mapping[str, Any]) -> dict[str, Any]:
-    return {"ok": is_ok(ev), "task_id": ev.get("task_id"), "response_id": ev.get("response_id"),
-            RESPONSE_HASH: ev.get(RESPONSE_HASH), "evaluated_at": ev.get("evaluated_at")}  # fmt: skip
+    return {"ok": is_ok(ev), TASK_ID: ev.get(TASK_ID), RESPONSE_ID: ev.get(RESPONSE_ID),
+            RESPONSE_HASH: ev.get(RESPONSE_HASH), EVALUATED_AT: ev.get(EVALUATED_AT)}  # fmt: skip
 
 
 def _stale_against(rec: Mapping[str, Any], field: str, made_at: str, source: Mapping[str, Any] | None) -> bool:
@@ -132,7 +143,7 @@ class Answers:
         """(answer id, version, ``generated_at`` when it is text, stale) of each answer, for
         a caller that tests judgments in bulk (``analyze`` does, in DuckDB)."""
         for rid, resp in self.by_id.items():
-            made = resp["generated_at"]
+            made = resp[GENERATED_AT]
             yield rid, str(resp[_VERSION]), made if isinstance(made, str) else None, rid in self.stale
 
 
@@ -142,9 +153,9 @@ def read_answers(run: Any, tasks: set[str] | None = None) -> Answers:
     responses = _latest(run.iter_records(RESPONSE_COLLECTION), _slim_response)
     stale: set[str] = set()
     for rid, resp in responses.items():
-        if not resp["ok"] or (tasks is not None and resp["task_id"] not in tasks):
+        if not resp["ok"] or (tasks is not None and resp[TASK_ID] not in tasks):
             continue
-        if _stale_against(resp, DATAPOINT_HASH, "generated_at", datapoints.get(str(resp["datapoint_id"]))):
+        if _stale_against(resp, DATAPOINT_HASH, GENERATED_AT, datapoints.get(str(resp[DATAPOINT_ID]))):
             stale.add(rid)
     return Answers(responses, stale)
 
@@ -159,10 +170,10 @@ def stale_records(run: Any, tasks: set[str] | None = None) -> Counter[str]:
     if answers.stale:
         out[RESPONSE_COLLECTION] = len(answers.stale)
     for ev in _latest(run.iter_records(EVALUATION), _slim_evaluation).values():
-        if not ev["ok"] or (tasks is not None and ev["task_id"] not in tasks):
+        if not ev["ok"] or (tasks is not None and ev[TASK_ID] not in tasks):
             continue
-        answer = str(ev["response_id"])
-        if answer in answers.stale or _stale_against(ev, RESPONSE_HASH, "evaluated_at", answers.by_id.get(answer)):
+        answer = str(ev[RESPONSE_ID])
+        if answer in answers.stale or _stale_against(ev, RESPONSE_HASH, EVALUATED_AT, answers.by_id.get(answer)):
             out[EVALUATION] += 1  # built on a stale answer, it is stale too
     return out
 

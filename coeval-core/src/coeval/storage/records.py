@@ -19,6 +19,26 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from coeval.record_schema import (
+    ATTEMPT_ERRORS,
+    ATTEMPTS,
+    COST_USD,
+    ERROR,
+    ERROR_KIND,
+    FINISH_REASON,
+    ID,
+    LATENCY_MS,
+    PROMPT,
+    QUALITY_RULE,
+    RAW,
+    REQUEST,
+    RESPONSE,
+    SCORES,
+    STATUS,
+    TOKENS_PER_S,
+    USAGE,
+    CallFields,
+)
 from coeval.storage.run_folder import RunFolder, iter_jsonl, loads_record, utc_now
 from coeval.storage.safe_files import open_regular
 
@@ -88,12 +108,12 @@ def evaluation_id(response: str, judge: str, factor: str | None = None) -> str:
 def record_status(rec: Mapping[str, Any]) -> str:
     """``ok`` or ``failed``. Old records have no status: an evaluation with empty scores
     is failed, anything else ok."""
-    status = rec.get("status")
+    status = rec.get(STATUS)
     if status in (OK, FAILED):
         return str(status)
     if status is not None:
         return FAILED
-    if "scores" in rec and not rec.get("scores"):
+    if SCORES in rec and not rec.get(SCORES):
         return FAILED
     return OK
 
@@ -111,19 +131,19 @@ def _has_text(rec: Mapping[str, Any] | None, field: str) -> bool:
 
 def usable_datapoint(rec: Mapping[str, Any] | None) -> bool:
     """A datapoint students may answer: ok, with a non-empty prompt."""
-    return _has_text(rec, "prompt")
+    return _has_text(rec, PROMPT)
 
 
 def usable_response(rec: Mapping[str, Any] | None) -> bool:
     """A response judges may score: ok, with a non-empty answer."""
-    return _has_text(rec, "response")
+    return _has_text(rec, RESPONSE)
 
 
 def latest_by_id(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Last record per id (records without an id are dropped)."""
     out: dict[str, dict[str, Any]] = {}
     for rec in records:
-        rid = rec.get("id")
+        rid = rec.get(ID)
         if isinstance(rid, str) and rid:
             out.pop(rid, None)  # keep file order of the winner
             out[rid] = dict(rec)
@@ -219,7 +239,7 @@ def scan_lines(data: bytes, reduce: Callable[[dict[str, Any]], T], out: dict[str
             except ValueError:  # a cut or garbled line: not a record (blank lines too)
                 continue
             if isinstance(rec, dict):
-                rid = rec.get("id")
+                rid = rec.get(ID)
                 if isinstance(rid, str) and rid:
                     out[rid] = reduce(rec)
     finally:
@@ -231,31 +251,31 @@ def load_file_records(path: Path) -> dict[str, dict[str, Any]]:
     return latest_by_id(iter_jsonl(path))
 
 
-def call_fields(outcome: Any) -> dict[str, Any]:
+def call_fields(outcome: Any) -> CallFields:
     """The fields every model-call record carries, from a scheduler ``WorkOutcome``.
 
     The transcript (what was sent, what came back, how long it took) comes first, the
     status block last: :data:`OK_TAIL` recognises ok records by how they end."""
     fields = transcript_fields(outcome)
     if (speed := getattr(getattr(outcome, "result", None), "tokens_per_s", None)) is not None:
-        fields["tokens_per_s"] = round(float(speed), 2)  # before the status block: OK_TAIL reads the end
-    fields["status"] = OK if outcome.status == "ok" else FAILED
-    fields["attempts"] = int(outcome.attempts)
-    fields["usage"] = outcome.usage.to_dict()
-    fields["cost_usd"] = outcome.cost_usd
+        fields[TOKENS_PER_S] = round(float(speed), 2)  # before the status block: OK_TAIL reads the end
+    fields[STATUS] = OK if outcome.status == "ok" else FAILED
+    fields[ATTEMPTS] = int(outcome.attempts)
+    fields[USAGE] = outcome.usage.to_dict()
+    fields[COST_USD] = outcome.cost_usd
     if outcome.status != "ok":
         kind = outcome.error_kind or "error"
-        fields["error"] = f"{kind}: {outcome.error}" if outcome.error else kind
-        fields["error_kind"] = kind
+        fields[ERROR] = f"{kind}: {outcome.error}" if outcome.error else kind
+        fields[ERROR_KIND] = kind
         if kind == "quality" and outcome.error:
-            fields["quality_rule"] = str(outcome.error).split(":", 1)[0]
+            fields[QUALITY_RULE] = str(outcome.error).split(":", 1)[0]
         errors = list(getattr(outcome, "attempt_errors", ()) or ())
         if errors:
-            fields["attempt_errors"] = errors
+            fields[ATTEMPT_ERRORS] = errors
     return fields
 
 
-def transcript_fields(outcome: Any) -> dict[str, Any]:
+def transcript_fields(outcome: Any) -> CallFields:
     """``request`` (the exact prompt sent), ``raw`` (the reply before parsing),
     ``finish_reason`` and ``latency_ms`` of a call, so a run can be inspected call by call
     (``coeval view``). Outcomes of executors that do not report them get what the result
@@ -268,9 +288,9 @@ def transcript_fields(outcome: Any) -> dict[str, Any]:
     if finish is None and result is not None:
         finish = result.finish_reason
     request = outcome.item.request
-    sent: dict[str, Any] = {"prompt": request.prompt}
+    sent: dict[str, str] = {"prompt": request.prompt}
     if request.system:
         sent["system"] = request.system
-    fields: dict[str, Any] = {"request": sent, "raw": raw, "finish_reason": None if finish is None else str(finish)}
-    fields["latency_ms"] = getattr(outcome, "latency_ms", None)
+    fields: CallFields = {REQUEST: sent, RAW: raw, FINISH_REASON: None if finish is None else str(finish)}
+    fields[LATENCY_MS] = getattr(outcome, "latency_ms", None)
     return fields

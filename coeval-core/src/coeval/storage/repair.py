@@ -38,6 +38,7 @@ import attrs
 from coeval.phases.base import RunView
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.phase_order import ordered_phases
+from coeval.record_schema import DATAPOINT_ID, ERROR_KIND, ID, RESPONSE_ID, STATUS
 from coeval.run.drift import settings_of
 from coeval.run.ingested import merge_ingested
 from coeval.run.ledger import written_calls
@@ -144,7 +145,7 @@ def _scan(path: Path, phase: str) -> tuple[FileRepair, dict[str, dict[str, Any]]
             if not isinstance(rec, dict):
                 rep.bad_lines += 1
                 continue
-            rid = rec.get("id")
+            rid = rec.get(ID)
             if not isinstance(rid, str) or not rid:
                 rep.no_id += 1
                 continue
@@ -166,7 +167,7 @@ def _keep(
     for rec in records.values():
         if record_status(rec) == FAILED or not usable(rec):
             rep.failed += 1
-            causes[str(rec.get("error_kind") or ("empty" if record_status(rec) != FAILED else "error"))] += 1
+            causes[str(rec.get(ERROR_KIND) or ("empty" if record_status(rec) != FAILED else "error"))] += 1
             continue
         if parent_ok is not None and not parent_ok(rec):
             rep.orphans += 1
@@ -191,8 +192,8 @@ def repair_run(
         remove_stale_scratch()  # and the rehearsals of killed dry runs
     paid = _paid_calls(run, report, dry_run)  # before failed records go
     usable_ids: dict[str, set[str]] = {}
-    parent_of = {RESPONSE_COLLECTION: ("datapoint_id", DATA_GENERATION),
-                 EVALUATION: ("response_id", RESPONSE_COLLECTION)}
+    parent_of = {RESPONSE_COLLECTION: (DATAPOINT_ID, DATA_GENERATION),
+                 EVALUATION: (RESPONSE_ID, RESPONSE_COLLECTION)}
     usable_check: dict[str, Callable[[Mapping[str, Any]], bool]] = {
         DATA_GENERATION: usable_datapoint,
         RESPONSE_COLLECTION: usable_response,
@@ -212,7 +213,7 @@ def repair_run(
         for path in run.jsonl_files(phase):
             rep, records = _scan(path, phase)
             kept = _keep(rep, records, usable_check[phase], parent_ok, report.failures_by_cause)
-            ids.update(r["id"] for r in kept)
+            ids.update(r[ID] for r in kept)
             report.files.append(rep)
             if rep.changed and not dry_run:
                 _write(path, kept)
@@ -226,7 +227,7 @@ def repair_run(
                 data = json.loads(read_run_file(path, run.root).decode("utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 data = None
-            failed_proposal = path.name.endswith(".proposal.json") and isinstance(data, dict) and data.get("status") == FAILED
+            failed_proposal = path.name.endswith(".proposal.json") and isinstance(data, dict) and data.get(STATUS) == FAILED
             if data is None or failed_proposal:
                 report.removed_files.append(str(path))
                 if not dry_run:

@@ -22,7 +22,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from coeval.phases.ids import (
     RESPONSE_COLLECTION,
     RUBRIC_MAPPING,
 )
+from coeval.record_schema import TEXT_REPLACED
 from coeval.storage.safe_files import (
     folder_lock,
     open_no_follow,
@@ -125,7 +126,7 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 
 #: What a record says when its text had lone UTF-16 surrogates (a cut-off emoji escape).
-TEXT_REPLACED = "lone UTF-16 surrogates replaced by U+FFFD"
+SURROGATES_NOTE = "lone UTF-16 surrogates replaced by U+FFFD"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -244,14 +245,14 @@ class JsonlWriter:
     def _repair_tail(self) -> None:
         cut_partial_last_line(self.path)
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: Mapping[str, Any]) -> None:
         if self._fd is None:
             raise ValueError(f"{self.path}: writer is closed")
         text = json.dumps(record, ensure_ascii=False) + "\n"
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:  # a reply with a lone surrogate: stored replaced, and said so
-            record = {**without_surrogates(record), "text_replaced": TEXT_REPLACED}
+            record = {**without_surrogates(record), TEXT_REPLACED: SURROGATES_NOTE}
             data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         view = memoryview(data)
         try:

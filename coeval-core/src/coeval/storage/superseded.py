@@ -16,6 +16,7 @@ import re
 from collections.abc import Collection
 from pathlib import Path
 
+from coeval.record_schema import STATUS
 from coeval.storage.run_folder import atomic_write_bytes
 
 __all__ = ["drop_superseded"]
@@ -39,7 +40,7 @@ def _is_ok(line: bytes) -> bool:
         record = json.loads(line)
     except ValueError:
         return False
-    return isinstance(record, dict) and record.get("status") == "ok"
+    return isinstance(record, dict) and record.get(STATUS) == "ok"
 
 
 def drop_superseded(path: Path, rewritten: Collection[str]) -> int:

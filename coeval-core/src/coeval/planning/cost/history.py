@@ -18,6 +18,7 @@ from coeval.config.model import Config
 from coeval.phases.ids import ATTRIBUTE_MAPPING, CALLER_FIELDS, RUBRIC_MAPPING
 from coeval.phases.mapping import _proposal_path
 from coeval.planning.cost.measure import Measured
+from coeval.record_schema import LATENCY_MS, STATUS, TASK_ID, USAGE
 from coeval.storage.records import is_ok, scan_phase
 from coeval.storage.run_folder import RunFolder, iter_jsonl, parse_stamp
 
@@ -67,7 +68,7 @@ def done_calls(
             ok = False
             if path.is_file():
                 try:
-                    ok = json.loads(path.read_text(encoding="utf-8")).get("status") == "ok"
+                    ok = json.loads(path.read_text(encoding="utf-8")).get(STATUS) == "ok"
                 except (OSError, ValueError, AttributeError):
                     ok = False
             if ok or artifact_done:
@@ -78,7 +79,7 @@ def done_calls(
             continue
 
         def reduce(rec: dict[str, Any], field: str = field) -> tuple[str, str, bool]:
-            return str(rec.get("task_id")), str(rec.get(field)), is_ok(rec) and _made_by_a_model(rec, field, models)
+            return str(rec.get(TASK_ID)), str(rec.get(field)), is_ok(rec) and _made_by_a_model(rec, field, models)
 
         for task, model, counted in scan_phase(run, phase, reduce).values():  # the last record of each id
             if counted:
@@ -121,14 +122,14 @@ def measured_history(
                     rec = json.loads(path.read_text(encoding="utf-8"))
                 except (OSError, ValueError):
                     continue
-                if isinstance(rec, dict) and rec.get("status") == "ok":
-                    add(phase, teacher, rec.get("usage"))
+                if isinstance(rec, dict) and rec.get(STATUS) == "ok":
+                    add(phase, teacher, rec.get(USAGE))
     for phase, field in _MODEL_FIELD.items():
         if phases is not None and phase not in phases:
             continue
         for rec in _sampled_records(run, phase, config):
             if is_ok(rec):
-                add(phase, str(rec.get(field)), rec.get("usage"), rec.get("latency_ms"))
+                add(phase, str(rec.get(field)), rec.get(USAGE), rec.get(LATENCY_MS))
     return out
 
 

@@ -31,6 +31,7 @@ from coeval.phases.phase_order import ordered_phases
 from coeval.phases.run_selection import run_mode
 from coeval.phases.survey_memo import survey_of
 from coeval.planning.cost.history import done_calls
+from coeval.record_schema import STUDENT_MODEL_ID, TASK_ID, TEACHER_MODEL_ID
 from coeval.run.ingested import merge_ingested
 from coeval.run.limits import completed_phases
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder
@@ -165,12 +166,12 @@ def _responses(phase: Any, view: RunView, mode: str, in_scope: Callable[[str], b
                new_datapoints: Counter[tuple[str, str]], new_responses: Counter[tuple[str, str, str]]) -> None:
     asks = phase.owed(view, mode, in_scope)
     for ask in asks:
-        teacher = str(ask.datapoint.get("teacher_model_id"))
+        teacher = str(ask.datapoint.get(TEACHER_MODEL_ID))
         _add(cells, (ask.task.name, phase.name, ask.student.name))
         new_responses[(ask.task.name, teacher, ask.student.name)] += 1
     if not new_datapoints:
         return
-    existing = {(r.get("task_id"), r.get("teacher_model_id"), r.get("student_model_id"))
+    existing = {(r.get(TASK_ID), r.get(TEACHER_MODEL_ID), r.get(STUDENT_MODEL_ID))
                 for r in view.run.iter_records(phase.name)}
     if mode == "Keep" and existing:
         return
