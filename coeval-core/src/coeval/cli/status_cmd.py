@@ -29,6 +29,7 @@ from coeval.planning.call_figures import call_figures, figures_table
 from coeval.planning.cost.against import against_table, estimate_against_actual
 from coeval.planning.cost.report import read_estimate
 from coeval.quality import rejections
+from coeval.record_schema import ERROR, EVALUATED_AT, GENERATED_AT, ID
 from coeval.run.ingested import merge_ingested
 from coeval.run.lane_figures import read_lanes
 from coeval.run.limits import LIMIT_KEY, full_config, limit_note
