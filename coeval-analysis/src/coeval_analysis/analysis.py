@@ -204,6 +204,9 @@ def analyze(
     _add_reference(summary, reference_summary(data, model, human, headline.comparisons.pairs, boot, opts.level,
                                               in_headline=reference_in_headline(headline)))  # fmt: skip
     summary["warnings"] = stale_warnings(data) + summary["warnings"]  # first: they change every number
+    if isinstance(data.meta.get("adaptive"), dict):  # an adaptive run: what its design did not buy, and why
+        from coeval_analysis.adaptive.run_record import with_adaptive
+        with_adaptive(summary, data.meta)
     if isinstance(summary["judges"], dict):
         flag_constant_raters(summary)
     summary["headline_notes"] = headline_notes(summary)

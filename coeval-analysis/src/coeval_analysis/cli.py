@@ -173,6 +173,11 @@ def _analyze(
             click.echo(f"Note: {entry['message']}", err=True)
     if not quiet:
         _print_verdict(analysis.summary, verbose)
+        if analysis.summary.get("adaptive"):
+            from coeval_analysis.adaptive.run_record import adaptive_console_lines
+
+            for line in adaptive_console_lines(analysis.summary["adaptive"]):
+                click.echo(line)
         _print_written(out, written, time.perf_counter() - started, analysis.summary["n_records"])
 
 

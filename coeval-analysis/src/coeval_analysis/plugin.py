@@ -2,7 +2,8 @@
 
 Registers the ``analyze``, ``view``, ``export`` and ``label`` commands, the metrics ``bleu``, ``bertscore`` and ``exact_match``,
 the report writers ``summary``, ``tables``, ``html`` and ``viewer``, and a run-end action
-that builds the viewer's database of a big run. Imports stay light: pandas,
+that builds the viewer's database of a big run, and the evaluation controller ``adaptive`` that
+decides an adaptive run's rounds of phase 5. Imports stay light: pandas,
 plotly and torch load only when a command or metric runs.
 """
 
@@ -51,3 +52,15 @@ def register_run_end(register: RegisterRunEnd) -> None:
     from coeval_analysis.viewer.prebuild import prebuild
 
     register("viewer-database", prebuild)
+
+
+@hookimpl
+def register_evaluation_controllers(register: Any) -> None:
+    register("adaptive", _adaptive_controller)
+
+
+def _adaptive_controller() -> Any:
+    """The controller, imported when an adaptive run reaches phase 5 (numpy and scipy then)."""
+    from coeval_analysis.adaptive.controller import AdaptiveController
+
+    return AdaptiveController()

@@ -306,6 +306,7 @@ def collect_warnings(
 #: The warnings the console shows first, the kinds that change the answer most at the top,
 #: each with the one action that answers it (None: the message ends with its action).
 VERDICT_ORDER: dict[str, str | None] = {
+    "adaptive_design": None,
     "few_datapoints": "add datapoints (raise sampling.total), then `coeval run --continue`",
     "not_converged": "add datapoints or a judge that tells answers apart, then analyse again",
     "not_determined": "add a judge of another family, or label a few answers (`coeval label --export`)",

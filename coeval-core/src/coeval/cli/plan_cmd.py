@@ -7,12 +7,14 @@ from pathlib import Path
 
 import click
 
+from coeval.cli.adaptive_flag import with_adaptive
 from coeval.cli.config_arg import choose_config_path
 from coeval.cli.errors import user_errors
 from coeval.cli.lanes_preview import format_lanes
 from coeval.cli.run_cmd import load_for_cli, parse_model_list
 from coeval.console import output_console
 from coeval.planning import print_plan
+from coeval.planning.adaptive_range import adaptive_range
 from coeval.planning.cost import estimate_cost, print_estimate, write_estimate
 
 
@@ -41,6 +43,9 @@ from coeval.planning.cost import estimate_cost, print_estimate, write_estimate
 @click.option("--keys", metavar="PATH", help="Provider key file (for sample calls and interface: auto).")
 @click.option("--pipeline/--no-pipeline", default=True, show_default=True,
               help="Time phases 3-5 run at once, as `coeval run` does unless given --no-pipeline.")
+@click.option("--adaptive", is_flag=True,
+              help="Also show the range of phase-5 calls and dollars of an adaptive run (on by itself when the "
+                   "config sets experiment.adaptive).")
 @user_errors
 def command(
     config_arg: str | None,
@@ -52,6 +57,7 @@ def command(
     only_models: str | None,
     keys: str | None,
     pipeline: bool,
+    adaptive: bool,
 ) -> None:
     """Estimate calls, tokens, cost and time per phase and model.
 
@@ -77,14 +83,20 @@ def command(
         pipeline=pipeline,
     )
     target = Path(out) if out else None  # a plan only looks: it writes where --out says, nowhere else
+    if adaptive:
+        config = with_adaptive(config)
+    design = config.experiment.adaptive
+    spread = adaptive_range(config, estimate.cells, design.as_dict()) if design is not None else None
     if as_json:
-        click.echo(json.dumps(estimate.to_dict(), indent=2))
+        click.echo(json.dumps({**estimate.to_dict(), **({"adaptive": spread.to_dict()} if spread else {})}, indent=2))
     else:
         console = output_console()
         if not continue_run:
             print_plan(estimate.plan, console)
         console.print(format_lanes(config), end="", markup=False, highlight=False)
         print_estimate(estimate, console)
+        for line in spread.lines() if spread is not None else []:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     if target is not None:
         write_estimate(estimate, target)
         click.echo(f"estimate written to {target}", err=as_json)

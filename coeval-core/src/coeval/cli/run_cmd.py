@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from coeval.cli.adaptive_flag import print_adaptive_end, with_adaptive
 from coeval.cli.config_arg import choose_config_path
 from coeval.cli.continue_plan import with_continue_modes
 from coeval.cli.drift_check import check_drift
@@ -157,6 +158,10 @@ def load_for_cli(
 @click.option("--pipeline/--no-pipeline", default=True, show_default=True,
               help="Run phases 3-5 at once: a datapoint is answered, and an answer judged, as soon as it "
                    "exists (New/Extend modes, no batch; docs/running.md).")
+@click.option("--adaptive", is_flag=True,
+              help="Phase 5 in rounds: judges that tell answers apart too little are stopped after a calibration "
+                   "slice, and the rounds stop once the ranking's question is answered (experiment.adaptive's "
+                   "defaults unless the config sets it; docs/running.md).")
 @click.option("--allow-unsandboxed-code", is_flag=True, envvar=ALLOW_UNSANDBOXED_ENV,
               help="Run students' code for python_tests even where bubblewrap (bwrap) is missing, without a sandbox "
                    "(docs/benchmarks.md, 'The code sandbox').")
@@ -186,6 +191,7 @@ def command(
     confirm_above: float,
     assume_yes: bool,
     pipeline: bool,
+    adaptive: bool,
     allow_unsandboxed_code: bool,
     quiet: bool,
     verbose: bool,
@@ -207,6 +213,10 @@ def command(
     config = load_for_cli(
         config_path, keys=keys, continue_run=continue_run, resume=resume, only_models=models, dry_run=dry_run
     )
+    if adaptive:
+        config = with_adaptive(config)
+    if config.experiment.adaptive is not None:
+        pipeline = False  # phase 5 goes in rounds over every answer
     whole = config
     if limit is not None:
         config = limit_datapoints(config, limit)
@@ -258,6 +268,8 @@ def command(
         )
     result = run_experiment(config, options)
     run_end_actions(result)
+    if not quiet and result.status not in ("estimated", "error"):
+        print_adaptive_end(getattr(result, "run_folder", None))
     empty_teachers = warn_empty_benchmark_teachers(config, quiet=quiet)  # their warning names the next step: ingest
     if result.status not in ("estimated", "error"):
         note = limit_note(record_limit(result.run_folder, whole, limit, result.status))

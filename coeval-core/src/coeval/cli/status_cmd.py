@@ -23,6 +23,7 @@ from coeval.console.text import plain, safe_tree
 from coeval.contract.manager import registries as _registries
 from coeval.interfaces.known import INGEST_BENCHMARK_FIELD
 from coeval.phases.base import RunView
+from coeval.phases.evaluation_rounds import adaptive_lines
 from coeval.phases.ids import RECORD_PHASES
 from coeval.phases.phase_order import ordered_phases
 from coeval.planning.call_figures import call_figures, figures_table
@@ -223,6 +224,7 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
         "recent_errors": _recent_errors(run),
         "notes": notes,
         **({"stale_records": dict(stale)} if stale else {}),
+        **({"adaptive": meta["adaptive"]} if isinstance(meta.get("adaptive"), dict) else {}),
     }
 
 
@@ -374,5 +376,7 @@ def _print(status: dict[str, Any]) -> None:
         console.print("latest errors:")
         for e in status["recent_errors"]:
             console.print(f"  {e['phase']}  {e['id']}: {e['error']}")
+    for line in adaptive_lines(status.get("adaptive")):  # what an adaptive run left out, and why
+        console.print(line, markup=False, highlight=False)
     for note in status["notes"]:
         console.print(f"note: {note}")

@@ -306,18 +306,20 @@ def _issues_for(error: jsonschema.ValidationError) -> Iterator[RawIssue]:
         explain = schema.get("x-message") if isinstance(schema, Mapping) else None
         yield rule, path, f"{value!r} {explain or 'has the wrong format'}", fix or "see docs/configuration.md"
     elif kind in ("minimum", "exclusiveMinimum"):
+        bound = ">=" if kind == "minimum" else ">"
         yield (
             rule,
             path,
-            f"must be >= {error.validator_value}, got {value!r}",
-            fix or f"use a value >= {error.validator_value}",
+            f"must be {bound} {error.validator_value}, got {value!r}",
+            fix or f"use a value {bound} {error.validator_value}",
         )
     elif kind in ("maximum", "exclusiveMaximum"):
+        bound = "<=" if kind == "maximum" else "<"
         yield (
             rule,
             path,
-            f"must be <= {error.validator_value}, got {value!r}",
-            fix or f"use a value <= {error.validator_value}",
+            f"must be {bound} {error.validator_value}, got {value!r}",
+            fix or f"use a value {bound} {error.validator_value}",
         )
     elif kind == "minItems":
         message = "must not be empty" if not value else f"needs at least {error.validator_value} entries"

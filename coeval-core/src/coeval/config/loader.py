@@ -320,6 +320,9 @@ def _normalise(raw: Mapping[str, Any], phases: Mapping[str, tuple[str, ...]]) ->
     for key in ("storage_folder", "budget_usd", "resume_from"):
         if experiment.get(key) is None:
             experiment.pop(key, None)
+    adaptive = experiment.pop("adaptive", None)  # true: the defaults; false or null: off
+    if adaptive is True or isinstance(adaptive, Mapping):
+        experiment["adaptive"] = {} if adaptive is True else dict(adaptive)
     return {
         "models": [_normalise_model(model) for model in raw["models"]],
         "tasks": [_normalise_task(t) for t in raw["tasks"]],

@@ -19,6 +19,7 @@ __all__ = [
     "PHASE_IDS",
     "PHASE_MODES",
     "ROLES",
+    "AdaptiveConfig",
     "Config",
     "ExperimentConfig",
     "ModelConfig",
@@ -136,6 +137,27 @@ class PhaseModes:
 
 
 @attrs.frozen
+class AdaptiveConfig:
+    """``experiment.adaptive``: phase 5 in rounds that stop once the question is answered
+    (docs/configuration.md). Off (None) unless the config or ``coeval run --adaptive`` asks."""
+
+    #: stop judges that tell answers apart too little, after the calibration slice
+    screen: bool = True
+    #: share of the datapoints every judge grades first (at least ``MIN_CALIBRATION``)
+    calibration: float = 0.2
+    #: the question that ends the rounds: {top: k}, {separated: all, delta: d} or {width: w}
+    stop_when: Mapping[str, Any] = attrs.field(factory=lambda: {"top": 1})
+    #: looks at the judgments, the calibration slice's included; alpha is spent over them
+    looks: int = 6
+    #: a pair's interval misses its value at the look the rounds stop at most this often
+    alpha: float = 0.05
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"screen": self.screen, "calibration": self.calibration, "stop_when": dict(self.stop_when),
+                "looks": self.looks, "alpha": self.alpha}
+
+
+@attrs.frozen
 class ExperimentConfig:
     id: str
     storage_folder: str = "./eval_runs"
@@ -154,6 +176,8 @@ class ExperimentConfig:
     item_checks: Mapping[str, Any] = attrs.field(factory=dict)
     #: Seed of phase 3's attribute draws (and of the mock interface); same seed, same draws.
     seed: int = 0
+    #: Adaptive evaluation (None: every judgment of the full grid is bought).
+    adaptive: AdaptiveConfig | None = None
 
 
 @attrs.frozen

@@ -46,6 +46,7 @@ V-60   a check factor's ``params`` (contains, regex, json_schema, python...) wor
        evaluator with ``param_problem`` (python_tests)
 V-61   a task's ``data`` can be read: file or dataset, its columns, its rows
 V-63   rubric ``weight``: >= 0, not 0 for every factor, a weight-only entry names a scored factor
+V-64   ``experiment.adaptive``: ``stop_when`` asks an answerable question; screening's judges
 =====  =====================================================================================
 """
 
@@ -58,6 +59,7 @@ from typing import Any
 import attrs
 
 from coeval.config._schema_check import schema_issues
+from coeval.config.adaptive_rules import check_adaptive
 from coeval.config.check_rules import check_factor_params, check_factor_weights
 from coeval.config.cluster_block import check_cluster_blocks
 from coeval.config.data_rules import check_task_data
@@ -131,6 +133,7 @@ class Validator(ModelRules, ExperimentRules, TaskRules, DiskRules):
             self._item_checks,
             self._parameter_keys,
             lambda: check_cluster_blocks(self),  # V-55, parameters.cluster (config/cluster_block.py)
+            lambda: check_adaptive(self),  # V-64, experiment.adaptive (config/adaptive_rules.py)
         ]
         if self.check_filesystem:
             checks += [self._resume_source, self._run_folder]

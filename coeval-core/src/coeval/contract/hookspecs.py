@@ -23,6 +23,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from coeval.config.model import ModelConfig
+    from coeval.contract.adaptive import RegisterEvaluationController
     from coeval.contract.types import (
         RegisterBatchRunner,
         RegisterBenchmark,
@@ -126,6 +127,19 @@ def register_task_data_readers(register: RegisterTaskDataReader) -> None:
     ``factory()`` returns a :class:`coeval.contract.types.TaskDataReader`. Validation,
     loading and phase 3 read a task's data through the reader of its source; a config with
     data that no installed plugin reads is a validation error (V-61).
+    """
+
+
+@hookspec
+def register_evaluation_controllers(register: RegisterEvaluationController) -> None:
+    """Register the controller of adaptive evaluation (``experiment.adaptive``).
+
+    Call ``register(name, factory)`` where ``factory()`` returns a
+    :class:`coeval.contract.adaptive.EvaluationController`; the core asks for the one named
+    ``adaptive`` (coeval-analysis registers it). An adaptive run's phase 5 goes in rounds, and
+    after each the controller's ``look(round_look)`` says which judges to stop, which students
+    are still open and whether the question is answered. Register a factory that imports
+    what the controller needs when called: the hook runs whenever plugins are collected.
     """
 
 

@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
+from coeval.contract.adaptive import EvaluationControllerFactory
 from coeval.contract.errors import DuplicateRegistrationError
 from coeval.contract.evaluation import Evaluator
 from coeval.contract.types import (
@@ -40,6 +41,7 @@ KIND_OF_HOOK: dict[str, str] = {
     "register_item_checks": "item check",
     "register_task_data_readers": "task-data reader",
     "register_run_end": "run-end action",
+    "register_evaluation_controllers": "evaluation controller",
 }
 
 
@@ -104,6 +106,8 @@ class Registries:
     reports: Registry[ReportWriter] = attrs.field(factory=_registry("register_reports"))
     item_checks: Registry[ItemCheck] = attrs.field(factory=_registry("register_item_checks"))
     task_data_readers: Registry[TaskDataReaderFactory] = attrs.field(factory=_registry("register_task_data_readers"))
+    evaluation_controllers: Registry[EvaluationControllerFactory] = attrs.field(
+        factory=_registry("register_evaluation_controllers"))
 
     def by_hook(self) -> dict[str, Registry[Any]]:
         """Registration hook name -> the registry it fills. ``register_run_end`` is collected
@@ -119,6 +123,7 @@ class Registries:
             "register_reports": self.reports,
             "register_item_checks": self.item_checks,
             "register_task_data_readers": self.task_data_readers,
+            "register_evaluation_controllers": self.evaluation_controllers,
         }
 
     def interface_facts(self, name: str) -> InterfaceFacts | None:
@@ -158,6 +163,7 @@ class Registries:
             "reports": self.reports,
             "item_checks": self.item_checks,
             "task_data_readers": self.task_data_readers,
+            "evaluation_controllers": self.evaluation_controllers,
         }
 
 

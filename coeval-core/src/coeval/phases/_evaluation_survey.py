@@ -10,6 +10,7 @@ from typing import Any
 
 from coeval.phases._evaluation_inputs import Datapoints, EvaluationState, brief_answers
 from coeval.phases.base import RunView
+from coeval.phases.evaluation_rounds import design_scope
 from coeval.phases.generation import above_slots_test
 from coeval.phases.ids import EVALUATION, RESPONSE_COLLECTION
 from coeval.record_schema import DATAPOINT_ID, ERROR_KIND, SCORES, STATUS, TASK_ID
@@ -37,6 +38,7 @@ class SurveyState(EvaluationState):
         self.view = view
         self.datapoints = Datapoints(view.run)
         self.above = above_slots_test(view)
+        self.scope = design_scope(view.run)  # a finished adaptive run expects only what its design asked
         self._shared: dict[Any, Any] = {}  # one copy of each repeated value
         self.all_responses = {}
         responses: dict[str, dict[str, Any] | None] = {}

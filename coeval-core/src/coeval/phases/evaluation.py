@@ -47,6 +47,7 @@ from coeval.phases._evaluation_records import call_record, model_free_record
 from coeval.phases._evaluation_survey import Brief, SurveyState
 from coeval.phases._items import LazyItems, LazySpecs, count_later, mode_refusal, then
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
+from coeval.phases.evaluation_rounds import adaptive_settings, run_rounds
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 from coeval.phases.plans import PlannedCalls, plan_evaluation
 from coeval.record_schema import (
@@ -215,6 +216,13 @@ class _Owed:
             log.warning(f"{stale} judgments scored an older version of their answer; scoring again",
                         phase=self.phase.name, stale=stale)
 
+    async def in_rounds(self, ctx: PhaseContext, adaptive: Mapping[str, Any]) -> None:
+        """The evaluators that call models, in rounds over their full grid (:mod:`.evaluation_rounds`)."""
+        plan, calling = self.plan, [i for i, ev in enumerate(self.plan.evaluators) if not isinstance(ev, ModelFreeEvaluator)]
+        grid = [scoring for i in calling for _, scoring in self.phase._expected(plan, self.state, i)]  # recorded or not
+        await run_rounds(ctx, adaptive, grid, calling, self.scorings,
+                         lambda i, batch: self.phase._evaluate(ctx, plan.evaluators[i], batch, self.replacing))
+
     def counts(self) -> list[tuple[int, int]]:
         """Per evaluator, (scorings, those that call a model), without listing them where
         the phase has no records yet: then the answers' ids tell how many each task and
@@ -332,6 +340,8 @@ class EvaluationPhase:
             rid = resp[ID]
             for index in range(len(plan.evaluators)):
                 for scorer in plan.scorers(index, task, rubric, dp):
+                    if state.scope is not None and not state.scope.wants(resp, scorer):  # adaptive: what it asked
+                        continue
                     counts = s.groups.get(scorer.name) or s.group(scorer.name)
                     counts.expected += 1
                     suffix = f"__{scorer.name}" if scorer.factor is None else f"__{scorer.name}__{scorer.factor}"
@@ -376,6 +386,7 @@ class EvaluationPhase:
                         if scorers := plan.scorers(index, task, rubric, dp):
                             ids_of.setdefault(id(scorers), (scorers, []))[1].append(rid)
             pairs = [(scorer, ids) for scorers, ids in ids_of.values() for scorer in scorers]
+            pairs = state.scope.keep(pairs, responses) if state.scope is not None else pairs  # adaptive: what it asked
             for scorer, ids in pairs:
                 counts = s.groups.get(scorer.name) or s.group(scorer.name)
                 counts.expected += len(ids)
@@ -420,6 +431,8 @@ class EvaluationPhase:
         # model-free evaluators first: their records are written in seconds
         order = sorted(range(len(evaluators)), key=lambda i: not isinstance(evaluators[i], ModelFreeEvaluator))
         tasks = list(state.tasks.values())
+        adaptive = adaptive_settings(ctx)  # an adaptive run's evaluators that call models go in rounds
+        order = [i for i in order if not adaptive or isinstance(evaluators[i], ModelFreeEvaluator)]
         try:
             for index in order:
                 if not owed.plan.may_owe(index, tasks, state):
@@ -429,6 +442,8 @@ class EvaluationPhase:
                     continue  # counted already: nothing owed
                 scorings = LazySpecs(functools.partial(owed.scorings, index, ctx.log), total)
                 await self._evaluate(ctx, evaluators[index], scorings, owed.replacing)
+            if adaptive:
+                await owed.in_rounds(ctx, adaptive)
         finally:
             stop.set()  # a count still running is not wanted any more
 

@@ -20,6 +20,7 @@ from coeval.phases.base import (
     RunView,
     WriterPool,
 )
+from coeval.phases.evaluation_rounds import adaptive_settings
 from coeval.phases.ids import MAPPING_PHASES
 from coeval.phases.info import configured_mode
 from coeval.phases.survey_memo import survey_of
@@ -72,10 +73,12 @@ class PhaseLoop(RunState):
         return self._verdict(phases)
 
     def _may_pipeline(self) -> bool:
-        """Pipelining is on, no batch executor keeps a barrier, and this process is the
-        folder's only writer."""
+        """Pipelining is on, no batch executor keeps a barrier, this process is the folder's
+        only writer, and the run is not adaptive (its phase 5 waits for every answer)."""
         assert self.scheduler is not None
-        return bool(self.options.pipeline) and self.scheduler.batch_executor is None and not self.only
+        adaptive = adaptive_settings(RunView(self.config, self.run, self.registries))  # phase 5 goes in rounds
+        return bool(self.options.pipeline) and self.scheduler.batch_executor is None and not self.only \
+            and adaptive is None
 
     def _mode_to_run(self, phase: Phase, completed: set[str], upstream_wrote: bool, log: Any) -> str | None:
         """The mode ``phase`` runs in, or None when ``--continue`` finds it complete."""

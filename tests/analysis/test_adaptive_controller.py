@@ -1,0 +1,53 @@
+"""The evaluation controller decides an adaptive run's looks as the simulated design decides
+them: the same screening and the same open students from the same judgments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from coeval.contract.adaptive import RoundLook
+from coeval_analysis.adaptive.controller import decide
+from coeval_analysis.adaptive.design import Design, look_sizes, play, spread_order, subset
+from coeval_analysis.scenarios import SCENARIOS, simulate
+
+
+@pytest.mark.parametrize(("scenario", "seed"), [("family_top_flat", 1), ("family_top_contrary", 2), ("decent", 3)])
+def test_the_controller_screens_and_opens_as_the_design_it_reuses(scenario: str, seed: int) -> None:
+    sim = simulate(SCENARIOS[scenario], seed)
+    j, judges = sim.judgments, sim.judges
+    design = Design(looks=6, calibration=0.2)
+    outcome = play(j, judges, design, seed)
+    order = spread_order(j.item_teacher, np.random.default_rng([seed, 5252]))
+    sizes = look_sizes(j.n_items, design)
+    ids = [f"dp{i}" for i in range(j.n_items)]
+    students = [f"s{k}" for k in range(j.n_students)]
+    calibration = frozenset(ids[i] for i in order[: sizes[0]])
+    # the judgments a run holds at its first look: the slice, every student, every judge
+    bought = subset(j, np.isin(j.item, order[: sizes[0]]))
+    look = RoundLook(run_folder=Path("."), look=0, fractions=tuple(sizes / j.n_items), calibration=calibration,
+                     seen=calibration, judges=tuple(judges), students=tuple(students),
+                     settings={"screen": True, "calibration": 0.2, "stop_when": {"top": 1}, "looks": 6,
+                               "alpha": 0.05}, seed=seed)
+    decision = decide(bought, judges, students, ids, look)
+    assert outcome.screening is not None
+    assert sorted(j.judge for j in decision.judges if j.stopped) == sorted(outcome.screening.stopped)
+    assert decision.open_students == tuple(students[s] for s in outcome.looks[0].open)
+    assert decision.answered == outcome.looks[0].answered
+    assert decision.alpha == pytest.approx(0.05 / len(sizes))
+    assert decision.question == "the first place is determined"
+
+
+def test_a_contrary_and_a_flat_judge_are_stopped_on_the_reference_shape() -> None:
+    sim = simulate(SCENARIOS["family_top_contrary"], 4)
+    j = sim.judgments
+    ids = [f"dp{i}" for i in range(j.n_items)]
+    students = [f"s{k}" for k in range(j.n_students)]
+    first = frozenset(ids[: j.n_items // 5])
+    look = RoundLook(run_folder=Path("."), look=0, fractions=(0.2, 1.0), calibration=first, seen=first,
+                     judges=tuple(sim.judges), students=tuple(students), settings={}, seed=4)
+    decision = decide(j, sim.judges, students, ids, look)  # the rest of the grid is not seen: left out
+    stopped = {d.judge: d for d in decision.judges if d.stopped}
+    assert sorted(stopped) == [sim.judges[2], sim.judges[3]]
+    assert all(d.bound < 0.25 and "below the 0.25" in d.reason for d in stopped.values())
