@@ -9,7 +9,7 @@ judges that cannot rank them: no arrangement of the run's own judgments settles 
 A simulated labeller sees each rubric factor's latent quality plus noise and answers Low /
 Medium / High at the rubric's thresholds (:func:`simulate_labels`), exactly as the
 synthetic judges do, on the answers a policy picks: the viewer's suggestion order
-(:func:`coeval_analysis.label_suggestions.suggest`, fed by the headline's rank ranges) or
+(:func:`coeval_analysis.labels.suggestions.suggest`, fed by the headline's rank ranges) or
 random answers. Per policy, over many seeds: mean Spearman's rho between truth and the
 ranking that uses the labels, how often the GPT-like students' rank ranges hold their
 true places, and the ranking by the labels alone.
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from coeval_analysis.label_suggestions import Candidate, suggest, uncertainty_from_summary
+from coeval_analysis.labels.suggestions import Candidate, suggest, uncertainty_from_summary
 from coeval_analysis.ranking import unrelated_share
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.comparisons import compare_students

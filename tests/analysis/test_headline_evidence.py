@@ -129,7 +129,7 @@ def test_mixed_task_weights_the_judged_part_and_the_check_as_declared(tmp_path: 
 def test_only_the_judges_factors_count_as_labels_to_add(tmp_path: Path) -> None:
     """A person labels the judged factors; checks and tests are scored without anyone, so the
     'about N more labels' estimate counts one label per answer here, not three."""
-    from coeval_analysis.reference_judge import labellable_factors
+    from coeval_analysis.labels.reference_judge import labellable_factors
     from coeval_analysis.stats.scores import ScoreModel
 
     rubric = {"correctness": "Right.", "format": {"evaluator": "regex", "params": {"pattern": "x"}},

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from coeval_analysis import analyze, load_run
 from coeval_analysis.analysis import AnalysisOptions
-from coeval_analysis.human_labels import (
+from coeval_analysis.labels.human_labels import (
     LABELS_FILE,
     HumanLabel,
     current_answers,
@@ -20,7 +20,7 @@ from coeval_analysis.human_labels import (
     run_labels,
     save_labels,
 )
-from coeval_analysis.reference_judge import (
+from coeval_analysis.labels.reference_judge import (
     NOT_IN_HEADLINE,
     REFERENCE_NOT_MEASURED,
     agreement_with,
@@ -155,7 +155,7 @@ def test_labels_needed_estimate() -> None:
 def test_no_interval_is_never_called_determined() -> None:
     """Too few datapoints: no pair has an interval, every rank range spans the run; the labels
     line must not say the comparisons are determined."""
-    from coeval_analysis.reference_judge import _needed_clause
+    from coeval_analysis.labels.reference_judge import _needed_clause
 
     comps = [{"a": "x", "b": "y", "diff": 0.1, "ci": [None, None]}]
     need = labels_needed(comps, {}, spread=0.25, level=0.95, n_factors=3, answers_of={"x": 6, "y": 6})

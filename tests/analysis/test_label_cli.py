@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval_analysis import analyze, load_run
 from coeval_analysis.analysis import AnalysisOptions
-from coeval_analysis.human_labels import LABELS_FILE, current_answers
+from coeval_analysis.labels.human_labels import LABELS_FILE, current_answers
 from coeval_analysis.viewer.labelling import LabelDesk
 
 LEVEL = {"stu-a": "High", "stu-b": "High", "stu-c": "Medium", "stu-d": "Low", "stu-e": "Low"}

@@ -3,7 +3,7 @@ those graded by the judges least known against the reference; labels spread over
 
 from __future__ import annotations
 
-from coeval_analysis.label_suggestions import Candidate, Uncertainty, suggest, uncertainty_from_summary
+from coeval_analysis.labels.suggestions import Candidate, Uncertainty, suggest, uncertainty_from_summary
 
 
 def _c(dp: str, student: str, judges: tuple[str, ...] = ("j1",), spread: float = 0.0) -> Candidate:
@@ -48,7 +48,7 @@ def test_labels_go_to_the_undetermined_pairs_with_calibrating_anchors() -> None:
     settled by unrelated judges, one student's every comparison is decided. The labels go
     to the undetermined pairs, a share to the settled students (which measure the labels'
     own scale), none to the decided student, and they come in datapoint blocks."""
-    from coeval_analysis.label_suggestions import CALIBRATION
+    from coeval_analysis.labels.suggestions import CALIBRATION
 
     students = ("g1", "g2", "q1", "q2", "m")
     cands = [_c(f"d{i}", s, ("j1", "j2")) for i in range(10) for s in students]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from coeval_analysis.labels import (
+from coeval_analysis.labels.exact_match import (
     LabelScorer,
     extract_labels,
     normalise_label,

@@ -34,7 +34,7 @@ def test_suggestions_go_first_to_the_students_unrelated_judges_cannot_place() ->
     assert per_student[0] + per_student[1] > 8  # more than the two students' even share of 20
     # the Qwen-like students, settled by unrelated judges, get the labels that measure the
     # labels' own scale, no more
-    from coeval_analysis.label_suggestions import CALIBRATION
+    from coeval_analysis.labels.suggestions import CALIBRATION
 
     assert 1 <= per_student[2] + per_student[4] <= CALIBRATION * 20 + 1
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from coeval.storage import RunFolder
 from coeval_analysis import analyze, load_run
 from coeval_analysis.analysis import AnalysisOptions
-from coeval_analysis.reference_judge import reference_table
+from coeval_analysis.labels.reference_judge import reference_table
 
 from tests.benchmarks.conftest import FIXTURES
 from tests.benchmarks.test_continue import coeval, mixed_run

@@ -11,7 +11,7 @@ import pytest
 from coeval.answer_checks.labels import normalise_label
 from coeval.config.model import TaskConfig
 from coeval.evaluators.label import LabelEvaluator
-from coeval_analysis.labels import LabelScorer
+from coeval_analysis.labels.exact_match import LabelScorer
 
 TASK = TaskConfig(name="sentiment", description="d", label_attributes=("sentiment",))
 

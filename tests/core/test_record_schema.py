@@ -144,7 +144,7 @@ def test_a_mock_runs_ledger_lines_have_the_schemas_keys(mock_run: Path) -> None:
 
 
 def test_a_saved_human_label_has_the_schemas_keys_in_its_order(tmp_path: Path) -> None:
-    from coeval_analysis.human_labels import HumanLabel, save_labels
+    from coeval_analysis.labels.human_labels import HumanLabel, save_labels
 
     label = HumanLabel(datapoint_id="qa__a__00001", student="b", factor="correctness", level="High",
                        labeler="ana", response_id="qa__a__00001__b", answer_sha256="0" * 64)

@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from coeval_analysis.human_labels import LABELS_FILE, current_answers
+from coeval_analysis.labels.human_labels import LABELS_FILE, current_answers
 from coeval_testing.synthetic import SyntheticSpec, write_synthetic_run
 
 from tests.robustness._support import invoke, no_traceback

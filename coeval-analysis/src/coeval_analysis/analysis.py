@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from coeval_analysis.headline_notes import headline_notes
-from coeval_analysis.human_labels import HumanLabel, run_labels
 from coeval_analysis.item_quality import with_rejections
 from coeval_analysis.item_tables import datapoint_table, label_table, response_table
 from coeval_analysis.judge_quality import (
@@ -26,6 +25,8 @@ from coeval_analysis.judge_quality import (
     with_degenerate_rates,
 )
 from coeval_analysis.judge_replies import judge_replies
+from coeval_analysis.labels.human_labels import HumanLabel, run_labels
+from coeval_analysis.labels.reference_judge import REFERENCE_NOT_MEASURED, reference_summary, reference_table
 from coeval_analysis.leaderboard_build import leaderboard_of
 from coeval_analysis.loading.run_data import LLM_JUDGE, RunData
 from coeval_analysis.pass_rates import pass_rate_summary, pass_rate_table
@@ -43,7 +44,6 @@ from coeval_analysis.ranking import (
     teacher_weights,
     unrelated_weight,
 )
-from coeval_analysis.reference_judge import REFERENCE_NOT_MEASURED, reference_summary, reference_table
 from coeval_analysis.run_warnings import collect_warnings, flag_constant_raters
 from coeval_analysis.stale import stale_warnings
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement

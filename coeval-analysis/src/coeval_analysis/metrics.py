@@ -19,7 +19,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from coeval_analysis.labels import normalise_label
+from coeval_analysis.labels.exact_match import normalise_label
 
 __all__ = ["STANDARD_METRICS", "BertScore", "Bleu", "ExactMatch", "MetricError"]
 

@@ -26,7 +26,7 @@ def register_commands(cli: Any) -> None:
 
     cli.add_command(view_command)
     cli.add_command(export_command)
-    from coeval_analysis.label_cli import label_command
+    from coeval_analysis.labels.cli import label_command
 
     cli.add_command(label_command)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from coeval_analysis.labels import normalise_label
+from coeval_analysis.labels.exact_match import normalise_label
 from coeval_analysis.loading.columns import take_categorical
 from coeval_analysis.loading.run_data import LLM_JUDGE, DataQuality
 from coeval_analysis.loading.vocabulary import Vocabulary
@@ -125,7 +125,7 @@ def label_details(
     Taken from the record's ``gold`` / ``predicted`` mappings when it has them; otherwise
     recomputed as the label evaluator scores: the gold is the datapoint's sampled value of
     the attribute (else its ``labels`` / ``label``), the prediction is the whole answer,
-    normalised (:func:`coeval_analysis.labels.normalise_label`).
+    normalised (:func:`coeval_analysis.labels.exact_match.normalise_label`).
     """
     cols: dict[str, list[Any]] = {
         k: [] for k in ("response", "student", "task", "attribute", "gold", "predicted")

@@ -2,7 +2,7 @@
 
 Both exist only when ``coeval view`` was started with ``--label NAME``. The page shows one
 answer at a time (the next in the suggestion order of
-:mod:`coeval_analysis.label_suggestions`) with its prompt, reference and the rubric's
+:mod:`coeval_analysis.labels.suggestions`) with its prompt, reference and the rubric's
 factors as level buttons; the keys 1 / 2 / 3 (or l / m / h) give the focused factor a
 level and move on, and once every factor has one the labels are posted and the next
 suggestion loads. The student's name is not shown: labels are blind.
@@ -31,8 +31,8 @@ from coeval_analysis.viewer.pages import layout
 if TYPE_CHECKING:  # the rest loads on the first label page: `coeval --help` lists `view`
     from http.server import BaseHTTPRequestHandler
 
-    from coeval_analysis.label_suggestions import Candidate
-    from coeval_analysis.label_units import LabelUnits
+    from coeval_analysis.labels.suggestions import Candidate
+    from coeval_analysis.labels.units import LabelUnits
     from coeval_analysis.viewer.guard import ViewGuard
     from coeval_analysis.viewer.store import RunStore
 
@@ -56,7 +56,7 @@ class _Session:
         self.note = ""
 
     def units(self) -> LabelUnits:
-        from coeval_analysis.label_units import LabelUnits
+        from coeval_analysis.labels.units import LabelUnits
 
         with self._lock:
             if self._units is None:
@@ -64,8 +64,8 @@ class _Session:
             return self._units
 
     def order(self) -> list[Candidate]:
-        from coeval_analysis.human_labels import run_labels
-        from coeval_analysis.label_suggestions import order_with_summary
+        from coeval_analysis.labels.human_labels import run_labels
+        from coeval_analysis.labels.suggestions import order_with_summary
 
         units = self.units()
         with self._lock:
@@ -78,8 +78,8 @@ class _Session:
     def next(self, after: str = "") -> tuple[Candidate | None, int]:
         """The first suggestion not labelled yet (after response ``after`` when given), and
         its place in the order (1-based)."""
-        from coeval_analysis.human_labels import run_labels
-        from coeval_analysis.label_suggestions import labelled_answers
+        from coeval_analysis.labels.human_labels import run_labels
+        from coeval_analysis.labels.suggestions import labelled_answers
 
         done = labelled_answers(run_labels(self.run))
         order = self.order()
@@ -99,7 +99,7 @@ class LabelDesk:
         self.sessions = [_Session(s.run) for s in stores]
 
     def page(self, k: int, name: str, query: dict[str, str]) -> tuple[int, str, str]:
-        from coeval_analysis.human_labels import read_labels
+        from coeval_analysis.labels.human_labels import read_labels
 
         session = self.sessions[k]
         base = f"/r/{k}"
@@ -134,14 +134,14 @@ class LabelDesk:
                 labels.append(units.label(dp, student, str(factor), str(level), self.labeler))
         if errors or not labels:
             return HTTPStatus.BAD_REQUEST, {"error": "; ".join(errors) or "no level given"}
-        from coeval_analysis.human_labels import save_labels
+        from coeval_analysis.labels.human_labels import save_labels
 
         written = save_labels(session.run, labels)
         return HTTPStatus.OK, {"written": written, "next": f"/r/{k}/label"}
 
 
 def _answer_page(name: str, base: str, units: LabelUnits, c: Candidate, place: int, total: int, counts: str) -> str:
-    from coeval_analysis.human_labels import LEVELS
+    from coeval_analysis.labels.human_labels import LEVELS
 
     ans = units.answers[(c.datapoint_id, c.student)]
     dp = units.datapoints.get(c.datapoint_id, {})

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coeval_analysis.human_labels import LEVELS, HumanLabel
+from coeval_analysis.labels.human_labels import LEVELS, HumanLabel
 from coeval_analysis.loading.run_data import RunData
 from coeval_analysis.loading.score_units import llm_factors
 from coeval_analysis.stats._correlation import pearson

@@ -52,8 +52,8 @@ def label_command(run: Path, import_csv: Path | None, export_csv: Path | None, l
     coeval label --run eval_runs/demo-v1 --import next.csv
     """
     from coeval_analysis.errors import AnalysisInputError
-    from coeval_analysis.human_labels import run_labels, save_labels
-    from coeval_analysis.label_units import LabelUnits, read_label_csv, write_label_csv
+    from coeval_analysis.labels.human_labels import run_labels, save_labels
+    from coeval_analysis.labels.units import LabelUnits, read_label_csv, write_label_csv
 
     if (import_csv is None) == (export_csv is None):
         raise click.UsageError("give either --import FILE.csv or --export FILE.csv")
@@ -72,7 +72,7 @@ def label_command(run: Path, import_csv: Path | None, export_csv: Path | None, l
         _say(f"coeval label: {n} label(s) from {import_csv} written to {run / 'human_labels.jsonl'}")
         return
     assert export_csv is not None
-    from coeval_analysis.label_suggestions import suggestion_order
+    from coeval_analysis.labels.suggestions import suggestion_order
 
     try:
         picks = suggestion_order(run, run_labels(run), count * 4)

@@ -22,7 +22,7 @@ from coeval.storage.run_folder import iter_jsonl
 from coeval.storage.safe_files import FILE_MODE, apply_file_mode
 
 from coeval_analysis.csv_safety import neutralise_text, restore_text
-from coeval_analysis.human_labels import LEVELS, Answer, HumanLabel, current_answers, level_name
+from coeval_analysis.labels.human_labels import LEVELS, Answer, HumanLabel, current_answers, level_name
 from coeval_analysis.loading.run_files import (
     PHASE3,
     PHASE4,

@@ -330,7 +330,7 @@ def order_with_summary(
         summary = analyze(data, AnalysisOptions(n_boot=n_boot), human_labels=labels).summary
     picks = suggest(candidates_from(data), uncertainty_from_summary(summary), labelled_answers(labels), k)
     if not summary.get("reference"):  # no labels nor gold yet: still say how many would settle it
-        from coeval_analysis.reference_judge import reference_summary
+        from coeval_analysis.labels.reference_judge import reference_summary
         from coeval_analysis.stats.scores import ScoreModel
 
         level = float((summary.get("settings") or {}).get("level") or 0.95)
