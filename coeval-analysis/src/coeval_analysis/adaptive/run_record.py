@@ -24,7 +24,8 @@ def adaptive_summary(meta: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     looks = [x for x in record.get("looks") or [] if isinstance(x, Mapping)]
     last = looks[-1] if looks else {}
-    scores = last.get("scores") if isinstance(last.get("scores"), Mapping) else {}
+    found = last.get("scores")
+    scores: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     ranking = sorted(
         ({"student": s, "score": v[0], "ci_low": v[1], "ci_high": v[2]} for s, v in scores.items()
          if isinstance(v, list | tuple) and len(v) == 3),

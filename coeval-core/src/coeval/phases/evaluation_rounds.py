@@ -19,6 +19,7 @@ stay full: every student answers every datapoint.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import math
 import random
@@ -289,9 +290,7 @@ class _Rounds:
                 if r == 0:
                     screening = [_finite(attrs.asdict(j)) for j in decided.judges]
                     stopped = {j["judge"] for j in screening if j["stopped"]}
-                new_screening, new_question = screening, decided.question
-                self._record(lambda rec, d=decision, s=new_screening, q=new_question: rec.update(
-                    {"looks": [*(rec.get("looks") or [])[: d["look"]], d], "screening": s, "question": q}))
+                self._record(functools.partial(_add_look, decision, screening, decided.question))
                 looks.append(decision)
                 ctx.log.info("adaptive look", look=r, datapoints=len(seen), answered=decision["answered"],
                              open_students=decision["open_students"], stopped_judges=sorted(stopped))
@@ -328,6 +327,12 @@ class _Rounds:
         if r == 0 or s.scorer.model is None:
             return True
         return s.scorer.model.name not in stopped and str(s.response.get(STUDENT_MODEL_ID)) in open_students
+
+
+def _add_look(look: dict[str, Any], screening: list[dict[str, Any]], question: str, record: dict[str, Any]) -> None:
+    """Record one look (replacing any of its number or later), with the screening and the question."""
+    record.update({"looks": [*(record.get("looks") or [])[: look["look"]], look], "screening": screening,
+                   "question": question})
 
 
 def _finite(entry: dict[str, Any]) -> dict[str, Any]:

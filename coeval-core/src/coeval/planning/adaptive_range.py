@@ -64,7 +64,8 @@ def expected_screened(judges: Iterable[ModelConfig]) -> list[str]:
         if m.interface != "mock":
             continue
         params = m.parameters
-        faults = params.get("judge") if isinstance(params.get("judge"), Mapping) else {}
+        given = params.get("judge")
+        faults: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
         quality = params.get("quality")
         noise = faults.get("noise", 0)
         if faults.get("flat") is not None or (isinstance(quality, int | float) and quality <= GUESSING_QUALITY) \
