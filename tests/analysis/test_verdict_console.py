@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval_analysis.leaderboard import leaderboard
-from coeval_analysis.leaderboard_view import interval_text, number
+from coeval_analysis.leaderboard.view import interval_text, number
 from coeval_analysis.run_warnings import verdict_warnings
 
 
@@ -118,7 +118,7 @@ def test_a_warning_that_ends_with_its_action_shows_it_as_the_action() -> None:
 
 def test_no_line_is_wider_than_the_terminal_even_with_long_names() -> None:
     from coeval_analysis.leaderboard import build_leaderboard
-    from coeval_analysis.verdict import verdict_lines
+    from coeval_analysis.leaderboard.verdict import verdict_lines
 
     long = "a-student-with-a-very-long-model-identifier-from-some-hub/and-its-revision-name"
     rows = [{"student": s, "rank": i, "rank_range": [i, i], "rank_label": str(i), "headline": h,

@@ -120,7 +120,7 @@ def test_an_analysed_run_shows_its_leaderboard_beside_the_other(runs: tuple[Path
     import shutil
 
     from coeval_analysis.leaderboard import leaderboard
-    from coeval_analysis.leaderboard_view import leaderboard_table
+    from coeval_analysis.leaderboard.view import leaderboard_table
 
     root, env = runs
     for name in ("view-test", "view-fork"):

@@ -27,7 +27,7 @@ from coeval_analysis.judge_quality import (
 from coeval_analysis.judge_replies import judge_replies
 from coeval_analysis.labels.human_labels import HumanLabel, run_labels
 from coeval_analysis.labels.reference_judge import REFERENCE_NOT_MEASURED, reference_summary, reference_table
-from coeval_analysis.leaderboard_build import leaderboard_of
+from coeval_analysis.leaderboard.build import leaderboard_of
 from coeval_analysis.loading.run_data import LLM_JUDGE, RunData
 from coeval_analysis.pass_rates import pass_rate_summary, pass_rate_table
 from coeval_analysis.ranking import (

@@ -183,7 +183,7 @@ def _analyze(
 
 def _print_written(out: Path, written: list[Path], seconds: float, n_records: int) -> None:
     """One line: how long it took and where the report, summary.json and tables are."""
-    from coeval_analysis.verdict import console_width
+    from coeval_analysis.leaderboard.verdict import console_width
 
     names = [p.name for p in written if p.parent == out and p.name in ("report.html", "summary.json")]
     names += ["tables/"] if (out / "tables").exists() else []
@@ -236,8 +236,8 @@ def _progress(quiet: bool) -> Any:
 
 def _print_verdict(summary: dict[str, Any], verbose: bool) -> None:
     """The leaderboard, tiers, how the headline is combined and the first warnings
-    (everything with ``-v``): :mod:`coeval_analysis.verdict`."""
-    from coeval_analysis.verdict import console_width, verdict_lines
+    (everything with ``-v``): :mod:`coeval_analysis.leaderboard.verdict`."""
+    from coeval_analysis.leaderboard.verdict import console_width, verdict_lines
 
     for line in verdict_lines(summary, console_width(), verbose=verbose):
         click.echo(line)

@@ -1,5 +1,5 @@
 """The start page's leaderboard: the one ``coeval analyze`` wrote to ``summary.json``, in the
-cells the console prints (:mod:`coeval_analysis.leaderboard_view`), so the viewer, the
+cells the console prints (:mod:`coeval_analysis.leaderboard.view`), so the viewer, the
 report, the console and summary.json show one ranking. Without a current analysis the page
 says so, and the start page shows the mean of the judgments instead (labelled as such)."""
 
@@ -10,7 +10,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import urlencode
 
-from coeval_analysis.leaderboard_view import LeaderboardTable
+from coeval_analysis.leaderboard.view import LeaderboardTable
 from coeval_analysis.viewer.outline import LeaderboardRows, analysis_leaderboard
 
 __all__ = ["early_leaderboard_html", "headline_section", "leaderboard_html", "leaderboard_rows_html"]

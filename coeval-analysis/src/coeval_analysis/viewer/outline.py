@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from coeval.config._yaml import load_yaml_guarded
 
-from coeval_analysis.leaderboard_view import LeaderboardTable, leaderboard_of_summary
+from coeval_analysis.leaderboard.view import LeaderboardTable, leaderboard_of_summary
 from coeval_analysis.loading.run_files import read_text
 from coeval_analysis.viewer.build import PHASES, record_files
 

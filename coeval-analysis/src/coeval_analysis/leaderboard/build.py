@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coeval_analysis.leaderboard import (
+from coeval_analysis.leaderboard.board import (
     EvidenceCell,
     EvidenceColumn,
     Leaderboard,

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from coeval_analysis.leaderboard import Leaderboard, leaderboard
+from coeval_analysis.leaderboard.board import Leaderboard, leaderboard
 
 __all__ = ["LeaderboardTable", "interval_text", "leaderboard_of_summary", "leaderboard_table", "number"]
 
