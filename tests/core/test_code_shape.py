@@ -492,7 +492,6 @@ KNOWN_UPWARD_IMPORTS = {
     "contract -> evaluators": 2, "contract -> phases": 1, "contract -> quality": 1,
     "phases -> run": 1,
     "planning -> run": 2,
-    "scheduler -> phases": 1,
     "storage -> phases": 3, "storage -> run": 1,
 }
 

@@ -14,9 +14,10 @@ import pytest
 import yaml
 from coeval.config import load_config
 from coeval.config.credentials import KeyStore
+from coeval.run.batch_fetch import fetch_pending_batches
 from coeval.run.options import RunOptions
 from coeval.run.runner import run_experiment
-from coeval.scheduler.batching import PendingStore, fetch_pending_batches
+from coeval.scheduler.batching import PendingStore
 from coeval.storage.run_folder import RunFolder
 from coeval_testing.fake_server import FakeServer
 

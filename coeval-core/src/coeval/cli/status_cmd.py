@@ -31,10 +31,10 @@ from coeval.planning.cost.against import against_table, estimate_against_actual
 from coeval.planning.cost.report import read_estimate
 from coeval.quality import rejections
 from coeval.record_schema import ERROR, EVALUATED_AT, GENERATED_AT, ID
+from coeval.run.batch_fetch import FetchError, fetch_pending_batches
 from coeval.run.ingested import merge_ingested
 from coeval.run.lane_figures import read_lanes
 from coeval.run.limits import LIMIT_KEY, full_config, limit_note
-from coeval.scheduler.batching.fetch import FetchError, fetch_pending_batches
 from coeval.scheduler.batching.pending import PendingStore
 from coeval.storage import iter_jsonl
 from coeval.storage.call_ledger import LedgerError, ledger_path, read_ledger
