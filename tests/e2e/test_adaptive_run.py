@@ -176,3 +176,28 @@ def test_a_killed_adaptive_run_continued_buys_nothing_twice_and_decides_the_same
     assert len(ids) == len(set(ids)), [i for i, n in Counter(ids).items() if n > 1]
     assert _decisions(_meta(run)) == _decisions(_meta(tmp_path / "runs" / "whole"))
     assert len(ids) == len(_judgments(tmp_path / "runs" / "whole"))
+
+
+@pytest.mark.slow
+def test_the_adaptive_flag_turns_the_design_on_with_its_defaults_and_continue_keeps_it(tmp_path: Path) -> None:
+    path = _config(tmp_path, "flag", adaptive=False)
+    result = CliRunner().invoke(cli, ["run", str(path), "--adaptive", "-q"])
+    assert result.exit_code == 0, result.output
+    run = tmp_path / "runs" / "flag"
+    record = _meta(run)["adaptive"]
+    assert record["settings"] == {"screen": True, "calibration": 0.2, "stop_when": {"top": 1}, "looks": 6,
+                                  "alpha": 0.05}
+    assert sorted(record["stopped_judges"]) == LOCAL_JUDGES
+    before = len(_judgments(run))
+    again = CliRunner().invoke(cli, ["run", str(path), "--continue", "-q"])  # the config itself is not adaptive
+    assert again.exit_code == 0, again.output
+    assert len(_judgments(run)) == before  # the finished design is complete: nothing more is bought
+    assert _meta(run)["status"] == "completed"
+
+
+def test_adaptive_refuses_only_models_shards(tmp_path: Path) -> None:
+    path = _config(tmp_path, "shards")
+    result = CliRunner().invoke(cli, ["run", str(path), "--only-models", "sharp-a"])
+    assert result.exit_code == 2, result.output
+    assert "adaptive evaluation decides each round from every judge's judgments" in result.output
+    assert "Traceback" not in result.output

@@ -7,6 +7,7 @@ from pathlib import Path
 import attrs
 import click
 
+from coeval.cli.errors import UserError
 from coeval.config.model import AdaptiveConfig, Config
 from coeval.phases.evaluation_rounds import adaptive_lines, recorded
 from coeval.storage.run_folder import RunFolder
@@ -18,8 +19,14 @@ INTERVALS_NOTE = ("an adaptive run's intervals are the design's, valid under its
                   "fixed number of looks); the judgments it did not buy are absent by design, not missing")
 
 
-def with_adaptive(config: Config) -> Config:
-    """``config`` with ``experiment.adaptive`` on: as the config sets it, else the defaults."""
+def with_adaptive(config: Config, *, only_models: tuple[str, ...] = ()) -> Config:
+    """``config`` with ``experiment.adaptive`` on: as the config sets it, else the defaults.
+    Its rounds are decided from every judge's judgments, so one process runs them: not
+    ``--only-models`` shards."""
+    if only_models:
+        raise UserError("adaptive evaluation decides each round from every judge's judgments, so one process "
+                        "runs it, not --only-models shards",
+                        "run without --only-models, or without --adaptive and experiment.adaptive")
     if config.experiment.adaptive is not None:
         return config
     return attrs.evolve(config, experiment=attrs.evolve(config.experiment, adaptive=AdaptiveConfig()))

@@ -213,10 +213,8 @@ def command(
     config = load_for_cli(
         config_path, keys=keys, continue_run=continue_run, resume=resume, only_models=models, dry_run=dry_run
     )
-    if adaptive:
-        config = with_adaptive(config)
-    if config.experiment.adaptive is not None:
-        pipeline = False  # phase 5 goes in rounds over every answer
+    if adaptive or config.experiment.adaptive is not None:
+        config, pipeline = with_adaptive(config, only_models=models), False  # phase 5 in rounds over every answer
     whole = config
     if limit is not None:
         config = limit_datapoints(config, limit)
