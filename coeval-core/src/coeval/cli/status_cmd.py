@@ -29,10 +29,10 @@ from coeval.phases.phase_order import ordered_phases
 from coeval.planning.call_figures import call_figures, figures_table
 from coeval.planning.cost.against import against_table, estimate_against_actual
 from coeval.planning.cost.report import read_estimate
+from coeval.planning.ingested import merge_ingested
 from coeval.quality import rejections
 from coeval.record_schema import ERROR, EVALUATED_AT, GENERATED_AT, ID
 from coeval.run.batch_fetch import FetchError, fetch_pending_batches
-from coeval.run.ingested import merge_ingested
 from coeval.run.lane_figures import read_lanes
 from coeval.run.limits import LIMIT_KEY, full_config, limit_note
 from coeval.scheduler.batching.pending import PendingStore
@@ -46,6 +46,7 @@ from coeval.storage.run_folder import RunFolder
 from coeval.storage.snapshot import read_config_snapshot
 
 if TYPE_CHECKING:
+    from coeval.config.model import Config
     from coeval.contract.manager import Registries
 
 __all__ = ["collect_status", "command"]
@@ -114,18 +115,76 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
     run = RunFolder(run_path)
     notes: list[str] = []
     meta = _read_meta(run, notes)
-    config = read_config_snapshot(run)
-    if config is None:
-        notes.append("no readable config.yaml: expected counts are unknown, only records are shown")
-    else:
-        config = merge_ingested(full_config(config, meta), meta)  # a --limit slice: the full totals
+    config = _full_config(run, meta, notes)
     if registries is None:
         registries = _registries()
     active = folder_in_use(run.root)
-    run_status = meta.get("status") or "unknown (meta.json is missing or unreadable; `coeval repair` rebuilds it)"
+    run_status = _process_status(meta, active, notes)
+    phases, failures = _phase_entries(run, config, registries, meta, active, notes)
+    run_status = _status_from_phases(run_status, phases, meta, config, registries, notes)
+    stale = stale_records(run, {t.name for t in config.tasks} if config is not None else None)
+    if stale:
+        notes.insert(0, stale_note(stale))
+        if run_status == "completed":
+            run_status = "incomplete (stale records)"
+    models = _model_rows(meta, config)
+    budget = config.experiment.budget_usd if config is not None else None
+    total_spend = round(sum(float(v) for v in (meta.get("spend_usd") or {}).values()), 6)
+    estimated = read_estimate(run.root)
+    estimate = _estimate_beside_spend(estimated, models)
+    figures = call_figures(run)
+    against = estimate_against_actual(estimated, meta, figures) if estimated is not None else None
+    return {
+        "run": str(run.root),
+        "experiment_id": meta.get("experiment_id"),
+        "status": run_status,
+        "limit": meta.get(LIMIT_KEY),  # a --limit slice: datapoints per (task, teacher) and full totals
+        "active": active,
+        "created_at": meta.get("created_at"),
+        "updated_at": meta.get("updated_at"),
+        "forked_from": (meta.get("forked_from") or {}).get("path"),
+        "phases": phases,
+        "failures_by_cause": dict(failures),
+        "rejected_items": rejections(meta),
+        "models": models,
+        "call_figures": figures,
+        "lanes": read_lanes(run.root)["phases"],
+        "spend_usd": total_spend,
+        "budget_usd": budget,
+        "budget_reached": budget is not None and total_spend >= budget,
+        "estimate": estimate,
+        "estimate_vs_actual": against,  # {calls|input_tokens|output_tokens|cost_usd|seconds: {estimated, actual}}
+        "pending_batches": _pending_batches(run, notes),
+        "recent_errors": _recent_errors(run),
+        "notes": notes,
+        **({"stale_records": dict(stale)} if stale else {}),
+        **({"adaptive": meta["adaptive"]} if isinstance(meta.get("adaptive"), dict) else {}),
+    }
+
+
+def _full_config(run: RunFolder, meta: dict[str, Any], notes: list[str]) -> Config | None:
+    """The run's config as its snapshot keeps it, with a ``--limit`` slice's full totals and
+    the ingested tasks; None (and a note) without a readable snapshot."""
+    config = read_config_snapshot(run)
+    if config is None:
+        notes.append("no readable config.yaml: expected counts are unknown, only records are shown")
+        return None
+    return merge_ingested(full_config(config, meta), meta)
+
+
+def _process_status(meta: dict[str, Any], active: bool, notes: list[str]) -> str:
+    """The run's status as ``meta.json`` records it, or ``stopped`` when no process runs a
+    run it says is in progress."""
+    run_status: str = meta.get("status") or "unknown (meta.json is missing or unreadable; `coeval repair` rebuilds it)"
     if run_status == "in_progress" and not active:
         run_status = "stopped (no process is running it; it crashed or was killed)"
         notes.append("resume it with `coeval run --config <your config> --continue`")
+    return run_status
+
+
+def _phase_entries(run: RunFolder, config: Config | None, registries: Registries, meta: dict[str, Any],
+                   active: bool, notes: list[str]) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """Each phase's survey, state and record files, in run order; the failures by cause."""
     completed = set(meta.get("phases_completed") or [])
     limited = bool(meta.get(LIMIT_KEY))  # a --limit slice completed those phases, not the experiment
     in_progress = set(meta.get("phases_in_progress") or [])
@@ -160,6 +219,13 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
             if entry["files"]["bad_lines"] or entry["files"]["duplicate_ids"]:
                 notes.append(f"{phase.name}: unreadable lines or duplicate ids; `coeval repair` cleans them")
         phases.append(entry)
+    return phases, failures
+
+
+def _status_from_phases(run_status: str, phases: list[dict[str, Any]], meta: dict[str, Any], config: Config | None,
+                        registries: Registries, notes: list[str]) -> str:
+    """The run's status once its phases are surveyed: a ``--limit`` slice is partial, gaps
+    the records show make it incomplete, and so does an interrupted ingest."""
     if run_status == "completed" and limit_note(meta.get(LIMIT_KEY)) and any(
             not p["state"].startswith("complete") for p in phases):
         run_status = f"partial ({limit_note(meta.get(LIMIT_KEY))})"
@@ -175,11 +241,11 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
                             "run the same `coeval ingest` again to finish it (`--continue` answers the rows written)")
             if run_status in ("completed", "incomplete"):
                 run_status = "incomplete (ingest interrupted)"
-    stale = stale_records(run, {t.name for t in config.tasks} if config is not None else None)
-    if stale:
-        notes.insert(0, stale_note(stale))
-        if run_status == "completed":
-            run_status = "incomplete (stale records)"
+    return run_status
+
+
+def _model_rows(meta: dict[str, Any], config: Config | None) -> list[dict[str, Any]]:
+    """Each model's calls against its quota, and its spend."""
     calls = meta.get("calls") or {}
     spend = meta.get("spend_usd") or {}
     models = []
@@ -194,38 +260,7 @@ def collect_status(run_path: str | Path, registries: Registries | None = None) -
             "quota_reached": max_calls is not None and int(calls.get(name, 0)) >= max_calls,
             "spend_usd": round(float(spend.get(name, 0.0)), 6),
         })
-    budget = config.experiment.budget_usd if config is not None else None
-    total_spend = round(sum(float(v) for v in spend.values()), 6)
-    estimated = read_estimate(run.root)
-    estimate = _estimate_beside_spend(estimated, models)
-    figures = call_figures(run)
-    against = estimate_against_actual(estimated, meta, figures) if estimated is not None else None
-    return {
-        "run": str(run.root),
-        "experiment_id": meta.get("experiment_id"),
-        "status": run_status,
-        "limit": meta.get(LIMIT_KEY),  # a --limit slice: datapoints per (task, teacher) and full totals
-        "active": active,
-        "created_at": meta.get("created_at"),
-        "updated_at": meta.get("updated_at"),
-        "forked_from": (meta.get("forked_from") or {}).get("path"),
-        "phases": phases,
-        "failures_by_cause": dict(failures),
-        "rejected_items": rejections(meta),
-        "models": models,
-        "call_figures": figures,
-        "lanes": read_lanes(run.root)["phases"],
-        "spend_usd": total_spend,
-        "budget_usd": budget,
-        "budget_reached": budget is not None and total_spend >= budget,
-        "estimate": estimate,
-        "estimate_vs_actual": against,  # {calls|input_tokens|output_tokens|cost_usd|seconds: {estimated, actual}}
-        "pending_batches": _pending_batches(run, notes),
-        "recent_errors": _recent_errors(run),
-        "notes": notes,
-        **({"stale_records": dict(stale)} if stale else {}),
-        **({"adaptive": meta["adaptive"]} if isinstance(meta.get("adaptive"), dict) else {}),
-    }
+    return models
 
 
 def _read_meta(run: RunFolder, notes: list[str]) -> dict[str, Any]:
