@@ -15,7 +15,7 @@ ranking that uses the labels, how often the GPT-like students' rank ranges hold 
 true places, and the ranking by the labels alone.
 
 The ranking that uses the labels is :func:`measure`: the path of ``coeval analyze``
-(:func:`coeval_analysis.ranking.headline_ranking`), the measurement model with the
+(:func:`coeval_analysis.ranking.headline.headline_ranking`), the measurement model with the
 labels as its reference judge, its bootstrap and rank ranges. The suggestion order reads
 the headline without labels (paired comparisons, each student's interval and rank range,
 and each judge's ``family_bias_prior_share``), as the viewer does before the first label.
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 from coeval_analysis.labels.suggestions import Candidate, suggest, uncertainty_from_summary
-from coeval_analysis.ranking import unrelated_share
+from coeval_analysis.ranking.headline import unrelated_share
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.comparisons import compare_students
 from coeval_analysis.stats.headline import Judgments
@@ -117,7 +117,7 @@ class Measured:
 
 
 def measure(j: Judgments, picks: list[tuple[int, int]], labels: np.ndarray, n_boot: int, seed: int) -> Measured:
-    """The analysis path of :func:`coeval_analysis.ranking.headline_ranking` on
+    """The analysis path of :func:`coeval_analysis.ranking.headline.headline_ranking` on
     judgment arrays: the measurement model with the labels as its reference judge (scale 1,
     location 0, no family), its bootstrap, comparisons and rank ranges; the summary holds
     what the suggestion order reads (rank ranges, intervals, paired comparisons)."""

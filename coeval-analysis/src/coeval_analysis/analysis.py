@@ -29,8 +29,7 @@ from coeval_analysis.labels.human_labels import HumanLabel, run_labels
 from coeval_analysis.labels.reference_judge import REFERENCE_NOT_MEASURED, reference_summary, reference_table
 from coeval_analysis.leaderboard.build import leaderboard_of
 from coeval_analysis.loading.run_data import LLM_JUDGE, RunData
-from coeval_analysis.pass_rates import pass_rate_summary, pass_rate_table
-from coeval_analysis.ranking import (
+from coeval_analysis.ranking.headline import (
     MIN_INTERVAL_DATAPOINTS,
     MISSING_GAP,
     HeadlineRanking,
@@ -44,6 +43,7 @@ from coeval_analysis.ranking import (
     teacher_weights,
     unrelated_weight,
 )
+from coeval_analysis.ranking.pass_rates import pass_rate_summary, pass_rate_table
 from coeval_analysis.run_warnings import collect_warnings, flag_constant_raters
 from coeval_analysis.stale import stale_warnings
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
@@ -124,7 +124,7 @@ def analyze(
 
     ``reference``: scores of a judge of known scale, columns ``datapoint_id, student, factor,
     score`` in [0, 1] and ``source`` ("human" or "gold"); the headline treats it as a judge of
-    scale 1, location 0 and no family (see :func:`coeval_analysis.ranking.reference_of`).
+    scale 1, location 0 and no family (see :func:`coeval_analysis.ranking.headline.reference_of`).
     None: made from ``human_labels`` and the run's gold answers."""
     opts = options or AnalysisOptions()
     step = progress or (lambda _msg: None)

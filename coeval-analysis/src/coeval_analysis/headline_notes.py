@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coeval_analysis.ranking import RELIABILITY_FLOOR
+from coeval_analysis.ranking.headline import RELIABILITY_FLOOR
 
 __all__ = ["headline_notes"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coeval_analysis.ranking import HeadlineRanking
+from coeval_analysis.ranking.headline import HeadlineRanking
 from coeval_analysis.stats.diagnostic_ranking import DiagnosticRanking
 from coeval_analysis.stats.scores import ScoreModel
 

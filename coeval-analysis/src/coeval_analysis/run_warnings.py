@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from coeval.config.task_data import data_teacher
 
-from coeval_analysis.ranking import MIN_INTERVAL_DATAPOINTS, RELIABILITY_FLOOR
+from coeval_analysis.ranking.headline import MIN_INTERVAL_DATAPOINTS, RELIABILITY_FLOOR
 from coeval_analysis.stats.scores import ScoreModel
 
 __all__ = ["MIN_DATAPOINTS", "ONE_LEVEL_SHARE", "PREFERENCE_Z", "collect_warnings", "flag_constant_raters"]

@@ -31,9 +31,9 @@ class AdaptiveController:
     """``register_evaluation_controllers``' ``adaptive``: reads the run folder at each look."""
 
     def look(self, look: RoundLook, /) -> RoundDecision:
-        from coeval_analysis.families import model_families
         from coeval_analysis.loading.loader import load_run
-        from coeval_analysis.ranking import judgments_of
+        from coeval_analysis.ranking.families import model_families
+        from coeval_analysis.ranking.headline import judgments_of
         from coeval_analysis.stats.scores import ScoreModel
 
         data = load_run(look.run_folder)

@@ -303,7 +303,7 @@ def reference_summary(
     """``summary.json`` ``reference``: None when the run has neither labels nor gold (unless
     ``always``: the Label page says how many labels would settle a run that has none).
     ``in_headline``: whether the human labels move the headline (see
-    :func:`coeval_analysis.ranking.reference_in_headline`); None when not known."""
+    :func:`coeval_analysis.ranking.headline.reference_in_headline`); None when not known."""
     ref = reference_table(data, labels)
     if ref.empty and not labels and not always:
         return None

@@ -1,5 +1,5 @@
 """The report's "Checks and tests" section: pass rates of deterministic checks and of code
-run against its tests, per student, with intervals (:mod:`coeval_analysis.pass_rates`)."""
+run against its tests, per student, with intervals (:mod:`coeval_analysis.ranking.pass_rates`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The diagnostic ranking: judges weighted by their agreement with the others, datapoints by
-their reliability. Not the headline (that is :func:`coeval_analysis.ranking.headline_ranking`):
+their reliability. Not the headline (that is :func:`coeval_analysis.ranking.headline.headline_ranking`):
 its judge-weighted consensus is what the diagnostics (teacher discrimination, self-preference,
 verbosity, gold correlations) read, and summary.json reports its score as ``diagnostic_*``.
 

@@ -3,8 +3,8 @@
 :class:`Judgments`: one row per *judgment*, a judge's score (its rubric-weighted mean over
 the judged factors) of one student's answer to one datapoint, with a flag for conflicted
 judgments (the judge grades its own answer or an answer of its family, see
-:mod:`coeval_analysis.families`). :class:`Headline`: the judge weights and leniencies, the
-datapoint weights and each student's headline score (see :mod:`coeval_analysis.ranking`,
+:mod:`coeval_analysis.ranking.families`). :class:`Headline`: the judge weights and leniencies, the
+datapoint weights and each student's headline score (see :mod:`coeval_analysis.ranking.headline`,
 which fills it from the measurement model of :mod:`coeval_analysis.stats.measurement`).
 """
 

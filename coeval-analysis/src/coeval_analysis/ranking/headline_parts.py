@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coeval_analysis.factor_plan import FactorKind, FactorPlan, PlannedFactor
+from coeval_analysis.ranking.factor_plan import FactorKind, FactorPlan, PlannedFactor
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.scores import ScoreModel
 

@@ -15,10 +15,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coeval_analysis.factor_plan import FactorPlan, factor_plan
-from coeval_analysis.families import model_families
-from coeval_analysis.headline_parts import Evidence, RateFactor, combine, evidence_columns, rate_factors
 from coeval_analysis.loading.run_data import LLM_JUDGE, RunData
+from coeval_analysis.ranking.factor_plan import FactorPlan, factor_plan
+from coeval_analysis.ranking.families import model_families
+from coeval_analysis.ranking.headline_parts import (
+    Evidence,
+    RateFactor,
+    combine,
+    evidence_columns,
+    rate_factors,
+)
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.comparisons import Comparisons, compare_students, rank_label
 from coeval_analysis.stats.headline import Headline, Judgments
@@ -107,7 +113,7 @@ def judgments_of(
     """(judgments, judge names): one row per (response, LLM judge), the judge's mean over the
     judged factors it scored, weighted by the rubric (``plan``; equal without one);
     conflicted when judge and student share a family. Checks, tests, metrics and gold are
-    never judgments: they are plain rates (:mod:`coeval_analysis.headline_parts`)."""
+    never judgments: they are plain rates (:mod:`coeval_analysis.ranking.headline_parts`)."""
     names = list(model.judges)
     if plan is None or not len(model.u_resp):
         pr, pj, pm = model.per_judge_response()
@@ -160,7 +166,7 @@ def reference_of(model: ScoreModel, table: pd.DataFrame | None) -> Reference | N
     """The reference judge's scores (human labels of judged factors) in the model's codes:
     ``table`` has columns ``datapoint_id, student, factor, score`` (in [0, 1]) and ``source``;
     only ``human`` rows are a judge of the judged factors (gold and label accuracy are plain
-    rates, :mod:`coeval_analysis.factor_plan`). Factors of one answer are averaged, as a
+    rates, :mod:`coeval_analysis.ranking.factor_plan`). Factors of one answer are averaged, as a
     judge's are. Rows naming a datapoint or student the run does not score are ignored."""
     if table is None or not len(table):
         return None
@@ -206,7 +212,7 @@ def headline_ranking(
 ) -> HeadlineRanking:
     """The headline: the measurement model of :mod:`coeval_analysis.stats.measurement` on the
     judged factors (mapped onto [0, 1]), combined per task with the plain rates the rubric
-    asks for (:mod:`coeval_analysis.headline_parts`), their shared bootstrap, comparisons and
+    asks for (:mod:`coeval_analysis.ranking.headline_parts`), their shared bootstrap, comparisons and
     rank ranges. ``reference``: see :func:`reference_of`."""
     families = model_families(data.config, [*model.judges, *model.scorers, *model.students])
     plan = factor_plan(data)

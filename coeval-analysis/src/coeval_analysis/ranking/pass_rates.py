@@ -6,7 +6,7 @@ student on a factor is the share of their scored responses that passed; its inte
 Wilson score interval at the analysis level, which stays inside [0, 1] and is sensible at
 0 % and 100 % (a plain normal interval would have width 0 there). This table shows each
 factor on its own; the headline takes the same rates as plain rates (never through the
-judges' measurement model), weighted by the rubric (see :mod:`coeval_analysis.headline_parts`).
+judges' measurement model), weighted by the rubric (see :mod:`coeval_analysis.ranking.headline_parts`).
 
 With several samples per (datapoint, student) (``samples: k`` in the task), code tasks also
 get pass@k: per datapoint the unbiased estimator ``1 - C(n - c, k) / C(n, k)`` of n samples
