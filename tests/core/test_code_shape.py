@@ -491,8 +491,8 @@ KNOWN_UPWARD_IMPORTS = {
     "config -> contract": 7, "config -> interfaces": 7, "config -> phases": 3, "config -> storage": 2,
     "contract -> evaluators": 2, "contract -> phases": 1, "contract -> quality": 1,
     "phases -> run": 1,
-    "planning -> run": 2,
-    "storage -> phases": 3, "storage -> run": 1,
+    "planning -> run": 1,
+    "storage -> phases": 3, "storage -> planning": 1, "storage -> run": 1,
 }
 
 #: sub-packages of coeval in an import cycle, every import counted

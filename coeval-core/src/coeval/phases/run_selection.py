@@ -11,15 +11,20 @@ from collections.abc import Collection, Iterable, MutableMapping, Sequence
 
 from coeval.config.model import Config, ModelConfig
 from coeval.phases.base import Phase, RunView, Survey
-from coeval.phases.ids import RECORD_PHASES
+from coeval.phases.ids import DATA_GENERATION, EVALUATION, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.info import configured_mode
 from coeval.phases.modes import phase_modes
 from coeval.phases.survey_memo import survey_of
 
-__all__ = ["batch_enabled", "models_needed", "phase_roles", "phases_that_may_run", "run_mode"]
+__all__ = ["PIPELINED_MODES", "PIPELINED_PHASES", "batch_enabled", "models_needed", "phase_roles", "phases_that_may_run", "run_mode"]
 
 #: the phases whose calls ``batch_enabled: true`` sends through a batch API
 _RECORD_PHASES = RECORD_PHASES
+
+#: The phases a run may run at once (pipelined), each fed by the one before it, and the modes
+#: that allow it: Keep and Model decide from what exists when the phase starts.
+PIPELINED_PHASES = (DATA_GENERATION, RESPONSE_COLLECTION, EVALUATION)
+PIPELINED_MODES = frozenset({"New", "Extend"})
 
 
 def run_mode(config: Config, phase: Phase, *, continue_run: bool) -> str:

@@ -24,15 +24,11 @@ import attrs
 
 from coeval.phases._items import untaken
 from coeval.phases.base import Phase, PhaseResult, WriterPool
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
+from coeval.phases.run_selection import PIPELINED_MODES, PIPELINED_PHASES
 from coeval.scheduler import WorkItem
 
-__all__ = ["LISTING_PASSES", "PIPELINED_MODES", "PIPELINED_PHASES", "Pass", "Passes", "Upstream", "pipeline_group",
-           "untaken"]
+__all__ = ["LISTING_PASSES", "Pass", "Passes", "Upstream", "pipeline_group", "untaken"]
 
-#: The phases that may run at once, each fed by the one before it.
-PIPELINED_PHASES = (DATA_GENERATION, RESPONSE_COLLECTION, EVALUATION)
-PIPELINED_MODES = frozenset({"New", "Extend"})
 #: A downstream pass starts once its upstream has written this share more records than at
 #: the last pass's start (at least one): each pass lists what the phase owes afresh, so
 #: passes are spaced in proportion to the work done.

@@ -47,12 +47,12 @@ from coeval.phases.info import configured_mode
 from coeval.phases.phase_order import ordered_phases
 from coeval.phases.run_selection import batch_enabled, phases_that_may_run
 from coeval.planning.cost import estimate_and_report, planned_phase_seconds, record_estimate
+from coeval.planning.ingested import merge_ingested
 from coeval.run._phase_loop import PhaseLoop
 from coeval.run._startup import RunStartup
 from coeval.run.call_estimates import call_estimates
 from coeval.run.collector import run_collector
 from coeval.run.drift import record_settings
-from coeval.run.ingested import merge_ingested
 from coeval.run.kept_artifacts import as_the_run_did
 from coeval.run.ledger import Ledger, reconcile_ledger, written_calls
 from coeval.run.meta import a_process_stopped_unfinished

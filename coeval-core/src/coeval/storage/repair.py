@@ -38,9 +38,9 @@ import attrs
 from coeval.phases.base import RunView
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.phase_order import ordered_phases
+from coeval.planning.ingested import merge_ingested
 from coeval.record_schema import DATAPOINT_ID, ERROR_KIND, ID, RESPONSE_ID, STATUS
 from coeval.run.drift import settings_of
-from coeval.run.ingested import merge_ingested
 from coeval.run.ledger import written_calls
 from coeval.storage.call_ledger import (
     LEDGER_NAME,

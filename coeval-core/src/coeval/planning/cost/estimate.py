@@ -46,6 +46,7 @@ from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.contract.manager import registries as installed
 from coeval.contract.types import TokenSeconds
 from coeval.phases.ids import EVALUATION
+from coeval.phases.run_selection import PIPELINED_MODES, PIPELINED_PHASES
 from coeval.planning import Plan, batch_phases, plan_experiment
 from coeval.planning.cost.history import measured_history, overlap_share, seconds_per_record
 from coeval.planning.cost.machine_speed import load_share, speed_factor
@@ -58,7 +59,6 @@ from coeval.planning.cost.requests import KNOWN_PHASES, RequestBuilder, TaskText
 from coeval.planning.cost.samples import SampleResults, run_samples
 from coeval.planning.cost.time_basis import TimeBasis, time_basis
 from coeval.planning.cost.tokens import estimate_tokens
-from coeval.run.pipelining import PIPELINED_MODES, PIPELINED_PHASES
 from coeval.storage.run_folder import RunFolder, utc_now
 
 if TYPE_CHECKING:
