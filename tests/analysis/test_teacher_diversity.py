@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from coeval_analysis.analysis import AnalysisOptions, analyze
+from coeval_analysis.items.teacher_diversity import prompt_similarity
 from coeval_analysis.loading.loader import load_run
 from coeval_analysis.reports.item_quality import item_quality_section
-from coeval_analysis.teacher_diversity import prompt_similarity
 
 from .runs import datapoint, evaluation, response, write_run
 

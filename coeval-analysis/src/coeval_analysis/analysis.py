@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 
 from coeval_analysis.headline_notes import headline_notes
-from coeval_analysis.item_quality import with_rejections
-from coeval_analysis.item_tables import datapoint_table, label_table, response_table
+from coeval_analysis.items.rejected_replies import with_rejections
+from coeval_analysis.items.tables import datapoint_table, label_table, response_table
+from coeval_analysis.items.teacher_diversity import with_diversity
 from coeval_analysis.judge_quality import (
     degenerate_rates,
     drop_judges,
@@ -55,7 +56,6 @@ from coeval_analysis.stats.icc_bootstrap import icc_intervals
 from coeval_analysis.stats.measurement import TAU
 from coeval_analysis.stats.reference import evaluator_scores, gold_report, label_report
 from coeval_analysis.stats.scores import ScoreModel
-from coeval_analysis.teacher_diversity import with_diversity
 
 __all__ = ["SCHEMA_VERSION", "Analysis", "AnalysisOptions", "analyze"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coeval_analysis.items.teacher_diversity import LOW_DIVERSITY
 from coeval_analysis.reports.blocks import Section, Table
-from coeval_analysis.teacher_diversity import LOW_DIVERSITY
 
 __all__ = ["FLAT_DISCRIMINATION", "item_quality_section"]
 
