@@ -66,7 +66,7 @@ def test_a_killed_analysis_leaves_the_previous_output_whole(tmp_path: Path, monk
 
 
 def test_a_viewer_build_removes_the_part_files_of_killed_builders(tmp_path: Path) -> None:
-    from coeval_analysis.leftovers import remove_dead_parts
+    from coeval_analysis.output.leftovers import remove_dead_parts
 
     db = tmp_path / "run-abc.duckdb"
     dead = [tmp_path / "run-abc.999999.part", tmp_path / "run-abc.999999.part.wal"]

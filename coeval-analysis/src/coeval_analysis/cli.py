@@ -17,7 +17,7 @@ from coeval.contract.manager import collect
 from coeval.storage.safe_files import apply_file_mode
 
 from coeval_analysis.errors import AnalysisInputError
-from coeval_analysis.staged import staged_output
+from coeval_analysis.output.staged import staged_output
 
 __all__ = ["analyze_command"]
 

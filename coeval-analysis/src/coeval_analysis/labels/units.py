@@ -21,7 +21,6 @@ from typing import Any
 from coeval.storage.run_folder import iter_jsonl
 from coeval.storage.safe_files import FILE_MODE, apply_file_mode
 
-from coeval_analysis.csv_safety import neutralise_text, restore_text
 from coeval_analysis.labels.human_labels import LEVELS, Answer, HumanLabel, current_answers, level_name
 from coeval_analysis.loading.run_files import (
     PHASE3,
@@ -32,6 +31,7 @@ from coeval_analysis.loading.run_files import (
     task_rubrics,
 )
 from coeval_analysis.loading.score_units import llm_factors
+from coeval_analysis.output.csv_safety import neutralise_text, restore_text
 
 __all__ = ["CSV_COLUMNS", "EXPORT_COLUMNS", "LabelUnits", "read_label_csv", "write_label_csv"]
 
@@ -201,7 +201,7 @@ def write_label_csv(path: Path, units: LabelUnits, answers: Sequence[tuple[str, 
 
     The sheet holds prompts and answers: it is created owner-only (0600), as the run's own
     files, and every text cell that a spreadsheet would run as a formula gets a leading
-    ``'`` (:mod:`coeval_analysis.csv_safety`)."""
+    ``'`` (:mod:`coeval_analysis.output.csv_safety`)."""
     texts = units.answer_texts([units.answers[a].response_id for a in answers])
     rows = 0
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), FILE_MODE)

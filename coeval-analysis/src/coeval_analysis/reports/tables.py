@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from coeval_analysis.csv_safety import neutralise_arrow
+from coeval_analysis.output.csv_safety import neutralise_arrow
 
 if TYPE_CHECKING:
     from coeval_analysis.analysis import Analysis

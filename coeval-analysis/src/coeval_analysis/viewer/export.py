@@ -7,7 +7,7 @@ from pathlib import Path
 
 from coeval.storage.safe_files import apply_file_mode
 
-from coeval_analysis.csv_safety import neutralise_arrow, neutralise_sql
+from coeval_analysis.output.csv_safety import neutralise_arrow, neutralise_sql
 from coeval_analysis.viewer.rowsql import sample_sql
 from coeval_analysis.viewer.store import RunStore
 
@@ -34,7 +34,7 @@ TIDY_SQL = (
 
 def _csv_safe(store: RunStore) -> str:
     """The tidy table with text cells that a spreadsheet would run as formulas prefixed by
-    ``'`` (:mod:`coeval_analysis.csv_safety`)."""
+    ``'`` (:mod:`coeval_analysis.output.csv_safety`)."""
     text = [name for name, kind, *_ in store.query(f"DESCRIBE {TIDY_SQL}") if str(kind) == "VARCHAR"]
     if not text:
         return TIDY_SQL

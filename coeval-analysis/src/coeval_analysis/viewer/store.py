@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from coeval.storage.safe_files import apply_file_mode
 
-from coeval_analysis.leftovers import remove_dead_parts
+from coeval_analysis.output.leftovers import remove_dead_parts
 from coeval_analysis.viewer.build import (
     JUDGMENTS_STEP,
     PHASES,

@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from coeval_analysis.leftovers import remove_dead_staging
+from coeval_analysis.output.leftovers import remove_dead_staging
 
 __all__ = ["staged_output"]
 
