@@ -492,7 +492,7 @@ KNOWN_UPWARD_IMPORTS = {
     "contract -> evaluators": 2, "contract -> phases": 1, "contract -> quality": 1,
     "phases -> run": 1,
     "planning -> run": 1,
-    "storage -> phases": 3, "storage -> planning": 1, "storage -> run": 1,
+    "storage -> phases": 2,
 }
 
 #: sub-packages of coeval in an import cycle, every import counted

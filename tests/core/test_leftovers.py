@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from coeval.contract.manager import registries
-from coeval.storage.repair import repair_run
+from coeval.run.repair import repair_run
 
 from tests.core.pipeline_support import folder, make_config, mock_model, run, task
 

@@ -54,7 +54,7 @@ def test_repair_on_a_read_only_folder(finished: Path, monkeypatch: pytest.Monkey
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
 
     monkeypatch.setattr(run_folder, "atomic_write_text", read_only)
-    import coeval.storage.repair as repair
+    import coeval.run.repair as repair
 
     monkeypatch.setattr(repair, "atomic_write_text", read_only)
     result = CliRunner().invoke(cli, ["repair", "--run", str(RUN)])

@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 from coeval.contract.manager import registries
 from coeval.run.drift import find_drift
-from coeval.storage.repair import repair_run
+from coeval.run.repair import repair_run
 
 from tests.core.pipeline_support import folder, make_config, meta, mock_model, run, task
 

@@ -13,14 +13,14 @@ from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import info
 from coeval.console import output_console
 from coeval.contract.manager import registries
+from coeval.run.repair import repair_run
 from coeval.storage.listing import storage_folder_hint
 from coeval.storage.lock import RunFolderBusyError, RunLock
-from coeval.storage.repair import repair_run
 from coeval.storage.run_folder import RunFolder
 from coeval.storage.safe_files import UnsafeRunFile
 
 if TYPE_CHECKING:
-    from coeval.storage.repair import RepairReport
+    from coeval.run.repair import RepairReport
     from coeval.storage.run_folder import RunFolder
 
 
