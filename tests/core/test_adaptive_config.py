@@ -4,15 +4,19 @@ plan's range of calls."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import attrs
 import pytest
 import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval.config.loader import load_config
 from coeval.phases.evaluation_rounds import DesignScope, look_sizes, round_plan
+from coeval.planning.adaptive_range import adaptive_range
 
 
 def _config(folder: Path, adaptive: Any = None, *, judges: int = 3) -> Path:
@@ -119,14 +123,37 @@ def test_a_finished_design_expects_the_slice_from_everyone_and_later_rounds_from
     assert scope.expects("new", "c", "flat")  # a datapoint added since: the full grid's
 
 
-def test_plan_shows_the_range_of_phase5_calls_with_its_basis(tmp_path: Path) -> None:
+def test_plan_rehearses_the_design_on_mock_judges(tmp_path: Path) -> None:
     path = _config(tmp_path)
     raw = yaml.safe_load(path.read_text())
     raw["models"][4]["parameters"] = {"judge": {"flat": "High"}}
+    raw["models"][5]["parameters"] = {"quality": 0.95}
+    raw["models"][6]["parameters"] = {"quality": 0.9}
     raw["tasks"][0]["sampling"]["total"] = 40
     path.write_text(yaml.safe_dump(raw), encoding="utf-8")
     result = CliRunner().invoke(cli, ["plan", str(path), "--adaptive", "--estimate-samples", "0"])
     assert result.exit_code == 0, result.output
-    # 40 datapoints x 3 students x 3 judges = 360; the slice (a fifth) by all, the rest by j1 and j2 at most
-    assert "adaptive phase 5: 72 to 264 calls of 360 for the full grid" in result.output
-    assert "judges expected to be screened out: j0" in result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("adaptive phase 5:"))
+    low, high, full = (int(n.replace(",", "")) for n in re.findall(r"([\d,]+) (?:to|calls of|for)", line)[:3])
+    assert full == 40 * 3 * 3
+    # every rehearsal buys the slice from every judge (8 datapoints x 3 students x 3) and stops j0 after it
+    assert 72 <= low <= high <= 72 + 32 * 3 * 2
+    assert "20 rehearsals of the design" in result.output
+    assert "(share of rehearsals): j0 100%" in result.output
+
+
+def test_without_mock_judges_the_plan_gives_a_heuristic_range_with_its_basis(tmp_path: Path) -> None:
+    raw = yaml.safe_load(_config(tmp_path).read_text())
+    raw["models"][4]["parameters"] = {"judge": {"flat": "High"}}
+    config = load_config(raw, check_filesystem=False)
+    judge = config.model("j2")
+    config = attrs.evolve(config, models=tuple(attrs.evolve(m, interface="openai") if m is judge else m
+                                               for m in config.models))
+    cells = [SimpleNamespace(phase="evaluation", model=j, calls=120, cost_usd=1.2) for j in ("j0", "j1", "j2")]
+    spread = adaptive_range(config, cells, {"calibration": 0.2})
+    # 40 datapoints x 3 students = 120 calls a judge; the slice (a fifth) by all, the rest by j1 and j2 at most
+    assert (spread.full_calls, spread.low_calls, spread.high_calls) == (360, 72, 264)
+    assert spread.full_usd == pytest.approx(3.6)
+    assert spread.low_usd == pytest.approx(0.72) and spread.high_usd == pytest.approx(2.64)
+    assert spread.screened == ("j0",)
+    assert "judges expected to be screened out: j0" in spread.basis

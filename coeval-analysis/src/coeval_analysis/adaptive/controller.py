@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from coeval.contract.adaptive import JudgeDecision, RoundDecision, RoundLook
+from coeval.contract.adaptive import JudgeDecision, Rehearsal, RehearsalOutcome, RoundDecision, RoundLook
 
 from coeval_analysis.adaptive.contrasts import answer_scores, fit_intervals, judge_leniency
 from coeval_analysis.adaptive.design import calibration_weights, dense, subset
@@ -42,6 +42,12 @@ class AdaptiveController:
         j, judges = judgments_of(model, families)
         item_ids = [str(d) for d in np.asarray(model.data.datapoint_ids, dtype=object)[model.items]]
         return decide(j, judges, list(model.students), item_ids, look)
+
+    def rehearse(self, rehearsal: Rehearsal, /) -> RehearsalOutcome:
+        """Play the design over grids drawn as the mock judges would grade (the plan's range)."""
+        from coeval_analysis.adaptive.rehearsal import rehearse
+
+        return rehearse(rehearsal)
 
 
 def _item_mask(item_ids: list[str], wanted: frozenset[str]) -> np.ndarray:

@@ -22,6 +22,9 @@ __all__ = [
     "EvaluationControllerFactory",
     "JudgeDecision",
     "RegisterEvaluationController",
+    "Rehearsal",
+    "RehearsalOutcome",
+    "RehearsedJudge",
     "RoundDecision",
     "RoundLook",
 ]
@@ -70,8 +73,46 @@ class RoundDecision:
     scores: Mapping[str, tuple[float, float, float]] = attrs.field(factory=dict)
 
 
+@attrs.frozen
+class RehearsedJudge:
+    """A judge as a rehearsal plays it: it follows an answer's quality with probability
+    ``reliability`` (else it guesses), shifted by ``bias[student]`` and blurred by ``noise``,
+    or gives every answer the one level ``flat``."""
+
+    name: str
+    family: str
+    reliability: float
+    noise: float = 0.0
+    bias: Mapping[str, float] = attrs.field(factory=dict)  #: student -> shift, resolved
+    flat: str | None = None  #: high | medium | low
+
+
+@attrs.frozen
+class Rehearsal:
+    """A design to rehearse before paying for it (``coeval plan --adaptive``): the students'
+    qualities, the judges, and the datapoints each teacher writes."""
+
+    students: Mapping[str, float]  #: name -> quality (share of solid sentences)
+    families: Mapping[str, str]  #: student -> family
+    judges: tuple[RehearsedJudge, ...]
+    datapoints: tuple[int, ...]  #: per teacher
+    settings: Mapping[str, Any]
+    seed: int
+    runs: int = 20
+
+
+@attrs.frozen
+class RehearsalOutcome:
+    """What the rehearsed runs bought, per run and judge, against the full grid's per judge."""
+
+    full: Mapping[str, int]  #: judge -> judgments of the full grid
+    bought: tuple[Mapping[str, int], ...]  #: per run, judge -> judgments bought
+    stopped: Mapping[str, float]  #: judge -> share of the runs that stopped it
+
+
 class EvaluationController(Protocol):
-    """Decides, from the judgments of the datapoints seen, what the next round buys."""
+    """Decides, from the judgments of the datapoints seen, what the next round buys; it may
+    also rehearse a design (``rehearse(rehearsal) -> RehearsalOutcome``) for the plan."""
 
     def look(self, look: RoundLook, /) -> RoundDecision: ...
 

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from coeval.config.credential_record import Credentials
     from coeval.config.model import ModelConfig
 
-__all__ = ["MOCK_PARAMETER_KEYS", "MockInterface", "MockParameterError"]
+__all__ = ["MOCK_PARAMETER_KEYS", "MockInterface", "MockParameterError", "played_quality"]
 
 #: Every key a ``mock`` model's ``parameters`` may hold: its own, and the sampling keys and
 #: credentials a config written for a real provider carries (accepted and ignored, so a mock
@@ -152,6 +152,13 @@ class _Settings:
             self.judge: JudgeFaults | None = judge_faults(params, n)
         except JudgeFaultError as exc:
             raise MockParameterError(str(exc)) from None
+
+
+def played_quality(params: Mapping[str, Any], model_name: str) -> tuple[float, JudgeFaults | None]:
+    """A mock model's ``quality`` (its default drawn from the name, as a run draws it) and its
+    judge faults: what a rehearsal of an adaptive design plays (``coeval plan --adaptive``)."""
+    settings = _Settings(params, model_name)
+    return settings.quality, settings.judge
 
 
 def parameter_problem(params: Mapping[str, Any], model_name: str) -> str | None:

@@ -10,6 +10,11 @@ plan gives a range, with its basis:
   say nothing (``parameters.judge.flat``), to guess (``quality`` at most
   :data:`GUESSING_QUALITY`) or blurred (``judge.noise`` at least :data:`BLURRED_NOISE`) is
   expected to be stopped; of any other judge nothing is known, so it is counted kept.
+
+When every student and judge is a ``mock`` model, the range comes instead from rehearsing
+the design (:data:`REHEARSALS` runs over grids drawn as those mock judges grade, by the
+evaluation controller's ``rehearse``): from the fewest calls a rehearsed run bought to the
+most, with how often each judge was stopped.
 """
 
 from __future__ import annotations
@@ -20,11 +25,18 @@ from typing import Any
 import attrs
 
 from coeval.config.model import Config, ModelConfig
+from coeval.contract.adaptive import CONTROLLER, Rehearsal, RehearsalOutcome, RehearsedJudge
+from coeval.contract.manager import registries as installed
+from coeval.interfaces.mock import played_quality
 from coeval.phases.evaluation_rounds import MIN_CALIBRATION
 from coeval.phases.ids import EVALUATION
 
-__all__ = ["AdaptiveRange", "adaptive_range", "expected_screened"]
+__all__ = ["REHEARSALS", "AdaptiveRange", "adaptive_range", "expected_screened", "rehearsal_of"]
 
+#: rehearsed runs of a design on mock judges
+REHEARSALS = 20
+#: datapoints a rehearsal draws at most (the share of calls bought is what it measures)
+REHEARSED_DATAPOINTS = 160
 GUESSING_QUALITY = 0.2
 BLURRED_NOISE = 0.5
 #: judges screening needs (with fewer none is stopped)
@@ -74,8 +86,60 @@ def expected_screened(judges: Iterable[ModelConfig]) -> list[str]:
     return out
 
 
+def rehearsal_of(config: Config, settings: Mapping[str, Any], datapoints: int) -> Rehearsal | None:
+    """The design to rehearse when every student and judge is a mock model (None otherwise)."""
+    students, judges = config.students, config.judges
+    if not students or not judges or any(m.interface != "mock" for m in (*students, *judges)):
+        return None
+    family = {m.name: m.family or m.name for m in students}
+    played = []
+    for j in judges:
+        quality, faults = played_quality(j.parameters, j.name)
+        bias = {s.name: faults.shift_for((s.name, s.family)) for s in students} if faults is not None else {}
+        played.append(RehearsedJudge(j.name, j.family or j.name, quality, faults.noise if faults else 0.0, bias,
+                                     faults.flat if faults else None))
+    teachers = max(len(config.teachers), 1)
+    n = min(datapoints, REHEARSED_DATAPOINTS)
+    per_teacher = tuple(n // teachers + (1 if k < n % teachers else 0) for k in range(teachers))
+    return Rehearsal({s.name: played_quality(s.parameters, s.name)[0] for s in students}, family, tuple(played),
+                     tuple(p for p in per_teacher if p > 0), dict(settings), int(config.experiment.seed), REHEARSALS)
+
+
+def _rehearsed(config: Config, settings: Mapping[str, Any], datapoints: int) -> RehearsalOutcome | None:
+    rehearsal = rehearsal_of(config, settings, datapoints)
+    regs = installed()
+    if rehearsal is None or CONTROLLER not in regs.evaluation_controllers:
+        return None
+    rehearse = getattr(regs.evaluation_controllers.get(CONTROLLER)(), "rehearse", None)
+    return rehearse(rehearsal) if callable(rehearse) else None
+
+
+def _from_rehearsal(outcome: RehearsalOutcome, calls: Mapping[str, int], usd: Mapping[str, float | None]
+                    ) -> AdaptiveRange:
+    """The range of the rehearsed runs, scaled per judge to the plan's calls."""
+    def spend(run: Mapping[str, int], per: Mapping[str, float | None]) -> float | None:
+        total = 0.0
+        for judge, full in outcome.full.items():
+            value = per.get(judge)
+            if value is None:
+                return None
+            total += float(value) * run.get(judge, 0) / full if full else 0.0
+        return total
+
+    runs = sorted(outcome.bought, key=lambda run: spend(run, calls) or 0.0)
+    low, high = runs[0], runs[-1]
+    stopped = [f"{j} {share:.0%}" for j, share in outcome.stopped.items() if share > 0]
+    basis = (f"{len(runs)} rehearsals of the design on grids drawn as these mock judges grade; judges stopped "
+             f"after the calibration slice (share of rehearsals): {', '.join(stopped) or 'none'}")
+    full_usd = None if any(v is None for v in usd.values()) else sum(float(v or 0) for v in usd.values())
+    return AdaptiveRange(sum(calls.values()), round(spend(low, calls) or 0), round(spend(high, calls) or 0),
+                         full_usd, spend(low, usd), spend(high, usd),
+                         tuple(j for j, share in outcome.stopped.items() if share >= 0.5), basis)
+
+
 def adaptive_range(config: Config, cells: Iterable[Any], settings: Mapping[str, Any]) -> AdaptiveRange:
-    """The range from the plan's phase-5 ``cells`` (``task, phase, model, calls, cost_usd``)."""
+    """The range from the plan's phase-5 ``cells`` (``task, phase, model, calls, cost_usd``):
+    rehearsed when the models are mock ones, else the heuristic range of the module's docstring."""
     judges = config.judges
     calls: dict[str, int] = {}
     usd: dict[str, float | None] = {}
@@ -88,6 +152,9 @@ def adaptive_range(config: Config, cells: Iterable[Any], settings: Mapping[str, 
     students = max(len(config.students), 1)
     per_judge = max(calls.values(), default=0)
     datapoints = max(per_judge // students, 1)
+    outcome = _rehearsed(config, settings, datapoints)
+    if outcome is not None:
+        return _from_rehearsal(outcome, calls, usd)
     share = min(1.0, max(float(settings.get("calibration", 0.2)), MIN_CALIBRATION / datapoints))
     screened = expected_screened(judges) if settings.get("screen", True) and len(judges) >= SCREEN_MIN_JUDGES else []
     if len(screened) >= len(judges):  # the judge that agrees most is never stopped
