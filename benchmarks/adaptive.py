@@ -1,7 +1,7 @@
 """Adaptive evaluation against the full grid, on the same synthetic runs with known truth.
 
 Each seed of each scenario draws the full grid of judgments once
-(:mod:`coeval_analysis.scenarios`); the full run buys all of it, the adaptive design
+(:mod:`coeval_analysis.stats.scenarios`); the full run buys all of it, the adaptive design
 (:mod:`coeval_analysis.adaptive.design`) plays over it and buys only the cells it asks for.
 Both are ranked as ``coeval analyze`` ranks a run (the headline's measurement model, refit on
 what was bought), and the adaptive design's own stopping ranking is shown beside. Per
@@ -29,7 +29,7 @@ import numpy as np
 from coeval_analysis.adaptive.contrasts import UNRELATED_SHARE
 from coeval_analysis.adaptive.design import Design, Outcome, play
 from coeval_analysis.adaptive.stopping import parse_stop_rule
-from coeval_analysis.scenarios import NOISE_ONLY, REFERENCE_SHAPED, SCENARIOS, Scenario, simulate
+from coeval_analysis.stats.scenarios import NOISE_ONLY, REFERENCE_SHAPED, SCENARIOS, Scenario, simulate
 from scipy.stats import norm, spearmanr
 
 from benchmarks.ranking_accuracy import headline
@@ -51,7 +51,7 @@ KEYS = ("full", "full_design", "adaptive", "adaptive_headline")
 TARGET_SAVED = 0.50
 TARGET_RHO_DROP = 0.02
 TARGET_COVERAGE = 0.90
-#: factor noise of :func:`coeval_analysis.scenarios.simulate`
+#: factor noise of :func:`coeval_analysis.stats.scenarios.simulate`
 FACTOR_SD = 0.04
 
 

@@ -1,7 +1,7 @@
 """How well each ranking estimator recovers known student quality, and how honest the
 headline's intervals are, per scenario.
 
-Draws the scenarios of :mod:`coeval_analysis.scenarios` (the seven of the design brief and
+Draws the scenarios of :mod:`coeval_analysis.stats.scenarios` (the seven of the design brief and
 two of the reference run's shape) over many seeds and prints, per scenario, the mean
 Spearman's rho between truth and score and the share of runs whose best student is ranked
 first, for: the plain mean and the headline (the measurement model of
@@ -26,10 +26,10 @@ from dataclasses import replace
 
 import numpy as np
 from coeval_analysis.ranking.headline import RELIABILITY_FLOOR
-from coeval_analysis.scenarios import NOISE_ONLY, SCENARIOS, Scenario, plain_scores, simulate
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.headline import Judgments
 from coeval_analysis.stats.measurement import bootstrap, fit_all, layout_of, student_scores
+from coeval_analysis.stats.scenarios import NOISE_ONLY, SCENARIOS, Scenario, plain_scores, simulate
 from coeval_analysis.stats.unit_scale import to_unit
 from scipy.stats import spearmanr
 

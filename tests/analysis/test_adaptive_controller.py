@@ -10,7 +10,7 @@ import pytest
 from coeval.contract.adaptive import RoundLook
 from coeval_analysis.adaptive.controller import decide
 from coeval_analysis.adaptive.design import Design, look_sizes, play, spread_order, subset
-from coeval_analysis.scenarios import SCENARIOS, simulate
+from coeval_analysis.stats.scenarios import SCENARIOS, simulate
 
 
 @pytest.mark.parametrize(("scenario", "seed"), [("family_top_flat", 1), ("family_top_contrary", 2), ("decent", 3)])

@@ -17,8 +17,8 @@ from coeval_analysis.adaptive.stopping import (
     open_students,
     parse_stop_rule,
 )
-from coeval_analysis.scenarios import NOISE_ONLY, SCENARIOS, Scenario, simulate
 from coeval_analysis.stats.headline import Judgments
+from coeval_analysis.stats.scenarios import NOISE_ONLY, SCENARIOS, Scenario, simulate
 from scipy.stats import t as student_t
 
 from benchmarks.adaptive import REFERENCE_FIVE, expected_differences

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from coeval_analysis.scenarios import SCENARIOS, simulate
 from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.comparisons import compare_students, rank_label
+from coeval_analysis.stats.scenarios import SCENARIOS, simulate
 
 QUALITY = tuple(np.linspace(0.45, 0.65, 10))
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from coeval_analysis.scenarios import SCENARIOS, simulate
 from coeval_analysis.stats import measurement_fit
 from coeval_analysis.stats.measurement import fit_all, layout_of, student_scores
 from coeval_analysis.stats.measurement_model import MAX_ITER, TOL, measured
+from coeval_analysis.stats.scenarios import SCENARIOS, simulate
 from scipy.stats import spearmanr
 
 from benchmarks.labels_in_loop import simulate_run

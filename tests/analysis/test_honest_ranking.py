@@ -123,8 +123,8 @@ def test_a_reference_judge_fixes_a_family_biased_ranking() -> None:
     """Two judges of one family favour their 2 family students by +0.25; the only other
     judge is flat. Without a reference the headline cannot tell the family students'
     places; with a reference judge (human labels) on a share of the answers it can."""
-    from coeval_analysis.scenarios import Scenario, simulate
     from coeval_analysis.stats.measurement import Reference, fit_all, layout_of, student_scores
+    from coeval_analysis.stats.scenarios import Scenario, simulate
     from scipy.stats import spearmanr
 
     sc = Scenario(

@@ -16,8 +16,8 @@ from coeval_analysis.adaptive import screen_judges
 from coeval_analysis.loading.loader import load_run
 from coeval_analysis.ranking.families import model_families
 from coeval_analysis.ranking.headline import judgments_of
-from coeval_analysis.scenarios import REFERENCE_SHAPED, SCENARIOS, Scenario, simulate
 from coeval_analysis.stats.headline import Judgments
+from coeval_analysis.stats.scenarios import REFERENCE_SHAPED, SCENARIOS, Scenario, simulate
 from coeval_analysis.stats.scores import ScoreModel
 
 REFERENCE_RUN = Path(__file__).resolve().parents[2].parent / "shared" / "reference-runs" / "medium-benchmark-v1"

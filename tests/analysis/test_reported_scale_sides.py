@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from coeval_analysis.scenarios import SCENARIOS, simulate
 from coeval_analysis.stats.measurement import fit_all, layout_of
 from coeval_analysis.stats.measurement_model import (
     COMPETENT,
@@ -23,6 +22,7 @@ from coeval_analysis.stats.measurement_model import (
     measured_sides,
 )
 from coeval_analysis.stats.measurement_scores import _reported_scale
+from coeval_analysis.stats.scenarios import SCENARIOS, simulate
 
 
 def _tied_fit() -> tuple[Layout, Fit]:

@@ -32,7 +32,7 @@ of an average informative judge (information-weighted scale 1, location 0), or o
 reference judge when one is given.
 
 Chosen over the earlier correlation-weighted consensus and a leniency-only correction by
-measurement on :mod:`coeval_analysis.scenarios` (``python -m benchmarks.ranking_accuracy``,
+measurement on :mod:`coeval_analysis.stats.scenarios` (``python -m benchmarks.ranking_accuracy``,
 docs/analysis.md).
 
 The code is split by job: :mod:`~coeval_analysis.stats.measurement_model` (constants,
