@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from coeval.contract.adaptive import RoundLook
-from coeval_analysis.adaptive.controller import decide
+from coeval_analysis.adaptive.controller import _by_datapoint_id, decide
 from coeval_analysis.adaptive.design import Design, look_sizes, play, spread_order, subset
+from coeval_analysis.stats.headline import Judgments
 from coeval_analysis.stats.scenarios import SCENARIOS, simulate
 
 
@@ -51,3 +52,23 @@ def test_a_contrary_and_a_flat_judge_are_stopped_on_the_reference_shape() -> Non
     stopped = {d.judge: d for d in decision.judges if d.stopped}
     assert sorted(stopped) == [sim.judges[2], sim.judges[3]]
     assert all(d.bound < 0.25 and "below the 0.25" in d.reason for d in stopped.values())
+
+
+def test_the_decision_does_not_hang_on_the_order_the_records_come_in() -> None:
+    sim = simulate(SCENARIOS["family_top_flat"], 5)
+    j = sim.judgments
+    ids = [f"dp{i:03d}" for i in range(j.n_items)]
+    students = [f"s{k}" for k in range(j.n_students)]
+    first = frozenset(ids[:15])
+    look = RoundLook(run_folder=Path("."), look=0, fractions=(0.2, 1.0), calibration=first, seen=first,
+                     judges=tuple(sim.judges), students=tuple(students), settings={}, seed=5)
+    shuffled = np.random.default_rng(0).permutation(j.n_items)  # item k is coded shuffled[k] instead
+    inverse = np.argsort(shuffled)
+    other = Judgments(shuffled[j.item], j.student, j.judge, j.value, j.conflicted, j.n_items, j.n_students,
+                      j.n_judges, j.item_teacher[inverse])
+    other_ids = [ids[k] for k in inverse]
+    decisions = []
+    for grid, item_ids in ((j, ids), (other, other_ids)):
+        recoded, sorted_ids = _by_datapoint_id(grid, item_ids)
+        decisions.append(decide(recoded, sim.judges, students, sorted_ids, look))
+    assert decisions[0] == decisions[1]

@@ -41,6 +41,7 @@ class AdaptiveController:
         families = model_families(data.config, [*model.judges, *model.students])
         j, judges = judgments_of(model, families)
         item_ids = [str(d) for d in np.asarray(model.data.datapoint_ids, dtype=object)[model.items]]
+        j, item_ids = _by_datapoint_id(j, item_ids)
         return decide(j, judges, list(model.students), item_ids, look)
 
     def rehearse(self, rehearsal: Rehearsal, /) -> RehearsalOutcome:
@@ -48,6 +49,18 @@ class AdaptiveController:
         from coeval_analysis.adaptive.rehearsal import rehearse
 
         return rehearse(rehearsal)
+
+
+def _by_datapoint_id(j: Judgments, item_ids: list[str]) -> tuple[Judgments, list[str]]:
+    """``j`` with its datapoints coded in the order of their ids, not of the records: a run
+    continued after a kill holds its records in another order, and the screening's resamples
+    must draw the same datapoints for the same decision."""
+    order = np.array(sorted(range(len(item_ids)), key=item_ids.__getitem__), np.int64)
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    recoded = Judgments(rank[j.item], j.student, j.judge, j.value, j.conflicted, j.n_items, j.n_students,
+                        j.n_judges, j.item_teacher[order])
+    return recoded, [item_ids[i] for i in order]
 
 
 def _item_mask(item_ids: list[str], wanted: frozenset[str]) -> np.ndarray:
