@@ -490,11 +490,9 @@ KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.clust
 KNOWN_UPWARD_IMPORTS = {
     "config -> contract": 7, "config -> interfaces": 7, "config -> phases": 3, "config -> storage": 2,
     "contract -> evaluators": 2, "contract -> phases": 1, "contract -> quality": 1,
-    "phases -> run": 1,
-    "planning -> run": 1,
     "storage -> phases": 2,
 }
 
 #: sub-packages of coeval in an import cycle, every import counted
-KNOWN_PACKAGE_CYCLE = {"config", "console", "contract", "evaluators", "interfaces", "phases", "planning", "quality",
-                       "run", "scheduler", "storage"}
+KNOWN_PACKAGE_CYCLE = {"config", "console", "contract", "evaluators", "interfaces", "phases", "quality", "scheduler",
+                       "storage"}

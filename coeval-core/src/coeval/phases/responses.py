@@ -24,6 +24,7 @@ from coeval.phases._items import LazyItems, Total, count_later, mode_refusal, ra
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.phases.generation import beyond_slots, slot_counts
 from coeval.phases.ids import DATA_GENERATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
+from coeval.phases.limit_slice import within_limit
 from coeval.phases.plans import PlannedCalls, plan_response_collection
 from coeval.prompts import render_prompt
 from coeval.prompts.errors import OutputParseError
@@ -41,7 +42,6 @@ from coeval.record_schema import (
     TEACHER_MODEL_ID,
     ResponseRecord,
 )
-from coeval.run.limits import within_limit
 from coeval.scheduler.work import WorkItem, WorkOutcome
 from coeval.storage.record_inputs import DATAPOINT_HASH, datapoint_version, stale_response
 from coeval.storage.records import (

@@ -7,7 +7,8 @@ decides which models need an interface, and which calls go through a batch API.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, MutableMapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, MutableMapping, Sequence
+from typing import Any
 
 from coeval.config.model import Config, ModelConfig
 from coeval.phases.base import Phase, RunView, Survey
@@ -16,7 +17,7 @@ from coeval.phases.info import configured_mode
 from coeval.phases.modes import phase_modes
 from coeval.phases.survey_memo import survey_of
 
-__all__ = ["PIPELINED_MODES", "PIPELINED_PHASES", "batch_enabled", "models_needed", "phase_roles", "phases_that_may_run", "run_mode"]
+__all__ = ["LIMIT_KEY", "PIPELINED_MODES", "PIPELINED_PHASES", "batch_enabled", "completed_phases", "models_needed", "phase_roles", "phases_that_may_run", "run_mode"]
 
 #: the phases whose calls ``batch_enabled: true`` sends through a batch API
 _RECORD_PHASES = RECORD_PHASES
@@ -25,6 +26,16 @@ _RECORD_PHASES = RECORD_PHASES
 #: that allow it: Keep and Model decide from what exists when the phase starts.
 PIPELINED_PHASES = (DATA_GENERATION, RESPONSE_COLLECTION, EVALUATION)
 PIPELINED_MODES = frozenset({"New", "Extend"})
+#: ``meta.json``'s field for a ``--limit`` slice (:mod:`coeval.run.limits` writes it)
+LIMIT_KEY = "limit"
+
+
+def completed_phases(meta: Mapping[str, Any]) -> set[str]:
+    """``phases_completed``, unless a ``--limit`` slice completed them: then none (count
+    the records instead)."""
+    if meta.get(LIMIT_KEY):
+        return set()
+    return set(meta.get("phases_completed") or [])
 
 
 def run_mode(config: Config, phase: Phase, *, continue_run: bool) -> str:

@@ -18,7 +18,7 @@ completed. The entry goes once a run without a cutting limit completes.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,23 +26,19 @@ import attrs
 
 from coeval.config.model import Config
 from coeval.phases.ids import DATA_GENERATION
-from coeval.record_schema import ID, TASK_ID, TEACHER_MODEL_ID
+from coeval.phases.run_selection import LIMIT_KEY
+from coeval.record_schema import TASK_ID, TEACHER_MODEL_ID
 from coeval.storage.records import load_phase_records
 from coeval.storage.run_folder import RunFolder
 
 __all__ = [
     "LIMIT_KEY",
-    "completed_phases",
     "cuts_datapoints",
     "full_config",
     "limit_datapoints",
     "limit_note",
     "record_limit",
-    "within_limit",
 ]
-
-LIMIT_KEY = "limit"
-
 
 def limit_datapoints(config: Config, limit: int) -> Config:
     """``config`` with every task's ``sampling.total`` at most ``limit``."""
@@ -53,30 +49,6 @@ def limit_datapoints(config: Config, limit: int) -> Config:
         for task in config.tasks
     )
     return attrs.evolve(config, tasks=tasks, datapoint_limit=limit)
-
-
-def within_limit(config: Config, datapoints: Iterable[dict[str, Any]], is_callable: Callable[[str], bool]
-                 ) -> list[dict[str, Any]]:
-    """The datapoints a ``--limit`` run answers: per (task, teacher), a config teacher's
-    slots 1..N, and the first N of any other teacher (an ingested file) in file order."""
-    limit = config.datapoint_limit
-    items = list(datapoints)
-    if limit is None:
-        return items
-    kept: Counter[tuple[Any, Any]] = Counter()
-    out = []
-    for dp in items:
-        teacher = dp.get(TEACHER_MODEL_ID)
-        if is_callable(str(teacher)):
-            slot = str(dp.get(ID, "")).rsplit("__", 1)[-1]
-            if slot.isdigit() and int(slot) <= limit:
-                out.append(dp)
-            continue
-        group = (dp.get(TASK_ID), teacher)
-        if kept[group] < limit:
-            kept[group] += 1
-            out.append(dp)
-    return out
 
 
 def cuts_datapoints(run_root: Path, limit: int) -> bool:
@@ -128,11 +100,3 @@ def full_config(config: Config, meta: Mapping[str, Any]) -> Config:
         for task in config.tasks
     )
     return attrs.evolve(config, tasks=tasks)
-
-
-def completed_phases(meta: Mapping[str, Any]) -> set[str]:
-    """``phases_completed``, unless a ``--limit`` slice completed them: then none (count
-    the records instead)."""
-    if meta.get(LIMIT_KEY):
-        return set()
-    return set(meta.get("phases_completed") or [])

@@ -28,12 +28,11 @@ from coeval.phases.base import PhaseRefusedError, RunView
 from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.info import configured_mode, planned_calls
 from coeval.phases.phase_order import ordered_phases
-from coeval.phases.run_selection import run_mode
+from coeval.phases.run_selection import completed_phases, run_mode
 from coeval.phases.survey_memo import survey_of
 from coeval.planning.cost.history import done_calls
 from coeval.planning.ingested import merge_ingested
 from coeval.record_schema import STUDENT_MODEL_ID, TASK_ID, TEACHER_MODEL_ID
-from coeval.run.limits import completed_phases
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder
 
 if TYPE_CHECKING:
