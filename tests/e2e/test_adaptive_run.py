@@ -201,3 +201,25 @@ def test_adaptive_refuses_only_models_shards(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "adaptive evaluation decides each round from every judge's judgments" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.slow
+def test_a_quota_stops_the_rounds_unfinished_and_continue_takes_them_up(tmp_path: Path) -> None:
+    path = _config(tmp_path, "capped")
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw["experiment"]["quota"] = {"sharp-a": {"max_calls": 20}}  # fewer than the slice's 32 answers
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["run", str(path), "-q"])
+    assert result.exit_code == 3, result.output
+    run = tmp_path / "runs" / "capped"
+    record = _meta(run)["adaptive"]
+    assert record["finished"] is False and record["looks"] == []
+    assert record["stop_reason"].startswith("stopped before the question was answered (quota)")
+    del raw["experiment"]["quota"]
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    again = CliRunner().invoke(cli, ["run", str(path), "--continue", "-q"])
+    assert again.exit_code == 0, again.output
+    record = _meta(run)["adaptive"]
+    assert record["finished"] is True and sorted(record["stopped_judges"]) == LOCAL_JUDGES
+    ids = [r["id"] for r in _judgments(run)]
+    assert len(ids) == len(set(ids)) == record["made_calls"]
