@@ -10,8 +10,8 @@ from typing import Any
 from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval_analysis.analysis import AnalysisOptions, analyze
-from coeval_analysis.judge_replies import judge_replies
 from coeval_analysis.loading.loader import load_run
+from coeval_analysis.warnings.judge_replies import judge_replies
 
 from .runs import datapoint, evaluation, response, write_run
 
@@ -89,7 +89,7 @@ def test_cli_flag_prints_a_note_and_writes_the_summary(tmp_path: Path) -> None:
 
 def test_the_examples_are_the_judge_templates_own() -> None:
     from coeval.prompts.templates import DEFAULT_TEMPLATES as TEMPLATES
-    from coeval_analysis.judge_replies import JUDGE_EXAMPLES
+    from coeval_analysis.warnings.judge_replies import JUDGE_EXAMPLES
 
     words = " ".join(t.replace("_", " ") for n, t in TEMPLATES.items() if n.startswith("evaluate"))
     assert all(example in words for example in JUDGE_EXAMPLES)

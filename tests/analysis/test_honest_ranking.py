@@ -105,7 +105,7 @@ def test_a_judge_that_gives_every_answer_high_is_flagged(make_run: Callable[...,
 
 
 def test_high_agreement_with_a_one_level_judge_is_called_inflated() -> None:
-    from coeval_analysis.run_warnings import flag_constant_raters
+    from coeval_analysis.warnings.run_warnings import flag_constant_raters
 
     summary: dict[str, Any] = {
         "agreement": {"judges": ["a", "b"], "krippendorff_alpha": 0.83},
@@ -166,7 +166,7 @@ def test_a_teacher_whose_datapoints_do_not_separate_students_is_warned(
 
 
 def test_judges_and_a_ranking_that_disagree_with_gold_are_warned() -> None:
-    from coeval_analysis.run_warnings import _gold
+    from coeval_analysis.warnings.run_warnings import _gold
 
     gold = {
         "judges_vs_gold": {"good": {"spearman": 0.6}, "backwards": {"spearman": -0.3}},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
-from coeval_analysis.judge_quality import degenerate_rates, with_degenerate_rates
+from coeval_analysis.warnings.judge_quality import degenerate_rates, with_degenerate_rates
 
 
 def units(rows: list[tuple[str, int, int]]) -> pd.DataFrame:

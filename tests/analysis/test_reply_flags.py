@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coeval_analysis.judge_replies import judge_replies
 from coeval_analysis.loading.jsonl import JSON_TEXT, MAP, TEXT, _read_slow, read_records
 from coeval_analysis.loading.loader import load_run
 from coeval_analysis.loading.reply_flags import REPLY_FLAG_COLUMNS, reply_flags
+from coeval_analysis.warnings.judge_replies import judge_replies
 
 #: (record fields, (explained, copied))
 CASES: list[tuple[dict[str, Any], tuple[bool, bool]]] = [

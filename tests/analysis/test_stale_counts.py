@@ -10,7 +10,7 @@ from pathlib import Path
 from coeval.storage.record_inputs import stale_records
 from coeval.storage.run_folder import RunFolder
 from coeval_analysis import load_run
-from coeval_analysis.stale import stale_warnings
+from coeval_analysis.warnings.stale import stale_warnings
 
 from tests.core.pipeline_support import folder, make_config, mock_model, run, task
 

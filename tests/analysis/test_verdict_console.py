@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval_analysis.leaderboard import leaderboard
 from coeval_analysis.leaderboard.view import interval_text, number
-from coeval_analysis.run_warnings import verdict_warnings
+from coeval_analysis.warnings.run_warnings import verdict_warnings
 
 
 def _analyze(run: Path, out: Path, *extra: str) -> str:

@@ -15,17 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from coeval_analysis.headline_notes import headline_notes
 from coeval_analysis.items.rejected_replies import with_rejections
 from coeval_analysis.items.tables import datapoint_table, label_table, response_table
 from coeval_analysis.items.teacher_diversity import with_diversity
-from coeval_analysis.judge_quality import (
-    degenerate_rates,
-    drop_judges,
-    dropped_entries,
-    with_degenerate_rates,
-)
-from coeval_analysis.judge_replies import judge_replies
 from coeval_analysis.labels.human_labels import HumanLabel, run_labels
 from coeval_analysis.labels.reference_judge import REFERENCE_NOT_MEASURED, reference_summary, reference_table
 from coeval_analysis.leaderboard.build import leaderboard_of
@@ -45,8 +37,6 @@ from coeval_analysis.ranking.headline import (
     unrelated_weight,
 )
 from coeval_analysis.ranking.pass_rates import pass_rate_summary, pass_rate_table
-from coeval_analysis.run_warnings import collect_warnings, flag_constant_raters
-from coeval_analysis.stale import stale_warnings
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
 from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.coverage import attribute_coverage
@@ -56,6 +46,16 @@ from coeval_analysis.stats.icc_bootstrap import icc_intervals
 from coeval_analysis.stats.measurement import TAU
 from coeval_analysis.stats.reference import evaluator_scores, gold_report, label_report
 from coeval_analysis.stats.scores import ScoreModel
+from coeval_analysis.warnings.headline_notes import headline_notes
+from coeval_analysis.warnings.judge_quality import (
+    degenerate_rates,
+    drop_judges,
+    dropped_entries,
+    with_degenerate_rates,
+)
+from coeval_analysis.warnings.judge_replies import judge_replies
+from coeval_analysis.warnings.run_warnings import collect_warnings, flag_constant_raters
+from coeval_analysis.warnings.stale import stale_warnings
 
 __all__ = ["SCHEMA_VERSION", "Analysis", "AnalysisOptions", "analyze"]
 

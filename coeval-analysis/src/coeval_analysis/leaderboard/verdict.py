@@ -18,7 +18,7 @@ from typing import Any
 from coeval.console.text import plain
 
 from coeval_analysis.leaderboard.view import LeaderboardTable, leaderboard_of_summary
-from coeval_analysis.run_warnings import verdict_warnings
+from coeval_analysis.warnings.run_warnings import verdict_warnings
 
 __all__ = ["console_width", "table_lines", "verdict_lines"]
 

@@ -64,7 +64,7 @@ from coeval_analysis.loading.run_files import (
 )
 from coeval_analysis.loading.score_units import check_completeness, label_details, score_units
 from coeval_analysis.loading.vocabulary import Vocabulary, encode
-from coeval_analysis.stale import STALE_COLUMNS, stale_counts
+from coeval_analysis.warnings.stale import STALE_COLUMNS, stale_counts
 
 __all__ = ["evaluation_files", "load_run"]
 
@@ -102,7 +102,7 @@ def evaluation_files(root: Path) -> list[Path]:
 
 def _read_evaluations(root: Path, files: list[Path]) -> tuple[pa.Table, int, Counter[str]]:
     """Phase 5's records (with the number of lines that were not records), and the run's
-    stale records counted from them (:func:`~coeval_analysis.stale.stale_counts`), so that
+    stale records counted from them (:func:`~coeval_analysis.warnings.stale.stale_counts`), so that
     the judgments are read once."""
     ev, bad = read_records(
         files, {**_EVAL_COLUMNS, "rationale": JSON_TEXT, **dict.fromkeys(STALE_COLUMNS, TEXT)},

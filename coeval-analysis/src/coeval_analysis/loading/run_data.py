@@ -128,10 +128,10 @@ class RunData:
     labels: pd.DataFrame
     quality: DataQuality
     #: per ok (judge, response) with a reason or a copied example, worked out while loading
-    #: (:func:`coeval_analysis.judge_replies.replies_frame`); None for data built otherwise
+    #: (:func:`coeval_analysis.warnings.judge_replies.replies_frame`); None for data built otherwise
     replies: pd.DataFrame | None = None
     #: phase -> records whose input is gone or was made again, counted while loading
-    #: (:func:`coeval_analysis.stale.stale_counts`); None for data built otherwise
+    #: (:func:`coeval_analysis.warnings.stale.stale_counts`); None for data built otherwise
     stale: Counter[str] | None = None
 
     @property

@@ -12,7 +12,7 @@ from coeval_analysis.reports.blocks import KeyFigures, Section, Table, Text
 from coeval_analysis.reports.blocks import fmt as _fmt
 from coeval_analysis.reports.figures import comparison_matrix, heatmap, leaderboard_figure
 from coeval_analysis.reports.page import PageContext
-from coeval_analysis.run_warnings import verdict_warnings
+from coeval_analysis.warnings.run_warnings import verdict_warnings
 
 __all__ = ["breakdowns_section", "comparisons_section", "missing_section", "overview_section", "ranking_section"]
 

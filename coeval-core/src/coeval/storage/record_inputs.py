@@ -164,7 +164,7 @@ def stale_records(run: Any, tasks: set[str] | None = None) -> Counter[str]:
     """Phase -> records whose input is gone or was made again (``coeval status`` and
     ``analyze`` flag them; ``--continue`` makes them again). Reads each phase once, keeping
     only the fields it compares (``analyze`` tests the judgments its loader read in bulk:
-    ``coeval_analysis.stale``)."""
+    ``coeval_analysis.warnings.stale``)."""
     out: Counter[str] = Counter()
     answers = read_answers(run, tasks)
     if answers.stale:

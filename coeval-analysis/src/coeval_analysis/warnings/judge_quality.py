@@ -41,7 +41,7 @@ def _pairs(units: pd.DataFrame) -> pd.DataFrame:
 def degenerate_rates(units: pd.DataFrame, replies: pd.DataFrame | None = None) -> dict[str, float | None]:
     """judge -> share of its replies that are degenerate (None when there is none to judge).
 
-    ``replies`` (from :func:`coeval_analysis.judge_replies.judge_replies`): per (judge,
+    ``replies`` (from :func:`coeval_analysis.warnings.judge_replies.judge_replies`): per (judge,
     response), whether the reply ``explained`` itself and whether it ``copied`` the example."""
     if units is None or not len(units) or "judge" not in units:
         return {}
