@@ -122,6 +122,10 @@ def test_the_reference_shape_stops_its_three_local_judges_and_saves_forty_percen
     assert _headline_order(adaptive_summary) == _headline_order(full_summary) == list(reversed(STUDENTS))
     assert sorted(adaptive_summary["adaptive"]["stopped_judges"]) == LOCAL_JUDGES
     assert "absent by design, not missing" in console
+    flat_console = " ".join(console.split())  # the warning wraps at the terminal's width
+    for judge in LOCAL_JUDGES:
+        assert f"{judge} (agreement" in flat_console
+    assert "below the 0.25 a judge needs to tell answers apart" in flat_console
     assert "Adaptive design's ranking" in console
     assert adaptive_summary["adaptive"]["ranking"][0]["student"] == "s-best"
 
