@@ -185,10 +185,12 @@ def test_a_killed_adaptive_run_continued_buys_nothing_twice_and_decides_the_same
 @pytest.mark.slow
 def test_the_adaptive_flag_turns_the_design_on_with_its_defaults_and_continue_keeps_it(tmp_path: Path) -> None:
     path = _config(tmp_path, "flag", adaptive=False)
-    result = CliRunner().invoke(cli, ["run", str(path), "--adaptive", "-q"])
+    result = CliRunner().invoke(cli, ["run", str(path), "--adaptive", "-q", "--json"])
     assert result.exit_code == 0, result.output
     run = tmp_path / "runs" / "flag"
     record = _meta(run)["adaptive"]
+    summary, _ = json.JSONDecoder().raw_decode(result.stdout[result.stdout.index("{"):])  # coeval run --json
+    assert summary["adaptive"] == record
     assert record["settings"] == {"screen": True, "calibration": 0.2, "stop_when": {"top": 1}, "looks": 6,
                                   "alpha": 0.05}
     assert sorted(record["stopped_judges"]) == LOCAL_JUDGES

@@ -36,6 +36,8 @@ def run_summary(result: Any) -> dict[str, Any]:
         "spend_usd": round(float(sum(spend.values())), 6),
         #: ``{"datapoints_per_task_teacher": N, "full_totals": {...}}`` after a ``--limit`` slice
         "limit": meta.get(LIMIT_KEY),
+        #: an adaptive run's decisions (screening, looks, stop, calls saved), as meta.json keeps them
+        **({"adaptive": meta["adaptive"]} if isinstance(meta.get("adaptive"), dict) else {}),
         "next": f"coeval analyze --run {result.run_folder}",
     }
 
