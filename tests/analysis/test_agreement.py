@@ -121,7 +121,7 @@ def test_icc_matches_pingouin(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_rank_correlations_match_scipy(seed: int) -> None:
-    from coeval_analysis.stats._correlation import kendall_tau_b, spearman
+    from coeval_analysis.stats.correlation import kendall_tau_b, spearman
     from scipy import stats
 
     rng = np.random.default_rng(seed)

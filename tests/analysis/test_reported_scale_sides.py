@@ -21,7 +21,7 @@ from coeval_analysis.stats.measurement_model import (
     measured,
     measured_sides,
 )
-from coeval_analysis.stats.measurement_scores import _reported_scale
+from coeval_analysis.stats.measurement_scores import reported_scale
 from coeval_analysis.stats.scenarios import SCENARIOS, simulate
 
 
@@ -56,8 +56,8 @@ def test_the_reported_direction_does_not_rest_on_a_floored_judge() -> None:
     """At the floor or 1.16 times it, the flat judge leaves a tie, which the information
     of each side breaks: the contrary judge's, here."""
     lay, f = _tied_fit()
-    at_floor = _reported_scale(lay, _with_flat_at(f, 1.0))
-    drifted = _reported_scale(lay, _with_flat_at(f, 1.16))
+    at_floor = reported_scale(lay, _with_flat_at(f, 1.0))
+    drifted = reported_scale(lay, _with_flat_at(f, 1.16))
     assert at_floor[0] < 0
     assert np.sign(drifted[0]) == np.sign(at_floor[0])
     assert np.isclose(drifted[0], at_floor[0], rtol=1e-3)

@@ -7,7 +7,16 @@ Library use::
     analysis = analyze(load_run("eval_runs/demo-v1"))
     leaderboard(analysis.summary)["rows"]
 
-See plugin.py for what this distribution registers with CoEval.
+See plugin.py for what this distribution registers with CoEval. At the root: the package's
+public face, ``plugin``, ``coeval analyze`` (``cli``), :func:`analyze` (``analysis``), the
+user-facing error (``errors``) and the reference metrics (``metrics``). The rest lives in
+packages named for what they hold: ``loading`` (a run folder into ``RunData``), ``ranking``
+(the headline ranking), ``stats`` (the estimators), ``warnings`` (findings that change how
+far to trust a ranking), ``leaderboard`` (the ranking every surface shows, and the console
+verdict), ``labels`` (human labels, label suggestions, label tasks), ``items`` (what the
+summary says of teachers' datapoints), ``reports`` (summary.json, tables, the HTML report),
+``output`` (writing output safely), ``viewer`` (``coeval view`` and ``export``) and
+``adaptive`` (adaptive evaluation's designs).
 """
 
 from __future__ import annotations

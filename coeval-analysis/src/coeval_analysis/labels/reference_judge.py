@@ -24,10 +24,10 @@ import pandas as pd
 from coeval_analysis.labels.human_labels import LEVELS, HumanLabel
 from coeval_analysis.loading.run_data import RunData
 from coeval_analysis.loading.score_units import llm_factors
-from coeval_analysis.stats._correlation import pearson
 from coeval_analysis.stats.agreement import cohen_kappa, confusion
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.comparisons import compare_students, rank_label
+from coeval_analysis.stats.correlation import pearson
 from coeval_analysis.stats.scores import GOLD, ScoreModel
 
 __all__ = [

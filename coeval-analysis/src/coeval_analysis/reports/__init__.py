@@ -1,5 +1,8 @@
 """Report writers: ``writer(analysis, out_dir) -> list[Path]``, registered through
-``register_reports`` (see coeval_analysis.plugin)."""
+``register_reports`` (see coeval_analysis.plugin): :mod:`.summary` writes ``summary.json``,
+:mod:`.tables` the CSV and Parquet tables, and :mod:`.html` the report, whose page
+(:mod:`.page`) is made of the sections of the ``*_section(s)`` modules, :mod:`.figures` and
+:mod:`.blocks`, from the jinja2 templates in ``templates/``."""
 
 from __future__ import annotations
 

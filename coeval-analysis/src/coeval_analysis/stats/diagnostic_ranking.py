@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coeval_analysis.stats._correlation import correlation_from_moments
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
+from coeval_analysis.stats.correlation import correlation_from_moments
 from coeval_analysis.stats.scores import ScoreModel, dense_mean, pair_mean
 
 __all__ = ["DiagnosticRanking", "diagnostic_ranking", "judge_weights"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from coeval_analysis.stats._correlation import kendall_tau_b, spearman
+from coeval_analysis.stats.correlation import kendall_tau_b, spearman
 from coeval_analysis.stats.diagnostic_ranking import DiagnosticRanking
 from coeval_analysis.stats.scores import ScoreModel, dense_mean
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from coeval_analysis.stats.measurement_fit import fit_measurement
 from coeval_analysis.stats.measurement_model import TAU, Fit, Layout, measured, reference_measured
-from coeval_analysis.stats.measurement_scores import Scores, _reported_scale, student_scores
+from coeval_analysis.stats.measurement_scores import Scores, reported_scale, student_scores
 
 __all__ = ["Replicates", "bootstrap", "info_share"]
 
@@ -83,7 +83,7 @@ def bootstrap(lay: Layout, f: Fit, sc: Scores, sub: Layout, share: float, weight
         refit = _fixed_scores(W[b : b + 1], student_scores(sub, g, wj, on_ref), g)[0]
         base = fixed[b] if sub is lay else _fixed_scores(W[b : b + 1], sc_sub, f)[0]
         delta[b] = np.nan_to_num((refit - base) * np.sqrt(share))
-        stretch = _reported_scale(lay, g, on_ref)[0]
+        stretch = reported_scale(lay, g, on_ref)[0]
         info[b], scale[b] = info_share(lay, g, stretch)
     out = fixed.copy()
     if R:

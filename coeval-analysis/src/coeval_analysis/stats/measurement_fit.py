@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from coeval_analysis.stats.measurement_model import (
-    _EPS,
     COMPETENT,
     CONTRARY_LOADING,
     DAMP_AFTER,
+    EPS,
     LAMBDA_FLOOR,
     MAX_ITER,
     NOISE_FLOOR,
@@ -71,7 +71,7 @@ def _start_signs(lay: Layout, mu: np.ndarray) -> np.ndarray:
     dev = np.where(lay.seen, lay.x - centre, 0.0)
     both = lay.seen.astype(np.float64)
     cov = (dev.T @ dev) / np.maximum(both.T @ both, 1.0)
-    sd = np.sqrt(np.maximum(np.diag(cov), _EPS))
+    sd = np.sqrt(np.maximum(np.diag(cov), EPS))
     # no shared axis above what noise alone gives (the Marchenko-Pastur edge for the number
     # of answers): nothing to turn a judge against, and flipping noise would invent one
     edge = (1.0 + np.sqrt(K / max(len(lay.cell_item), 1))) ** 2
@@ -91,7 +91,7 @@ def _fix_reference(lay: Layout, f: Fit) -> None:
     """The reference judge is never biased (it has no family) and has no taste: its view of
     a student is what the ranking measures, so where it departs from the LLM judges' for a
     student, theirs is the error. Its scale and location are fitted like any judge's and
-    the scores reported in its units (:func:`_reported_scale`), which is the same model as
+    the scores reported in its units (:func:`reported_scale`), which is the same model as
     fixing them at 1 and 0, and keeps the fit stable."""
     if lay.has_reference:
         f.bias[lay.K - 1] = 0.0
@@ -119,10 +119,10 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     m_loo = (prior[:, None] / v + (num_u[:, None] - gr_u)) / (1.0 / v + info_loo)
     v_loo = 1.0 / (1.0 / v + info_loo)
     wi = w_item[ci]
-    use = seen & ~cf & (info_loo > _EPS * max(float(tot_info.max(initial=0.0)), 1e-12))
+    use = seen & ~cf & (info_loo > EPS * max(float(tot_info.max(initial=0.0)), 1e-12))
     W = use * wi[:, None] * w_judge
     n = W.sum(0)
-    nn = np.maximum(n, _EPS)
+    nn = np.maximum(n, EPS)
     mm = _col_sums(W, m_loo) / nn
     mx = _col_sums(W, x) / nn
     # within a datapoint only: across datapoints the item means (which each judge helps
@@ -177,7 +177,7 @@ def _step(lay: Layout, f: Fit, w_item: np.ndarray, w_judge: np.ndarray, bias_ste
     cnt_i = np.bincount(ci, minlength=lay.n_items)
     new.mu = np.where(cnt_i > 0, np.bincount(ci, m, lay.n_items) / np.maximum(cnt_i, 1), f.mu)
     dev2 = (m - new.mu[ci]) ** 2 + 1.0 / prec
-    new.v = max(float((wi * dev2).sum() / max(wi.sum(), _EPS)), V_FLOOR)
+    new.v = max(float((wi * dev2).sum() / max(wi.sum(), EPS)), V_FLOOR)
     # scale and spread of theta trade off (only lambda^2 v is identified): keep v where it
     # started, so the fit cannot drift along that ridge
     # and so do the judges' locations and the datapoints' means: keep their mean fixed too
@@ -230,7 +230,7 @@ def _reference_resid(lay: Layout, w: np.ndarray, e: np.ndarray, resid: np.ndarra
     # effective count per student: resampled datapoints count as often as they are drawn
     eff = np.where(n2 > 0, n**2 / np.where(n2 > 0, n2, 1.0), 0.0)
     ok = (eff > 1.5)[st] & (w > 0)
-    corr = np.where(ok, eff[st] / np.maximum(eff[st] - 1.0, _EPS), 1.0)
+    corr = np.where(ok, eff[st] / np.maximum(eff[st] - 1.0, EPS), 1.0)
     centred = (e - mean[st]) ** 2 * corr - (e**2 - resid)
     out: np.ndarray = np.where(ok, centred, resid)
     return out
@@ -243,10 +243,10 @@ def _taste(lay: Layout, W: np.ndarray, resid: np.ndarray, s2: np.ndarray) -> np.
     n = np.bincount(key, W.ravel(), S * K).reshape(S, K)
     tot = np.bincount(key, (W * np.where(W > 0, resid, 0.0)).ravel(), S * K).reshape(S, K)
     has = n > 1
-    mean = np.where(has, tot / np.maximum(n, _EPS), 0.0)
+    mean = np.where(has, tot / np.maximum(n, EPS), 0.0)
     k_s = has.sum(0)
     grand = np.where(k_s > 0, mean.sum(0) / np.maximum(k_s, 1), 0.0)
-    spread = np.where(has, (mean - grand) ** 2 - s2 / np.maximum(n, _EPS), 0.0).sum(0)
+    spread = np.where(has, (mean - grand) ** 2 - s2 / np.maximum(n, EPS), 0.0).sum(0)
     out: np.ndarray = np.maximum(np.where(k_s > 1, spread / np.maximum(k_s - 1, 1), 0.0), TASTE_FLOOR**2)
     return out
 

@@ -31,7 +31,7 @@ DAMP_AFTER = 0  #: rounds after which the scales and biases are damped (half old
 SETTLE_AFTER = 100
 SETTLE_KEEP = 0.8
 TOL = 1e-4
-_EPS = 1e-9
+EPS = 1e-9
 
 
 @dataclass(frozen=True)

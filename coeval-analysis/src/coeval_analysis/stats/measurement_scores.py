@@ -18,7 +18,7 @@ from coeval_analysis.stats.measurement_model import (
 )
 from coeval_analysis.stats.measurement_taste import taste_from_reference
 
-__all__ = ["Scores", "student_scores", "teacher_weights"]
+__all__ = ["Scores", "reported_scale", "student_scores", "teacher_weights"]
 
 
 @dataclass
@@ -95,7 +95,7 @@ def _split_half(num: np.ndarray, den: np.ndarray) -> float:
     return max(0.0, 2 * r / (1 + r)) if r > -1 else 0.0
 
 
-def _reported_scale(lay: Layout, f: Fit, on_reference: bool = True) -> tuple[float, float]:
+def reported_scale(lay: Layout, f: Fit, on_reference: bool = True) -> tuple[float, float]:
     """(stretch, shift) taking theta to the scale of an average informative judge, or to
     the reference judge's (scale 1, location 0) when there is one the others can check
     (``on_reference=False``: never, as for a refit of a fit that did not measure it)."""
@@ -126,7 +126,7 @@ _TINY = 1e-12
 
 def student_scores(lay: Layout, f: Fit, w_judge: np.ndarray | None = None, on_reference: bool = True) -> Scores:
     """Each student's information-weighted quality relative to the datapoints' means
-    (``on_reference``: see :func:`_reported_scale`)."""
+    (``on_reference``: see :func:`reported_scale`)."""
     S, n_items, K = lay.n_students, lay.n_items, lay.K
     wj = np.ones(K) if w_judge is None else w_judge
     seen, cf = lay.seen, lay.conflicted
@@ -146,7 +146,7 @@ def student_scores(lay: Layout, f: Fit, w_judge: np.ndarray | None = None, on_re
     num, den = num * weight[:, None], den * weight[:, None]
     has_item = np.bincount(lay.cell_item, minlength=n_items) > 0
     grand = float(f.mu[has_item].mean()) if has_item.any() else float("nan")
-    stretch, shift = _reported_scale(lay, f, on_reference)
+    stretch, shift = reported_scale(lay, f, on_reference)
     tn, td = num.sum(0), den.sum(0)
     ok = td > 1e-12
     theta = np.where(ok, grand + tn / np.where(ok, td, 1.0), np.nan)

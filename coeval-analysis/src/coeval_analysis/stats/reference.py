@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from coeval_analysis.labels.exact_match import normalise_label, precision_recall_f1
-from coeval_analysis.stats._correlation import pearson, spearman
 from coeval_analysis.stats.bootstrap import Bootstrap
+from coeval_analysis.stats.correlation import pearson, spearman
 from coeval_analysis.stats.diagnostic_ranking import DiagnosticRanking
 from coeval_analysis.stats.scores import GOLD, ScoreModel, dense_mean
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from urllib.parse import quote
 
-from coeval_analysis.viewer.pages import _e, _pre, layout
+from coeval_analysis.viewer.pages import escaped, layout, pre_block
 from coeval_analysis.viewer.store import RunStore
 
 __all__ = ["diff_html", "diff_view", "tokens"]
@@ -31,24 +31,24 @@ def diff_html(a: str, b: str) -> tuple[str, int, int]:
     only_a = only_b = 0
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
         if op == "equal":
-            out.append(_e("".join(ta[i1:i2])))
+            out.append(escaped("".join(ta[i1:i2])))
             continue
         if i2 > i1:
-            out.append(f"<del>{_e(''.join(ta[i1:i2]))}</del>")
+            out.append(f"<del>{escaped(''.join(ta[i1:i2]))}</del>")
             only_a += sum(1 for t in ta[i1:i2] if not t.isspace())
         if j2 > j1:
-            out.append(f"<ins>{_e(''.join(tb[j1:j2]))}</ins>")
+            out.append(f"<ins>{escaped(''.join(tb[j1:j2]))}</ins>")
             only_b += sum(1 for t in tb[j1:j2] if not t.isspace())
     return "".join(out), only_a, only_b
 
 
 def _picker(base: str, dp: str, students: Sequence[str], a: str, b: str) -> str:
     def select(name: str, current: str) -> str:
-        options = "".join(f'<option value="{_e(s)}"{" selected" if s == current else ""}>{_e(s)}</option>'
+        options = "".join(f'<option value="{escaped(s)}"{" selected" if s == current else ""}>{escaped(s)}</option>'
                           for s in students)
         return f'<label>{name.upper()} <select name="{name}">{options}</select></label>'
 
-    return (f'<form id="diff-pick" method="get" action="{base}/diff"><input type="hidden" name="dp" value="{_e(dp)}">'
+    return (f'<form id="diff-pick" method="get" action="{base}/diff"><input type="hidden" name="dp" value="{escaped(dp)}">'
             f'{select("a", a)} {select("b", b)} <button type="submit">Compare</button></form>')
 
 
@@ -58,7 +58,7 @@ def diff_view(store: RunStore, base: str, query: Mapping[str, str]) -> tuple[int
         "SELECT student_model_id, response, status FROM responses WHERE datapoint_id = ? ORDER BY 1", [dp])}
     prompt = store.query("SELECT prompt FROM datapoints WHERE id = ?", [dp])
     if len(answers) < 2:
-        return HTTPStatus.NOT_FOUND, layout("Not found", f"<p>Datapoint {_e(dp)} has fewer than two answers.</p>",
+        return HTTPStatus.NOT_FOUND, layout("Not found", f"<p>Datapoint {escaped(dp)} has fewer than two answers.</p>",
                                             base)
     students = list(answers)
     a = query.get("a", "")
@@ -67,11 +67,11 @@ def diff_view(store: RunStore, base: str, query: Mapping[str, str]) -> tuple[int
     b = b if b in answers and b != a else next(s for s in students if s != a)
     html, only_a, only_b = diff_html(str(answers[a]["response"] or ""), str(answers[b]["response"] or ""))
     body = (
-        f'{_CSS}<p><a href="{base}/datapoint/{quote(dp, safe="")}">datapoint {_e(dp)}</a></p>'
-        f'<h2>Prompt</h2>{_pre(prompt[0][0] if prompt else "(not recorded)", "prompt")}'
+        f'{_CSS}<p><a href="{base}/datapoint/{quote(dp, safe="")}">datapoint {escaped(dp)}</a></p>'
+        f'<h2>Prompt</h2>{pre_block(prompt[0][0] if prompt else "(not recorded)", "prompt")}'
         f"<h2>Answers</h2>{_picker(base, dp, students, a, b)}"
-        f'<p id="diff-count"><del>{only_a} words only in {_e(a)}</del> &middot; '
-        f"<ins>{only_b} words only in {_e(b)}</ins></p>"
+        f'<p id="diff-count"><del>{only_a} words only in {escaped(a)}</del> &middot; '
+        f"<ins>{only_b} words only in {escaped(b)}</ins></p>"
         f'<div id="diff">{html}</div>'
     )
     return HTTPStatus.OK, layout(f"{a} vs {b} on {dp}", body, base)

@@ -12,7 +12,7 @@ from typing import Any
 from coeval.quality.ledger import rejections
 
 from coeval_analysis.loading.run_files import read_text
-from coeval_analysis.viewer.pages import _e, _pre, layout
+from coeval_analysis.viewer.pages import escaped, layout, pre_block
 from coeval_analysis.viewer.queries import PAGE_SIZE
 from coeval_analysis.viewer.store import RunStore
 
@@ -64,7 +64,7 @@ def _rejected_section(rejected: Mapping[str, Mapping[str, int]]) -> str:
     rows = [(t, rule, n) for t, rules in sorted(rejected.items()) for rule, n in sorted(rules.items()) if n]
     if not rows:
         return '<section id="rejected"><h2>Rejected teacher replies</h2><p>No teacher reply was rejected.</p></section>'
-    body = "".join(f"<tr><td>{_e(t)}</td><td>{_e(rule)}</td><td>{n}</td></tr>" for t, rule, n in rows)
+    body = "".join(f"<tr><td>{escaped(t)}</td><td>{escaped(rule)}</td><td>{n}</td></tr>" for t, rule, n in rows)
     return (f'<section id="rejected"><h2>Rejected teacher replies ({sum(n for *_, n in rows)} replies)</h2>'
             "<p>Replies the item-quality checks rejected, counted when rejected: those a retry then fixed too "
             "(an item whose retries all were rejected is also listed above, under <i>quality</i>).</p>"
@@ -76,7 +76,7 @@ def _count(n: int, what: str) -> str:
 
 
 def _records(ids: list[str], n: int) -> str:
-    shown = ", ".join(f'<span class="record-id">{_e(i)}</span>' for i in ids)
+    shown = ", ".join(f'<span class="record-id">{escaped(i)}</span>' for i in ids)
     return shown + (f" and {n - len(ids)} more" if n > len(ids) else "")
 
 
@@ -85,15 +85,15 @@ def failures_page(name: str, base: str, groups: Sequence[Mapping[str, Any]],
     sections = []
     for g in groups:
         rows = "".join(
-            f'<tr class="error-group"><td>{_e(r["phase"])}</td><td class="times">{r["n"]}</td><td>{_e(r["models"])}</td>'
+            f'<tr class="error-group"><td>{escaped(r["phase"])}</td><td class="times">{r["n"]}</td><td>{escaped(r["models"])}</td>'
             f'<td>{_records(list(r["ids"]), int(r["n"]))}</td>'
-            f'<td>{_pre(r["error"])}{_pre(r["attempt_errors"])}</td><td>{_pre(r["raw"], "failure-raw")}</td></tr>'
+            f'<td>{pre_block(r["error"])}{pre_block(r["attempt_errors"])}</td><td>{pre_block(r["raw"], "failure-raw")}</td></tr>'
             for r in g["rows"]
         )
         shown = len(g["rows"])
         more = f"<p>{g['distinct'] - shown} more distinct errors not shown.</p>" if g["distinct"] > shown else ""
         sections.append(
-            f'<section class="cause" data-cause="{_e(g["cause"])}"><h2>{_e(g["cause"])} ({_count(g["n"], "failed call")}, '
+            f'<section class="cause" data-cause="{escaped(g["cause"])}"><h2>{escaped(g["cause"])} ({_count(g["n"], "failed call")}, '
             f'{_count(g["distinct"], "distinct error")})</h2><table><tr><th>Phase</th><th>Calls</th><th>Models</th>'
             f"<th>Records</th><th>Error</th><th>Raw reply (first)</th></tr>{rows}</table>{more}</section>"
         )

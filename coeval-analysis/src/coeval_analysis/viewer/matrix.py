@@ -15,12 +15,12 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from coeval_analysis.viewer.pages import (
-    _call_facts,
-    _e,
-    _num,
-    _pre,
+    call_facts,
+    decimal_text,
+    escaped,
     judgment_evidence,
     layout,
+    pre_block,
     sample_label,
     sample_of,
 )
@@ -120,23 +120,23 @@ def matrix_rows(store: RunStore, page: int) -> tuple[list[str], list[dict[str, A
 def _cell(base: str, datapoint_id: str, student: str, cell: Mapping[str, Any] | None) -> str:
     href = f"{base}/cell?{urlencode({'dp': datapoint_id, 'student': student})}"
     if cell is None:
-        return f'<td class="cell level-none" data-href="{_e(href)}" title="no judgment">&ndash;</td>'
+        return f'<td class="cell level-none" data-href="{escaped(href)}" title="no judgment">&ndash;</td>'
     title = f"mean of {cell['scores']} factor scores"
     if cell.get("samples", 1) > 1:
         title += f" over {cell['samples']} samples"
     if cell["failed"]:
         title += f"; {cell['failed']} failed judgments"
-    text = _num(cell["score"], 2) if cell["score"] is not None else "failed"
-    return (f'<td class="cell level-{level_of(cell["score"])}" data-href="{_e(href)}" data-student="{_e(student)}" '
-            f'title="{_e(title)}">{text}</td>')
+    text = decimal_text(cell["score"], 2) if cell["score"] is not None else "failed"
+    return (f'<td class="cell level-{level_of(cell["score"])}" data-href="{escaped(href)}" data-student="{escaped(student)}" '
+            f'title="{escaped(title)}">{text}</td>')
 
 
 def matrix_page(name: str, base: str, students: Sequence[str], rows: Sequence[Mapping[str, Any]], total: int,
                 page: int) -> str:
-    head = "".join(f'<th class="student">{_e(s)}</th>' for s in students)
+    head = "".join(f'<th class="student">{escaped(s)}</th>' for s in students)
     body = "".join(
         f'<tr class="dp-row"><td><a class="dp-link" href="{base}/datapoint/{quote(str(r["datapoint_id"]), safe="")}">'
-        f'{_e(r["datapoint_id"])}</a></td><td>{_e(r["task"])}</td>'
+        f'{escaped(r["datapoint_id"])}</a></td><td>{escaped(r["task"])}</td>'
         + "".join(_cell(base, str(r["datapoint_id"]), s, c) for s, c in zip(students, r["cells"], strict=True))
         + "</tr>"
         for r in rows
@@ -189,8 +189,8 @@ def answer_cell(store: RunStore, datapoint_id: str, student: str) -> dict[str, A
 
 
 def _judgment_card(e: Mapping[str, Any]) -> str:
-    return (f'<div class="card judgment"><h4>judged by {_e(e.get("judge_model_id"))}</h4>{_call_facts(e)}'
-            f'<p>scores</p>{_pre(e.get("scores"), "scores")}<p>rationale</p>{_pre(e.get("rationale"), "rationale")}'
+    return (f'<div class="card judgment"><h4>judged by {escaped(e.get("judge_model_id"))}</h4>{call_facts(e)}'
+            f'<p>scores</p>{pre_block(e.get("scores"), "scores")}<p>rationale</p>{pre_block(e.get("rationale"), "rationale")}'
             f"{judgment_evidence(e) if e.get('execution') else ''}</div>")
 
 
@@ -199,14 +199,14 @@ def cell_fragment(base: str, datapoint_id: str, student: str, cell: Mapping[str,
     judgments, as HTML the matrix page inserts under the row."""
     answers, evals = cell["answers"], cell["evals"]
     samples = max([1, *(sample_of(a.get("id")) for a in answers), *(sample_of(e.get("response_id")) for e in evals)])
-    parts = [f'<div class="answer-detail"><h3>{_e(student)} on {_e(datapoint_id)}</h3>']
+    parts = [f'<div class="answer-detail"><h3>{escaped(student)} on {escaped(datapoint_id)}</h3>']
     ids = [str(a.get("id")) for a in answers] + [str(e.get("response_id")) for e in evals]
     for rid in dict.fromkeys(ids):
         answer = next((a for a in answers if str(a.get("id")) == rid), None)
-        head = f'<h4 class="sample-head">{_e(student)}{sample_label(rid, samples)}</h4>' if samples > 1 else ""
+        head = f'<h4 class="sample-head">{escaped(student)}{sample_label(rid, samples)}</h4>' if samples > 1 else ""
         parts.append(f'<div class="sample-block">{head}')
         if answer is not None:
-            parts.append(_call_facts(answer) + _pre(answer.get("response"), "answer-text"))
+            parts.append(call_facts(answer) + pre_block(answer.get("response"), "answer-text"))
         else:
             parts.append("<p>(no answer recorded)</p>")
         parts += [_judgment_card(e) for e in evals if str(e.get("response_id")) == rid]
@@ -215,7 +215,7 @@ def cell_fragment(base: str, datapoint_id: str, student: str, cell: Mapping[str,
         parts.append("<p>(no answer recorded)</p>")
     links = [f'<a href="{base}/datapoint/{quote(datapoint_id, safe="")}">datapoint page</a>']
     links += [f'<a class="diff-link" href="{base}/diff?{urlencode({"dp": datapoint_id, "a": student, "b": o})}">'
-              f"diff with {_e(o)}</a>" for o in cell["others"]]
+              f"diff with {escaped(o)}</a>" for o in cell["others"]]
     parts.append(f"<p>{' &middot; '.join(links)}</p></div>")
     return "".join(parts)
 
@@ -224,5 +224,5 @@ def cell_view(store: RunStore, base: str, query: Mapping[str, str]) -> tuple[int
     datapoint_id, student = query.get("dp", ""), query.get("student", "")
     cell = answer_cell(store, datapoint_id, student)
     if cell is None:
-        return HTTPStatus.NOT_FOUND, f"<p>No answer of {_e(student)} to {_e(datapoint_id)}.</p>"
+        return HTTPStatus.NOT_FOUND, f"<p>No answer of {escaped(student)} to {escaped(datapoint_id)}.</p>"
     return HTTPStatus.OK, cell_fragment(base, datapoint_id, student, cell)

@@ -15,8 +15,9 @@ from coeval_analysis.viewer.headline import early_leaderboard_html, leaderboard_
 from coeval_analysis.viewer.outline import LeaderboardRows
 from coeval_analysis.viewer.queries import FILTERS, PAGE_SIZE, Filters
 
-__all__ = ["compare_page", "datapoint_page", "error_page", "indexing_notice", "indexing_page", "judgment_evidence",
-           "layout", "not_found_page", "sample_label", "sample_of", "samples_per_student", "start_page"]
+__all__ = ["call_facts", "compare_page", "datapoint_page", "decimal_text", "error_page", "escaped", "indexing_notice",
+           "indexing_page", "judgment_evidence", "layout", "not_found_page", "pre_block", "sample_label", "sample_of",
+           "samples_per_student", "start_page"]
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
@@ -27,11 +28,11 @@ th{background:#f3f3f3;text-align:left}pre{white-space:pre-wrap;max-width:60rem;m
 """
 
 
-def _e(value: Any) -> str:
+def escaped(value: Any) -> str:
     return "" if value is None else escape(str(value))
 
 
-def _num(value: Any, digits: int = 3) -> str:
+def decimal_text(value: Any, digits: int = 3) -> str:
     return "" if value is None else f"{float(value):.{digits}f}"
 
 
@@ -43,8 +44,8 @@ def layout(title: str, body: str, base: str = "", *, refresh_s: int = 0) -> str:
     nav = f'<nav><a href="{base}/">Start</a>{run_links}<a href="/">All runs</a></nav>'
 
     refresh = f'<meta http-equiv="refresh" content="{refresh_s}">' if refresh_s > 0 else ""
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{refresh}<title>{_e(title)}</title>'
-            f"<style>{_CSS}</style></head><body>{nav}<h1>{_e(title)}</h1>{body}</body></html>")
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{refresh}<title>{escaped(title)}</title>'
+            f"<style>{_CSS}</style></head><body>{nav}<h1>{escaped(title)}</h1>{body}</body></html>")
 
 
 def _link(base: str, params: Mapping[str, str]) -> str:
@@ -54,7 +55,7 @@ def _link(base: str, params: Mapping[str, str]) -> str:
 def ranking_table(rows: Sequence[Mapping[str, Any]], base: str, table_id: str = "ranking") -> str:
     body = "".join(
         f'<tr><td>{i}</td><td><a class="student-link" href="{_link(base, {"student": r["student"]})}">'
-        f'{_e(r["student"])}</a></td><td>{_num(r["mean"])}</td><td>{r["n"]}</td><td>{r["datapoints"]}</td></tr>'
+        f'{escaped(r["student"])}</a></td><td>{decimal_text(r["mean"])}</td><td>{r["n"]}</td><td>{r["datapoints"]}</td></tr>'
         for i, r in enumerate(rows, 1)
     )
     return (f'<table id="{table_id}"><tr><th>#</th><th>Student</th><th>Mean score</th><th>Factor scores</th>'
@@ -65,13 +66,13 @@ def _filter_form(facets: Mapping[str, Sequence[str]], f: Filters) -> str:
     selects = []
     for key in FILTERS:
         options = "".join(
-            f'<option value="{_e(v)}"{" selected" if f.where.get(key) == v else ""}>{_e(v)}</option>'
+            f'<option value="{escaped(v)}"{" selected" if f.where.get(key) == v else ""}>{escaped(v)}</option>'
             for v in facets.get(key, ())
         )
         selects.append(f'<label>{key} <select name="{key}"><option value="">any</option>{options}</select></label>')
     students = facets.get("student", ())
     pick = {
-        name: "".join(f'<option value="{_e(s)}"{" selected" if cur == s else ""}>{_e(s)}</option>' for s in students)
+        name: "".join(f'<option value="{escaped(s)}"{" selected" if cur == s else ""}>{escaped(s)}</option>' for s in students)
         for name, cur in (("a", f.student_a), ("b", f.student_b))
     }
     sorts = "".join(
@@ -88,7 +89,7 @@ def _filter_form(facets: Mapping[str, Sequence[str]], f: Filters) -> str:
 def _links(base: str, facets: Mapping[str, Sequence[str]]) -> str:
     parts = []
     for key in ("student", "task", "teacher", "judge"):
-        links = ", ".join(f'<a href="{_link(base, {key: v})}">{_e(v)}</a>' for v in facets.get(key, ()))
+        links = ", ".join(f'<a href="{_link(base, {key: v})}">{escaped(v)}</a>' for v in facets.get(key, ()))
         parts.append(f"<p><b>{key}s:</b> {links}</p>")
     return "".join(parts)
 
@@ -98,9 +99,9 @@ def start_page(name: str, base: str, ranking: Sequence[Mapping[str, Any]], facet
                headline: str = "") -> str:
     body_rows = "".join(
         f'<tr><td><a class="dp-link" href="{base}/datapoint/{quote(str(r["datapoint_id"]), safe="")}">'
-        f'{_e(r["datapoint_id"])}</a></td><td>{_e(r["task"])}</td><td>{_e(r["teacher"])}</td>'
-        f'<td>{r["judgments"]}</td><td>{r["failed"]}</td><td>{_num(r["mean"])}</td>'
-        f'<td class="disagreement">{_num(r["disagreement"])}</td><td class="gap">{_num(r["gap"])}</td></tr>'
+        f'{escaped(r["datapoint_id"])}</a></td><td>{escaped(r["task"])}</td><td>{escaped(r["teacher"])}</td>'
+        f'<td>{r["judgments"]}</td><td>{r["failed"]}</td><td>{decimal_text(r["mean"])}</td>'
+        f'<td class="disagreement">{decimal_text(r["disagreement"])}</td><td class="gap">{decimal_text(r["gap"])}</td></tr>'
         for r in rows
     )
     pages = max(1, -(-total // PAGE_SIZE))
@@ -125,21 +126,21 @@ def start_page(name: str, base: str, ranking: Sequence[Mapping[str, Any]], facet
     return layout(f"Run {name}", body, base)
 
 
-def _pre(value: Any, cls: str = "") -> str:
+def pre_block(value: Any, cls: str = "") -> str:
     if isinstance(value, str) and value.startswith(("{", "[")):
         with contextlib.suppress(ValueError):
             value = json.dumps(json.loads(value), indent=1, ensure_ascii=False)
-    return f'<pre class="{cls}">{_e(value)}</pre>'
+    return f'<pre class="{cls}">{escaped(value)}</pre>'
 
 
-def _call_facts(rec: Mapping[str, Any]) -> str:
-    facts = [f'status <b class="{"failed" if rec.get("status") == "failed" else ""}">{_e(rec.get("status"))}</b>']
+def call_facts(rec: Mapping[str, Any]) -> str:
+    facts = [f'status <b class="{"failed" if rec.get("status") == "failed" else ""}">{escaped(rec.get("status"))}</b>']
     if rec.get("latency_ms") is not None:
-        facts.append(f"{_num(rec['latency_ms'], 1)} ms")
+        facts.append(f"{decimal_text(rec['latency_ms'], 1)} ms")
     if rec.get("cost_usd") is not None:
-        facts.append(f"${_num(rec['cost_usd'], 6)}")
+        facts.append(f"${decimal_text(rec['cost_usd'], 6)}")
     if rec.get("error"):
-        facts.append(f'<span class="failed">{_e(rec["error"])}</span>')
+        facts.append(f'<span class="failed">{escaped(rec["error"])}</span>')
     return "<p>" + " &middot; ".join(facts) + "</p>"
 
 
@@ -169,12 +170,12 @@ def judgment_evidence(e: Mapping[str, Any]) -> str:
     run = _execution(e)
     if run is None:
         raw = e.get("raw") if e.get("raw") is not None else "(not recorded)"
-        return f"<p>raw reply</p>{_pre(raw, 'judge-raw')}"
+        return f"<p>raw reply</p>{pre_block(raw, 'judge-raw')}"
     status = str(run.get("status") or "")
-    took = f" in {_num(run['duration_s'], 2)} s" if isinstance(run.get("duration_s"), int | float) else ""
+    took = f" in {decimal_text(run['duration_s'], 2)} s" if isinstance(run.get("duration_s"), int | float) else ""
     error = run.get("error")
-    return (f'<p>test <b class="test-status{" failed" if status != "passed" else ""}">{_e(status)}</b>{took}</p>'
-            + (f"<p>error</p>{_pre(error, 'test-error')}" if error else ""))
+    return (f'<p>test <b class="test-status{" failed" if status != "passed" else ""}">{escaped(status)}</b>{took}</p>'
+            + (f"<p>error</p>{pre_block(error, 'test-error')}" if error else ""))
 
 
 def samples_per_student(responses: Sequence[Mapping[str, Any]]) -> dict[str, int]:
@@ -188,24 +189,24 @@ def samples_per_student(responses: Sequence[Mapping[str, Any]]) -> dict[str, int
 def datapoint_page(name: str, base: str, detail: Mapping[str, Any]) -> str:
     dp = detail["datapoint"]
     head = (
-        f"<p>task <b>{_e(dp.get('task_id'))}</b> &middot; teacher <b>{_e(dp.get('teacher_model_id'))}</b></p>"
-        f'<h2>Prompt</h2>{_pre(dp.get("prompt"), "prompt")}<h2>Reference</h2>{_pre(dp.get("reference_response"))}'
-        f"<h2>Attributes</h2>{_pre(dp.get('sampled_target_attributes'))}"
+        f"<p>task <b>{escaped(dp.get('task_id'))}</b> &middot; teacher <b>{escaped(dp.get('teacher_model_id'))}</b></p>"
+        f'<h2>Prompt</h2>{pre_block(dp.get("prompt"), "prompt")}<h2>Reference</h2>{pre_block(dp.get("reference_response"))}'
+        f"<h2>Attributes</h2>{pre_block(dp.get('sampled_target_attributes'))}"
     )
     samples = samples_per_student(detail["responses"])
     for e in detail["evals"]:  # a student with judged samples whose answers are gone still counts them
         student = str(e.get("student_model_id"))
         samples[student] = max(samples.get(student, 1), sample_of(e.get("response_id")))
     answers = "".join(
-        f'<div class="card answer"><h3>{_e(r.get("student_model_id"))}'
-        f'{sample_label(r.get("id"), samples.get(str(r.get("student_model_id")), 1))}</h3>{_call_facts(r)}'
-        f'{_pre(r.get("response"))}</div>'
+        f'<div class="card answer"><h3>{escaped(r.get("student_model_id"))}'
+        f'{sample_label(r.get("id"), samples.get(str(r.get("student_model_id")), 1))}</h3>{call_facts(r)}'
+        f'{pre_block(r.get("response"))}</div>'
         for r in detail["responses"]
     )
     judges = "".join(
-        f'<div class="card judgment"><h3>{_e(e.get("judge_model_id"))} on {_e(e.get("student_model_id"))}'
+        f'<div class="card judgment"><h3>{escaped(e.get("judge_model_id"))} on {escaped(e.get("student_model_id"))}'
         f'{sample_label(e.get("response_id"), samples.get(str(e.get("student_model_id")), 1))}</h3>'
-        f'{_call_facts(e)}<p>scores</p>{_pre(e.get("scores"), "scores")}<p>rationale</p>{_pre(e.get("rationale"))}'
+        f'{call_facts(e)}<p>scores</p>{pre_block(e.get("scores"), "scores")}<p>rationale</p>{pre_block(e.get("rationale"))}'
         f"{judgment_evidence(e)}</div>"
         for e in detail["evals"]
     )
@@ -228,7 +229,7 @@ def compare_page(runs: Sequence[tuple[str, str, Sequence[Mapping[str, Any]]]],
     """Every run's ranking side by side; for two runs, the datapoints they share (``shared``
     is None while a run is still being read: ``indexing`` then says how far it is)."""
     cards = "".join(
-        f'<div class="card"><h2><a href="{base}/">{_e(name)}</a></h2>{_run_ranking(rows, base, f"ranking-{i}")}</div>'
+        f'<div class="card"><h2><a href="{base}/">{escaped(name)}</a></h2>{_run_ranking(rows, base, f"ranking-{i}")}</div>'
         for i, (name, base, rows) in enumerate(runs)
     )
     body = f'<div class="cols" id="compare">{cards}</div>'
@@ -238,9 +239,9 @@ def compare_page(runs: Sequence[tuple[str, str, Sequence[Mapping[str, Any]]]],
     if len(runs) == 2 and shared is not None:
         first, second = runs[0][1], runs[1][1]
         shared_rows = "".join(
-            f'<tr><td>{_e(r["id"])}</td><td><a href="{first}/datapoint/{quote(str(r["id"]), safe="")}">in '
-            f'{_e(runs[0][0])}</a></td><td><a href="{second}/datapoint/{quote(str(r["id"]), safe="")}">in '
-            f"{_e(runs[1][0])}</a></td></tr>"
+            f'<tr><td>{escaped(r["id"])}</td><td><a href="{first}/datapoint/{quote(str(r["id"]), safe="")}">in '
+            f'{escaped(runs[0][0])}</a></td><td><a href="{second}/datapoint/{quote(str(r["id"]), safe="")}">in '
+            f"{escaped(runs[1][0])}</a></td></tr>"
             for r in shared[0]
         )
         body += (f'<h2>Shared datapoints</h2><p id="shared-count">{shared[1]} datapoints with the same id and prompt '
@@ -251,7 +252,7 @@ def compare_page(runs: Sequence[tuple[str, str, Sequence[Mapping[str, Any]]]],
 def indexing_notice(status: Mapping[str, Any]) -> str:
     """"indexing n%" with the step under way (the page reloads itself until it is done)."""
     return (f'<p id="indexing">Reading the run\'s records: indexing {round(100 * float(status["progress"]))}% '
-            f'({_e(status.get("step"))}). This page reloads itself until they are all read.</p>')
+            f'({escaped(status.get("step"))}). This page reloads itself until they are all read.</p>')
 
 
 def _early_ranking(base: str, ranking: Sequence[Mapping[str, str]], preliminary: Sequence[Mapping[str, Any]]) -> str:
@@ -261,7 +262,7 @@ def _early_ranking(base: str, ranking: Sequence[Mapping[str, str]], preliminary:
     if preliminary:
         rows = "".join(
             f'<tr><td>{i}</td><td><a class="student-link" href="{_link(base, {"student": str(r["student"])})}">'
-            f'{_e(r["student"])}</a></td><td>{_num(r["mean"])}</td><td>{r["n"]}</td></tr>'
+            f'{escaped(r["student"])}</a></td><td>{decimal_text(r["mean"])}</td><td>{r["n"]}</td></tr>'
             for i, r in enumerate(preliminary, 1)
         )
         return ("<h2>Preliminary ranking</h2><p>Every ok judgment as read, before retries and duplicates are "
@@ -282,14 +283,14 @@ def indexing_page(title: str, base: str, status: Mapping[str, Any], outline: Map
         names = outline.get(key) or ()
         if names:
             link_class = ' class="student-link"' if key == "students" and not early else ""
-            items = "".join(f'<li><a{link_class} href="{_link(base, {param: n})}">{_e(n)}</a></li>' for n in names)
+            items = "".join(f'<li><a{link_class} href="{_link(base, {param: n})}">{escaped(n)}</a></li>' for n in names)
             parts.append(f'<h2>{key.capitalize()}</h2><ul id="outline-{key}">{items}</ul>')
     return layout(title, indexing_notice(status) + "".join(parts), base, refresh_s=1)
 
 
 def error_page(what: str) -> str:
-    return layout("Error", f'<p class="failed">{_e(what)}</p>')
+    return layout("Error", f'<p class="failed">{escaped(what)}</p>')
 
 
 def not_found_page(what: str) -> str:
-    return layout("Not found", f"<p>{_e(what)}</p>")
+    return layout("Not found", f"<p>{escaped(what)}</p>")

@@ -13,7 +13,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from coeval_analysis.viewer.pages import _e, layout
+from coeval_analysis.viewer.pages import escaped, layout
 from coeval_analysis.viewer.queries import PAGE_SIZE
 from coeval_analysis.viewer.store import RunStore
 
@@ -75,14 +75,14 @@ def snippet(text: str, words: Sequence[str]) -> str:
     pattern = re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)), re.IGNORECASE)
     out, at = [], 0
     for m in pattern.finditer(part):
-        out.append(_e(part[at:m.start()]) + f"<mark>{_e(m.group())}</mark>")
+        out.append(escaped(part[at:m.start()]) + f"<mark>{escaped(m.group())}</mark>")
         at = m.end()
-    return "".join(out) + _e(part[at:])
+    return "".join(out) + escaped(part[at:])
 
 
 def search_page(name: str, base: str, q: str, rows: Sequence[Mapping[str, Any]], total: int, page: int) -> str:
     words = _words(q)
-    form = (f'<form id="search" method="get" action="{base}/search"><input name="q" value="{_e(q)}" size="40" '
+    form = (f'<form id="search" method="get" action="{base}/search"><input name="q" value="{escaped(q)}" size="40" '
             'placeholder="words in prompts, answers or rationales" autofocus> <button type="submit">Search</button>'
             "</form>")
     if not words:
@@ -90,9 +90,9 @@ def search_page(name: str, base: str, q: str, rows: Sequence[Mapping[str, Any]],
     ignored = q.split()[MAX_WORDS:]
     note = f"<p>Only the first {MAX_WORDS} words are used.</p>" if ignored else ""
     body = "".join(
-        f'<tr class="hit" data-kind="{_e(r["kind"])}"><td>{_e(r["kind"])}</td><td><a class="dp-link" '
-        f'href="{base}/datapoint/{quote(str(r["datapoint_id"]), safe="")}">{_e(r["datapoint_id"])}</a></td>'
-        f'<td>{_e(r["who"])}</td><td class="snippet">{snippet(_readable(str(r["kind"]), str(r["text"])), words)}'
+        f'<tr class="hit" data-kind="{escaped(r["kind"])}"><td>{escaped(r["kind"])}</td><td><a class="dp-link" '
+        f'href="{base}/datapoint/{quote(str(r["datapoint_id"]), safe="")}">{escaped(r["datapoint_id"])}</a></td>'
+        f'<td>{escaped(r["who"])}</td><td class="snippet">{snippet(_readable(str(r["kind"]), str(r["text"])), words)}'
         "</td></tr>"
         for r in rows
     )
