@@ -1,4 +1,4 @@
-"""The ``coeval status`` table of a run's lanes (``lanes.json``, see :mod:`coeval.console.lane_figures`)."""
+"""The ``coeval status`` table of a run's lanes (``lanes.json``, see :mod:`coeval.run.lane_figures`)."""
 
 from __future__ import annotations
 
