@@ -489,7 +489,7 @@ KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.clust
 #: helpers that sit below their callers' layer)
 KNOWN_UPWARD_IMPORTS = {
     "config -> contract": 7, "config -> interfaces": 7, "config -> phases": 3, "config -> storage": 2,
-    "contract -> evaluators": 2, "contract -> phases": 1, "contract -> quality": 1,
+    "contract -> evaluators": 1, "contract -> phases": 1, "contract -> quality": 1,
     "storage -> phases": 2,
 }
 

@@ -54,7 +54,6 @@ from coeval.contract.types import (
     TaskDataReaderFactory,
     TokenSeconds,
 )
-from coeval.evaluators.base import ModelFreeEvaluator
 
 if TYPE_CHECKING:
     from coeval.config.model import ModelConfig
@@ -75,7 +74,6 @@ __all__ = [
     "ItemCheck",
     "Metric",
     "MetricFactory",
-    "ModelFreeEvaluator",
     "PlannedCalls",
     "RegisterBatchRunner",
     "RegisterBenchmark",
