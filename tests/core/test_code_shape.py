@@ -484,9 +484,9 @@ KNOWN_PHASE_ID_LITERALS = dict[str, int]()
 KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.cluster_block': 1, 'coeval.contract.registries': 1}
 
 #: "importer -> imported" package -> how many modules make that import, against the layer table
-#: of docs/architecture.md (the config reaches the plugin layer, the phase ids and the run folder;
-#: the core plugin registers the standard phases, evaluators and item checks; the rest are
-#: helpers that sit below their callers' layer)
+#: of docs/architecture.md: the config reaches the plugin layer, the interfaces, the phases and
+#: the run folder; the core plugin registers the standard phases, evaluators and item checks;
+#: the run folder takes the standard phases' ids from phases.ids
 KNOWN_UPWARD_IMPORTS = {
     "config -> contract": 7, "config -> interfaces": 7, "config -> phases": 3, "config -> storage": 2,
     "contract -> evaluators": 1, "contract -> phases": 1, "contract -> quality": 1,
