@@ -314,7 +314,8 @@ def standard_phase_ids() -> set[str]:
 
 
 def phase_id_literals() -> dict[str, int]:
-    return _core_literals(standard_phase_ids(), lambda path: (CORE / "phases") in path.parents)
+    return _core_literals(standard_phase_ids(),
+                          lambda path: path == CORE / "phase_ids.py" or (CORE / "phases") in path.parents)
 
 
 def interface_names() -> set[str]:
@@ -484,13 +485,12 @@ KNOWN_PHASE_ID_LITERALS = dict[str, int]()
 KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.cluster_block': 1, 'coeval.contract.registries': 1}
 
 #: "importer -> imported" package -> how many modules make that import, against the layer table
-#: of docs/architecture.md: the config reaches the plugin layer, the interfaces, the phases and
-#: the run folder; the core plugin registers the standard phases, evaluators and item checks;
-#: the run folder takes the standard phases' ids from phases.ids
+#: of docs/architecture.md: the config reaches the plugin layer, the interfaces, the phases'
+#: modes and order and the run folder; the core plugin registers the standard phases,
+#: evaluators and item checks
 KNOWN_UPWARD_IMPORTS = {
-    "config -> contract": 7, "config -> interfaces": 7, "config -> phases": 3, "config -> storage": 2,
+    "config -> contract": 7, "config -> interfaces": 7, "config -> phases": 1, "config -> storage": 2,
     "contract -> evaluators": 1, "contract -> phases": 1, "contract -> quality": 1,
-    "storage -> phases": 2,
 }
 
 #: sub-packages of coeval in an import cycle, every import counted

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
+from coeval.phase_ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
 from coeval.phases.evaluation import EvaluationPhase
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
 from coeval.phases.survey_memo import forget_surveys
 from coeval.run import shrink
 

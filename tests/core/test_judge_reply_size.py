@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from coeval.phases.ids import EVALUATION
+from coeval.phase_ids import EVALUATION
 from coeval.planning.cost.requests import expected_output_tokens
 from coeval.planning.cost.tokens import estimate_tokens
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from coeval import record_schema as schema
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, FOLDERS, RESPONSE_COLLECTION
+from coeval.phase_ids import DATA_GENERATION, EVALUATION, FOLDERS, RESPONSE_COLLECTION
 from coeval.storage.call_ledger import ledger_path
 
 from tests.core.pipeline_support import folder, make_config, mock_model, run, task

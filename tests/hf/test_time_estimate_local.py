@@ -13,7 +13,7 @@ from coeval.config import load_config
 from coeval.config.model import Config, ModelConfig
 from coeval.contract.manager import registries
 from coeval.contract.types import TokenSeconds
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
+from coeval.phase_ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
 from coeval.planning.cost import estimate_cost
 from coeval.planning.cost.estimate import _LOCAL_CALL_S, _PHASE_START_S
 from coeval.planning.cost.prompt_reads import read_share

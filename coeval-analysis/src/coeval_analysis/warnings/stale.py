@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from coeval.phases.ids import EVALUATION, RESPONSE_COLLECTION
+from coeval.phase_ids import EVALUATION, RESPONSE_COLLECTION
 from coeval.storage.record_inputs import RESPONSE_HASH, Answers, read_answers, stale_note, stale_records
 from coeval.storage.records import OK
 from coeval.storage.run_folder import RunFolder

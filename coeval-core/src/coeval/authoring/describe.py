@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import Config
 from coeval.interfaces.known import BENCHMARK_INTERFACE
-from coeval.phases.ids import ROLES
+from coeval.phase_ids import ROLES
 from coeval.planning import Plan
 from coeval.planning.cost import CostEstimate, estimate_cost, format_duration
 from coeval.planning.cost.requests import RequestBuilder

@@ -22,9 +22,9 @@ from coeval.console import output_console
 from coeval.console.text import plain, safe_tree
 from coeval.contract.manager import registries as _registries
 from coeval.interfaces.known import INGEST_BENCHMARK_FIELD
+from coeval.phase_ids import RECORD_PHASES
 from coeval.phases.base import RunView
 from coeval.phases.evaluation_rounds import adaptive_lines
-from coeval.phases.ids import RECORD_PHASES
 from coeval.phases.phase_order import ordered_phases
 from coeval.planning.call_figures import call_figures, figures_table
 from coeval.planning.cost.against import against_table, estimate_against_actual

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import Config
-from coeval.phases.ids import RECORD_PHASES as _RECORD_PHASES
+from coeval.phase_ids import RECORD_PHASES as _RECORD_PHASES
 from coeval.planning import plan_experiment
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from coeval.config._schema_check import did_you_mean
 from coeval.config.model import PHASE_IDS
 from coeval.config.rule_context import RuleContext
 from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
-from coeval.phases.ids import MAPPING_PHASES
+from coeval.phase_ids import MAPPING_PHASES
 
 __all__ = ["ExperimentRules"]
 

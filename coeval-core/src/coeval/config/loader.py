@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import cattrs
 
+from coeval import phase_ids as ids
 from coeval.answer_checks.user_code import add_config_folder
 from coeval.config._yaml import LineMap, read_yaml
 from coeval.config.credentials import KeyStore
@@ -28,7 +29,6 @@ from coeval.config.model import PHASE_IDS, Config, ModelConfig, SamplingConfig, 
 from coeval.config.secret_settings import register_setting_secrets
 from coeval.config.validate import KNOWN_METRICS, Validator
 from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
-from coeval.phases import ids
 from coeval.phases.modes import default_mode, registered_modes
 from coeval.phases.phase_order import ordered_phases
 

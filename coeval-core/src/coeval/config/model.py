@@ -13,7 +13,7 @@ from typing import Any, Literal
 import attrs
 
 from coeval.config.task_data import TaskData
-from coeval.phases.ids import STANDARD_PHASE_IDS
+from coeval.phase_ids import STANDARD_PHASE_IDS
 
 __all__ = [
     "PHASE_IDS",

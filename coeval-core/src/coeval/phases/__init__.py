@@ -1,11 +1,10 @@
 """Pipeline phases. The five standard ones (:mod:`coeval.phases.standard`) are registered
 by the core plugin like any third-party phase (``register_phases``); see
 :class:`coeval.phases.base.Phase`. Their fixed facts (ids, folders, roles) are
-:mod:`coeval.phases.ids`'s.
+:mod:`coeval.phase_ids`'s, below every layer.
 
-The names below load :mod:`coeval.phases.base` on first use, so that importing
-:mod:`coeval.phases.ids` (from the config, the run folder...) loads nothing else
-(and no module below the phases depends on them, even for types).
+The names below load :mod:`coeval.phases.base` on first use, so that importing one module
+of the package (``phases.modes``, ``phases.phase_order``) loads nothing else.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from coeval.config.model import TaskConfig
+from coeval.phase_ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
 from coeval.phases._items import raise_if_stopped
 from coeval.phases.base import RunView
 from coeval.phases.generation import above_slots_test
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
 from coeval.record_schema import DATAPOINT_ID, ID, TASK_ID, TEACHER_MODEL_ID
 from coeval.storage.records import (
     OK_TAIL,

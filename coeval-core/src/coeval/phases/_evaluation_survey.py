@@ -8,11 +8,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from coeval.phase_ids import EVALUATION, RESPONSE_COLLECTION
 from coeval.phases._evaluation_inputs import Datapoints, EvaluationState, brief_answers
 from coeval.phases.base import RunView
 from coeval.phases.evaluation_rounds import design_scope
 from coeval.phases.generation import above_slots_test
-from coeval.phases.ids import EVALUATION, RESPONSE_COLLECTION
 from coeval.record_schema import DATAPOINT_ID, ERROR_KIND, SCORES, STATUS, TASK_ID
 from coeval.storage.records import ID_HEAD, OK, OK_TAIL, match_every_line, record_status, scan_lines
 from coeval.storage.run_folder import loads_record

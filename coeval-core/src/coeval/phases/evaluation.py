@@ -42,13 +42,13 @@ from coeval.evaluators.base import (
 )
 from coeval.evaluators.metric import metric_factors
 from coeval.evaluators.routing import judge_factors, routed_to
+from coeval.phase_ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 from coeval.phases._evaluation_inputs import Datapoints, EvaluationState
 from coeval.phases._evaluation_records import call_record, model_free_record
 from coeval.phases._evaluation_survey import Brief, SurveyState
 from coeval.phases._items import LazyItems, LazySpecs, count_later, mode_refusal, then
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.phases.evaluation_rounds import adaptive_settings, run_rounds
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 from coeval.phases.plans import PlannedCalls, plan_evaluation
 from coeval.record_schema import (
     DATAPOINT_ID,

@@ -27,10 +27,10 @@ import attrs
 
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest
+from coeval.phase_ids import DATA_GENERATION, RUBRIC_MAPPING, SHORT_TITLES, TITLES
 from coeval.phases._items import LazyItems, mode_refusal
 from coeval.phases._sampling import AttributeDraw, AttributeSampler
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
-from coeval.phases.ids import DATA_GENERATION, RUBRIC_MAPPING, SHORT_TITLES, TITLES
 from coeval.phases.item_gate import gate_for
 from coeval.phases.own_data import left_out_rows, survey_task_data, write_task_data
 from coeval.phases.plans import PlannedCalls, plan_data_generation

@@ -21,8 +21,8 @@ from typing import Any
 
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest
+from coeval.phase_ids import ATTRIBUTE_MAPPING, RUBRIC_MAPPING, SHORT_TITLES, TITLES
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
-from coeval.phases.ids import ATTRIBUTE_MAPPING, RUBRIC_MAPPING, SHORT_TITLES, TITLES
 from coeval.phases.item_gate import gate_for
 from coeval.phases.plans import PlannedCalls, plan_attribute_mapping, plan_rubric_mapping
 from coeval.prompts import render_prompt

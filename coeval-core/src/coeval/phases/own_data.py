@@ -19,10 +19,10 @@ from typing import Any
 from coeval.config.data_readers import TaskDataReaderMissing, data_reader, readers_of
 from coeval.config.model import TaskConfig
 from coeval.config.task_data import data_folder, data_teacher
+from coeval.phase_ids import DATA_GENERATION
 from coeval.phases._items import mode_refusal
 from coeval.phases.base import PhaseContext, PhaseError, PhaseRefusedError, RunView, Survey
 from coeval.phases.data_rows import RowPlan, left_out_ids, plan_rows
-from coeval.phases.ids import DATA_GENERATION
 from coeval.record_schema import ID
 from coeval.storage.records import load_file_records, record_status, utc_now
 from coeval.storage.run_folder import RunFolder

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coeval.phases.ids import STANDARD_PHASE_IDS as PHASE_IDS
+from coeval.phase_ids import STANDARD_PHASE_IDS as PHASE_IDS
 
 if TYPE_CHECKING:
     from coeval.contract.registries import Registries

@@ -25,14 +25,14 @@ from collections.abc import Iterable
 
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.evaluators.calls import calls_per_response
-from coeval.phases.base import PlannedCalls, RunView
-from coeval.phases.ids import (
+from coeval.phase_ids import (
     ATTRIBUTE_MAPPING,
     DATA_GENERATION,
     EVALUATION,
     RESPONSE_COLLECTION,
     RUBRIC_MAPPING,
 )
+from coeval.phases.base import PlannedCalls, RunView
 
 __all__ = [
     "PlannedCalls",

@@ -20,10 +20,10 @@ import attrs
 
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.interfaces.base import GenerateRequest, GenerateResult
+from coeval.phase_ids import DATA_GENERATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 from coeval.phases._items import LazyItems, Total, count_later, mode_refusal, raise_if_stopped
 from coeval.phases.base import PhaseContext, PhaseRefusedError, RunView, Survey
 from coeval.phases.generation import beyond_slots, slot_counts
-from coeval.phases.ids import DATA_GENERATION, RESPONSE_COLLECTION, SHORT_TITLES, TITLES
 from coeval.phases.limit_slice import within_limit
 from coeval.phases.plans import PlannedCalls, plan_response_collection
 from coeval.prompts import render_prompt

@@ -11,8 +11,8 @@ from collections.abc import Collection, Iterable, Mapping, MutableMapping, Seque
 from typing import Any
 
 from coeval.config.model import Config, ModelConfig
+from coeval.phase_ids import DATA_GENERATION, EVALUATION, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.base import Phase, RunView, Survey
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.info import configured_mode
 from coeval.phases.modes import phase_modes
 from coeval.phases.survey_memo import survey_of

@@ -28,8 +28,8 @@ from coeval.config.model import Config, ModelConfig
 from coeval.contract.adaptive import CONTROLLER, Rehearsal, RehearsalOutcome, RehearsedJudge
 from coeval.contract.manager import registries as installed
 from coeval.interfaces.mock import played_quality
+from coeval.phase_ids import EVALUATION
 from coeval.phases.evaluation_rounds import MIN_CALIBRATION
-from coeval.phases.ids import EVALUATION
 
 __all__ = ["REHEARSALS", "AdaptiveRange", "adaptive_range", "expected_screened", "rehearsal_of"]
 

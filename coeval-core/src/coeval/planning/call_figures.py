@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from coeval.phases.ids import CALLER_FIELDS
+from coeval.phase_ids import CALLER_FIELDS
 from coeval.record_schema import ATTEMPTS, COST_USD, LATENCY_MS, TOKENS_PER_S, USAGE
 from coeval.storage import iter_jsonl
 

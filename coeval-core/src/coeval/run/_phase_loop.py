@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any
 
 from coeval.console.progress import TrackerPass
+from coeval.phase_ids import MAPPING_PHASES
 from coeval.phases.base import (
     Phase,
     PhaseContext,
@@ -21,7 +22,6 @@ from coeval.phases.base import (
     WriterPool,
 )
 from coeval.phases.evaluation_rounds import adaptive_settings
-from coeval.phases.ids import MAPPING_PHASES
 from coeval.phases.info import configured_mode
 from coeval.phases.survey_memo import survey_of
 from coeval.run._state import RunState

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coeval.phases.ids import CALLER_FIELDS
+from coeval.phase_ids import CALLER_FIELDS
 from coeval.record_schema import ATTEMPTS, COST_USD
 from coeval.run.result import RunError
 from coeval.scheduler import Scheduler, WorkOutcome

@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 
 from coeval.config.model import Config
-from coeval.phases.ids import DATA_GENERATION
+from coeval.phase_ids import DATA_GENERATION
 from coeval.phases.run_selection import LIMIT_KEY
 from coeval.record_schema import TASK_ID, TEACHER_MODEL_ID
 from coeval.storage.records import load_phase_records

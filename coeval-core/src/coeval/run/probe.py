@@ -26,8 +26,8 @@ from coeval.config.credentials import KeyStore, redact
 from coeval.contract.manager import registries as installed
 from coeval.contract.status import missing_interface
 from coeval.interfaces.base import ModelError
+from coeval.phase_ids import MAPPING_PHASES
 from coeval.phases.base import RunView
-from coeval.phases.ids import MAPPING_PHASES
 from coeval.phases.survey_memo import survey_of
 from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.server_wait import DEFAULT_CONNECT_WAIT_S, ServerWait, is_connection_failure

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from coeval.phase_ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.base import RunView
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.phase_order import ordered_phases
 from coeval.planning.ingested import merge_ingested
 from coeval.record_schema import DATAPOINT_ID, ERROR_KIND, ID, RESPONSE_ID, STATUS

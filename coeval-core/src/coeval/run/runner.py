@@ -41,8 +41,8 @@ from coeval.config.model import Config
 from coeval.console.logs import run_logging
 from coeval.console.progress import NullProgress, ProgressReporter
 from coeval.contract.manager import registries as installed
+from coeval.phase_ids import RECORD_PHASES
 from coeval.phases.base import Phase, RunView
-from coeval.phases.ids import RECORD_PHASES
 from coeval.phases.info import configured_mode
 from coeval.phases.phase_order import ordered_phases
 from coeval.phases.run_selection import batch_enabled, phases_that_may_run

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
+from coeval.phase_ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
 from coeval.record_schema import (
     DATAPOINT_HASH,
     DATAPOINT_ID,

@@ -29,7 +29,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from coeval.phases.ids import (
+from coeval.phase_ids import (
     ATTRIBUTE_MAPPING,
     DATA_GENERATION,
     EVALUATION,
@@ -61,7 +61,7 @@ __all__ = [
     "utc_now",
 ]
 
-#: Phase id -> its folder (the standard phases' own, :data:`coeval.phases.ids.FOLDERS`).
+#: Phase id -> its folder (the standard phases' own, :data:`coeval.phase_ids.FOLDERS`).
 PHASE_DIRS = FOLDERS
 
 

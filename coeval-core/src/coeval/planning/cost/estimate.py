@@ -45,7 +45,7 @@ import attrs
 from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.contract.manager import registries as installed
 from coeval.contract.types import TokenSeconds
-from coeval.phases.ids import EVALUATION
+from coeval.phase_ids import EVALUATION
 from coeval.phases.run_selection import PIPELINED_MODES, PIPELINED_PHASES
 from coeval.planning import Plan, batch_phases, plan_experiment
 from coeval.planning.cost.history import measured_history, overlap_share, seconds_per_record

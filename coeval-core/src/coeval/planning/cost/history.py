@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from coeval.config.model import Config
-from coeval.phases.ids import ATTRIBUTE_MAPPING, CALLER_FIELDS, RUBRIC_MAPPING
+from coeval.phase_ids import ATTRIBUTE_MAPPING, CALLER_FIELDS, RUBRIC_MAPPING
 from coeval.phases.mapping import _proposal_path
 from coeval.planning.cost.measure import Measured
 from coeval.record_schema import LATENCY_MS, STATUS, TASK_ID, USAGE

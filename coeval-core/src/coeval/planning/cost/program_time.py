@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from coeval.config.model import Config, TaskConfig
 from coeval.evaluators.routing import routed_factors
-from coeval.phases.ids import RESPONSE_COLLECTION
+from coeval.phase_ids import RESPONSE_COLLECTION
 
 __all__ = ["CODE_CHECKER", "PROGRAM_S", "ProgramWork", "program_work"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import attrs
 
 from coeval.config.model import ModelConfig, TaskConfig
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
+from coeval.phase_ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
 from coeval.planning.cost.requests import RequestBuilder, TaskTexts
 from coeval.planning.cost.tokens import estimate_tokens, filler_text
 

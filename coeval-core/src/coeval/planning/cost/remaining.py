@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import Config
 from coeval.config.validate import resolve_run_reference
+from coeval.phase_ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.base import PhaseRefusedError, RunView
-from coeval.phases.ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.info import configured_mode, planned_calls
 from coeval.phases.phase_order import ordered_phases
 from coeval.phases.run_selection import completed_phases, run_mode

@@ -17,10 +17,7 @@ import attrs
 from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.config.validate import judged_factors
 from coeval.interfaces.base import GenerateRequest
-from coeval.phases.base import RunView
-from coeval.phases.evaluation import judge_factors
-from coeval.phases.generation import sampler_for
-from coeval.phases.ids import (
+from coeval.phase_ids import (
     ATTRIBUTE_MAPPING,
     DATA_GENERATION,
     EVALUATION,
@@ -28,6 +25,9 @@ from coeval.phases.ids import (
     ROLES,
     RUBRIC_MAPPING,
 )
+from coeval.phases.base import RunView
+from coeval.phases.evaluation import judge_factors
+from coeval.phases.generation import sampler_for
 from coeval.phases.mapping import AttributeMappingPhase, RubricMappingPhase
 from coeval.planning.cost.tokens import TOKENS_PER_WORD, filler_text
 from coeval.prompts import render_prompt

@@ -28,7 +28,7 @@ from coeval.config.model import Config, ModelConfig
 from coeval.contract.status import missing_interface
 from coeval.interfaces.base import GenerateRequest, Interface
 from coeval.interfaces.known import LOCAL_INTERFACES
-from coeval.phases.ids import ATTRIBUTE_MAPPING, DATA_GENERATION, RESPONSE_COLLECTION, RUBRIC_MAPPING
+from coeval.phase_ids import ATTRIBUTE_MAPPING, DATA_GENERATION, RESPONSE_COLLECTION, RUBRIC_MAPPING
 from coeval.phases.mapping import _snake, merge_attribute_maps, merge_rubrics
 from coeval.phases.responses import parse_answer
 from coeval.planning.cost.measure import Measured

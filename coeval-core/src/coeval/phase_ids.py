@@ -2,10 +2,11 @@
 the role whose models they call, the record field naming that model, and their titles.
 
 The one owner of these facts: the standard phase classes, the run folder, the config's
-defaults, the planner and the reports import them from here, so nothing outside
-``phases/`` spells a standard phase id. A plugin phase declares its own on its object.
-This module imports only :mod:`coeval.record_schema`, which imports nothing, so any layer
-may use it.
+defaults, the planner and the reports import them from here, so nothing outside this
+module and ``phases/`` spells a standard phase id. A plugin phase declares its own on its
+object. It sits directly in ``coeval/`` below every layer (it imports only
+:mod:`coeval.record_schema`, which imports nothing), so the config and the run folder,
+which the phases build on, take the ids from here too.
 """
 
 from __future__ import annotations
