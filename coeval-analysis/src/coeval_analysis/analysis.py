@@ -134,7 +134,6 @@ def analyze(
         reference = reference_table(data, human)
     replies = judge_replies(data)
     rates = degenerate_rates(data.units, replies)
-    records_per_judge = data.records["judge"].astype(str).value_counts().to_dict() if opts.drop_degenerate_judges else {}
     data, dropped = drop_judges(data, rates) if opts.drop_degenerate_judges else (data, [])
     step("scores")
     model = ScoreModel.build(data)
@@ -214,7 +213,7 @@ def analyze(
     summary["headline_evidence"] = _evidence(headline, list(model.students), checks)
     summary["leaderboard"] = leaderboard_of(summary, opts.level, headline.measurement.intervals)
     if dropped:
-        gone_judges, gone_warnings = dropped_entries(dropped, rates, records_per_judge)
+        gone_judges, gone_warnings = dropped_entries(dropped, rates)
         if isinstance(summary["judges"], dict):
             summary["judges"].update(gone_judges)
         summary["warnings"] += gone_warnings

@@ -88,12 +88,9 @@ def drop_judges(data: RunData, rates: dict[str, float | None]) -> tuple[RunData,
     return replace(data, units=units, records=records), gone
 
 
-def dropped_entries(gone: list[str], rates: dict[str, float | None],
-                    n_records: Mapping[str, int]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Summary ``judges`` entries and ``warnings`` for the judges left out of the ranking;
-    ``n_records``: the records each wrote (read, then left out), as a kept judge's entry says."""
-    judges = {j: {"degenerate_rate": rates[j], "degenerate": True, "dropped": True, "n_records": int(n_records.get(j, 0))}
-              for j in gone}
+def dropped_entries(gone: list[str], rates: dict[str, float | None]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Summary ``judges`` entries and ``warnings`` for the judges left out of the ranking."""
+    judges = {j: {"degenerate_rate": rates[j], "degenerate": True, "dropped": True} for j in gone}
     warnings = [
         {
             "kind": "degenerate_judge_dropped",
