@@ -62,7 +62,11 @@ def test_drop_leaves_the_judge_out_of_the_ranking_and_says_so(tmp_path: Path) ->
     data = load_run(_run(tmp_path / "r"))
     kept = analyze(data, AnalysisOptions(n_boot=50)).summary
     dropped = analyze(data, AnalysisOptions(n_boot=50, drop_degenerate_judges=True)).summary
-    assert dropped["judges"]["lazy"] == {"degenerate_rate": 0.75, "degenerate": True, "dropped": True}
+    lazy_records = int((data.records["judge"].astype(str) == "lazy").sum())
+    assert lazy_records > 0
+    assert dropped["judges"]["lazy"] == {"degenerate_rate": 0.75, "degenerate": True, "dropped": True,
+                                         "evaluator": "llm_judge", "n_records": lazy_records, "n_failed": 0,
+                                         "failure_rate": 0.0, "errors": {}}
     assert not any(v.get("dropped") for j, v in dropped["judges"].items() if j != "lazy")
     notes = [w for w in dropped["warnings"] if w["kind"] == "degenerate_judge_dropped"]
     assert [w["subject"] for w in notes] == ["lazy"]
@@ -79,9 +83,10 @@ def test_cli_flag_prints_a_note_and_writes_the_summary(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         cli,
         ["analyze", "--run", str(run), "--out", str(out), "--bootstrap", "50", "--report", "summary",
-         "--drop-degenerate-judges", "-q"],
+         "--report", "html", "--drop-degenerate-judges", "-q"],
     )
     assert result.exit_code == 0, result.output
+    assert "lazy" in (out / "report.html").read_text(encoding="utf-8")
     assert "judge lazy left out of the ranking: 75% of its replies are degenerate" in result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["judges"]["lazy"]["dropped"] is True

@@ -134,6 +134,7 @@ def analyze(
         reference = reference_table(data, human)
     replies = judge_replies(data)
     rates = degenerate_rates(data.units, replies)
+    records_before = data.records
     data, dropped = drop_judges(data, rates) if opts.drop_degenerate_judges else (data, [])
     step("scores")
     model = ScoreModel.build(data)
@@ -213,7 +214,7 @@ def analyze(
     summary["headline_evidence"] = _evidence(headline, list(model.students), checks)
     summary["leaderboard"] = leaderboard_of(summary, opts.level, headline.measurement.intervals)
     if dropped:
-        gone_judges, gone_warnings = dropped_entries(dropped, rates)
+        gone_judges, gone_warnings = dropped_entries(dropped, rates, record_facts(records_before))
         if isinstance(summary["judges"], dict):
             summary["judges"].update(gone_judges)
         summary["warnings"] += gone_warnings
@@ -353,26 +354,15 @@ def _agreement(
     return out, pairs
 
 
-def _judges(
-    data: RunData,
-    model: ScoreModel,
-    robust: DiagnosticRanking,
-    pairs: list[dict[str, Any]],
-    headline: HeadlineRanking,
-) -> tuple[dict[str, Any], dict[str, Any], pd.DataFrame]:
-    """(LLM judges, other evaluators (metric, label, gold), table of both)."""
-    recs = data.records
-    out: dict[str, Any] = {}
-    others: dict[str, Any] = {}
-    rows = []
-    by_judge = recs.groupby("judge", observed=True)
-    failed = by_judge["failed"].agg(["size", "sum"])
+def record_facts(recs: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per judge (or evaluator): its kind, records, failed records, failure rate and errors."""
+    failed = recs.groupby("judge", observed=True)["failed"].agg(["size", "sum"])
     kinds = recs[recs["failed"]].groupby(["judge", "error_kind"], observed=True).size()
-    _pr, pj, pm = model.per_judge_response()
     evaluator_of = recs.groupby("judge", observed=True)["evaluator"].first().astype(str)
+    facts: dict[str, dict[str, Any]] = {}
     for name in failed.index.astype(str):
         n, n_fail = int(failed.loc[name, "size"]), int(failed.loc[name, "sum"])
-        entry: dict[str, Any] = {
+        facts[name] = {
             "evaluator": str(evaluator_of.get(name, LLM_JUDGE)),
             "n_records": n,
             "n_failed": n_fail,
@@ -381,6 +371,22 @@ def _judges(
             if name in kinds.index.get_level_values(0)
             else {},
         }
+    return facts
+
+
+def _judges(
+    data: RunData,
+    model: ScoreModel,
+    robust: DiagnosticRanking,
+    pairs: list[dict[str, Any]],
+    headline: HeadlineRanking,
+) -> tuple[dict[str, Any], dict[str, Any], pd.DataFrame]:
+    """(LLM judges, other evaluators (metric, label, gold), table of both)."""
+    out: dict[str, Any] = {}
+    others: dict[str, Any] = {}
+    rows = []
+    _pr, pj, pm = model.per_judge_response()
+    for name, entry in record_facts(data.records).items():
         if name in model.judges:
             j = model.judges.index(name)
             mine = [p for p in pairs if name in (p["a"], p["b"]) and p["kappa"] is not None]

@@ -88,9 +88,11 @@ def drop_judges(data: RunData, rates: dict[str, float | None]) -> tuple[RunData,
     return replace(data, units=units, records=records), gone
 
 
-def dropped_entries(gone: list[str], rates: dict[str, float | None]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Summary ``judges`` entries and ``warnings`` for the judges left out of the ranking."""
-    judges = {j: {"degenerate_rate": rates[j], "degenerate": True, "dropped": True} for j in gone}
+def dropped_entries(gone: list[str], rates: dict[str, float | None],
+                    facts: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Summary ``judges`` entries and ``warnings`` for the judges left out of the ranking;
+    ``facts``: each judge's record counts (read, then left out), as a kept judge's entry has."""
+    judges = {j: {**facts.get(j, {}), "degenerate_rate": rates[j], "degenerate": True, "dropped": True} for j in gone}
     warnings = [
         {
             "kind": "degenerate_judge_dropped",
