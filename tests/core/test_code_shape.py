@@ -321,17 +321,17 @@ def phase_id_literals() -> dict[str, int]:
 def interface_names() -> set[str]:
     """Every interface an installed plugin registers or a shipped distribution names."""
     from coeval.contract.manager import registries
-    from coeval.interfaces.known import SHIPPED_INTERFACES
+    from coeval.shipped_interfaces import SHIPPED_INTERFACES
 
     return (set(SHIPPED_INTERFACES) | set(registries().interfaces.names())) - {"mock"}
 
 
 def interface_literals() -> dict[str, int]:
-    """Left out: the mock interface, and ``interfaces.known``, the one table of what the
+    """Left out: the mock interface, and ``coeval.shipped_interfaces``, the one table of what the
     shipped distributions provide (the names, the benchmark teacher's interface, which are
     local or keyless), so that validation, ``plan``, ``keys`` and ``models`` work where a
     distribution is not installed."""
-    allowed = {CORE / "interfaces" / "mock.py", CORE / "interfaces" / "_mock_content.py", CORE / "interfaces" / "known.py"}
+    allowed = {CORE / "interfaces" / "mock.py", CORE / "interfaces" / "_mock_content.py", CORE / "shipped_interfaces.py"}
     return _core_literals(interface_names(), lambda path: path in allowed)
 
 
@@ -481,15 +481,15 @@ KNOWN_LONG_CLASSES = dict[str, int]()
 #: core module outside phases/ -> string literals naming a standard phase
 KNOWN_PHASE_ID_LITERALS = dict[str, int]()
 
-#: core module -> string literals naming an interface other than mock, outside interfaces.known (none of them the interface: two init templates are named after the interface their models use, 'openai' and 'benchmark'; 'vllm' in config.cluster_block is the engine cluster serving does not run yet; 'benchmark' in contract.registries is the kind of register_benchmarks' adapters in the one table of registry kinds)
+#: core module -> string literals naming an interface other than mock, outside coeval.shipped_interfaces (none of them the interface: two init templates are named after the interface their models use, 'openai' and 'benchmark'; 'vllm' in config.cluster_block is the engine cluster serving does not run yet; 'benchmark' in contract.registries is the kind of register_benchmarks' adapters in the one table of registry kinds)
 KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.cluster_block': 1, 'coeval.contract.registries': 1}
 
 #: "importer -> imported" package -> how many modules make that import, against the layer table
-#: of docs/architecture.md: the config reaches the plugin layer, the interfaces, the phases'
-#: modes and order and the run folder; the core plugin registers the standard phases,
+#: of docs/architecture.md: the config reaches the plugin layer, the mock interface's parameter
+#: rule, the phases' modes and order and the run folder; the core plugin registers the standard phases,
 #: evaluators and item checks
 KNOWN_UPWARD_IMPORTS = {
-    "config -> contract": 7, "config -> interfaces": 7, "config -> phases": 1, "config -> storage": 2,
+    "config -> contract": 7, "config -> interfaces": 1, "config -> phases": 1, "config -> storage": 2,
     "contract -> evaluators": 1, "contract -> phases": 1, "contract -> quality": 1,
 }
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import Config
-from coeval.interfaces.known import BENCHMARK_INTERFACE
 from coeval.phase_ids import ROLES
 from coeval.planning import Plan
 from coeval.planning.cost import CostEstimate, estimate_cost, format_duration
 from coeval.planning.cost.requests import RequestBuilder
+from coeval.shipped_interfaces import BENCHMARK_INTERFACE
 from coeval.storage.run_folder import atomic_write_text, utc_now
 
 if TYPE_CHECKING:

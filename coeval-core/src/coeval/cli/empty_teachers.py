@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from coeval.config.model import Config
-from coeval.interfaces.known import BENCHMARK_INTERFACE
+from coeval.shipped_interfaces import BENCHMARK_INTERFACE
 from coeval.storage.run_folder import RunFolder
 
 __all__ = ["empty_benchmark_teachers", "warn_empty_benchmark_teachers"]

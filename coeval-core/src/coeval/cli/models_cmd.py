@@ -16,7 +16,7 @@ from coeval.config.credentials import KeyFileError, KeyStore, redact
 from coeval.config.model import ModelConfig
 from coeval.contract.manager import registries
 from coeval.contract.status import missing_interface
-from coeval.interfaces.known import IN_PROCESS_INTERFACES, SERVER_ADDRESS_ENV
+from coeval.shipped_interfaces import IN_PROCESS_INTERFACES, SERVER_ADDRESS_ENV
 
 #: Providers that need no key, only a reachable server (listed when their URL is configured).
 _KEYLESS = SERVER_ADDRESS_ENV

@@ -21,7 +21,6 @@ from coeval.config.credentials import KeyStore
 from coeval.console import output_console
 from coeval.console.text import plain, safe_tree
 from coeval.contract.manager import registries as _registries
-from coeval.interfaces.known import INGEST_BENCHMARK_FIELD
 from coeval.phase_ids import RECORD_PHASES
 from coeval.phases.base import RunView
 from coeval.phases.evaluation_rounds import adaptive_lines
@@ -36,6 +35,7 @@ from coeval.run.batch_fetch import FetchError, fetch_pending_batches
 from coeval.run.lane_figures import read_lanes
 from coeval.run.limits import LIMIT_KEY, full_config, limit_note
 from coeval.scheduler.batching.pending import PendingStore
+from coeval.shipped_interfaces import INGEST_BENCHMARK_FIELD
 from coeval.storage import iter_jsonl
 from coeval.storage.call_ledger import LedgerError, ledger_path, read_ledger
 from coeval.storage.lock import folder_in_use

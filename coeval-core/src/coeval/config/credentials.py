@@ -25,7 +25,7 @@ import yaml
 from coeval.config._yaml import load_yaml_guarded
 from coeval.config.credential_record import SECRET_FIELDS, Credentials
 from coeval.contract.registries import installed_interface_facts
-from coeval.interfaces.known import SHIPPED_INTERFACES
+from coeval.shipped_interfaces import SHIPPED_INTERFACES
 
 __all__ = [
     "KEYS_ENV",

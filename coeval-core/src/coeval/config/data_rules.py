@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from coeval.config._schema_check import did_you_mean
 from coeval.config.data_readers import READER_DISTRIBUTION, TaskDataReaderMissing, data_reader
 from coeval.config.errors import format_path
-from coeval.interfaces.known import BENCHMARK_INTERFACE
+from coeval.shipped_interfaces import BENCHMARK_INTERFACE
 
 if TYPE_CHECKING:
     from coeval.contract.types import TaskDataReaderFactory

@@ -9,8 +9,8 @@ from typing import Any
 from coeval.config._schema_check import did_you_mean
 from coeval.config.model import PHASE_IDS
 from coeval.config.rule_context import RuleContext
-from coeval.interfaces.known import AUTO_INTERFACE, SHIPPED_INTERFACES
 from coeval.phase_ids import MAPPING_PHASES
+from coeval.shipped_interfaces import AUTO_INTERFACE, SHIPPED_INTERFACES
 
 __all__ = ["ExperimentRules"]
 

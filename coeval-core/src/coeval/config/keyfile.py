@@ -19,7 +19,7 @@ import yaml
 from coeval.config._schema_check import did_you_mean
 from coeval.config._yaml import load_yaml_guarded
 from coeval.config.credentials import KeyStore, find_keys_file, key_env, register_secret
-from coeval.interfaces.known import KEYLESS_INTERFACES, SHIPPED_INTERFACES
+from coeval.shipped_interfaces import KEYLESS_INTERFACES, SHIPPED_INTERFACES
 from coeval.storage.run_folder import atomic_write_text
 
 __all__ = [

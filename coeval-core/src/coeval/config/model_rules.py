@@ -9,8 +9,8 @@ from coeval.config.model import ROLES
 from coeval.config.names import close_name
 from coeval.config.parameter_keys import TIMEOUT_KEYS, bad_timeout, known_keys
 from coeval.config.rule_context import RuleContext, judged_factors, model_roles, section_items
-from coeval.interfaces.known import AUTO_INTERFACE
 from coeval.interfaces.mock import parameter_problem as mock_parameter_problem
+from coeval.shipped_interfaces import AUTO_INTERFACE
 
 __all__ = ["ModelRules"]
 

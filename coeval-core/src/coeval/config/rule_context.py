@@ -15,7 +15,7 @@ import attrs
 from coeval.config._schema_check import did_you_mean
 from coeval.config._yaml import LineMap
 from coeval.config.errors import Severity, ValidationIssue, format_path
-from coeval.interfaces.known import SHIPPED_INTERFACES
+from coeval.shipped_interfaces import SHIPPED_INTERFACES
 
 if TYPE_CHECKING:
     from coeval.contract.types import InterfaceFacts, TaskDataReaderFactory

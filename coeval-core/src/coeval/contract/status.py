@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 
 from coeval.contract.manager import DISABLE_ENV, disabled_plugin_names
-from coeval.interfaces.known import providing_distribution
+from coeval.shipped_interfaces import providing_distribution
 
 __all__ = ["PLUGIN_COMMANDS", "PLUGIN_OF_DISTRIBUTION", "missing_interface", "unavailable_reason"]
 

@@ -11,7 +11,7 @@ from coeval.interfaces.base import (
     TransientModelError,
     Usage,
 )
-from coeval.interfaces.known import SHIPPED_INTERFACES, providing_distribution
+from coeval.shipped_interfaces import SHIPPED_INTERFACES, providing_distribution
 
 __all__ = [
     "SHIPPED_INTERFACES",

@@ -12,7 +12,7 @@ from coeval.config.credentials import redact
 from coeval.config.loader import structure_config
 from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.console.logs import get_logger
-from coeval.interfaces.known import BENCHMARK_INTERFACE
+from coeval.shipped_interfaces import BENCHMARK_INTERFACE
 
 
 def merge_ingested(config: Config, meta: Mapping[str, Any], log: Any = None) -> Config:

@@ -14,12 +14,12 @@ from typing import Any
 from coeval.config.credentials import KeyFileError, KeyStore, redact
 from coeval.config.validate import disk_issues, resolve_run_reference
 from coeval.contract.status import missing_interface
-from coeval.interfaces.known import providing_distribution
 from coeval.phases.base import PhaseError, RunView, StaticArtifactPhase
 from coeval.phases.run_selection import batch_enabled, models_needed
 from coeval.run._state import RunState
 from coeval.run.probe import ProbeFailed, ProbeResult, models_to_probe, probe_with_retries
 from coeval.run.result import RunError
+from coeval.shipped_interfaces import providing_distribution
 from coeval.storage.meta_check import BadRunFile, check_meta
 from coeval.storage.run_folder import RunFolder
 

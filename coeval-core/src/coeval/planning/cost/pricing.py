@@ -8,7 +8,7 @@ import attrs
 
 from coeval.config.model import ModelConfig
 from coeval.contract.manager import get_plugin_manager
-from coeval.interfaces.known import LOCAL_INTERFACES
+from coeval.shipped_interfaces import LOCAL_INTERFACES
 
 __all__ = ["LOCAL_INTERFACES", "Price", "price_for"]
 

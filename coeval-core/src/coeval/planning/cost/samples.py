@@ -27,7 +27,6 @@ from coeval.config.credentials import KeyStore, redact
 from coeval.config.model import Config, ModelConfig
 from coeval.contract.status import missing_interface
 from coeval.interfaces.base import GenerateRequest, Interface
-from coeval.interfaces.known import LOCAL_INTERFACES
 from coeval.phase_ids import ATTRIBUTE_MAPPING, DATA_GENERATION, RESPONSE_COLLECTION, RUBRIC_MAPPING
 from coeval.phases.mapping import _snake, merge_attribute_maps, merge_rubrics
 from coeval.phases.responses import parse_answer
@@ -35,6 +34,7 @@ from coeval.planning.cost.measure import Measured
 from coeval.planning.cost.requests import RequestBuilder, TaskTexts, expected_output_tokens
 from coeval.planning.cost.tokens import estimate_tokens, filler_text
 from coeval.prompts.schemas import parse_attribute_map, parse_datapoint, parse_rubric
+from coeval.shipped_interfaces import LOCAL_INTERFACES
 
 if TYPE_CHECKING:
     from coeval.contract.manager import Registries
