@@ -486,10 +486,10 @@ KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.clust
 
 #: "importer -> imported" package -> how many modules make that import, against the layer table
 #: of docs/architecture.md: the config reaches the plugin layer, the mock interface's parameter
-#: rule, the phases' modes and order and the run folder; the core plugin registers the standard phases,
+#: rule and the phases' modes and order; the core plugin registers the standard phases,
 #: evaluators and item checks
 KNOWN_UPWARD_IMPORTS = {
-    "config -> contract": 7, "config -> interfaces": 1, "config -> phases": 1, "config -> storage": 2,
+    "config -> contract": 7, "config -> interfaces": 1, "config -> phases": 1,
     "contract -> evaluators": 1, "contract -> phases": 1, "contract -> quality": 1,
 }
 

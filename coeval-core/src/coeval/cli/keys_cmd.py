@@ -12,8 +12,7 @@ import sys
 import click
 
 from coeval.cli.errors import UserError, user_errors
-from coeval.cli.verbosity import info
-from coeval.config.keyfile import (
+from coeval.cli.key_file import (
     UnknownProviderError,
     check_provider,
     default_keys_file,
@@ -22,6 +21,7 @@ from coeval.config.keyfile import (
     loose_permissions,
     set_key,
 )
+from coeval.cli.verbosity import info
 from coeval.contract.manager import registries
 
 __all__ = ["command"]

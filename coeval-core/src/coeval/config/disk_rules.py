@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from coeval.config.rule_context import RuleContext, resolve_run_reference, run_folder_path
-from coeval.storage.run_folder import PHASE_DIRS
+from coeval.phase_ids import FOLDERS
 
 __all__ = ["DiskRules"]
 
@@ -87,4 +87,4 @@ def _holds_a_run(folder: Path) -> bool:
         return False
     if not folder.is_dir() or (folder / "meta.json").exists():
         return True
-    return any(any((folder / d).iterdir()) for d in PHASE_DIRS.values() if (folder / d).is_dir())
+    return any(any((folder / d).iterdir()) for d in FOLDERS.values() if (folder / d).is_dir())

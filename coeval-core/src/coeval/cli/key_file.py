@@ -1,4 +1,5 @@
-"""Writing and listing the key file that :mod:`coeval.config.credentials` reads.
+"""Writing and listing the key file that :mod:`coeval.config.credentials` reads, for
+``coeval keys`` (the run only reads it, through the credentials).
 
 The file is the one ``find_keys_file`` finds (``--keys``, ``$COEVAL_KEYS_FILE``,
 ``./keys.yaml``, ``~/.coeval/keys.yaml``), or ``~/.coeval/keys.yaml`` when there is none.
