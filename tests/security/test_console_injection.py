@@ -94,6 +94,6 @@ def test_scheduler_console_lines_are_plain_text() -> None:
     out = io.StringIO()
     reporter = ProgressReporter(console=Console(file=out, force_terminal=False, width=200))
     scheduler = Scheduler({"m": ScriptedInterface(name="m")}, progress=reporter)
-    scheduler._say("http://x\x1b]0;pwned\x07\x9b2J\u202e: cannot connect")
+    scheduler.say("http://x\x1b]0;pwned\x07\x9b2J\u202e: cannot connect")
     _clean(out.getvalue())
     assert out.getvalue().strip() == "http://x]0;pwned2J: cannot connect"

@@ -1,4 +1,5 @@
-"""The protocol by which the scheduler hands items to provider batch APIs.
+"""The protocol by which the scheduler hands items to provider batch APIs, and the hand-off
+(:class:`BatchHandoff`).
 
 A batch executor (``coeval.scheduler.batching``) carries items of batch-enabled models through a
 provider's batch API instead of real-time calls. The scheduler talks to it through two
@@ -37,13 +38,22 @@ How the scheduler uses it, within one ``Scheduler.run(phase_id, items)``:
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from coeval.scheduler.work import WorkItem, WorkOutcome
+from coeval.config.credentials import redact
+from coeval.scheduler.admission import Admission, CallJournal
+from coeval.scheduler.allowance import Allowance
+from coeval.scheduler.job import Job
+from coeval.scheduler.outcomes import Outcomes
+from coeval.scheduler.phase_run import PhaseRun
+from coeval.scheduler.work import WorkItem, WorkOutcome
 
-__all__ = ["BatchExecutor"]
+__all__ = ["BatchExecutor", "BatchHandoff"]
+
+log = logging.getLogger("coeval.scheduler")
 
 
 @runtime_checkable
@@ -57,3 +67,84 @@ class BatchExecutor(Protocol):
     ) -> None:
         """Carry ``items`` through batch jobs, calling ``on_outcome`` once per item."""
         ...
+
+
+class BatchHandoff:
+    """Hands a phase's batch items to the :class:`BatchExecutor` (steps 2-6 above): reserves
+    their quota, checks the budget, writes each call's start in the call ledger, and reports
+    the executor's outcomes as the items' own."""
+
+    def __init__(self, executor: BatchExecutor, allowance: Allowance, admission: Admission,
+                 journal: CallJournal | None, outcomes: Outcomes) -> None:
+        self.executor = executor
+        self.allowance = allowance
+        self.admission = admission
+        self.journal = journal
+        self.outcomes = outcomes
+
+    def start(self, run: PhaseRun, jobs: list[Job]) -> None:
+        """Hand ``jobs`` over: one task runs the executor beside the real-time workers."""
+        allowance, outcomes = self.allowance, self.outcomes
+        handed: list[Job] = []
+        journal = self.journal
+        calls: dict[int, str] = {}
+        for job in jobs:
+            name = job.item.model.name
+            if allowance.quota_reached(name):
+                outcomes.skip(run, job, "quota")
+                continue
+            if allowance.over_budget():
+                outcomes.skip(run, job, "budget")
+                continue
+            if journal is not None:
+                try:
+                    calls[id(job.item)] = journal.started(name, run.phase_id, job.item.key,
+                                                          self.admission.estimate(name, run.phase_id))
+                except OSError as exc:
+                    outcomes.unrecorded(run, job, exc)
+                    break
+            allowance.reserve(name)
+            run.stats.phase_calls += 1
+            job.attempts = 1
+            handed.append(job)
+        if not handed:
+            return
+        by_item = {id(job.item): job for job in handed}
+
+        def on_outcome(outcome: WorkOutcome) -> None:
+            job = by_item.get(id(outcome.item))
+            if job is None or job.done:
+                log.warning("batch executor reported %s twice or for an unknown item; ignored",
+                            getattr(outcome.item, "key", "?"))
+                return
+            job.done = True
+            call = calls.pop(id(outcome.item), None)
+            if journal is not None and call is not None:
+                journal.ended(call, outcome.item.model.name, outcome.cost_usd)
+            if outcome.cost_usd:
+                outcomes.add_spend(run, outcome.cost_usd)
+            outcomes.deliver(run, job, outcome)
+
+        run.batch_running = True
+        run.start(self._drive(run, handed, on_outcome))
+
+    async def _drive(self, run: PhaseRun, handed: list[Job], on_outcome: Callable[[WorkOutcome], None]) -> None:
+        """Run the executor; items it reported nothing for are skipped (``batch_pending``),
+        or failed (``batch``) when it raised."""
+        try:
+            await self.executor.run(run.phase_id, [j.item for j in handed], on_outcome)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("batch executor failed in %s: %s", run.phase_id, redact(str(exc)))
+            for job in handed:
+                if not job.done:
+                    job.last_kind, job.last_error = "batch", redact(f"{type(exc).__name__}: {exc}")
+                    self.outcomes.finish(run, job, "failed")
+        else:
+            for job in handed:
+                if not job.done:
+                    self.outcomes.skip(run, job, "batch_pending")
+        finally:
+            run.batch_running = False
+            run.settle()

@@ -1,47 +1,49 @@
-"""Reporting items done: outcomes, skips, spend, stopping a phase."""
+"""Reporting items done: each item's outcome handed to its ``on_done`` exactly once, counted
+in the phase's figures and progress; skips; the call ledger's start lines; stopping a phase."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from coeval.config.credentials import redact
 from coeval.interfaces.base import Usage
-from coeval.scheduler.state import UNWRITTEN, SchedulerBase, _Job, _PhaseRun
+from coeval.scheduler.admission import Admission, CallJournal
+from coeval.scheduler.allowance import Allowance
+from coeval.scheduler.job import Job
+from coeval.scheduler.phase_run import UNWRITTEN, PhaseRun
 from coeval.scheduler.work import WorkOutcome
+
+__all__ = ["Outcomes"]
 
 log = logging.getLogger("coeval.scheduler")
 
 
-class Outcomes(SchedulerBase):
-    """Reporting items done: outcomes, skips, spend, stopping a phase."""
+class Outcomes:
+    """Reports items done and stops phases. ``refill`` is called once an item of a streamed
+    phase is done, so the next items are taken (:meth:`coeval.scheduler.intake.Intake.refill`)."""
 
-    # ------------------------------------------------------------------ bookkeeping
+    def __init__(self, allowance: Allowance, admission: Admission, journal: CallJournal | None, *,
+                 refill: Callable[[PhaseRun], None]) -> None:
+        self.allowance = allowance
+        self.admission = admission
+        self.journal = journal
+        self.refill = refill
 
-    def _count_retry(self, run: _PhaseRun, kind: str) -> None:
-        run.stats.retries[kind] += 1
-        if run.tracker is not None:
-            run.tracker.retried()
-
-    def _over_budget(self) -> bool:
-        # a hair of tolerance: ten calls of $0.01 reach a $0.10 budget despite float rounding
-        budget = self.limits.budget_usd
-        return budget is not None and self.spend_usd >= budget - 1e-9
-
-    def _add_spend(self, run: _PhaseRun, usd: float) -> None:
-        self.spend_usd += usd
+    def add_spend(self, run: PhaseRun, usd: float) -> None:
+        self.allowance.add_spend(usd)
         if run.tracker is not None:
             run.tracker.add_spend(usd)
 
-    def _skip(self, run: _PhaseRun, job: _Job, reason: str) -> None:
+    def skip(self, run: PhaseRun, job: Job, reason: str) -> None:
         job.last_kind = reason
         job.last_error = job.last_error if job.attempts else None
-        self._finish(run, job, "skipped")
+        self.finish(run, job, "skipped")
 
-    def _finish(self, run: _PhaseRun, job: _Job, status: str, *, value: Any = None, result: Any = None) -> None:
+    def finish(self, run: PhaseRun, job: Job, status: str, *, value: Any = None, result: Any = None) -> None:
         """Report ``job`` done: build its outcome and call ``on_done`` (exactly once)."""
         if job.done:
             return
@@ -62,9 +64,11 @@ class Outcomes(SchedulerBase):
             finish_reason=job.finish_reason,
             attempt_errors=tuple(job.errors or ()),
         )
-        self._deliver(run, job, outcome)
+        self.deliver(run, job, outcome)
 
-    def _deliver(self, run: _PhaseRun, job: _Job, outcome: WorkOutcome) -> None:
+    def deliver(self, run: PhaseRun, job: Job, outcome: WorkOutcome) -> None:
+        """Hand ``outcome`` to the item's ``on_done`` and count it. An ``on_done`` that
+        raises (its record could not be written) stops the phase with that error."""
         stats = run.stats
         status = outcome.status
         if status == "ok":
@@ -87,24 +91,24 @@ class Outcomes(SchedulerBase):
             if run.on_done_error is None:
                 run.on_done_error = exc
                 log.error("could not record %s: %s; stopping the phase", job.item.key, redact(str(exc)))
-                self._stop(run, UNWRITTEN)
+                self.stop(run, UNWRITTEN)
         if run.tracker is not None:
             run.tracker.item_done(status, outcome.error_kind)
         if run.source is not None:
-            self._refill(run)
+            self.refill(run)
         run.settle()
 
-    def _unrecorded(self, run: _PhaseRun, job: _Job, exc: OSError) -> None:
+    def unrecorded(self, run: PhaseRun, job: Job, exc: OSError) -> None:
         """The call ledger could not take a call's start line (a full disk): the call is not
         sent, and the phase stops with that error, as when a record cannot be written."""
         if run.on_done_error is None:
             run.on_done_error = exc
             log.error("could not write the start of a call for %s: %s; stopping the phase", job.item.key,
                       redact(str(exc)))
-        self._stop(run, UNWRITTEN)
-        self._skip(run, job, UNWRITTEN)
+        self.stop(run, UNWRITTEN)
+        self.skip(run, job, UNWRITTEN)
 
-    def _stop(self, run: _PhaseRun, reason: str) -> None:
+    def stop(self, run: PhaseRun, reason: str) -> None:
         """Stop starting calls; report queued items skipped now, wake idle workers."""
         if run.stopping:
             return
@@ -113,20 +117,12 @@ class Outcomes(SchedulerBase):
         self.admission.wake()
         for lane in run.lanes.values():
             while lane.queue.ready:
-                self._skip(run, lane.queue.ready.popleft(), reason)
+                self.skip(run, lane.queue.ready.popleft(), reason)
             lane.queue.wake.set()
         run.settle()
 
-    def _sweep(self, run: _PhaseRun) -> None:
+    def sweep(self, run: PhaseRun) -> None:
         """Report every item still not done as skipped (cancelled, or left by the batch executor)."""
         for job in list(run.live):
             if not job.done:
-                self._skip(run, job, run.stop_reason)
-
-    async def _cancel_tasks(self, run: _PhaseRun) -> None:
-        tasks = [t for t in run.tasks if not t.done()]
-        for t in tasks:
-            t.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-
+                self.skip(run, job, run.stop_reason)

@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from coeval.interfaces.base import Interface
-from coeval.scheduler.core import Scheduler, SchedulerLimits, max_attempts_for
+from coeval.scheduler.core import Scheduler
+from coeval.scheduler.limits import SchedulerLimits, max_attempts_for
 from coeval.scheduler.prior import PriorAttempts
 from coeval.scheduler.work import WorkItem, WorkOutcome
 
