@@ -120,8 +120,8 @@ def _bare_interface(work: Path, server_url: str) -> tuple[Any, dict[str, Any]]:
     server, and the body it builds for a judge-sized prompt with a schema."""
     from coeval.config import load_config
     from coeval.config.credentials import KeyStore
-    from coeval.contract.manager import registries
     from coeval.interfaces.base import GenerateRequest
+    from coeval.plugins.manager import registries
 
     params = {"base_url": f"{server_url}/v1", "timeout": 60, "self_hosted": False}
     keys = openai_keys(work)

@@ -47,9 +47,9 @@ CODE_ROWS = 48
 
 def _estimate(config_path: Path, keys: str | None, samples: int) -> Any:
     from coeval.config import load_config
-    from coeval.contract.manager import registries
     from coeval.planning.cost import estimate_cost
     from coeval.planning.cost.machine_speed import speed_factor
+    from coeval.plugins.manager import registries
 
     speed_factor.cache_clear()  # measured now, as a `coeval plan` process of its own would
     config = load_config(config_path, keys_file=keys, check_filesystem=False)  # as `coeval plan` reads it

@@ -68,7 +68,7 @@ def _run(config_path: Path, keys_file: Path | None, *, pipeline: bool = False) -
     """Run the experiment in this process; (result, progress, wall s, cpu s)."""
     from coeval.config import load_config
     from coeval.console.progress import ProgressReporter
-    from coeval.contract.manager import registries
+    from coeval.plugins.manager import registries
     from coeval.run.options import RunOptions
     from coeval.run.runner import arun_experiment
 

@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest
+from coeval.plugins.manager import registries
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval_testing.fake_server import FakeServer
 from coeval_testing.fake_server._state import FakeConfig

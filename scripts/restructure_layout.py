@@ -30,9 +30,9 @@ MOVES: dict[str, str] = {
     "coeval.hookspecs": "coeval.contract.hookspecs",
     "coeval.plugin_types": "coeval.contract.types",
     "coeval.plugin_errors": "coeval.contract.errors",
-    "coeval.plugins": "coeval.contract.manager",
+    "coeval.plugins": "coeval.plugins.manager",
     "coeval.plugin_status": "coeval.contract.status",
-    "coeval.builtin_plugin": "coeval.contract._core_plugin",  # private: only the manager loads it
+    "coeval.builtin_plugin": "coeval.plugins.core",  # private: only the manager loads it
     # phase logic lives in phases/
     "coeval.phase_info": "coeval.phases.info",
     "coeval.phase_modes": "coeval.phases.modes",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 from coeval_analysis.metrics import Bleu, ExactMatch
 
 

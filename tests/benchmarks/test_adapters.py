@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 from coeval_benchmarks.adapters import builtin_adapters
 from coeval_benchmarks.adapters.arc import ARCChallenge
 from coeval_benchmarks.adapters.gsm8k import GSM8K

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from coeval.config.model import TaskConfig
-from coeval.contract.manager import registries
 from coeval.evaluators.base import Evaluator
+from coeval.plugins.manager import registries
 from coeval_benchmarks.adapters.gsm8k import GSM8K
 from coeval_benchmarks.adapters.humaneval import HumanEval
 from coeval_benchmarks.adapters.mmlu import MMLU

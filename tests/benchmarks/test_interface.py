@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import registries
 from coeval.interfaces.base import FatalModelError, GenerateRequest
+from coeval.plugins.manager import registries
 from coeval.storage import RunFolder
 from coeval_benchmarks.adapters.sciq import SciQ
 from coeval_benchmarks.ingest import ingest

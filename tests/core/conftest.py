@@ -15,8 +15,8 @@ from coeval import (
     RegisterPhase,
     hookimpl,
 )
-from coeval.contract import _core_plugin as builtin_plugin
-from coeval.contract.manager import CORE_PLUGIN, new_plugin_manager, use_plugin_manager
+from coeval.plugins import core as builtin_plugin
+from coeval.plugins.manager import CORE_PLUGIN, new_plugin_manager, use_plugin_manager
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from coeval.config.model import TaskConfig
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 from coeval.quality import ItemGate, QualityRejection
 from coeval.quality.gate import resolve_checks
 

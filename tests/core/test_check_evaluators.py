@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from coeval.config import ConfigError, load_config
 from coeval.config.model import TaskConfig
-from coeval.contract.manager import _collect as collect_registries
-from coeval.contract.manager import get_plugin_manager
 from coeval.evaluators.base import EvaluationRequest, Scorer, Scoring
 from coeval.evaluators.checks import CHECK_NAMES, CheckEvaluator
 from coeval.planning import plan_experiment
+from coeval.plugins.manager import _collect as collect_registries
+from coeval.plugins.manager import get_plugin_manager
 
 from .pipeline_support import folder, make_config, mock_model, ok_records, run, task
 

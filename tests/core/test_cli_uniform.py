@@ -12,7 +12,7 @@ import click
 import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
-from coeval.contract.manager import reset_plugins
+from coeval.plugins.manager import reset_plugins
 
 COMMAND_ROW = re.compile(r"^  (\w[\w-]*)  ", re.M)
 

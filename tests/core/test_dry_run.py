@@ -129,7 +129,7 @@ def test_auto_interface_choice_is_shown(tmp_path: Path, monkeypatch: pytest.Monk
     """With a routing plugin, the plan reads ``auto -> <provider>``."""
     from coeval.config.model import ModelConfig
     from coeval.contract.hookspecs import hookimpl
-    from coeval.contract.manager import get_plugin_manager
+    from coeval.plugins.manager import get_plugin_manager
 
     class Router:
         @hookimpl

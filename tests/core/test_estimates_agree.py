@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from coeval.authoring.describe import describe_html
 from coeval.cli.main import cli
 from coeval.config import load_config
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 
 #: mock teachers write short datapoints, far from a typical model's size: the heuristic
 #: stand-ins must not be used for a model the estimate can measure for free

@@ -15,7 +15,6 @@ import yaml
 from coeval.config import ConfigError, load_config
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.config.validate import judged_factors
-from coeval.contract.manager import Evaluator, collect_registries, get_plugin_manager
 from coeval.evaluators.base import (
     EvaluationFailed,
     EvaluationRequest,
@@ -24,6 +23,7 @@ from coeval.evaluators.base import (
     as_evaluator,
 )
 from coeval.evaluators.calls import calls_per_response
+from coeval.plugins.manager import Evaluator, collect_registries, get_plugin_manager
 from coeval.run.options import RunOptions
 from coeval.run.runner import arun_experiment
 from coeval.storage.run_folder import iter_jsonl

@@ -5,9 +5,9 @@ ingested benchmark fixtures; config switches; registration through the plugin ho
 from __future__ import annotations
 
 import pytest
-from coeval.contract.manager import registries
 from coeval.phases.base import PhaseError
 from coeval.phases.item_gate import gate_for
+from coeval.plugins.manager import registries
 from coeval.quality import Candidate, QualityRejection
 from coeval.quality.checks import implied_min_words
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from coeval.cli import keys_cmd
 from coeval.cli.main import cli
 from coeval.config.credentials import KeyStore
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 
 SECRET = "sk-test-0123456789abcdefWXYZ"
 

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 from coeval.run.repair import repair_run
 
 from tests.core.pipeline_support import folder, make_config, mock_model, run, task

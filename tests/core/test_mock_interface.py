@@ -10,7 +10,6 @@ import time
 import jsonschema
 import pytest
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import registries
 from coeval.interfaces.base import (
     FatalModelError,
     GenerateRequest,
@@ -19,6 +18,7 @@ from coeval.interfaces.base import (
     TransientModelError,
 )
 from coeval.interfaces.mock import MockInterface, MockParameterError
+from coeval.plugins.manager import registries
 
 SCORES = ["High", "Medium", "Low"]
 

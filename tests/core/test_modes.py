@@ -176,7 +176,7 @@ def test_a_busy_folder_is_refused_before_any_model_is_probed(tmp_path):
 
 
 def test_a_shard_stops_at_the_budget_when_another_shard_spent_it(tmp_path, pm):
-    from coeval.contract.manager import CORE_PLUGIN
+    from coeval.plugins.manager import CORE_PLUGIN
 
     from .conftest import CoreWith
     from .pipeline_support import RecordingMock

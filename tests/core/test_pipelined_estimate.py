@@ -12,10 +12,10 @@ import pluggy
 import pytest
 from coeval import RegisterInterface, hookimpl
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
 from coeval.planning.cost import CostEstimate, estimate_cost
 from coeval.planning.cost.estimate import _CLIENT_START_S, _PHASE_START_S
+from coeval.plugins.manager import registries
 
 from .pipeline_support import folder, make_config, mock_model, run, task
 

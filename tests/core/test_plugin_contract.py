@@ -12,9 +12,9 @@ import pytest
 from coeval import RegisterBatchRunner, RegisterInterface, RegisterReport, RegisterRunEnd, hookimpl
 from coeval.config import ConfigError, load_config
 from coeval.contract.errors import DuplicateRegistrationError
-from coeval.contract.manager import collect, registries
 from coeval.interfaces.mock import MockInterface
 from coeval.planning import batch_phases
+from coeval.plugins.manager import collect, registries
 
 REPO = Path(__file__).resolve().parents[2]
 DISTRIBUTIONS = {

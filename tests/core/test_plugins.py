@@ -108,7 +108,7 @@ def test_text_listing_names_plugins_and_registrations(installed_plugin):
 
 
 def test_duplicate_registration_is_an_error():
-    from coeval.contract.manager import DuplicateRegistrationError, Registry
+    from coeval.plugins.manager import DuplicateRegistrationError, Registry
 
     reg: Registry[int] = Registry("metric")
     reg.add("bleu", 1, "a")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 from coeval.run.drift import find_drift
 from coeval.run.repair import repair_run
 

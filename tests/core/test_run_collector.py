@@ -7,7 +7,7 @@ import gc
 from collections.abc import Iterator
 
 import pytest
-from coeval.contract.manager import CORE_PLUGIN
+from coeval.plugins.manager import CORE_PLUGIN
 from coeval.run.collector import YOUNG_THRESHOLD, run_collector
 
 from .conftest import CoreWith

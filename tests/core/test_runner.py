@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from coeval.cli.status_cmd import collect_status
-from coeval.contract.manager import reset_plugins
+from coeval.plugins.manager import reset_plugins
 
 from .pipeline_support import (
     duplicate_ids,

@@ -21,7 +21,7 @@ def _loaded_after(code: str, names: tuple[str, ...]) -> list[str]:
 
 
 def test_importing_the_cli_loads_neither_plugins_nor_heavy_libraries() -> None:
-    names = ("coeval.contract.manager", "coeval.config", "click", *HEAVY)
+    names = ("coeval.plugins.manager", "coeval.config", "click", *HEAVY)
     assert _loaded_after("import coeval.cli.main", names) == ["click"]
 
 
@@ -32,13 +32,13 @@ def test_coeval_help_loads_no_heavy_library_nor_the_config_loader() -> None:
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
         "    main(['--help'])"
     )
-    names = ("coeval.contract.manager", "coeval.config.loader", "coeval.run.runner", *HEAVY)
-    assert _loaded_after(code, names) == ["coeval.contract.manager"]
+    names = ("coeval.plugins.manager", "coeval.config.loader", "coeval.run.runner", *HEAVY)
+    assert _loaded_after(code, names) == ["coeval.plugins.manager"]
 
 
 def test_the_config_model_does_not_pull_in_the_loader() -> None:
     # the loader reaches up to the plugin layer, which itself builds on the model
-    assert _loaded_after("import coeval.config.model", ("coeval.config.loader", "coeval.contract.manager")) == []
+    assert _loaded_after("import coeval.config.model", ("coeval.config.loader", "coeval.plugins.manager")) == []
 
 
 def test_the_loader_names_still_come_from_the_config_package() -> None:

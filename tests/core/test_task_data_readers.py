@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from coeval import RegisterEvaluator, RegisterTaskDataReader, hookimpl
 from coeval.cli.main import cli
 from coeval.config import ConfigError, load_config
-from coeval.contract.manager import new_plugin_manager, registries, use_plugin_manager
 from coeval.evaluators.label import LabelEvaluator
+from coeval.plugins.manager import new_plugin_manager, registries, use_plugin_manager
 
 
 @pytest.fixture

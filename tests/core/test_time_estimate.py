@@ -12,7 +12,6 @@ import pytest
 from coeval import RegisterInterface, hookimpl
 from coeval.config import load_config
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface, Usage
 from coeval.planning.cost import estimate as estimate_module
 from coeval.planning.cost import estimate_cost
@@ -24,6 +23,7 @@ from coeval.planning.cost.estimate import (
 )
 from coeval.planning.cost.measure import Measured
 from coeval.planning.cost.samples import SampleResults, _gather_warm
+from coeval.plugins.manager import registries
 
 
 def test_slow_start_doubles_per_round_trip_then_runs_at_the_top() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coeval.contract.manager import Entry, registries
+from coeval.plugins.manager import Entry, registries
 from coeval.storage import run_folder
 
 from tests.core.pipeline_support import RecordingMock, folder, make_config, meta, mock_model, run, task

@@ -373,7 +373,7 @@ def test_prompt_longer_than_the_context_fails_that_call_only(tmp_path: Path) -> 
 def test_interfaces_register_without_importing_torch_or_llama_cpp() -> None:
     code = (
         "import sys\n"
-        "from coeval.contract.manager import registries\n"
+        "from coeval.plugins.manager import registries\n"
         "from coeval.config.model import ModelConfig\n"
         "r = registries().interfaces\n"
         "assert 'huggingface' in r and 'llamacpp' in r, r.names()\n"

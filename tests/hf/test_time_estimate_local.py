@@ -11,13 +11,13 @@ import pytest
 import yaml
 from coeval.config import load_config
 from coeval.config.model import Config, ModelConfig
-from coeval.contract.manager import registries
 from coeval.contract.types import TokenSeconds
 from coeval.phase_ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
 from coeval.planning.cost import estimate_cost
 from coeval.planning.cost.estimate import _LOCAL_CALL_S, _PHASE_START_S
 from coeval.planning.cost.prompt_reads import read_share
 from coeval.planning.cost.requests import RequestBuilder
+from coeval.plugins.manager import registries
 from coeval_hf import llamacpp_speed
 from coeval_hf.embedded import embedded_model_path
 from coeval_hf.llamacpp import LlamaCppEngine, LlamaCppInterface, build_chat_payload

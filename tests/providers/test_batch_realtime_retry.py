@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from coeval.config.credentials import KeyStore
 from coeval.config.model import Config, ExperimentConfig, ModelConfig
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface
+from coeval.plugins.manager import registries
 from coeval.prompts.errors import OutputParseError
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval.scheduler.batching import PendingStore, PollPolicy, ProviderBatchExecutor

@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 import pytest
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult, ModelError
+from coeval.plugins.manager import registries
 from coeval.scheduler.batching import BatchRunner
 
 from tests.providers.conftest import BATCH_INTERFACES, SECRET, model_and_credentials

@@ -129,7 +129,7 @@ def test_sdks_are_imported_only_when_a_client_is_built() -> None:
 
     code = (
         "import sys\n"
-        "from coeval.contract.manager import registries\n"
+        "from coeval.plugins.manager import registries\n"
         "from coeval.config.model import ModelConfig\n"
         "r = registries()\n"
         "for name in ('openai', 'anthropic', 'gemini', 'bedrock'):\n"

@@ -19,8 +19,8 @@ import pytest
 import yarl
 from coeval.config.credentials import KeyStore
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult
+from coeval.plugins.manager import registries
 
 from tests.providers.conftest import ALL_INTERFACES, SECRET, provider_setup, write_keys
 

@@ -4,9 +4,9 @@ it, without credentials or sample calls: the interface's own reading of its sett
 from __future__ import annotations
 
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import registries
 from coeval.planning.cost.estimate import _lane_bounds
 from coeval.planning.cost.samples import SampleResults
+from coeval.plugins.manager import registries
 
 
 def _bounds(params: dict[str, object]) -> tuple[int, int]:

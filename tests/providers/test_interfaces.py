@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 import pytest
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult, MalformedResponseError
+from coeval.plugins.manager import registries
 from coeval.scheduler import ManualClock, RetryPolicy, Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 
 from tests.providers.conftest import ALL_INTERFACES, SECRET, model_and_credentials, provider_setup

@@ -8,8 +8,8 @@ import math
 from typing import Any
 
 import pytest
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest
+from coeval.plugins.manager import registries
 from coeval_providers._json_wire import encode_body, parse_reply
 from openai._utils._json import openapi_dumps
 

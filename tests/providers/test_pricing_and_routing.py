@@ -10,7 +10,7 @@ import pytest
 import yaml
 from coeval.config import load_config
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import get_plugin_manager
+from coeval.plugins.manager import get_plugin_manager
 from coeval_providers.pricing import (
     PRICING_ENV,
     PricingFileError,
@@ -157,7 +157,7 @@ def test_auto_in_a_config_resolves_to_the_provider_and_its_model_id(tmp_path: Pa
     assert model.interface == "deepinfra"  # $0.14 at DeepInfra and at OpenRouter: the route lists DeepInfra first
     assert model.requested_interface == "auto"
     assert "deepseek-v3" in caplog.text and "deepinfra" in caplog.text
-    from coeval.contract.manager import registries
+    from coeval.plugins.manager import registries
 
     iface = registries().interfaces.get(model.interface)(model, None)
     assert iface.model_id == "deepseek-ai/DeepSeek-V3"  # the id DeepInfra knows the model by

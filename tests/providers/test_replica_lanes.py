@@ -13,8 +13,8 @@ import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest
+from coeval.plugins.manager import registries
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval_testing.fake_server import FakeServer
 from coeval_testing.fake_server._state import FakeConfig

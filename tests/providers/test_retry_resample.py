@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest, GenerateResult
+from coeval.plugins.manager import registries
 from coeval.prompts.errors import OutputParseError
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval.scheduler.resample import retry_seed

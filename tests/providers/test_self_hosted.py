@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest
+from coeval.plugins.manager import registries
 from coeval.scheduler import Scheduler, SchedulerLimits, WorkItem, WorkOutcome
 from coeval_testing.fake_server import FakeServer
 from coeval_testing.fake_server._state import FakeConfig

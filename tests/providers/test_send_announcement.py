@@ -8,9 +8,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest
 from coeval.interfaces.sending import on_send
+from coeval.plugins.manager import registries
 
 from tests.providers.conftest import ALL_INTERFACES, model_and_credentials
 from tests.providers.test_interfaces import route

@@ -84,7 +84,7 @@ def test_extra_body_credentials_stay_out_of_the_run_folder(fake: Any, tmp_path: 
 
 
 def test_the_request_still_sends_the_real_values(tmp_path: Path) -> None:
-    from coeval.contract.manager import registries
+    from coeval.plugins.manager import registries
 
     extra, values = _extra_body()
     config = load_config(_config("http://127.0.0.1:9", tmp_path, extra), check_filesystem=False)

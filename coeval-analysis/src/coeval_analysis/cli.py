@@ -13,7 +13,7 @@ from typing import Any
 import click
 from coeval.cli.errors import ERROR_PREFIX, report_user_error
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
-from coeval.contract.manager import collect
+from coeval.plugins.manager import collect
 from coeval.storage.safe_files import apply_file_mode
 
 from coeval_analysis.errors import AnalysisInputError

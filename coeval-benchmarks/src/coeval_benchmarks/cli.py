@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 import click
 from coeval.cli.verbosity import current_verbosity, info
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 from coeval.storage import RunFolder
 
 from coeval_benchmarks.own_data import OwnDataAdapter

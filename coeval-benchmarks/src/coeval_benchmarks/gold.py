@@ -28,7 +28,7 @@ from coeval_benchmarks.extraction import extract_choice, extract_code, extract_n
 
 if TYPE_CHECKING:
     from coeval.config.model import TaskConfig
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["GoldEvaluator", "gold_metric_of", "metric_available", "score_choice", "score_number"]
 

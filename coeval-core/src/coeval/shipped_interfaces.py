@@ -2,7 +2,7 @@
 
 This is no table of interface facts: what an interface needs, whether it batches and
 whether it makes calls are declared by the plugin that registers it (see
-:meth:`coeval.contract.manager.Registries.interface_facts`). The names are kept here only so that
+:meth:`coeval.plugins.manager.Registries.interface_facts`). The names are kept here only so that
 validation (V-06) accepts them when their distribution is not installed (``--dry-run`` and
 ``plan`` work anywhere) and a run names the distribution to install. It sits directly in
 ``coeval/`` and imports nothing, so the config's validation and key store, below the

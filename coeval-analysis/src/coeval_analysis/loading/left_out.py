@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from coeval.config.model import SamplingConfig
-from coeval.contract.manager import registries
 from coeval.phases.data_rows import left_out_ids
+from coeval.plugins.manager import registries
 from coeval.run.limits import LIMIT_KEY
 from coeval.storage.records import above_slots
 

@@ -25,7 +25,7 @@ from coeval.shipped_interfaces import BENCHMARK_INTERFACE
 from coeval.storage.run_folder import atomic_write_text, utc_now
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["describe_html", "write_description"]
 

@@ -24,14 +24,14 @@ from coeval.config.loader import load_config
 from coeval.config.model import Config
 from coeval.config.validate import resolve_run_reference
 from coeval.config.yaml_out import dump_config_yaml
-from coeval.contract.manager import Registry
 from coeval.phase_ids import ATTRIBUTE_MAPPING, MAPPING_PHASES, RUBRIC_MAPPING
+from coeval.plugins.manager import Registry
 from coeval.run.options import RunOptions
 from coeval.run.runner import arun_experiment
 from coeval.storage.run_folder import RunFolder, atomic_write_text, utc_now
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["GenerateError", "GeneratedConfig", "generate_static_config"]
 

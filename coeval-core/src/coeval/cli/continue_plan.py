@@ -7,10 +7,10 @@ from __future__ import annotations
 import attrs
 
 from coeval.config.model import Config
-from coeval.contract.manager import registries
 from coeval.phases.phase_order import ordered_phases
 from coeval.phases.run_selection import run_mode
 from coeval.planning import Plan
+from coeval.plugins.manager import registries
 
 __all__ = ["with_continue_modes"]
 

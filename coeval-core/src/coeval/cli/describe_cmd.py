@@ -12,7 +12,7 @@ from coeval.cli.config_arg import choose_config_path
 from coeval.cli.errors import user_errors
 from coeval.cli.run_cmd import load_for_cli
 from coeval.config.credentials import KeyStore
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 from coeval.run.probe import probe_models
 
 

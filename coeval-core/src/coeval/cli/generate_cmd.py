@@ -10,7 +10,7 @@ from coeval.authoring.generate import GenerateError, generate_static_config
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import QUIET, current_verbosity, info
 from coeval.config.credentials import KeyStore
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 
 
 @click.command("generate")

@@ -22,7 +22,7 @@ from coeval.cli.key_file import (
     set_key,
 )
 from coeval.cli.verbosity import info
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 
 __all__ = ["command"]
 

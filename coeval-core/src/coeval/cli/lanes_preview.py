@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 
 __all__ = ["format_lanes", "lanes_of"]
 

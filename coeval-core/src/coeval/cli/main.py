@@ -48,7 +48,7 @@ class CoevalGroup(click.Group):
         if CoevalGroup._plugins_loaded:
             return
         CoevalGroup._plugins_loaded = True
-        from coeval.contract.manager import get_plugin_manager  # heavy: keeps this module light
+        from coeval.plugins.manager import get_plugin_manager  # heavy: keeps this module light
 
         get_plugin_manager().hook.register_commands(cli=self)
 

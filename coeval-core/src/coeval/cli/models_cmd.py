@@ -14,8 +14,8 @@ from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.config.credentials import KeyFileError, KeyStore, redact
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import registries
 from coeval.contract.status import missing_interface
+from coeval.plugins.manager import registries
 from coeval.shipped_interfaces import IN_PROCESS_INTERFACES, SERVER_ADDRESS_ENV
 
 #: Providers that need no key, only a reachable server (listed when their URL is configured).

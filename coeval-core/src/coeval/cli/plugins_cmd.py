@@ -7,7 +7,7 @@ import json
 import click
 
 from coeval.cli.main import CORE_COMMANDS
-from coeval.contract.manager import (
+from coeval.plugins.manager import (
     CORE_PLUGIN,
     commands_by_plugin,
     get_plugin_manager,

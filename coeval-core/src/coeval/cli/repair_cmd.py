@@ -12,7 +12,7 @@ from rich.table import Table
 from coeval.cli.errors import UserError, user_errors
 from coeval.cli.verbosity import info
 from coeval.console import output_console
-from coeval.contract.manager import registries
+from coeval.plugins.manager import registries
 from coeval.run.repair import repair_run
 from coeval.storage.listing import storage_folder_hint
 from coeval.storage.lock import RunFolderBusyError, RunLock

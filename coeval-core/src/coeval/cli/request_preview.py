@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from coeval.config.credentials import redact
-from coeval.contract.manager import registries
 from coeval.interfaces.base import GenerateRequest
+from coeval.plugins.manager import registries
 
 __all__ = ["format_request_bodies"]
 

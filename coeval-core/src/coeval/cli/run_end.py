@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from coeval.contract.manager import collect
+from coeval.plugins.manager import collect
 
 if TYPE_CHECKING:
     from coeval.run.runner import RunResult

@@ -20,7 +20,6 @@ from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.config.credentials import KeyStore
 from coeval.console import output_console
 from coeval.console.text import plain, safe_tree
-from coeval.contract.manager import registries as _registries
 from coeval.phase_ids import RECORD_PHASES
 from coeval.phases.base import RunView
 from coeval.phases.evaluation_rounds import adaptive_lines
@@ -29,6 +28,7 @@ from coeval.planning.call_figures import call_figures, figures_table
 from coeval.planning.cost.against import against_table, estimate_against_actual
 from coeval.planning.cost.report import read_estimate
 from coeval.planning.ingested import merge_ingested
+from coeval.plugins.manager import registries as _registries
 from coeval.quality import rejections
 from coeval.record_schema import ERROR, EVALUATED_AT, GENERATED_AT, ID
 from coeval.run.batch_fetch import FetchError, fetch_pending_batches
@@ -47,7 +47,7 @@ from coeval.storage.snapshot import read_config_snapshot
 
 if TYPE_CHECKING:
     from coeval.config.model import Config
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["collect_status", "command"]
 

@@ -18,7 +18,7 @@ from coeval.phase_ids import RECORD_PHASES as _RECORD_PHASES
 from coeval.planning import plan_experiment
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["RECORD_PHASES", "with_planned_totals"]
 

@@ -33,7 +33,7 @@ from coeval.phases.phase_order import ordered_phases
 from coeval.shipped_interfaces import AUTO_INTERFACE, SHIPPED_INTERFACES
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["RESUME_DEFAULT_MODES", "load_config", "read_config_file", "structure_config", "validate_config"]
 
@@ -92,7 +92,7 @@ def _resolve(registries: Registries | None) -> Registries:
     if registries is not None:
         return registries
     # lazy: the plugin layer builds on coeval.config, which reaches up only when given no registries
-    from coeval.contract.manager import registries as installed
+    from coeval.plugins.manager import registries as installed
 
     return installed()
 
@@ -216,7 +216,7 @@ def _resolve_auto_interfaces(
     autos = [(i, m) for i, m in enumerate(raw.get("models", [])) if m.get("interface") == AUTO_INTERFACE]
     if not autos:
         return
-    from coeval.contract.manager import get_plugin_manager  # lazy: the plugin layer builds on coeval.config
+    from coeval.plugins.manager import get_plugin_manager  # lazy: the plugin layer builds on coeval.config
 
     keys = KeyStore.load(keys_file)
     hook = get_plugin_manager().hook.resolve_auto_interface

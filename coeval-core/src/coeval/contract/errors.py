@@ -1,10 +1,19 @@
-"""The plugin error the CLI reports in one line, kept apart from :mod:`coeval.contract.manager` so
-the entry point can catch it without loading the plugin stack."""
+"""The plugin error the CLI reports in one line, kept apart from :mod:`coeval.plugins.manager` so
+the entry point can catch it without loading the plugin stack, and the plugins
+``COEVAL_DISABLE_PLUGINS`` keeps out."""
 
 from __future__ import annotations
 
+import os
+
 #: comma-separated plugin names to leave unloaded
 DISABLE_ENV = "COEVAL_DISABLE_PLUGINS"
+
+
+def disabled_plugin_names() -> set[str]:
+    """The plugin names ``COEVAL_DISABLE_PLUGINS`` lists."""
+    raw = os.environ.get(DISABLE_ENV, "")
+    return {name.strip() for name in raw.split(",") if name.strip()}
 
 
 class DuplicateRegistrationError(ValueError):

@@ -79,7 +79,7 @@ def register_phases(register: RegisterPhase) -> None:
 
     A phase declares its id (``name``), the ``modes`` a config may give it in
     ``experiment.phases``, and the calls it will make (``plan(view)`` returning
-    :class:`coeval.contract.manager.PlannedCalls`), from which ``coeval plan``, the cost estimate
+    :class:`coeval.plugins.manager.PlannedCalls`), from which ``coeval plan``, the cost estimate
     and ``coeval status`` are derived. Optional: ``title`` and ``short`` (its labels in
     tables) and ``roles`` (the model roles whose interfaces it needs). Changed in 0.2:
     ``plan``; a phase without it is counted as making no calls, with a note.
@@ -91,7 +91,7 @@ def register_evaluators(register: RegisterEvaluator) -> None:
     """Register phase-5 evaluators (LLM judge, label exact-match, metric scorers, yours).
 
     Call ``register(name, evaluator)`` where ``evaluator`` implements
-    :class:`coeval.contract.manager.Evaluator`: ``factors``, ``scorers`` and an async
+    :class:`coeval.plugins.manager.Evaluator`: ``factors``, ``scorers`` and an async
     ``evaluate(request, submit)`` whose model calls go through ``submit`` (the scheduler).
     A rubric factor routes to it with ``evaluator: NAME``. Changed in 0.2: evaluators with
     the 0.1 synchronous ``evaluate(task, rubric, datapoint, responses)`` are adapted.
@@ -114,7 +114,7 @@ def register_benchmarks(register: RegisterBenchmark) -> None:
 
     Call ``register(name, adapter)`` with an instance of
     :class:`coeval_benchmarks.base.BenchmarkAdapter` (the core only stores it; its typed
-    shape is :class:`coeval.contract.manager.BenchmarkAdapter`).
+    shape is :class:`coeval.plugins.manager.BenchmarkAdapter`).
     """
 
 

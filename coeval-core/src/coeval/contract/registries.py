@@ -1,6 +1,6 @@
 """The typed registries the registration hooks fill: name -> thing, each remembered with the
 plugin that registered it. They sit in the contract, below everything that registers or asks
-(the plugin manager fills them: :mod:`coeval.contract.manager`)."""
+(the plugin manager fills them: :mod:`coeval.plugins.manager`)."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ class Registries:
         }
 
 
-#: how the installed plugins' registries are had (:func:`coeval.contract.manager.registries`,
+#: how the installed plugins' registries are had (:func:`coeval.plugins.manager.registries`,
 #: which hands itself in when imported); None until then
 _installed: Callable[[], Registries] | None = None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 
-from coeval.contract.manager import DISABLE_ENV, disabled_plugin_names
+from coeval.contract.errors import DISABLE_ENV, disabled_plugin_names
 from coeval.shipped_interfaces import providing_distribution
 
 __all__ = ["PLUGIN_COMMANDS", "PLUGIN_OF_DISTRIBUTION", "missing_interface", "unavailable_reason"]

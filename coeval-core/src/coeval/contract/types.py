@@ -1,6 +1,6 @@
 """The typed contract of the registration hooks: what each ``register`` callable accepts.
 
-Every name here is re-exported from :mod:`coeval.contract.manager`, so a plugin can annotate its
+Every name here is re-exported from :mod:`coeval.plugins.manager`, so a plugin can annotate its
 hooks with, for example, ``register: RegisterInterface`` and a type checker tells it when
 a factory has the wrong shape. They are structural :class:`typing.Protocol` types: a plugin
 never has to inherit from them.

@@ -26,10 +26,10 @@ import attrs
 
 from coeval.config.model import Config, ModelConfig
 from coeval.contract.adaptive import CONTROLLER, Rehearsal, RehearsalOutcome, RehearsedJudge
-from coeval.contract.manager import registries as installed
 from coeval.interfaces.mock import played_quality
 from coeval.phase_ids import EVALUATION
 from coeval.phases.evaluation_rounds import MIN_CALIBRATION
+from coeval.plugins.manager import registries as installed
 
 __all__ = ["REHEARSALS", "AdaptiveRange", "adaptive_range", "expected_screened", "rehearsal_of"]
 

@@ -19,7 +19,7 @@ from coeval.scheduler import Scheduler
 from coeval.storage.run_folder import RunFolder
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["RunState"]
 

@@ -24,16 +24,16 @@ import attrs
 
 from coeval.config.credentials import KeyStore
 from coeval.console.logs import get_logger
-from coeval.contract.manager import registries as installed
 from coeval.phases.base import PhaseContext, PhaseError, PhaseResult
 from coeval.phases.phase_order import ordered_phases
+from coeval.plugins.manager import registries as installed
 from coeval.scheduler.batching.executor import ProviderBatchExecutor
 from coeval.scheduler.batching.pending import PendingStore
 from coeval.storage.lock import RunFolderBusyError, RunLock
 from coeval.storage.run_folder import RunFolder, utc_now
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["FetchError", "FetchReport", "afetch_pending_batches", "fetch_pending_batches"]
 

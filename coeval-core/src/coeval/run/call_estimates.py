@@ -10,7 +10,7 @@ from coeval.config.model import Config
 from coeval.planning.cost import estimate_cost
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["call_estimates"]
 

@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from coeval.config.model import Config, TaskConfig
-from coeval.contract.manager import registries
 from coeval.phase_ids import DATA_GENERATION
 from coeval.phases.base import RunView
 from coeval.phases.data_rows import LEFT_OUT_KEY, RowNote, RowPlan
 from coeval.phases.own_data import row_plan
+from coeval.plugins.manager import registries
 from coeval.run.drift import Change
 from coeval.storage.run_folder import RunFolder, utc_now
 

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coeval.config.credentials import KeyStore, redact
-from coeval.contract.manager import registries as installed
 from coeval.contract.status import missing_interface
 from coeval.interfaces.base import ModelError
 from coeval.phase_ids import MAPPING_PHASES
 from coeval.phases.base import RunView
 from coeval.phases.survey_memo import survey_of
+from coeval.plugins.manager import registries as installed
 from coeval.scheduler.retry import RetryPolicy
 from coeval.scheduler.server_wait import DEFAULT_CONNECT_WAIT_S, ServerWait, is_connection_failure
 from coeval.storage.run_folder import RunFolder
@@ -37,7 +37,7 @@ log = logging.getLogger("coeval.probe")
 
 if TYPE_CHECKING:
     from coeval.config.model import Config, ModelConfig
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["PROBE_MODES", "ProbeFailed", "ProbeResult", "aprobe_models", "check_probe", "models_to_probe", "probe_models", "probe_with_retries"]
 

@@ -57,7 +57,7 @@ from coeval.storage.safe_files import UnsafeRunFile, read_run_file
 from coeval.storage.snapshot import read_config_snapshot
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["FileRepair", "RepairReport", "repair_run"]
 

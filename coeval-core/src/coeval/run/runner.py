@@ -40,7 +40,6 @@ from coeval.config.credentials import redact
 from coeval.config.model import Config
 from coeval.console.logs import run_logging
 from coeval.console.progress import NullProgress, ProgressReporter
-from coeval.contract.manager import registries as installed
 from coeval.phase_ids import RECORD_PHASES
 from coeval.phases.base import Phase, RunView
 from coeval.phases.info import configured_mode
@@ -48,6 +47,7 @@ from coeval.phases.phase_order import ordered_phases
 from coeval.phases.run_selection import batch_enabled, phases_that_may_run
 from coeval.planning.cost import estimate_and_report, planned_phase_seconds, record_estimate
 from coeval.planning.ingested import merge_ingested
+from coeval.plugins.manager import registries as installed
 from coeval.run._phase_loop import PhaseLoop
 from coeval.run._startup import RunStartup
 from coeval.run.call_estimates import call_estimates
@@ -78,7 +78,7 @@ from coeval.storage.safe_files import UnsafeRunFile
 from coeval.storage.snapshot import write_config_snapshot
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = [
     "EXIT_FAILED",

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from coeval.config.model import Config
-from coeval.contract.manager import registries
 from coeval.phase_ids import DATA_GENERATION, RECORD_PHASES, ROLES
 from coeval.phases.base import RunView
 from coeval.phases.generation import beyond_slots, slot_counts
+from coeval.plugins.manager import registries
 from coeval.record_schema import ID, JUDGE_MODEL_ID, STUDENT_MODEL_ID, TASK_ID, TEACHER_MODEL_ID
 from coeval.run.drift import Change
 from coeval.storage.records import datapoint_slot, load_phase_records

@@ -28,7 +28,7 @@ from coeval.planning.cost.report import (
 )
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = [
     "ESTIMATE_FILE",

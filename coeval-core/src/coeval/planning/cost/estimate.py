@@ -43,7 +43,6 @@ from urllib.parse import urlsplit
 import attrs
 
 from coeval.config.model import Config, ModelConfig, TaskConfig
-from coeval.contract.manager import registries as installed
 from coeval.contract.types import TokenSeconds
 from coeval.phase_ids import EVALUATION
 from coeval.phases.run_selection import PIPELINED_MODES, PIPELINED_PHASES
@@ -59,10 +58,11 @@ from coeval.planning.cost.requests import KNOWN_PHASES, RequestBuilder, TaskText
 from coeval.planning.cost.samples import SampleResults, run_samples
 from coeval.planning.cost.time_basis import TimeBasis, time_basis
 from coeval.planning.cost.tokens import estimate_tokens
+from coeval.plugins.manager import registries as installed
 from coeval.storage.run_folder import RunFolder, utc_now
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["CellEstimate", "CostEstimate", "estimate_cost"]
 

@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 
 from coeval.config.model import ModelConfig
-from coeval.contract.manager import get_plugin_manager
+from coeval.plugins.manager import get_plugin_manager
 from coeval.shipped_interfaces import LOCAL_INTERFACES
 
 __all__ = ["LOCAL_INTERFACES", "Price", "price_for"]

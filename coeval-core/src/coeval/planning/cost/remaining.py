@@ -36,7 +36,7 @@ from coeval.record_schema import STUDENT_MODEL_ID, TASK_ID, TEACHER_MODEL_ID
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["Cells", "forked_source", "remaining_cells", "surveyed_folder"]
 

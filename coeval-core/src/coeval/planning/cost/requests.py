@@ -36,7 +36,7 @@ from coeval.prompts.schemas import DATAPOINT_SCHEMA, JUDGE_FACTOR_SCHEMA, judge_
 from coeval.storage.run_folder import RunFolder
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["KNOWN_PHASES", "RequestBuilder", "TaskTexts", "expected_output_tokens", "max_output_tokens"]
 

@@ -37,7 +37,7 @@ from coeval.prompts.schemas import parse_attribute_map, parse_datapoint, parse_r
 from coeval.shipped_interfaces import LOCAL_INTERFACES
 
 if TYPE_CHECKING:
-    from coeval.contract.manager import Registries
+    from coeval.plugins.manager import Registries
 
 __all__ = ["SampleResults", "in_estimate_sample", "run_samples"]
 

@@ -1,5 +1,9 @@
 """Plugin discovery and the typed registries that hooks fill.
 
+It sits above the phases, the evaluators and the item checks, since it registers the core
+plugin (:mod:`coeval.plugins.core`) that provides them; the hooks, their typed shapes and
+the registries it fills are the contract's (:mod:`coeval.contract`), below them.
+
 The core's own contributions (the five phases, the ``mock`` interface, the LLM judge) are
 registered as a plugin named ``core`` exactly like third-party ones; other plugins come
 from the ``coeval`` entry-point group. ``COEVAL_DISABLE_PLUGINS=name,...`` blocks plugins
@@ -9,16 +13,14 @@ by name before they are imported.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 import pluggy
 
-from coeval.contract import _core_plugin as builtin_plugin
 from coeval.contract import hookspecs
-from coeval.contract.errors import DISABLE_ENV, DuplicateRegistrationError
+from coeval.contract.errors import DISABLE_ENV, DuplicateRegistrationError, disabled_plugin_names
 from coeval.contract.plans import PlannedCalls
 from coeval.contract.registries import KIND_OF_HOOK, Entry, Registries, Registry, use_installed
 from coeval.contract.types import (
@@ -54,6 +56,7 @@ from coeval.contract.types import (
     TaskDataReaderFactory,
     TokenSeconds,
 )
+from coeval.plugins import core as builtin_plugin
 
 if TYPE_CHECKING:
     from coeval.config.model import ModelConfig
@@ -111,11 +114,6 @@ _pm: pluggy.PluginManager | None = None
 _registries: Registries | None = None
 #: the plugins ``_registries`` were collected from (a plugin registered since makes them stale)
 _collected_from: frozenset[int] = frozenset()
-
-
-def disabled_plugin_names() -> set[str]:
-    raw = os.environ.get(DISABLE_ENV, "")
-    return {name.strip() for name in raw.split(",") if name.strip()}
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
