@@ -486,9 +486,9 @@ KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.clust
 
 #: "importer -> imported" package -> how many modules make that import, against the layer table
 #: of docs/architecture.md: the config reaches the contract's shapes and registries, the plugin
-#: manager, the mock interface's parameter rule and the phases' modes and order
+#: manager and the mock interface's parameter rule
 KNOWN_UPWARD_IMPORTS = {
-    "config -> contract": 6, "config -> interfaces": 1, "config -> phases": 1, "config -> plugins": 1,
+    "config -> contract": 7, "config -> interfaces": 1, "config -> plugins": 1,
 }
 
 #: sub-packages of coeval in an import cycle, every import counted

@@ -20,10 +20,10 @@ from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.config.credentials import KeyStore
 from coeval.console import output_console
 from coeval.console.text import plain, safe_tree
+from coeval.contract.phase_order import ordered_phases
 from coeval.phase_ids import RECORD_PHASES
 from coeval.phases.base import RunView
 from coeval.phases.evaluation_rounds import adaptive_lines
-from coeval.phases.phase_order import ordered_phases
 from coeval.planning.call_figures import call_figures, figures_table
 from coeval.planning.cost.against import against_table, estimate_against_actual
 from coeval.planning.cost.report import read_estimate

@@ -28,8 +28,8 @@ from coeval.config.evaluator_params import evaluator_param_checks
 from coeval.config.model import PHASE_IDS, Config, ModelConfig, SamplingConfig, TaskConfig
 from coeval.config.secret_settings import register_setting_secrets
 from coeval.config.validate import KNOWN_METRICS, Validator
-from coeval.phases.modes import default_mode, registered_modes
-from coeval.phases.phase_order import ordered_phases
+from coeval.contract.phase_modes import default_mode, registered_modes
+from coeval.contract.phase_order import ordered_phases
 from coeval.shipped_interfaces import AUTO_INTERFACE, SHIPPED_INTERFACES
 
 if TYPE_CHECKING:

@@ -4,7 +4,9 @@ by the core plugin like any third-party phase (``register_phases``); see
 :mod:`coeval.phase_ids`'s, below every layer.
 
 The names below load :mod:`coeval.phases.base` on first use, so that importing one module
-of the package (``phases.modes``, ``phases.phase_order``) loads nothing else.
+of the package loads nothing else. The run order and the modes of every registered phase,
+the standard five and any plugin's, are the contract's (:mod:`coeval.contract.phase_order`,
+:mod:`coeval.contract.phase_modes`), so that the config's loader reads them too.
 """
 
 from __future__ import annotations

@@ -24,10 +24,10 @@ from rich.table import Table
 from coeval.config.model import Config, ModelConfig, TaskConfig
 from coeval.config.validate import judged_factors, run_folder_path
 from coeval.console import output_console
+from coeval.contract.phase_order import ordered_phases
 from coeval.phase_ids import RECORD_PHASES, SHORT_TITLES, TITLES
 from coeval.phases.base import PlannedCalls, RunView
 from coeval.phases.info import configured_mode, phase_short, phase_title, planned_calls
-from coeval.phases.phase_order import ordered_phases
 from coeval.phases.plans import phase3_items
 from coeval.plugins.manager import registries as installed
 from coeval.storage.run_folder import RunFolder

@@ -8,9 +8,9 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import Config
+from coeval.contract.phase_order import ordered_phases
 from coeval.interfaces.base import Interface
 from coeval.phases.base import Phase, PhaseResult
-from coeval.phases.phase_order import ordered_phases
 from coeval.phases.run_selection import run_mode
 from coeval.run.meta import RunMeta
 from coeval.run.options import RunOptions

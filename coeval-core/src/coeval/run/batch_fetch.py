@@ -24,8 +24,8 @@ import attrs
 
 from coeval.config.credentials import KeyStore
 from coeval.console.logs import get_logger
+from coeval.contract.phase_order import ordered_phases
 from coeval.phases.base import PhaseContext, PhaseError, PhaseResult
-from coeval.phases.phase_order import ordered_phases
 from coeval.plugins.manager import registries as installed
 from coeval.scheduler.batching.executor import ProviderBatchExecutor
 from coeval.scheduler.batching.pending import PendingStore

@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from coeval.contract.phase_order import ordered_phases
 from coeval.phase_ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.base import RunView
-from coeval.phases.phase_order import ordered_phases
 from coeval.planning.ingested import merge_ingested
 from coeval.record_schema import DATAPOINT_ID, ERROR_KIND, ID, RESPONSE_ID, STATUS
 from coeval.run.drift import settings_of

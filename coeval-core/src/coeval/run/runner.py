@@ -40,10 +40,10 @@ from coeval.config.credentials import redact
 from coeval.config.model import Config
 from coeval.console.logs import run_logging
 from coeval.console.progress import NullProgress, ProgressReporter
+from coeval.contract.phase_order import ordered_phases
 from coeval.phase_ids import RECORD_PHASES
 from coeval.phases.base import Phase, RunView
 from coeval.phases.info import configured_mode
-from coeval.phases.phase_order import ordered_phases
 from coeval.phases.run_selection import batch_enabled, phases_that_may_run
 from coeval.planning.cost import estimate_and_report, planned_phase_seconds, record_estimate
 from coeval.planning.ingested import merge_ingested

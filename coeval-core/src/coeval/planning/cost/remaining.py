@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import Config
 from coeval.config.validate import resolve_run_reference
+from coeval.contract.phase_order import ordered_phases
 from coeval.phase_ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.base import PhaseRefusedError, RunView
 from coeval.phases.info import configured_mode, planned_calls
-from coeval.phases.phase_order import ordered_phases
 from coeval.phases.run_selection import completed_phases, run_mode
 from coeval.phases.survey_memo import survey_of
 from coeval.planning.cost.history import done_calls

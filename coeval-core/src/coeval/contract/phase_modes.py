@@ -1,7 +1,8 @@
 """Which modes a registered phase accepts, and which it gets when the config says none.
 
-Read from the phase objects (the five standard ones and any plugin's), so the loader can
-check ``experiment.phases`` and fill in defaults for phases it has no fixed list of.
+Read from the phase objects (the five standard ones and any plugin's) through their
+registered shape (:class:`coeval.contract.types.Phase`), so the config's loader can check
+``experiment.phases`` and fill in defaults for phases it has no fixed list of.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from coeval.phases.base import Phase
+    from coeval.contract.types import Phase
 
 __all__ = ["ALL_MODES", "default_mode", "phase_modes", "registered_modes"]
 
