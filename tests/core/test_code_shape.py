@@ -485,10 +485,10 @@ KNOWN_PHASE_ID_LITERALS = dict[str, int]()
 KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.cluster_block': 1, 'coeval.contract.registries': 1}
 
 #: "importer -> imported" package -> how many modules make that import, against the layer table
-#: of docs/architecture.md: the config reaches the contract's shapes and registries, the plugin
-#: manager and the mock interface's parameter rule
+#: of docs/architecture.md: the config reaches the contract's shapes and registries and the
+#: plugin manager
 KNOWN_UPWARD_IMPORTS = {
-    "config -> contract": 7, "config -> interfaces": 1, "config -> plugins": 1,
+    "config -> contract": 7, "config -> plugins": 1,
 }
 
 #: sub-packages of coeval in an import cycle, every import counted

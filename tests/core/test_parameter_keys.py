@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import pluggy
+from coeval import RegisterInterface, hookimpl
 from coeval.config import validate_config
+from coeval.interfaces.mock import MockInterface
 
 
 def _config(interface: str, **params: Any) -> dict[str, Any]:
@@ -44,3 +48,24 @@ def test_self_hosted_is_a_setting_of_every_openai_compatible_interface_and_must_
     issues = validate_config(_config("openai", self_hosted="yes"), check_filesystem=False)
     assert [(i.rule, i.path) for i in issues] == [("V-20", "models[0].parameters.self_hosted")]
     assert "self_hosted must be true or false; got 'yes'" in issues[0].message
+
+
+class _WithParameterRule:
+    """A plugin whose interface declares how its parameters' values go wrong."""
+
+    @hookimpl
+    def register_interfaces(self, register: RegisterInterface) -> None:
+        def problem(params: Mapping[str, Any], model_name: str) -> str | None:
+            depth = params.get("depth", 1)
+            return None if isinstance(depth, int) and depth > 0 else f"model {model_name!r}: depth must be a positive integer"
+
+        register("deep", MockInterface, requires_model=False, parameter_problem=problem)
+
+
+def test_a_plugin_interfaces_parameter_rule_is_checked_by_validation(pm: pluggy.PluginManager) -> None:
+    pm.register(_WithParameterRule(), name="deep-plugin")
+    issues = validate_config(_config("deep", depth=0), check_filesystem=False)
+    assert [(i.rule, i.path, i.message, i.fix) for i in issues if i.rule == "V-20"] == [
+        ("V-20", "models[0].parameters", "model 'm': depth must be a positive integer",
+         "see the parameters of interface 'deep' in its documentation")]
+    assert [i for i in validate_config(_config("deep", depth=3), check_filesystem=False) if i.rule == "V-20"] == []

@@ -9,7 +9,6 @@ from coeval.config.model import ROLES
 from coeval.config.names import close_name
 from coeval.config.parameter_keys import TIMEOUT_KEYS, bad_timeout, known_keys
 from coeval.config.rule_context import RuleContext, judged_factors, model_roles, section_items
-from coeval.interfaces.mock import parameter_problem as mock_parameter_problem
 from coeval.shipped_interfaces import AUTO_INTERFACE
 
 __all__ = ["ModelRules"]
@@ -143,12 +142,14 @@ class ModelRules(RuleContext):
                 self.add("V-20", ("models", i, "parameters", "self_hosted"),
                          f"self_hosted must be true or false; got {params['self_hosted']!r}",
                          "true: limit calls by latency (a server that queues); false: by 429s only")
-            if model.get("interface") == "mock":
-                problem = mock_parameter_problem(params, str(model.get("name")))
-                if problem:
-                    self.add("V-20", ("models", i, "parameters"), problem,
-                             "see the mock interface's parameters in docs/running.md")
-            allowed = known_keys(self.interfaces.get(str(model.get("interface"))))
+            facts = self.interfaces.get(str(model.get("interface")))
+            check = facts.parameter_problem if facts is not None else None
+            problem = check(params, str(model.get("name"))) if check is not None else None
+            if problem:
+                self.add("V-20", ("models", i, "parameters"), problem,
+                         "see the mock interface's parameters in docs/running.md" if model.get("interface") == "mock"
+                         else f"see the parameters of interface '{model.get('interface')}' in its documentation")
+            allowed = known_keys(facts)
             if allowed is None:
                 continue
             for key in params:

@@ -144,6 +144,7 @@ class Registries:
             tokens_per_s=options.get("tokens_per_s"),
             one_at_a_time=options.get("one_at_a_time", False) is True,
             seconds_per_token=options.get("seconds_per_token"),
+            parameter_problem=options.get("parameter_problem"),
         )
 
     def runs_one_at_a_time(self, name: str) -> bool:

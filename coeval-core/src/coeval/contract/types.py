@@ -214,6 +214,9 @@ class InterfaceFacts:
     #: on this machine, or from its file size and threads); None or returning None: ``tokens_per_s``
     seconds_per_token: Callable[[ModelConfig], float | TokenSeconds | None] | None = attrs.field(
         default=None, hash=False)
+    #: ``check(parameters, model_name)``: why a model's ``parameters`` cannot be used (rule
+    #: V-20, before any call), or None; None: no check beyond the sampling keys
+    parameter_problem: Callable[[Mapping[str, Any], str], str | None] | None = attrs.field(default=None, hash=False)
 
 
 #: ``check(candidate, context)`` -> None to accept, or the reason to reject (:mod:`coeval.quality`).
@@ -226,7 +229,8 @@ RunEndAction = Callable[[Path], object]
 class RegisterInterface(Protocol):
     """``register(name, factory, *, requires_model=True, virtual_teacher=False,
     exempt_item_checks=(), key_env=(), key_fields=None, sampling_keys=None,
-    cluster_engines=(), tokens_per_s=None, one_at_a_time=False, seconds_per_token=None)`` of ``register_interfaces``: the options are the
+    cluster_engines=(), tokens_per_s=None, one_at_a_time=False, seconds_per_token=None,
+    parameter_problem=None)`` of ``register_interfaces``: the options are the
     :class:`InterfaceFacts` of the same names. Whether the interface batches is not an
     option: it does when a batch runner is registered under its name."""
 
@@ -246,6 +250,7 @@ class RegisterInterface(Protocol):
         tokens_per_s: float | None = None,
         one_at_a_time: bool = False,
         seconds_per_token: Callable[[ModelConfig], float | TokenSeconds | None] | None = None,
+        parameter_problem: Callable[[Mapping[str, Any], str], str | None] | None = None,
     ) -> None: ...
 
 

@@ -16,13 +16,14 @@ if TYPE_CHECKING:
 
 @hookimpl
 def register_interfaces(register: RegisterInterface) -> None:
-    from coeval.interfaces.mock import MOCK_PARAMETER_KEYS, MockInterface
+    from coeval.interfaces.mock import MOCK_PARAMETER_KEYS, MockInterface, parameter_problem
 
     # The mock answers the same prompt the same way by design, and phase 3 prompts repeat
     # whenever attribute draws repeat: its duplicates say nothing about a teacher. Its
-    # parameter keys are declared so a misspelt one (``qualty``) is refused, not ignored.
+    # parameter keys are declared so a misspelt one (``qualty``) is refused, not ignored, and
+    # its parameters' values are checked by validation, so ``--dry-run`` refuses them too.
     register("mock", MockInterface, requires_model=False, exempt_item_checks=("near_duplicate",),
-             sampling_keys=MOCK_PARAMETER_KEYS)
+             sampling_keys=MOCK_PARAMETER_KEYS, parameter_problem=parameter_problem)
 
 
 @hookimpl

@@ -218,6 +218,7 @@ def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterf
         tokens_per_s: float | None = None,
         one_at_a_time: bool = False,
         seconds_per_token: Callable[[ModelConfig], float | TokenSeconds | None] | None = None,
+        parameter_problem: Callable[[Mapping[str, Any], str], str | None] | None = None,
     ) -> None:
         options: dict[str, Any] = {}
         if not requires_model:
@@ -240,6 +241,8 @@ def _interface_registrar(registry: Registry[Any], plugin: str) -> RegisterInterf
             options["one_at_a_time"] = True
         if seconds_per_token is not None:
             options["seconds_per_token"] = seconds_per_token
+        if parameter_problem is not None:
+            options["parameter_problem"] = parameter_problem
         registry.add(name, factory, plugin, **options)
 
     return register
