@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coeval.run import runner
+from coeval.run import startup
 
 from tests.core.pipeline_support import folder, make_config, mock_model, run, task
 
@@ -19,18 +19,18 @@ def test_the_loser_of_a_start_up_race_changes_nothing(tmp_path: Path, monkeypatc
     winner = make_config(tmp_path, [mock_model("a", seed=1)], [task(total=2)])
     loser = make_config(tmp_path, [mock_model("a", seed=1), mock_model("b", seed=2)], [task(total=2)])
     rf = folder(winner)
-    real_probe = runner._Run._probe
+    real_probe = startup.probe
     won: list[Any] = []
 
-    async def slow_probe(self: Any) -> None:
-        if self.config is loser or self.config.models == loser.models:
+    async def slow_probe(state: Any) -> None:
+        if state.config is loser or state.config.models == loser.models:
             # while this one starts up, the other run goes from start to end
             thread = threading.Thread(target=lambda: won.append(run(winner)))
             thread.start()
             thread.join()
-        await real_probe(self)
+        await real_probe(state)
 
-    monkeypatch.setattr(runner._Run, "_probe", slow_probe)
+    monkeypatch.setattr(startup, "probe", slow_probe)
     lost = run(loser)
     assert won[0].exit_code == 0
     assert lost.exit_code == 2

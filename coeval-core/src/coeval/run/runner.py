@@ -48,8 +48,7 @@ from coeval.phases.run_selection import batch_enabled, phases_that_may_run
 from coeval.planning.cost import estimate_and_report, planned_phase_seconds, record_estimate
 from coeval.planning.ingested import merge_ingested
 from coeval.plugins.manager import registries as installed
-from coeval.run._phase_loop import PhaseLoop
-from coeval.run._startup import RunStartup
+from coeval.run import startup
 from coeval.run.call_estimates import call_estimates
 from coeval.run.collector import run_collector
 from coeval.run.drift import record_settings
@@ -57,6 +56,7 @@ from coeval.run.kept_artifacts import as_the_run_did
 from coeval.run.ledger import Ledger, reconcile_ledger, written_calls
 from coeval.run.meta import a_process_stopped_unfinished
 from coeval.run.options import RunOptions
+from coeval.run.phase_loop import PhaseLoop
 from coeval.run.result import (
     EXIT_FAILED,
     EXIT_GAPS,
@@ -67,8 +67,9 @@ from coeval.run.result import (
     RunResult,
 )
 from coeval.run.signals import Interrupts, handle_signals, off_the_loop, stop_gracefully
+from coeval.run.state import RunState
 from coeval.scheduler import Scheduler, SchedulerLimits
-from coeval.scheduler.core import max_attempts_for
+from coeval.scheduler.limits import max_attempts_for
 from coeval.storage.claims import ModelClaims
 from coeval.storage.fork import fork_run
 from coeval.storage.leftovers import remove_stale_scratch, sweep_temp_files
@@ -103,45 +104,51 @@ _a_process_stopped_unfinished = a_process_stopped_unfinished
 # ---------------------------------------------------------------------------- the run
 
 
-class _Run(RunStartup, PhaseLoop):
-    """One run: the start-up (:mod:`coeval.run._startup`), the lock, and the phase loop
-    (:mod:`coeval.run._phase_loop`) over the state they share (:mod:`coeval.run._state`)."""
+class ExperimentRun:
+    """One run: its state (:class:`~coeval.run.state.RunState`), the start-up
+    (:mod:`coeval.run.startup`), the lock, and the phase loop
+    (:class:`~coeval.run.phase_loop.PhaseLoop`) once the scheduler is built."""
+
+    def __init__(self, config: Config, options: RunOptions, *, registries: Registries, progress: Any,
+                 interrupts: Interrupts | None) -> None:
+        self.state = RunState(config, options, registries=registries, progress=progress, interrupts=interrupts)
 
     async def execute(self) -> RunResult:
-        meta, source = self._preflight()
-        if self.options.continue_run:
-            self.user_config = self.config
-            self.config = merge_ingested(self.config, meta)
-        phases = self.phases
+        state = self.state
+        meta, source = startup.preflight(state)
+        if state.options.continue_run:
+            state.user_config = state.config
+            state.config = merge_ingested(state.config, meta)
+        phases = state.phases
         completed = set(meta.get("phases_completed") or [])
-        view = RunView(self.config, self.run, self.registries)
+        view = RunView(state.config, state.run, state.registries)
         may_run = await off_the_loop(lambda: phases_that_may_run(  # off the loop: a signal ends the run meanwhile
-            phases, view, completed, continue_run=self.options.continue_run, surveys=self._surveys))
-        lock = RunLock(self.run.root, shared=bool(self.only))
-        claims = ModelClaims(self.run.root, self.only)  # a shard claims its models: never two alike
+            phases, view, completed, continue_run=state.options.continue_run, surveys=state.surveys))
+        lock = RunLock(state.run.root, shared=bool(state.only))
+        claims = ModelClaims(state.run.root, state.only)  # a shard claims its models: never two alike
         # an existing folder is locked before probing, so a busy one is refused at once and
         # with no call; a new one only after (a failed probe must leave nothing behind)
-        lock_first = self.run.root.is_dir()
+        lock_first = state.run.root.is_dir()
         try:
             if lock_first:
                 self._acquire(lock, claims)
-            self._build_interfaces(may_run)
-            await self._probe()
+            startup.build_interfaces(state, may_run)
+            await startup.probe(state)
             if not lock_first:
                 self._acquire(lock, claims)
                 self._check_still_new()
-            level = (self.options.log_level or self.config.experiment.log_level).upper()
+            level = (state.options.log_level or state.config.experiment.log_level).upper()
             # the console shows warnings and the progress lines; run.log gets every event
-            console = self.options.console_level("WARNING" if level == "INFO" else level)
-            with run_logging(self.run.log_path, level=level, console_level=console,
-                             experiment=self.config.experiment.id) as log:
+            console = state.options.console_level("WARNING" if level == "INFO" else level)
+            with run_logging(state.run.log_path, level=level, console_level=console,
+                             experiment=state.config.experiment.id) as log:
                 result = await self._locked(phases, completed, source, log)
-            if self.options.progress and self.options.closing_line:
-                sys.stderr.write(f"coeval: run {result.status} ({self.run.root}), exit code {result.exit_code}"
+            if state.options.progress and state.options.closing_line:
+                sys.stderr.write(f"coeval: run {result.status} ({state.run.root}), exit code {result.exit_code}"
                                  + (f": {result.message}" if result.status != "completed" else "") + "\n")
             return result
         finally:
-            for iface in self.interfaces.values():
+            for iface in state.interfaces.values():
                 with contextlib.suppress(Exception):
                     await iface.aclose()
             claims.release()
@@ -151,8 +158,9 @@ class _Run(RunStartup, PhaseLoop):
         """Under the lock, before anything is written: the folder was new when this run
         started up; another run may have made it since (a start-up race). Then this one
         must not touch it."""
-        if self.run.meta_path.exists() and not self.options.continue_run and not self.only:
-            raise RunError(f"run folder {self.run.root} already exists: another run created it while this one "
+        state = self.state
+        if state.run.meta_path.exists() and not state.options.continue_run and not state.only:
+            raise RunError(f"run folder {state.run.root} already exists: another run created it while this one "
                            "was starting (V-11); nothing was written. Pass --continue to resume it, or choose a "
                            "new experiment.id")
 
@@ -165,43 +173,44 @@ class _Run(RunStartup, PhaseLoop):
             raise RunError(str(exc)) from None
 
     async def _locked(self, phases: list[Phase], completed: set[str], source: RunFolder | None, log: Any) -> RunResult:
+        state = self.state
         fork = None
-        if source is not None and not self.run.exists():
-            copy = [p.name for p in phases if p.name in PHASE_DIRS and configured_mode(self.config, p) != "New"]
-            fork = fork_run(source, self.run, copy)
-            copied_calls, copied_spend = written_calls(self.run)
+        if source is not None and not state.run.exists():
+            copy = [p.name for p in phases if p.name in PHASE_DIRS and configured_mode(state.config, p) != "New"]
+            fork = fork_run(source, state.run, copy)
+            copied_calls, copied_spend = written_calls(state.run)
             fork["calls_copied"] = dict(copied_calls)
             fork["spend_copied_usd"] = {k: round(v, 10) for k, v in copied_spend.items()}
             log.info("forked from an earlier run", source=fork["path"], phases=fork["phases_copied"],
                      files=fork["files_copied"])
-        killed_before = a_process_stopped_unfinished(self.run.read_meta())
-        exp = self.config.experiment
-        meta = self.meta.init(exp.id, continue_run=self.options.continue_run,
-                              resume_from=self.options.resume_from or exp.resume_from, fork=fork)
-        if not self.only:  # alone in the folder: heal files whose last line a crash cut
-            sweep_temp_files(self.run.root)  # and remove the temporary files of killed writes
+        killed_before = a_process_stopped_unfinished(state.run.read_meta())
+        exp = state.config.experiment
+        meta = state.meta.init(exp.id, continue_run=state.options.continue_run,
+                               resume_from=state.options.resume_from or exp.resume_from, fork=fork)
+        if not state.only:  # alone in the folder: heal files whose last line a crash cut
+            sweep_temp_files(state.run.root)  # and remove the temporary files of killed writes
             remove_stale_scratch()  # and the scratch copies of killed `repair --dry-run`s
             for phase in (p.name for p in phases if p.name in PHASE_DIRS):
-                for path in self.run.jsonl_files(phase):
+                for path in state.run.jsonl_files(phase):
                     cut = cut_partial_last_line(path)
                     if cut:
                         log.warning("cut a partial last line (a crash interrupted its write)", file=str(path),
                                     bytes=cut)
             # calls a killed process had in flight count as made; meta.json counts the ledger's
-            meta = await off_the_loop(lambda: reconcile_ledger(self.run, meta, log, killed_before=killed_before))
-        did = as_the_run_did(self.user_config, self.run)  # kept maps and rubrics, not edits it ignores
-        write_config_snapshot(self.run, did)
-        record_settings(self.run, did)
-        if not self.options.continue_run and fork is None:  # for `coeval status`: estimated against actual
-            await off_the_loop(lambda: record_estimate(self.config, only_models=self.options.only_models,
-                                                       keys_file=self.options.keys_file, registries=self.registries,
-                                                       pipeline=self.options.pipeline))
-        if hasattr(self.progress, "expect"):  # the bars' ETA before a rate is known: the plan's
-            self.progress.expect(planned_phase_seconds(self.run.root))
-        log.info("run started", folder=str(self.run.root), continue_run=self.options.continue_run,
-                 only_models=sorted(self.only) or None)
-        self._warn_stale_static_artifacts(log)
-        estimates = await off_the_loop(lambda: call_estimates(self.config, self.registries)) \
+            meta = await off_the_loop(lambda: reconcile_ledger(state.run, meta, log, killed_before=killed_before))
+        did = as_the_run_did(state.user_config, state.run)  # kept maps and rubrics, not edits it ignores
+        write_config_snapshot(state.run, did)
+        record_settings(state.run, did)
+        if not state.options.continue_run and fork is None:  # for `coeval status`: estimated against actual
+            await off_the_loop(lambda: record_estimate(state.config, only_models=state.options.only_models,
+                                                       keys_file=state.options.keys_file, registries=state.registries,
+                                                       pipeline=state.options.pipeline))
+        if hasattr(state.progress, "expect"):  # the bars' ETA before a rate is known: the plan's
+            state.progress.expect(planned_phase_seconds(state.run.root))
+        log.info("run started", folder=str(state.run.root), continue_run=state.options.continue_run,
+                 only_models=sorted(state.only) or None)
+        startup.warn_stale_static_artifacts(state, log)
+        estimates = await off_the_loop(lambda: call_estimates(state.config, state.registries)) \
             if exp.budget_usd is not None else {}
         limits = SchedulerLimits(
             generation_retries=exp.generation_retries,
@@ -213,22 +222,22 @@ class _Run(RunStartup, PhaseLoop):
             spend_before_usd=float(sum((meta.get("spend_usd") or {}).values())),
             call_estimates_usd=estimates,
         )
-        if self.only:  # shards: flush often, and learn what the other shards spent
-            ledger = Ledger(self.run, self.run_id, calls_before=limits.calls_before,
+        if state.only:  # shards: flush often, and learn what the other shards spent
+            ledger = Ledger(state.run, state.run_id, calls_before=limits.calls_before,
                             spend_before_usd=limits.spend_before_usd, interval_s=0.5)
         else:
-            ledger = Ledger(self.run, self.run_id)
-        self.scheduler = Scheduler(self.interfaces, limits, progress=self.progress,
-                                   batch_executor=self._batch_executor(log), journal=ledger)
-        if self.only:
-            ledger.scheduler = self.scheduler
-        if self.interrupts is not None:
-            self.interrupts.on_first = self._graceful_stop
+            ledger = Ledger(state.run, state.run_id)
+        state.scheduler = scheduler = Scheduler(state.interfaces, limits, progress=state.progress,
+                                                batch_executor=startup.batch_executor(state, log), journal=ledger)
+        if state.only:
+            ledger.scheduler = state.scheduler
+        if state.interrupts is not None:
+            state.interrupts.on_first = self._graceful_stop
         try:
-            status, code, message = await self._phases(phases, completed, source, ledger, log)
+            status, code, message = await PhaseLoop(state, scheduler).run_phases(phases, completed, source, ledger, log)
         except RunError:
             ledger.close()
-            self.meta.finish("failed", EXIT_USAGE)
+            state.meta.finish("failed", EXIT_USAGE)
             raise
         except OSError:
             with contextlib.suppress(OSError):
@@ -236,22 +245,24 @@ class _Run(RunStartup, PhaseLoop):
             raise
         except asyncio.CancelledError:
             ledger.close()
-            self.meta.finish("interrupted", EXIT_INTERRUPTED)
-            log.warning("run interrupted; everything written so far is kept", folder=str(self.run.root))
-            if self.interrupts is not None:
-                self.interrupts.result = self._result(EXIT_INTERRUPTED, "interrupted", "interrupted")
+            state.meta.finish("interrupted", EXIT_INTERRUPTED)
+            log.warning("run interrupted; everything written so far is kept", folder=str(state.run.root))
+            if state.interrupts is not None:
+                state.interrupts.result = self._result(EXIT_INTERRUPTED, "interrupted", "interrupted")
             raise
         ledger.close()
-        self.meta.finish(status, code)
+        state.meta.finish(status, code)
         log.info("run finished", status=status, exit_code=code)
         return self._result(code, status, message)
 
     def _graceful_stop(self) -> None:
-        self.stop_requested = True
-        stop_gracefully(self.scheduler)
+        state = self.state
+        state.stop_requested = True
+        stop_gracefully(state.scheduler)
 
     def _result(self, code: int, status: str, message: str) -> RunResult:
-        return RunResult(exit_code=code, run_folder=self.run.root, status=status, phases=dict(self.results),
+        state = self.state
+        return RunResult(exit_code=code, run_folder=state.run.root, status=status, phases=dict(state.results),
                          message=message)
 
 
@@ -276,30 +287,30 @@ async def arun_experiment(
         # progress=False: an embedding program gets no console output at all
         progress = (ProgressReporter(enabled=None if options.verbosity >= 0 else False, summary=options.verbosity >= 0)
                     if options.progress else NullProgress())
-    run = _Run(config, options, registries=registries, progress=progress, interrupts=_interrupts)
+    run = ExperimentRun(config, options, registries=registries, progress=progress, interrupts=_interrupts)
     try:
         with run_collector():
             return await run.execute()
     except RunError as exc:
         message = redact(str(exc))
         sys.stderr.write(f"error: {message}\n")
-        return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message)
+        return RunResult(exit_code=EXIT_USAGE, run_folder=run.state.run.root, status="error", message=message)
     except OSError as exc:
         # The run folder cannot be written (read-only, disk full, removed under us). Every
         # record written before is complete (a cut-off last line is dropped on the next
         # open), so the user frees space or fixes permissions and runs --continue.
-        message = redact(_storage_error(exc, started=run.run.exists()) + "." + _calls_made(run))
+        message = redact(_storage_error(exc, started=run.state.run.exists()) + "." + _calls_made(run.state))
         with contextlib.suppress(Exception):
-            run.meta.finish("error", EXIT_USAGE)
+            run.state.meta.finish("error", EXIT_USAGE)
         sys.stderr.write(f"error: {message}\n")
-        return RunResult(exit_code=EXIT_USAGE, run_folder=run.run.root, status="error", message=message,
-                         phases=dict(run.results))
+        return RunResult(exit_code=EXIT_USAGE, run_folder=run.state.run.root, status="error", message=message,
+                         phases=dict(run.state.results))
     finally:
         with contextlib.suppress(Exception):
             progress.close()
 
 
-def _calls_made(run: _Run) -> str:
+def _calls_made(run: RunState) -> str:
     """How many calls this process made, as the call ledger counts them, and how many of
     them lost their record: the one count the console, ``--json`` and (once it can be
     written) ``meta.json`` give."""

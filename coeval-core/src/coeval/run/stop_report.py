@@ -11,7 +11,8 @@ from typing import Any
 
 from coeval.config.model import Config
 from coeval.phases.base import PhaseResult
-from coeval.scheduler.core import UNWRITTEN, Scheduler
+from coeval.scheduler.core import Scheduler
+from coeval.scheduler.phase_run import UNWRITTEN
 
 __all__ = ["LIMIT_CAUSES", "count_unlisted", "limit_message", "stop_the_others", "stopped_with"]
 

@@ -74,9 +74,9 @@ from coeval.scheduler.intake import Intake
 from coeval.scheduler.job import Job
 from coeval.scheduler.lane_health import LaneHealth
 from coeval.scheduler.lanes import Lane
-from coeval.scheduler.limits import SchedulerLimits, max_attempts_for
+from coeval.scheduler.limits import SchedulerLimits
 from coeval.scheduler.outcomes import Outcomes
-from coeval.scheduler.phase_run import UNWRITTEN, PhaseRun, Tracker
+from coeval.scheduler.phase_run import PhaseRun, Tracker
 from coeval.scheduler.retry import Retries
 from coeval.scheduler.router import Router
 from coeval.scheduler.stats import SchedulerStats, lane_stats
@@ -88,7 +88,7 @@ log = logging.getLogger("coeval.scheduler")
 if TYPE_CHECKING:
     from coeval.console.progress import ProgressReporter
 
-__all__ = ["UNWRITTEN", "Scheduler", "max_attempts_for"]  # the two others for run/, for now
+__all__ = ["Scheduler"]
 
 
 class Scheduler:

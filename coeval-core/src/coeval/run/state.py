@@ -1,6 +1,7 @@
 """One run's state: the config and options, the registered phases in run order, the run
-folder, the interfaces and the results so far. The runner's parts (start-up, the phase
-loop) build on it; :class:`coeval.run.runner._Run` composes them."""
+folder, the interfaces and the results so far. The runner (:class:`coeval.run.runner.ExperimentRun`)
+holds it; its start-up (:mod:`coeval.run.startup`) and its phase loop
+(:class:`coeval.run.phase_loop.PhaseLoop`) read and set it."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ __all__ = ["RunState"]
 
 
 class RunState:
-    """What one run holds while it runs; the parts of the runner read and set it."""
+    """What one run holds while it runs."""
 
     def __init__(
         self,
@@ -59,11 +60,8 @@ class RunState:
         self.interfaces: dict[str, Interface] = {}
         #: Surveys made before the lock was taken, reused by the phase loop: on a finished
         #: run of a million records a survey is the whole cost of --continue, so make it once.
-        self._surveys: dict[str, Any] = {}
-        #: the one progress tracker of each pipelined phase running, shared by its passes
-        self._trackers: dict[str, Any] = {}
-        #: each pipelined phase's lanes, added up over its passes (for ``lanes.json``)
-        self._pass_lanes: dict[str, Any] = {}
+        self.surveys: dict[str, Any] = {}
 
-    def _mode(self, phase: Phase) -> str:
+    def mode(self, phase: Phase) -> str:
+        """The mode ``phase`` runs in: the config's, or what ``--continue`` makes of it."""
         return run_mode(self.config, phase, continue_run=self.options.continue_run)
