@@ -10,7 +10,8 @@ Spearman's rho with the true quality, how often the question was answered before
 datapoints ran out, and pairwise-interval coverage at the look where the design stopped.
 
 Coverage is of each pair's expected difference in the stopping ranking's own terms (the kept
-judges' mean score, less their leniency, on a random datapoint), computed exactly from the
+judges' weighted mean score, less their leniency, on a random datapoint, its teacher drawn by
+the teachers' weights), computed exactly from the
 scenario's parameters; scenarios with per-student taste (drawn per run) or failed answers
 have no such closed form and are left out of it.
 
@@ -55,12 +56,15 @@ TARGET_COVERAGE = 0.90
 FACTOR_SD = 0.04
 
 
-def expected_scores(sc: Scenario, quality: np.ndarray) -> np.ndarray | None:
+def expected_scores(sc: Scenario, quality: np.ndarray, teacher_weight: np.ndarray | None = None) -> np.ndarray | None:
     """(judges, students): each judge's expected score of each student's answer to a random
-    datapoint; None where the scenario has no closed form (taste, failed answers)."""
+    datapoint, its teacher drawn by ``teacher_weight`` (None: alike); None where the scenario
+    has no closed form (taste, failed answers)."""
     if sc.taste_sd or sc.fail_hardest or sc.all_failed is not None:
         return None
     n_j = len(sc.judge_noise) + sc.random_judges
+    tw = np.ones(sc.n_teachers) if teacher_weight is None else np.asarray(teacher_weight, float)
+    tw = tw / tw.sum()
     out = np.full((n_j, quality.size), 0.5)  # a random judge's levels average Medium
     spreads = np.array([sc.teacher_spread.get(t, 1.0) for t in range(sc.n_teachers)])
     for j, noise in enumerate(sc.judge_noise):
@@ -71,13 +75,16 @@ def expected_scores(sc: Scenario, quality: np.ndarray) -> np.ndarray | None:
             m[:, list(who)] += bias
         sd = np.sqrt(scale**2 * (sc.difficulty_sd**2 + FACTOR_SD**2) + noise**2)
         level = (norm.cdf((m - 0.4) / sd) + norm.cdf((m - 0.6) / sd)) / 2.0
-        out[j] = level.mean(0)
+        out[j] = tw @ level
     return out
 
 
 def expected_differences(sc: Scenario, quality: np.ndarray, outcome: Outcome) -> np.ndarray | None:
     """(students, students): the value each pair's interval estimates, in the design's terms."""
-    e = expected_scores(sc, quality)
+    # each teacher's datapoints count in the fit by their weight (equal numbers of datapoints)
+    teacher_of = np.repeat(np.arange(sc.n_teachers), sc.items_per_teacher)
+    per_teacher = np.array([outcome.item_weight[teacher_of == t].mean() for t in range(sc.n_teachers)])
+    e = expected_scores(sc, quality, per_teacher)
     if e is None:
         return None
     kept = np.array(outcome.kept)
@@ -134,8 +141,11 @@ def _scenario(sc: Scenario, seeds: int, design: Design) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def run(seeds: int = 100, stop: str = "top:1", calibration: float = 0.20,
-        looks: int = 6, let_go_share: float = 0.0) -> dict[str, Any]:
+DEFAULT = Design()
+
+
+def run(seeds: int = 100, stop: str = "top:1", calibration: float = DEFAULT.calibration,
+        looks: int = DEFAULT.looks, let_go_share: float = DEFAULT.let_go_share) -> dict[str, Any]:
     """Every bench scenario, adaptive against full on the same ``seeds``; ``ok`` when every
     target holds (calls saved, top-1 kept, rho within 0.02, coverage)."""
     started = time.perf_counter()
@@ -223,9 +233,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100, help="seeds per scenario")
     parser.add_argument("--stop", default="top:1", help="top[:k], separated[:delta] or width[:w]")
-    parser.add_argument("--calibration", type=float, default=0.20, help="share in the calibration slice")
-    parser.add_argument("--looks", type=int, default=6, help="looks at the data, the slice's included")
-    parser.add_argument("--let-go-share", type=float, default=0.0,
+    parser.add_argument("--calibration", type=float, default=DEFAULT.calibration, help="share in the calibration slice")
+    parser.add_argument("--looks", type=int, default=DEFAULT.looks, help="looks at the data, the slice's included")
+    parser.add_argument("--let-go-share", type=float, default=DEFAULT.let_go_share,
                         help="share of each later round the students let go still answer")
     args = parser.parse_args()
     r = run(args.seeds, args.stop, args.calibration, args.looks, args.let_go_share)

@@ -87,13 +87,15 @@ def answer_scores(x: np.ndarray, conflicted: np.ndarray, kept: np.ndarray, lenie
         return AnswerScores(np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan))
 
 
-def fit_intervals(scores: AnswerScores, alpha: float) -> Intervals:
+def fit_intervals(scores: AnswerScores, alpha: float, item_weight: np.ndarray | None = None) -> Intervals:
     """Student scores (relative to their mean) with ``1 - alpha`` intervals, and every pair's
-    difference with its interval (t quantiles on datapoints - 1 degrees of freedom)."""
+    difference with its interval (t quantiles on datapoints - 1 degrees of freedom); each
+    datapoint counts by its ``item_weight`` (None: alike)."""
     y = scores.value
     present = ~np.isnan(y)
-    rows = present.sum(1) >= 2
-    y, present = y[rows], present[rows]
+    w_all = np.ones(y.shape[0]) if item_weight is None else np.asarray(item_weight, float)
+    rows = (present.sum(1) >= 2) & (w_all > 0)
+    y, present, w = y[rows], present[rows], w_all[rows][:, None]
     n, s = present.shape
     if n < 2:
         nan = np.full(s, np.nan)
@@ -103,16 +105,17 @@ def fit_intervals(scores: AnswerScores, alpha: float) -> Intervals:
     m = p.sum(1, keepdims=True)
     centred = np.where(present, y - np.where(present, y, 0.0).sum(1, keepdims=True) / m, 0.0)
     # the normal equations of score = datapoint + student, datapoint effects profiled out
-    lap = np.diag(p.sum(0)) - (p / m).T @ p
+    lap = np.diag((w * p).sum(0)) - (w * p / m).T @ p
     inv = np.linalg.pinv(lap, rcond=1e-9, hermitian=True)  # its null space (a common shift) dropped
-    theta = inv @ centred.sum(0)
+    theta = inv @ (w * centred).sum(0)
     fitted = np.where(present, theta[None] - (p * theta[None]).sum(1, keepdims=True) / m, 0.0)
-    resid = centred - fitted
+    resid = w * (centred - fitted)
     meat = resid.T @ resid * n / (n - 1)
     cov = inv @ meat @ inv
     var_diff = np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2.0 * cov
-    # a pair's doubt is never below MIN_SD per datapoint they share
-    shared = p.T @ p
+    # a pair's doubt is never below MIN_SD per datapoint they share (weighted: the effective count)
+    shared = (w * p).T @ p
+    shared = np.where(shared > 0, shared**2 / np.maximum((w * w * p).T @ p, 1e-12), 0.0)
     floor = np.where(shared > 0, MIN_SD**2 / np.maximum(shared, 1), np.inf)
     var_diff = np.maximum(var_diff, floor)
     np.fill_diagonal(var_diff, 0.0)
@@ -120,7 +123,8 @@ def fit_intervals(scores: AnswerScores, alpha: float) -> Intervals:
     diff = theta[:, None] - theta[None, :]
     half = q * np.sqrt(var_diff)
     centre = np.eye(s) - 1.0 / s
-    var_score = np.maximum(np.einsum("ij,jk,ik->i", centre, cov, centre), MIN_SD**2 / n)
+    n_eff = float(w.sum() ** 2 / np.sum(w * w))
+    var_score = np.maximum(np.einsum("ij,jk,ik->i", centre, cov, centre), MIN_SD**2 / n_eff)
     score_half = q * np.sqrt(var_score)
     reached = p.sum(0) > 0
     score = np.where(reached, theta, np.nan)

@@ -19,7 +19,7 @@ import numpy as np
 from coeval.contract.adaptive import JudgeDecision, Rehearsal, RehearsalOutcome, RoundDecision, RoundLook
 
 from coeval_analysis.adaptive.contrasts import answer_scores, fit_intervals, judge_leniency
-from coeval_analysis.adaptive.design import calibration_weights, dense, subset
+from coeval_analysis.adaptive.design import dense, slice_weights, subset
 from coeval_analysis.adaptive.screening import MIN_JUDGES, screen_judges
 from coeval_analysis.adaptive.stopping import answered, look_alphas, open_students, parse_stop_rule
 from coeval_analysis.stats.headline import Judgments
@@ -85,10 +85,8 @@ def decide(j: Judgments, judges: list[str], students: list[str], item_ids: list[
     x, conflicted = dense(j)
     calib = np.where(in_slice[None, :, None], x, np.nan)
     leniency = judge_leniency(calib, kept)
-    weight = calibration_weights(calib)
-    if not (weight[kept] > 0).any():  # no kept judge agrees with the others: all count alike
-        weight = np.ones(j.n_judges)
-    iv = fit_intervals(answer_scores(x, conflicted, kept, leniency, weight), alpha)
+    weight, item_weight = slice_weights(calib, conflicted, kept, leniency, j.item_teacher)
+    iv = fit_intervals(answer_scores(x, conflicted, kept, leniency, weight), alpha, item_weight)
     done = answered(rule, iv)
     still = open_students(rule, iv)
     scores = {

@@ -31,9 +31,10 @@ from coeval_analysis.adaptive.stopping import (
     look_alphas,
     open_students,
 )
+from coeval_analysis.adaptive.weights import taste_discount, teacher_weights
 from coeval_analysis.stats.headline import Judgments
 
-__all__ = ["Design", "Look", "Outcome", "calibration_weights", "dense", "look_sizes", "play", "subset"]
+__all__ = ["Design", "Look", "Outcome", "calibration_weights", "dense", "look_sizes", "play", "slice_weights", "subset"]
 
 
 @attrs.frozen
@@ -80,6 +81,7 @@ class Outcome:
     kept: tuple[int, ...]  #: judge codes still bought after the calibration slice
     leniency: np.ndarray  #: per judge, measured on the calibration slice
     weight: np.ndarray  #: per judge, its weight in an answer's score (from the slice)
+    item_weight: np.ndarray  #: per datapoint, its weight in the fit: its teacher's (from the slice)
     screening: Screening | None
     bought: Judgments  #: the rows bought, for a final refit
 
@@ -113,16 +115,37 @@ def spread_order(item_teacher: np.ndarray, rng: np.random.Generator) -> np.ndarr
     return np.argsort(key, kind="stable")
 
 
-def calibration_weights(calib: np.ndarray) -> np.ndarray:
+def calibration_weights(calib: np.ndarray, conflicted: np.ndarray | None = None) -> np.ndarray:
     """Per judge, from the slice's (judges, datapoints, students) scores: its agreement with
-    the other judges' consensus and its spread within a datapoint make its weight."""
+    the other judges' consensus and its spread within a datapoint make its weight, cut where
+    its per-student means disagree with the others' persistently (a taste; ``conflicted``
+    scores, of its own family's students, left out of that)."""
     with warnings.catch_warnings():  # datapoints outside the slice have no scores
         warnings.simplefilter("ignore", RuntimeWarning)
         centred = calib - np.nanmean(calib, axis=2, keepdims=True)
         spread = np.sqrt(np.nanmean(centred**2, axis=(1, 2)))
     items = (~np.isnan(centred)).any(axis=(0, 2)).astype(float)
     r = agreement(centred, items)
-    return judge_weights(r, np.nan_to_num(spread))
+    weight = judge_weights(r, np.nan_to_num(spread))
+    clean = centred if conflicted is None else np.where(conflicted, np.nan, centred)
+    out: np.ndarray = weight * taste_discount(clean, weight)
+    return out
+
+
+def slice_weights(calib: np.ndarray, conflicted: np.ndarray, kept: np.ndarray, leniency: np.ndarray,
+                  item_teacher: np.ndarray, weighted: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(per judge, per datapoint) weights of the ranking, from the calibration slice ``calib``
+    (judges, datapoints, students; NaN outside it): the judges' by
+    :func:`calibration_weights` (all alike when none kept agrees, or not ``weighted``), the
+    datapoints' by their teacher (:func:`~coeval_analysis.adaptive.weights.teacher_weights`)."""
+    n_judges = calib.shape[0]
+    weight = calibration_weights(calib, conflicted) if weighted else np.ones(n_judges)
+    if not (weight[kept] > 0).any():  # no kept judge agrees with the others: all count alike
+        weight = np.ones(n_judges)
+    if not weighted:
+        return weight, np.ones(calib.shape[1])
+    scores = answer_scores(calib, conflicted, kept, leniency, weight).value
+    return weight, teacher_weights(scores, item_teacher)
 
 
 def look_sizes(n_items: int, design: Design) -> np.ndarray:
@@ -157,15 +180,13 @@ def play(j: Judgments, judges: Sequence[str], design: Design, seed: int) -> Outc
     kept = np.array([k for k in range(j.n_judges) if k not in stopped], int)
     calib = np.where(bought, x, np.nan)
     leniency = judge_leniency(calib, kept)
-    weight = calibration_weights(calib) if design.weighted else np.ones(j.n_judges)
-    if not (weight[kept] > 0).any():  # no kept judge agrees with the others: all count alike
-        weight = np.ones(j.n_judges)
+    weight, item_weight = slice_weights(calib, conflicted, kept, leniency, j.item_teacher, design.weighted)
     looks: list[Look] = []
     done = False
     iv = None
     for k, size in enumerate(sizes):
         seen = np.where(bought, x, np.nan)
-        iv = fit_intervals(answer_scores(seen, conflicted, kept, leniency, weight), float(alphas[k]))
+        iv = fit_intervals(answer_scores(seen, conflicted, kept, leniency, weight), float(alphas[k]), item_weight)
         done = answered(design.stop_when, iv)
         still = open_students(design.stop_when, iv) if design.focus else np.ones(j.n_students, bool)
         looks.append(Look(int(size), float(alphas[k]), int((bought & ~np.isnan(x)).sum()),
@@ -187,5 +208,6 @@ def play(j: Judgments, judges: Sequence[str], design: Design, seed: int) -> Outc
         intervals=iv, alpha=looks[-1].alpha, looks=tuple(looks), answered=done,
         judgments=int(graded.sum()), judgments_full=int(j.value.size),
         answers=int((answered_cells & answerable).sum()), answers_full=int(answerable.sum()),
-        kept=tuple(int(k) for k in kept), leniency=leniency, weight=weight, screening=screening, bought=subset(j, rows),
+        kept=tuple(int(k) for k in kept), leniency=leniency, weight=weight, item_weight=item_weight,
+        screening=screening, bought=subset(j, rows),
     )  # fmt: skip
