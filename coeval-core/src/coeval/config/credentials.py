@@ -15,16 +15,15 @@ import difflib
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import yaml
 
 from coeval.config._yaml import load_yaml_guarded
 from coeval.config.credential_record import SECRET_FIELDS, Credentials
-from coeval.contract.registries import installed_interface_facts
 from coeval.shipped_interfaces import SHIPPED_INTERFACES
 
 __all__ = [
@@ -36,18 +35,47 @@ __all__ = [
     "key_env",
     "redact",
     "register_secret",
+    "use_interface_facts",
 ]
+
+
+class KeyFacts(Protocol):
+    """What the key store reads of an interface's registered facts (the ``key_env`` and
+    ``key_fields`` of :class:`coeval.InterfaceFacts`)."""
+
+    @property
+    def key_env(self) -> tuple[str, ...]: ...
+
+    @property
+    def key_fields(self) -> Mapping[str, tuple[str, ...]]: ...
+
+
+#: interface name -> what the installed plugin registering it declared (the plugin manager,
+#: above the config, hands it in when imported); None until then
+_interface_facts: Callable[[str], KeyFacts | None] | None = None
+
+
+def use_interface_facts(source: Callable[[str], KeyFacts | None]) -> None:
+    """Called by the plugin manager: ``source(name)`` is what the installed plugin registering
+    interface ``name`` declared, or None."""
+    global _interface_facts
+    _interface_facts = source
+
+
+def _facts(provider: str) -> KeyFacts | None:
+    """None when no plugin registers ``provider`` or no plugin manager was loaded."""
+    return _interface_facts(provider) if _interface_facts is not None else None
 
 
 def key_env(provider: str) -> tuple[str, ...]:
     """The environment variables ``provider``'s key is read from, in order of preference, as
     the installed plugin registering it declared (none when no plugin does)."""
-    facts = installed_interface_facts(provider)
+    facts = _facts(provider)
     return facts.key_env if facts is not None else ()
 
 
 def _key_fields(provider: str) -> Mapping[str, tuple[str, ...]]:
-    facts = installed_interface_facts(provider)
+    facts = _facts(provider)
     return facts.key_fields if facts is not None else {}
 
 KEYS_ENV = "COEVAL_KEYS_FILE"

@@ -24,7 +24,7 @@ from coeval.contract.types import (
     TaskDataReaderFactory,
 )
 
-__all__ = ["KIND_OF_HOOK", "Entry", "Registries", "Registry", "installed_interface_facts", "use_installed"]
+__all__ = ["KIND_OF_HOOK", "Entry", "Registries", "Registry"]
 
 T = TypeVar("T")
 
@@ -167,20 +167,3 @@ class Registries:
             "evaluation_controllers": self.evaluation_controllers,
         }
 
-
-#: how the installed plugins' registries are had (:func:`coeval.plugins.manager.registries`,
-#: which hands itself in when imported); None until then
-_installed: Callable[[], Registries] | None = None
-
-
-def use_installed(source: Callable[[], Registries]) -> None:
-    """Called by the plugin manager: ``source()`` returns the installed plugins' registries."""
-    global _installed
-    _installed = source
-
-
-def installed_interface_facts(name: str) -> InterfaceFacts | None:
-    """What the installed plugin that registers interface ``name`` declared; None when no
-    plugin does or no plugin manager was loaded. For the modules below the plugin manager
-    (key files and credentials), which cannot import it without an import cycle."""
-    return _installed().interface_facts(name) if _installed is not None else None

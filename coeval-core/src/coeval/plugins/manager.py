@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 import click
 import pluggy
 
+from coeval.config.credentials import use_interface_facts
 from coeval.contract import hookspecs
 from coeval.contract.errors import DISABLE_ENV, DuplicateRegistrationError, disabled_plugin_names
 from coeval.contract.plans import PlannedCalls
-from coeval.contract.registries import KIND_OF_HOOK, Entry, Registries, Registry, use_installed
+from coeval.contract.registries import KIND_OF_HOOK, Entry, Registries, Registry
 from coeval.contract.types import (
     BatchRunnerFactory,
     BenchmarkAdapter,
@@ -159,7 +160,7 @@ def registries() -> Registries:
     return _registries
 
 
-use_installed(registries)
+use_interface_facts(lambda name: registries().interface_facts(name))
 
 
 def collect_registries(pm: pluggy.PluginManager) -> Registries:
