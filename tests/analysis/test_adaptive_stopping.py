@@ -130,7 +130,7 @@ def test_alpha_is_spent_across_the_looks_and_no_more() -> None:
     obf = look_alphas(0.05, fractions, "obrien_fleming")
     assert obf.sum() == pytest.approx(0.05)
     assert obf[0] < 1e-4 and np.all(np.diff(obf) > 0)  # almost nothing spent on the first look
-    assert look_sizes(75, Design()).tolist() == [15, 27, 39, 51, 63, 75]
+    assert look_sizes(75, Design()).tolist() == [23, 33, 44, 54, 65, 75]
 
 
 def _clear(n_items: int = 60) -> Scenario:
@@ -148,9 +148,9 @@ def test_a_design_whose_students_differ_clearly_stops_after_its_calibration_slic
     sim = simulate(_clear(), seed)
     outcome = play(sim.judgments, sim.judges, Design(stop_when=parse_stop_rule(rule)), seed)
     assert outcome.answered
-    assert len(outcome.looks) == 1 and outcome.looks[0].datapoints == 12  # 20% of 60
-    assert outcome.judgments == 12 * 5 * 4
-    assert outcome.saved == pytest.approx(1 - 12 / 60)
+    assert len(outcome.looks) == 1 and outcome.looks[0].datapoints == 18  # 30% of 60
+    assert outcome.judgments == 18 * 5 * 4
+    assert outcome.saved == pytest.approx(1 - 18 / 60)
     assert outcome.intervals.order().tolist() == [4, 3, 2, 1, 0]
 
 

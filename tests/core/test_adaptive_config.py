@@ -45,7 +45,7 @@ def test_adaptive_is_off_by_default_and_true_means_its_defaults(tmp_path: Path) 
     assert load_config(_config(tmp_path, False), check_filesystem=False).experiment.adaptive is None
     on = load_config(_config(tmp_path, True), check_filesystem=False).experiment.adaptive
     assert on is not None
-    assert on.as_dict() == {"screen": True, "calibration": 0.2, "stop_when": {"top": 1}, "looks": 6, "alpha": 0.05}
+    assert on.as_dict() == {"screen": True, "calibration": 0.3, "stop_when": {"top": 1}, "looks": 6, "alpha": 0.05}
     written = load_config(_config(tmp_path, {"stop_when": {"width": 0.1}, "looks": 4}),
                           check_filesystem=False).experiment.adaptive
     assert written is not None and written.stop_when == {"width": 0.1} and written.looks == 4

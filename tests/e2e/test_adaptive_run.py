@@ -27,7 +27,8 @@ STUDENTS = {"s-weak": 0.15, "s-mid": 0.45, "s-good": 0.7, "s-best": 0.95}
 LOCAL_JUDGES = ["contrary", "flat", "middling"]
 
 
-def _config(folder: Path, experiment_id: str, *, judge_latency_ms: int = 0, adaptive: bool = True) -> Path:
+def _config(folder: Path, experiment_id: str, *, judge_latency_ms: int = 0, adaptive: bool = True,
+            calibration: float | None = None) -> Path:
     judge_params: dict[str, Any] = {"latency_ms": judge_latency_ms} if judge_latency_ms else {}
     judges = [
         {"name": "sharp-a", "interface": "mock", "roles": ["judge"], "family": "sharp",
@@ -47,6 +48,8 @@ def _config(folder: Path, experiment_id: str, *, judge_latency_ms: int = 0, adap
     experiment: dict[str, Any] = {"id": experiment_id, "storage_folder": str(folder / "runs"), "seed": 7}
     if adaptive:
         experiment["adaptive"] = {"stop_when": {"top": 1}}
+        if calibration is not None:
+            experiment["adaptive"]["calibration"] = calibration
     config = {
         "models": [{"name": "teacher", "interface": "mock", "roles": ["teacher"]}, *students, *judges],
         "tasks": [{"name": "qa", "description": "Answer a question about rivers.",
@@ -155,8 +158,9 @@ def _coeval(*args: str, cwd: Path) -> subprocess.Popen[bytes]:
 
 @pytest.mark.slow
 def test_a_killed_adaptive_run_continued_buys_nothing_twice_and_decides_the_same(tmp_path: Path) -> None:
-    whole_path = _config(tmp_path, "whole", judge_latency_ms=150)
-    killed_path = _config(tmp_path, "killed", judge_latency_ms=150)
+    # a slice of 8 datapoints leaves the first place open: the rounds go on after it
+    whole_path = _config(tmp_path, "whole", judge_latency_ms=150, calibration=0.2)
+    killed_path = _config(tmp_path, "killed", judge_latency_ms=150, calibration=0.2)
     assert CliRunner().invoke(cli, ["run", str(whole_path), "-q"]).exit_code == 0
     run = tmp_path / "runs" / "killed"
     proc = _coeval("run", str(killed_path), "-q", cwd=tmp_path)
@@ -191,7 +195,7 @@ def test_the_adaptive_flag_turns_the_design_on_with_its_defaults_and_continue_ke
     record = _meta(run)["adaptive"]
     summary, _ = json.JSONDecoder().raw_decode(result.stdout[result.stdout.index("{"):])  # coeval run --json
     assert summary["adaptive"] == record
-    assert record["settings"] == {"screen": True, "calibration": 0.2, "stop_when": {"top": 1}, "looks": 6,
+    assert record["settings"] == {"screen": True, "calibration": 0.3, "stop_when": {"top": 1}, "looks": 6,
                                   "alpha": 0.05}
     assert sorted(record["stopped_judges"]) == LOCAL_JUDGES
     before = len(_judgments(run))

@@ -43,7 +43,7 @@ class Design:
 
     stop_when: StopRule = attrs.field(factory=lambda: StopRule("top"))
     looks: int = 6  #: looks at the data, the calibration slice's included
-    calibration: float = 0.20  #: share of the datapoints in the calibration slice
+    calibration: float = 0.30  #: share of the datapoints in the calibration slice
     min_calibration: int = 8  #: its floor in datapoints
     alpha: float = 0.05  #: a pair's interval misses its value at the stopping look at most this often
     spending: Spending = "bonferroni"

@@ -67,7 +67,7 @@ def draw_grid(r: Rehearsal, rng: np.random.Generator) -> Judgments:
 
 def _design(settings: Mapping[str, Any]) -> Design:
     return Design(stop_when=parse_stop_rule(settings.get("stop_when")), looks=int(settings.get("looks", 6)),
-                  calibration=float(settings.get("calibration", 0.2)), alpha=float(settings.get("alpha", 0.05)),
+                  calibration=float(settings.get("calibration", 0.3)), alpha=float(settings.get("alpha", 0.05)),
                   screen=bool(settings.get("screen", True)))
 
 

@@ -144,7 +144,7 @@ class AdaptiveConfig:
     #: stop judges that tell answers apart too little, after the calibration slice
     screen: bool = True
     #: share of the datapoints every judge grades first (at least ``MIN_CALIBRATION``)
-    calibration: float = 0.2
+    calibration: float = 0.3
     #: the question that ends the rounds: {top: k}, {separated: all, delta: d} or {width: w}
     stop_when: Mapping[str, Any] = attrs.field(factory=lambda: {"top": 1})
     #: looks at the judgments, the calibration slice's included; alpha is spent over them

@@ -155,7 +155,7 @@ def adaptive_range(config: Config, cells: Iterable[Any], settings: Mapping[str, 
     outcome = _rehearsed(config, settings, datapoints)
     if outcome is not None:
         return _from_rehearsal(outcome, calls, usd)
-    share = min(1.0, max(float(settings.get("calibration", 0.2)), MIN_CALIBRATION / datapoints))
+    share = min(1.0, max(float(settings.get("calibration", 0.3)), MIN_CALIBRATION / datapoints))
     screened = expected_screened(judges) if settings.get("screen", True) and len(judges) >= SCREEN_MIN_JUDGES else []
     if len(screened) >= len(judges):  # the judge that agrees most is never stopped
         screened = screened[1:]
