@@ -33,7 +33,7 @@ import attrs
 from coeval.contract.adaptive import CONTROLLER, RoundDecision, RoundLook
 from coeval.phases.base import PhaseContext, PhaseError, RunView
 from coeval.phases.survey_memo import forget_surveys
-from coeval.record_schema import DATAPOINT_ID, STUDENT_MODEL_ID, TEACHER_MODEL_ID
+from coeval.record_schema import DATAPOINT_ID, ID, STUDENT_MODEL_ID, TEACHER_MODEL_ID
 from coeval.storage.run_folder import RunFolder, atomic_write_json
 
 if TYPE_CHECKING:
@@ -152,10 +152,10 @@ class DesignScope:
         """Whether the design asked for ``scorer``'s record of ``response`` (model-free ones: always)."""
         if scorer.model is None:
             return True
-        datapoint = str(response.get("datapoint_id"))
-        student = response.get("student_model_id")
+        datapoint = str(response.get(DATAPOINT_ID))
+        student = response.get(STUDENT_MODEL_ID)
         if student is None:  # a survey's brief: the id is ``{datapoint}__{student}[__sample{n}]``
-            student = str(response.get("id", ""))[len(datapoint) + 2:].split("__")[0]
+            student = str(response.get(ID, ""))[len(datapoint) + 2:].split("__")[0]
         return self.expects(datapoint, str(student), scorer.model.name)
 
     def keep(self, pairs: list[tuple[Any, list[bytes]]], responses: Iterable[Mapping[str, Any]]
