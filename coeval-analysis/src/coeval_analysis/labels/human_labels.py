@@ -22,6 +22,21 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from coeval.record_schema import (
+    ANSWER_SHA256,
+    DATAPOINT_ID,
+    FACTOR,
+    ID,
+    LABELER,
+    LABELLED_AT,
+    LEVEL,
+    RESPONSE,
+    RESPONSE_ID,
+    STATUS,
+    STUDENT,
+    STUDENT_MODEL_ID,
+    TASK_ID,
+)
 from coeval.storage.run_folder import atomic_write_text, iter_jsonl, utc_now
 from coeval.storage.safe_files import check_run_file, folder_lock
 
@@ -90,7 +105,7 @@ class HumanLabel:
     def record(self) -> dict[str, Any]:
         rec = asdict(self)
         del rec["stale"]
-        return {"id": "__".join((self.response_id or f"{self.datapoint_id}__{self.student}", self.factor,
+        return {ID: "__".join((self.response_id or f"{self.datapoint_id}__{self.student}", self.factor,
                                  self.labeler)), **rec}
 
 
@@ -113,13 +128,13 @@ def _labels_path(run: Path) -> Path:
 def _from_record(rec: dict[str, Any]) -> HumanLabel | None:
     if not all(isinstance(rec.get(k), str) and rec[k] for k in _REQUIRED):
         return None
-    level = level_name(rec["level"])
+    level = level_name(rec[LEVEL])
     if level is None:
         return None
     return HumanLabel(
-        datapoint_id=rec["datapoint_id"], student=rec["student"], factor=rec["factor"], level=level,
-        labeler=rec["labeler"], labelled_at=str(rec.get("labelled_at") or ""),
-        response_id=str(rec.get("response_id") or ""), answer_sha256=str(rec.get("answer_sha256") or ""),
+        datapoint_id=rec[DATAPOINT_ID], student=rec[STUDENT], factor=rec[FACTOR], level=level,
+        labeler=rec[LABELER], labelled_at=str(rec.get(LABELLED_AT) or ""),
+        response_id=str(rec.get(RESPONSE_ID) or ""), answer_sha256=str(rec.get(ANSWER_SHA256) or ""),
     )  # fmt: skip
 
 
@@ -158,7 +173,7 @@ def save_labels(run: str | Path, labels: Iterable[HumanLabel]) -> int:
 
 
 def _sha256_of(rec: Any) -> str:
-    text = rec.get("response")
+    text = rec.get(RESPONSE)
     return answer_hash(text if isinstance(text, str) else "")
 
 
@@ -166,16 +181,16 @@ def current_answers(run: str | Path) -> dict[tuple[str, str], Answer]:
     """(datapoint id, student) -> the answer that stands today (the last ok phase-4 record
     of its id, else the last one), with the SHA-256 of its text, computed while reading."""
     files = jsonl_files(Path(run), PHASE4)
-    cols = {"id": TEXT, "datapoint_id": TEXT, "task_id": TEXT, "student_model_id": TEXT, "status": TEXT,
-            "response": TEXT}  # fmt: skip
+    cols = {ID: TEXT, DATAPOINT_ID: TEXT, TASK_ID: TEXT, STUDENT_MODEL_ID: TEXT, STATUS: TEXT,
+            RESPONSE: TEXT}  # fmt: skip
     digest = Computed("sha256(coalesce(response, ''))", _sha256_of, pa.string())
     table, _bad = read_records(files, cols, {"sha256": digest}, hidden=("response",))
     out: dict[tuple[str, str], Answer] = {}
     if table.num_rows == 0:
         return out
     failed = pc.fill_null(pc.equal(pc.utf8_lower(table.column("status")), "failed"), False).to_pylist()
-    rows = zip(table.column("id").to_pylist(), table.column("datapoint_id").to_pylist(),
-               table.column("student_model_id").to_pylist(), table.column("task_id").to_pylist(),
+    rows = zip(table.column("id").to_pylist(), table.column(DATAPOINT_ID).to_pylist(),
+               table.column(STUDENT_MODEL_ID).to_pylist(), table.column(TASK_ID).to_pylist(),
                table.column("sha256").to_pylist(), failed, strict=True)  # fmt: skip
     by_id: dict[str, Answer] = {}
     for rid, dp, student, task, sha, bad in rows:

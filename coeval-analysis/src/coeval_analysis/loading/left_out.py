@@ -13,6 +13,14 @@ import pyarrow.compute as pc
 from coeval.config.model import SamplingConfig
 from coeval.phases.data_rows import left_out_ids
 from coeval.plugins.manager import registries
+from coeval.record_schema import (
+    DATAPOINT_ID,
+    JUDGE_MODEL_ID,
+    RESPONSE_ID,
+    STUDENT_MODEL_ID,
+    TASK_ID,
+    TEACHER_MODEL_ID,
+)
 from coeval.run.limits import LIMIT_KEY
 from coeval.storage.records import above_slots
 
@@ -21,7 +29,7 @@ from coeval_analysis.loading.run_data import DataQuality
 __all__ = ["above_total", "leave_out_above_total", "leave_out_removed", "left_out_by_config", "slots_by_config",
            "without_datapoints", "without_models"]
 
-_ROLE_FIELD = {"teacher": "teacher_model_id", "student": "student_model_id", "judge": "judge_model_id"}
+_ROLE_FIELD = {"teacher": TEACHER_MODEL_ID, "student": STUDENT_MODEL_ID, "judge": JUDGE_MODEL_ID}
 
 
 def left_out_by_config(meta: dict[str, Any], config: dict[str, Any]) -> dict[str, set[str]]:
@@ -111,8 +119,8 @@ def above_total(dps: pa.Table, slots: dict[tuple[str, str], int]) -> tuple[set[s
     counts: dict[str, dict[str, int]] = {}
     if not slots or dps.num_rows == 0:
         return ids, counts
-    for dp, task, teacher in zip(dps.column("id").to_pylist(), dps.column("task_id").to_pylist(),
-                                 dps.column("teacher_model_id").to_pylist(), strict=True):
+    for dp, task, teacher in zip(dps.column("id").to_pylist(), dps.column(TASK_ID).to_pylist(),
+                                 dps.column(TEACHER_MODEL_ID).to_pylist(), strict=True):
         if dp is not None and above_slots(slots, str(task), str(teacher), str(dp)) and str(dp) not in ids:
             ids.add(str(dp))
             per = counts.setdefault(str(task), {})
@@ -125,8 +133,8 @@ def _add_rows_gone(dps: pa.Table, gone: frozenset[str], ids: set[str], counts: d
     (``meta.json``'s ``data_rows_left_out``, let through with ``--allow-drift``)."""
     if not gone or dps.num_rows == 0:
         return
-    for dp, task, teacher in zip(dps.column("id").to_pylist(), dps.column("task_id").to_pylist(),
-                                 dps.column("teacher_model_id").to_pylist(), strict=True):
+    for dp, task, teacher in zip(dps.column("id").to_pylist(), dps.column(TASK_ID).to_pylist(),
+                                 dps.column(TEACHER_MODEL_ID).to_pylist(), strict=True):
         if dp is not None and str(dp) in gone and str(dp) not in ids:
             ids.add(str(dp))
             per = counts.setdefault(str(task), {})
@@ -145,11 +153,11 @@ def without_datapoints(ev: pa.Table, resp: pa.Table, dps: pa.Table, ids: set[str
         return pc.fill_null(pc.is_in(table.column(field), value_set=values), False)
 
     dps = dps.filter(pc.invert(hit(dps, "id", left)))
-    resp_hit = hit(resp, "datapoint_id", left)
+    resp_hit = hit(resp, DATAPOINT_ID, left)
     answers = pa.array(sorted({str(r) for r in resp.filter(resp_hit).column("id").to_pylist() if r is not None}),
                        pa.string())
     resp = resp.filter(pc.invert(resp_hit))
-    ev_hit = pc.or_(hit(ev, "datapoint_id", left), hit(ev, "response_id", answers))
+    ev_hit = pc.or_(hit(ev, DATAPOINT_ID, left), hit(ev, RESPONSE_ID, answers))
     n = int(pc.sum(ev_hit).as_py() or 0)
     return ev.filter(pc.invert(ev_hit)), resp, dps, n
 

@@ -29,6 +29,25 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from coeval.record_schema import (
+    DATAPOINT_ID,
+    ERROR,
+    ERROR_KIND,
+    EVALUATOR,
+    ID,
+    JUDGE_MODEL_ID,
+    LABEL,
+    LABELS,
+    RATIONALE,
+    RESPONSE,
+    RESPONSE_ID,
+    SAMPLED_TARGET_ATTRIBUTES,
+    SCORES,
+    STATUS,
+    STUDENT_MODEL_ID,
+    TASK_ID,
+    TEACHER_MODEL_ID,
+)
 from coeval.storage.listing import storage_folder_hint
 from coeval.storage.run_folder import RunFolder
 
@@ -69,17 +88,17 @@ from coeval_analysis.warnings.stale import STALE_COLUMNS, stale_counts
 __all__ = ["evaluation_files", "load_run"]
 
 _EVAL_COLUMNS = {
-    "id": TEXT, "response_id": TEXT, "datapoint_id": TEXT, "task_id": TEXT, "teacher_model_id": TEXT,
-    "student_model_id": TEXT, "judge_model_id": TEXT, "evaluator": TEXT, "status": TEXT, "error": TEXT,
-    "error_kind": TEXT, "scores": MAP, "gold": JSON_TEXT, "predicted": JSON_TEXT,
+    ID: TEXT, RESPONSE_ID: TEXT, DATAPOINT_ID: TEXT, TASK_ID: TEXT, TEACHER_MODEL_ID: TEXT,
+    STUDENT_MODEL_ID: TEXT, JUDGE_MODEL_ID: TEXT, EVALUATOR: TEXT, STATUS: TEXT, ERROR: TEXT,
+    ERROR_KIND: TEXT, SCORES: MAP, "gold": JSON_TEXT, "predicted": JSON_TEXT,
 }  # fmt: skip
 _RESP_COLUMNS = {
-    "id": TEXT, "datapoint_id": TEXT, "task_id": TEXT, "teacher_model_id": TEXT, "student_model_id": TEXT,
-    "status": TEXT,
+    ID: TEXT, DATAPOINT_ID: TEXT, TASK_ID: TEXT, TEACHER_MODEL_ID: TEXT, STUDENT_MODEL_ID: TEXT,
+    STATUS: TEXT,
 }  # fmt: skip
 _DP_COLUMNS = {
-    "id": TEXT, "task_id": TEXT, "teacher_model_id": TEXT, "status": TEXT, "sampled_target_attributes": MAP,
-    "label": JSON_TEXT, "labels": JSON_TEXT,
+    ID: TEXT, TASK_ID: TEXT, TEACHER_MODEL_ID: TEXT, STATUS: TEXT, SAMPLED_TARGET_ATTRIBUTES: MAP,
+    LABEL: JSON_TEXT, LABELS: JSON_TEXT,
 }  # fmt: skip
 
 
@@ -105,7 +124,7 @@ def _read_evaluations(root: Path, files: list[Path]) -> tuple[pa.Table, int, Cou
     stale records counted from them (:func:`~coeval_analysis.warnings.stale.stale_counts`), so that
     the judgments are read once."""
     ev, bad = read_records(
-        files, {**_EVAL_COLUMNS, "rationale": JSON_TEXT, **dict.fromkeys(STALE_COLUMNS, TEXT)},
+        files, {**_EVAL_COLUMNS, RATIONALE: JSON_TEXT, **dict.fromkeys(STALE_COLUMNS, TEXT)},
         {**ID_HASH, **REPLY_FLAG_COLUMNS}, hidden=("rationale",),
     )
     stale = stale_counts(root, ev)
@@ -136,7 +155,7 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
     want_text = keep_response_text or has_labels
     resp, resp_bad = read_records(
         jsonl_files(root, PHASE4),
-        {**_RESP_COLUMNS, "response": TEXT},
+        {**_RESP_COLUMNS, RESPONSE: TEXT},
         {"length": "length(response)", **ID_HASH},
         hidden=() if want_text else ("response",),
     )
@@ -146,12 +165,12 @@ def load_run(path: str | Path, *, keep_response_text: bool = False) -> RunData:
 
     # ---- vocabularies shared by all tables ---------------------------------------------
     models = Vocabulary(
-        text_chunks(ev, "judge_model_id") + text_chunks(ev, "student_model_id") + text_chunks(ev, "teacher_model_id")
-        + text_chunks(resp, "student_model_id") + text_chunks(resp, "teacher_model_id") + text_chunks(dps, "teacher_model_id")
+        text_chunks(ev, JUDGE_MODEL_ID) + text_chunks(ev, STUDENT_MODEL_ID) + text_chunks(ev, TEACHER_MODEL_ID)
+        + text_chunks(resp, STUDENT_MODEL_ID) + text_chunks(resp, TEACHER_MODEL_ID) + text_chunks(dps, TEACHER_MODEL_ID)
     )  # fmt: skip
-    tasks = Vocabulary(text_chunks(ev, "task_id") + text_chunks(resp, "task_id") + text_chunks(dps, "task_id"))
-    response_ids = Vocabulary(text_chunks(resp, "id") + text_chunks(ev, "response_id"))
-    datapoint_ids = Vocabulary(text_chunks(dps, "id") + text_chunks(resp, "datapoint_id") + text_chunks(ev, "datapoint_id"))
+    tasks = Vocabulary(text_chunks(ev, TASK_ID) + text_chunks(resp, TASK_ID) + text_chunks(dps, TASK_ID))
+    response_ids = Vocabulary(text_chunks(resp, "id") + text_chunks(ev, RESPONSE_ID))
+    datapoint_ids = Vocabulary(text_chunks(dps, "id") + text_chunks(resp, DATAPOINT_ID) + text_chunks(ev, DATAPOINT_ID))
 
     # ---- datapoints --------------------------------------------------------------------
     datapoints, attributes, gold_by_dp = datapoint_tables(dps, dp_bad, quality, datapoint_ids, tasks, models)

@@ -13,6 +13,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from coeval.record_schema import (
+    DATAPOINT_ID,
+    JUDGE_MODEL_ID,
+    RESPONSE_ID,
+    SAMPLED_TARGET_ATTRIBUTES,
+    STUDENT_MODEL_ID,
+    TASK_ID,
+    TEACHER_MODEL_ID,
+)
 
 from coeval_analysis.loading.columns import (
     categorical,
@@ -45,8 +54,8 @@ def datapoint_tables(
     dp_codes = encode(text_chunks(dps, "id"), datapoint_ids)
     datapoints = pd.DataFrame(
         {
-            "task": categorical(encode(text_chunks(dps, "task_id"), tasks)[dp_rows], tasks),
-            "teacher": categorical(encode(text_chunks(dps, "teacher_model_id"), models)[dp_rows], models),
+            "task": categorical(encode(text_chunks(dps, TASK_ID), tasks)[dp_rows], tasks),
+            "teacher": categorical(encode(text_chunks(dps, TEACHER_MODEL_ID), models)[dp_rows], models),
             "failed": dp_failed[dp_rows],
         },
         index=pd.Index(dp_codes[dp_rows], name="datapoint"),
@@ -74,10 +83,10 @@ def response_table(
     )
     responses = pd.DataFrame(
         {
-            "datapoint": encode(text_chunks(resp, "datapoint_id"), datapoint_ids)[resp_rows],
-            "task": categorical(encode(text_chunks(resp, "task_id"), tasks)[resp_rows], tasks),
-            "teacher": categorical(encode(text_chunks(resp, "teacher_model_id"), models)[resp_rows], models),
-            "student": categorical(encode(text_chunks(resp, "student_model_id"), models)[resp_rows], models),
+            "datapoint": encode(text_chunks(resp, DATAPOINT_ID), datapoint_ids)[resp_rows],
+            "task": categorical(encode(text_chunks(resp, TASK_ID), tasks)[resp_rows], tasks),
+            "teacher": categorical(encode(text_chunks(resp, TEACHER_MODEL_ID), models)[resp_rows], models),
+            "student": categorical(encode(text_chunks(resp, STUDENT_MODEL_ID), models)[resp_rows], models),
             "length": lengths[resp_rows],
             "failed": resp_failed[resp_rows],
         },
@@ -95,7 +104,7 @@ def record_fields(
     """Codes of who answered what for each kept evaluation: from its response record when
     that resolves, from the evaluation's own fields otherwise."""
     datapoint_ids, tasks, models, response_ids = vocabs
-    rec = {"response": kept_codes("response_id", response_ids), "judge": kept_codes("judge_model_id", models)}
+    rec = {"response": kept_codes(RESPONSE_ID, response_ids), "judge": kept_codes(JUDGE_MODEL_ID, models)}
     position = np.full(len(response_ids) + 1, -1, np.int64)  # code -1 -> last slot -> -1
     position[responses.index.to_numpy()] = np.arange(len(responses))
     pos = position[rec["response"]]
@@ -151,7 +160,7 @@ def evaluators(ev: pa.Table, kept: np.ndarray) -> np.ndarray:
     derived from ``judge_model_id`` (label, gold, metric..., else an LLM judge)."""
     take = pa.array(kept)
     given = pc.dictionary_encode(ev.column("evaluator").combine_chunks().take(take))
-    judge = pc.dictionary_encode(ev.column("judge_model_id").combine_chunks().take(take))
+    judge = pc.dictionary_encode(ev.column(JUDGE_MODEL_ID).combine_chunks().take(take))
 
     def derive(j: str | None) -> str:
         if j in ("label", "gold"):
@@ -199,14 +208,14 @@ def _attribute_table(
                           "attribute": pd.Categorical([]), "value": pd.Categorical([])})  # fmt: skip
     if dps.num_rows == 0:
         return empty
-    rows, keys, values = map_entries(dps.column("sampled_target_attributes"))
+    rows, keys, values = map_entries(dps.column(SAMPLED_TARGET_ATTRIBUTES))
     keep = np.zeros(dps.num_rows, bool)
     keep[dp_rows] = True
     sel = keep[rows] & pc.is_valid(values).to_numpy(zero_copy_only=False)
     if not sel.any():
         return empty
     mask = pa.array(sel)
-    task_codes = encode(text_chunks(dps, "task_id"), tasks)
+    task_codes = encode(text_chunks(dps, TASK_ID), tasks)
     return pd.DataFrame(
         {
             "datapoint": dp_codes[rows[sel]],

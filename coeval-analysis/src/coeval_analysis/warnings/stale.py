@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from coeval.phase_ids import EVALUATION, RESPONSE_COLLECTION
+from coeval.record_schema import EVALUATED_AT, ID, RESPONSE_ID
 from coeval.storage.record_inputs import RESPONSE_HASH, Answers, read_answers, stale_note, stale_records
 from coeval.storage.records import OK
 from coeval.storage.run_folder import RunFolder
@@ -63,8 +64,8 @@ def _stale_judgments(table: pa.Table, answers: Answers) -> int:
 
     judgments = pa.table({
         "line": pa.array(np.arange(table.num_rows, dtype=np.int64)),
-        "id": table.column("id"), "ok": _ok(table), "response_id": table.column("response_id"),
-        RESPONSE_HASH: table.column(RESPONSE_HASH), "evaluated_at": table.column("evaluated_at"),
+        ID: table.column(ID), "ok": _ok(table), RESPONSE_ID: table.column(RESPONSE_ID),
+        RESPONSE_HASH: table.column(RESPONSE_HASH), EVALUATED_AT: table.column(EVALUATED_AT),
     })  # fmt: skip
     rows = list(answers.versions())
     names = ("id", "version", "generated_at", "stale")
