@@ -21,7 +21,7 @@ from coeval_analysis.items.teacher_diversity import with_diversity
 from coeval_analysis.labels.human_labels import HumanLabel, run_labels
 from coeval_analysis.labels.reference_judge import REFERENCE_NOT_MEASURED, reference_summary, reference_table
 from coeval_analysis.leaderboard.build import leaderboard_of
-from coeval_analysis.loading.run_data import LLM_JUDGE, RunData
+from coeval_analysis.loading.run_data import RunData
 from coeval_analysis.ranking.headline import (
     MIN_INTERVAL_DATAPOINTS,
     MISSING_GAP,
@@ -36,6 +36,8 @@ from coeval_analysis.ranking.headline import (
     teacher_weights,
     unrelated_weight,
 )
+from coeval_analysis.ranking.judge_entries import finite_or_none as _num
+from coeval_analysis.ranking.judge_entries import judge_entries, record_facts
 from coeval_analysis.ranking.pass_rates import pass_rate_summary, pass_rate_table
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
 from coeval_analysis.stats.bootstrap import Bootstrap
@@ -83,13 +85,6 @@ class Analysis:
     options: AnalysisOptions
     summary: dict[str, Any]
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-
-
-def _num(x: Any) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return x if np.isfinite(x) else None
 
 
 def _unfinished(meta: dict[str, Any]) -> str | None:
@@ -159,7 +154,7 @@ def analyze(
     labels = label_report(data.labels, data.target_attributes)
     ev_scores = evaluator_scores(model)
     checks = pass_rate_table(data, opts.level)
-    judges, evaluator_records, judge_table = _judges(data, model, robust, pairs, headline)
+    judges, evaluator_records, judge_table = judge_entries(data, model, robust, pairs, headline)
     missing = student_missing(data, model, all_students(data, model))
     students, student_table = _students(model, slices, robust, gold, headline, missing)
 
@@ -195,10 +190,7 @@ def analyze(
         "robust": _headline_summary(headline),  # schema 2's name, for one release
         "comparisons": headline.comparisons.pairs,
     }
-    gaps = [v["missing_rate"] for v in missing.values() if v["missing_rate"] is not None]
-    uneven = len(gaps) >= 2 and max(gaps) - min(gaps) > MISSING_GAP
-    wanted = uneven or opts.common_items
-    summary["common_items"] = common_items(headline, list(model.students)) if wanted else None
+    summary["common_items"] = _common_items(missing, headline, model, opts)
     summary["warnings"] = collect_warnings(
         model, summary, headline.headline.converged, headline.headline.iterations, MISSING_GAP
     )
@@ -214,10 +206,7 @@ def analyze(
     summary["headline_evidence"] = _evidence(headline, list(model.students), checks)
     summary["leaderboard"] = leaderboard_of(summary, opts.level, headline.measurement.intervals)
     if dropped:
-        gone_judges, gone_warnings = dropped_entries(dropped, rates, record_facts(records_before))
-        if isinstance(summary["judges"], dict):
-            summary["judges"].update(gone_judges)
-        summary["warnings"] += gone_warnings
+        _add_dropped(summary, dropped_entries(dropped, rates, record_facts(records_before)))
     tables = {
         "students": student_table,
         "student_scores": slices,
@@ -237,6 +226,23 @@ def analyze(
 
 
 # ------------------------------------------------------------------------------------------
+
+
+def _common_items(missing: dict[str, Any], headline: HeadlineRanking, model: ScoreModel,
+                  opts: AnalysisOptions) -> dict[str, Any] | None:
+    """The ranking on the datapoints every student answered: asked for, or when the
+    students' missing answers differ by more than ``MISSING_GAP``."""
+    gaps = [v["missing_rate"] for v in missing.values() if v["missing_rate"] is not None]
+    uneven = len(gaps) >= 2 and max(gaps) - min(gaps) > MISSING_GAP
+    return common_items(headline, list(model.students)) if uneven or opts.common_items else None
+
+
+def _add_dropped(summary: dict[str, Any], dropped: tuple[dict[str, Any], list[dict[str, Any]]]) -> None:
+    """The judges ``--drop-degenerate-judges`` left out: their entries and warnings."""
+    gone_judges, gone_warnings = dropped
+    if isinstance(summary["judges"], dict):
+        summary["judges"].update(gone_judges)
+    summary["warnings"] += gone_warnings
 
 
 def _evidence(headline: HeadlineRanking, students: list[str], checks: pd.DataFrame) -> dict[str, Any]:
@@ -352,100 +358,6 @@ def _agreement(
     res["excluded"] = [model.judges[j] for j in range(J) if j not in chosen or len(chosen) < 2]
     out["icc"] = res
     return out, pairs
-
-
-def record_facts(recs: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per judge (or evaluator): its kind, records, failed records, failure rate and errors."""
-    failed = recs.groupby("judge", observed=True)["failed"].agg(["size", "sum"])
-    kinds = recs[recs["failed"]].groupby(["judge", "error_kind"], observed=True).size()
-    evaluator_of = recs.groupby("judge", observed=True)["evaluator"].first().astype(str)
-    facts: dict[str, dict[str, Any]] = {}
-    for name in failed.index.astype(str):
-        n, n_fail = int(failed.loc[name, "size"]), int(failed.loc[name, "sum"])
-        facts[name] = {
-            "evaluator": str(evaluator_of.get(name, LLM_JUDGE)),
-            "n_records": n,
-            "n_failed": n_fail,
-            "failure_rate": n_fail / n if n else None,
-            "errors": {str(k): int(v) for k, v in kinds.get(name, pd.Series(dtype=int)).items()}
-            if name in kinds.index.get_level_values(0)
-            else {},
-        }
-    return facts
-
-
-def _judges(
-    data: RunData,
-    model: ScoreModel,
-    robust: DiagnosticRanking,
-    pairs: list[dict[str, Any]],
-    headline: HeadlineRanking,
-) -> tuple[dict[str, Any], dict[str, Any], pd.DataFrame]:
-    """(LLM judges, other evaluators (metric, label, gold), table of both)."""
-    out: dict[str, Any] = {}
-    others: dict[str, Any] = {}
-    rows = []
-    _pr, pj, pm = model.per_judge_response()
-    for name, entry in record_facts(data.records).items():
-        if name in model.judges:
-            j = model.judges.index(name)
-            mine = [p for p in pairs if name in (p["a"], p["b"]) and p["kappa"] is not None]
-            h = headline.headline
-            entry.update(
-                {
-                    "weight": _num(h.judge_weight[j]),
-                    "weight_ci": [_num(headline.weight_ci[0][j]), _num(headline.weight_ci[1][j])],
-                    "consensus_r": _num(h.judge_r[j]),
-                    "leniency": _num(h.judge_leniency[j]),
-                    **_judge_model(headline, j),
-                    "family": headline.families.get(name),
-                    "n_conflicted": int(h.n_conflicted[j]),
-                    "unadjusted_weight": _num(robust.judge_weight[j]),
-                    "unadjusted_weight_ci": [
-                        _num(robust.judge_weight_ci[0][j]),
-                        _num(robust.judge_weight_ci[1][j]),
-                    ],
-                    "n_units": int(robust.judge_units[j]),
-                    "mean_score": _num(pm[pj == j].mean()) if (pj == j).any() else None,
-                    "mean_kappa": _num(np.mean([p["kappa"] for p in mine])) if mine else None,
-                }
-            )
-        elif entry["evaluator"] == LLM_JUDGE:  # every record failed: it contributes nothing
-            entry.update({"weight": 0.0, "weight_ci": [0.0, 0.0], "consensus_r": None, "n_units": 0,
-                          "mean_score": None, "mean_kappa": None})  # fmt: skip
-        (out if entry["evaluator"] == LLM_JUDGE else others)[name] = entry
-        rows.append(
-            {
-                "judge": name,
-                **{k: v for k, v in entry.items() if k != "errors"},
-                "errors": ", ".join(f"{k}: {v}" for k, v in entry["errors"].items()),
-            }
-        )
-    table = pd.DataFrame(rows)
-    for col in ("weight_ci", "unadjusted_weight_ci"):
-        if col in table.columns:
-            ci = table.pop(col)
-            table[f"{col}_low"] = [c[0] if isinstance(c, list) else None for c in ci]
-            table[f"{col}_high"] = [c[1] if isinstance(c, list) else None for c in ci]
-    return out, others, table
-
-
-def _judge_model(r: HeadlineRanking, j: int) -> dict[str, Any]:
-    """A judge's measurement-model parameters (reported scale: 1 = an average informative judge)."""
-    m = r.measurement
-    f = m.fit
-    if j >= len(f.scale):
-        return {}
-    return {
-        "scale": _num(m.scale[j]),
-        "reliability": _num(f.reliability[j]),
-        "noise_sd": _num(np.sqrt(f.noise[j])),
-        "taste_sd": _num(np.sqrt(f.taste[j])),
-        "family_bias": _num(f.bias[j]) if r.headline.n_conflicted[j] else None,
-        "family_bias_sd": _num(np.sqrt(f.bias_var[j])) if r.headline.n_conflicted[j] else None,
-        "family_bias_prior_share": _num(f.bias_prior_share[j]) if r.headline.n_conflicted[j] else None,
-        "checked": bool(f.checked[j]) if j < len(f.checked) else False,
-    }
 
 
 def _students(
