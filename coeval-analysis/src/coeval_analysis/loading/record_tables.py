@@ -111,10 +111,10 @@ def record_fields(
     has_resp = pos >= 0
     pos_i = np.where(has_resp, pos, 0)
     for col, field, vocab in (
-        ("datapoint", "datapoint_id", datapoint_ids),
-        ("task", "task_id", tasks),
-        ("teacher", "teacher_model_id", models),
-        ("student", "student_model_id", models),
+        ("datapoint", DATAPOINT_ID, datapoint_ids),
+        ("task", TASK_ID, tasks),
+        ("teacher", TEACHER_MODEL_ID, models),
+        ("student", STUDENT_MODEL_ID, models),
     ):
         src = responses[col].to_numpy() if col == "datapoint" else responses[col].cat.codes.to_numpy()
         out = np.full(n_kept, -1, np.int32)
