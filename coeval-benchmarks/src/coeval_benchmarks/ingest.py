@@ -29,6 +29,20 @@ from typing import Any
 import attrs
 import yaml
 from coeval.config._yaml import load_yaml_guarded
+from coeval.record_schema import (
+    ATTEMPTS,
+    BENCHMARK_ID,
+    BENCHMARK_NATIVE_ID,
+    BENCHMARK_SPLIT,
+    GENERATED_AT,
+    ID,
+    PROMPT,
+    REFERENCE_RESPONSE,
+    SAMPLED_TARGET_ATTRIBUTES,
+    STATUS,
+    TASK_ID,
+    TEACHER_MODEL_ID,
+)
 from coeval.storage import JsonlWriter, RunFolder, atomic_write_json, iter_jsonl, utc_now
 from coeval.storage.leftovers import sweep_temp_files
 from coeval.storage.lock import RunFolderBusyError, RunLock
@@ -194,18 +208,18 @@ def _datapoint(
     item: BenchmarkItem, adapter: BenchmarkAdapter, task: str, teacher: str, split: str, now: str
 ) -> dict[str, Any]:
     return {
-        "id": datapoint_id(task, teacher, item.native_id),
-        "task_id": task,
-        "teacher_model_id": teacher,
-        "sampled_target_attributes": dict(item.attributes),
-        "prompt": item.prompt,
-        "reference_response": item.reference,
-        "generated_at": now,
-        "status": "ok",
-        "attempts": 0,
-        "benchmark_id": adapter.name,
-        "benchmark_split": split,
-        "benchmark_native_id": item.native_id,
+        ID: datapoint_id(task, teacher, item.native_id),
+        TASK_ID: task,
+        TEACHER_MODEL_ID: teacher,
+        SAMPLED_TARGET_ATTRIBUTES: dict(item.attributes),
+        PROMPT: item.prompt,
+        REFERENCE_RESPONSE: item.reference,
+        GENERATED_AT: now,
+        STATUS: "ok",
+        ATTEMPTS: 0,
+        BENCHMARK_ID: adapter.name,
+        BENCHMARK_SPLIT: split,
+        BENCHMARK_NATIVE_ID: item.native_id,
         **item.gold_fields(),
     }
 
@@ -312,7 +326,7 @@ def _ingest_locked(
         )
 
     path = run.datapoints_path(task, teacher)
-    existing = {rec.get("id") for rec in iter_jsonl(path)}
+    existing = {rec.get(ID) for rec in iter_jsonl(path)}
     new_items = [i for i in selected if datapoint_id(task, teacher, i.native_id) not in existing]
     logged_before = any(
         e.get("benchmark") == adapter.name and e.get("task_name") == task and e.get("split") == split
