@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from coeval.config.model import AdaptiveConfig
 from coeval.contract.adaptive import CONTROLLER, RoundDecision, RoundLook
 from coeval.phases.base import PhaseContext, PhaseError, RunView
 from coeval.phases.survey_memo import forget_surveys
@@ -61,6 +62,8 @@ ADAPTIVE_KEY = "adaptive"
 ROUNDS_FILE = "adaptive_rounds.json"
 #: the calibration slice's floor, in datapoints
 MIN_CALIBRATION = 8
+#: the design's defaults, for settings recorded without one of them
+_DEFAULT = AdaptiveConfig()
 
 
 def adaptive_settings(view: RunView) -> dict[str, Any] | None:
@@ -110,7 +113,8 @@ def round_plan(datapoints: Iterable[tuple[str, str, str]], settings: Mapping[str
         for place, dp in zip(places, ids, strict=True):
             key.setdefault(dp, (place + rng.random()) / len(ids))
     order = sorted(key, key=lambda dp: (key[dp], dp))
-    sizes = look_sizes(len(order), float(settings.get("calibration", 0.2)), int(settings.get("looks", 6)))
+    sizes = look_sizes(len(order), float(settings.get("calibration", _DEFAULT.calibration)),
+                       int(settings.get("looks", _DEFAULT.looks)))
     return [order[a:b] for a, b in zip([0, *sizes[:-1]], sizes, strict=True)]
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from coeval.config.model import Config, ModelConfig
+from coeval.config.model import AdaptiveConfig, Config, ModelConfig
 from coeval.contract.adaptive import CONTROLLER, Rehearsal, RehearsalOutcome, RehearsedJudge
 from coeval.interfaces.mock import played_quality
 from coeval.phase_ids import EVALUATION
@@ -155,7 +155,7 @@ def adaptive_range(config: Config, cells: Iterable[Any], settings: Mapping[str, 
     outcome = _rehearsed(config, settings, datapoints)
     if outcome is not None:
         return _from_rehearsal(outcome, calls, usd)
-    share = min(1.0, max(float(settings.get("calibration", 0.3)), MIN_CALIBRATION / datapoints))
+    share = min(1.0, max(float(settings.get("calibration", AdaptiveConfig().calibration)), MIN_CALIBRATION / datapoints))
     screened = expected_screened(judges) if settings.get("screen", True) and len(judges) >= SCREEN_MIN_JUDGES else []
     if len(screened) >= len(judges):  # the judge that agrees most is never stopped
         screened = screened[1:]
