@@ -485,10 +485,10 @@ KNOWN_PHASE_ID_LITERALS = dict[str, int]()
 KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.cluster_block': 1, 'coeval.contract.registries': 1}
 
 #: "importer -> imported" package -> how many modules make that import, against the layer table
-#: of docs/architecture.md: the config's validation and loader name the contract's shapes, and
-#: the loader asks the plugin manager for the installed registries and resolve_auto_interface
+#: of docs/architecture.md: the config's loader asks the plugin manager for the installed
+#: registries and resolve_auto_interface
 KNOWN_UPWARD_IMPORTS = {
-    "config -> contract": 6, "config -> plugins": 1,
+    "config -> plugins": 1,
 }
 
 #: sub-packages of coeval in an import cycle, every import counted

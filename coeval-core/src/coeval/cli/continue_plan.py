@@ -7,7 +7,7 @@ from __future__ import annotations
 import attrs
 
 from coeval.config.model import Config
-from coeval.contract.phase_order import ordered_phases
+from coeval.config.phase_order import ordered_phases
 from coeval.phases.run_selection import run_mode
 from coeval.planning import Plan
 from coeval.plugins.manager import registries

@@ -18,9 +18,9 @@ from coeval.cli.status_expected import with_planned_totals
 from coeval.cli.status_verdict import survey_verdict
 from coeval.cli.verbosity import command_logging, verbosity, verbosity_options
 from coeval.config.credentials import KeyStore
+from coeval.config.phase_order import ordered_phases
 from coeval.console import output_console
 from coeval.console.text import plain, safe_tree
-from coeval.contract.phase_order import ordered_phases
 from coeval.phase_ids import RECORD_PHASES
 from coeval.phases.base import RunView
 from coeval.phases.evaluation_rounds import adaptive_lines

@@ -10,8 +10,8 @@ from coeval.authoring.wizard import WizardError, build_interactively, draft_conf
 from coeval.cli.errors import UserError, user_errors
 from coeval.config.credentials import KeyStore
 from coeval.config.loader import load_config
-from coeval.contract.phase_modes import registered_modes
-from coeval.contract.phase_order import ordered_phases
+from coeval.config.phase_modes import registered_modes
+from coeval.config.phase_order import ordered_phases
 from coeval.plugins.manager import registries
 from coeval.run.probe import probe_models
 

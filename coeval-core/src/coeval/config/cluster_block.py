@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 if TYPE_CHECKING:
-    from coeval.contract.types import InterfaceFacts
+    from coeval.config.interface_facts import InterfaceFacts
 
 __all__ = [
     "INSTALL_HINT",

@@ -23,7 +23,7 @@ from coeval.config.errors import format_path
 from coeval.shipped_interfaces import BENCHMARK_INTERFACE
 
 if TYPE_CHECKING:
-    from coeval.contract.types import TaskDataReaderFactory
+    from coeval.config.data_readers import TaskDataReaderFactory
 
 __all__ = ["check_task_data", "every_task_has_data", "with_data_facts"]
 

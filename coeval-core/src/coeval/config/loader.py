@@ -26,10 +26,10 @@ from coeval.config.data_rules import with_data_facts
 from coeval.config.errors import ConfigError, ValidationIssue, format_path
 from coeval.config.evaluator_params import evaluator_param_checks
 from coeval.config.model import PHASE_IDS, Config, ModelConfig, SamplingConfig, TaskConfig
+from coeval.config.phase_modes import default_mode, registered_modes
+from coeval.config.phase_order import ordered_phases
 from coeval.config.secret_settings import register_setting_secrets
 from coeval.config.validate import KNOWN_METRICS, Validator
-from coeval.contract.phase_modes import default_mode, registered_modes
-from coeval.contract.phase_order import ordered_phases
 from coeval.shipped_interfaces import AUTO_INTERFACE, SHIPPED_INTERFACES
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ def load_config(
         evaluators=regs.evaluators.names(),
         evaluator_params=evaluator_param_checks(regs.evaluators),
         item_checks=regs.item_checks.names(),
-        task_data_readers=readers_of(regs),
+        task_data_readers=readers_of(regs.task_data_readers),
         phases=phases,
     )
     issues += validator.run()
@@ -195,7 +195,7 @@ def load_config(
         register_setting_secrets(raw.get("models"))
     if any(i.is_error for i in issues):
         raise ConfigError(issues, source=source)
-    config = structure_config(with_data_facts(raw, source, readers_of(regs)), source=source, phases=phases)
+    config = structure_config(with_data_facts(raw, source, readers_of(regs.task_data_readers)), source=source, phases=phases)
     if source is not None:  # `python: module:function` checks import from the config's folder
         add_config_folder(Path(source).resolve().parent)
     warnings = tuple(i for i in issues if not i.is_error)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from coeval.contract.types import InterfaceFacts
+    from coeval.config.interface_facts import InterfaceFacts
 
 __all__ = ["COEVAL_SETTINGS", "TIMEOUT_KEYS", "bad_timeout", "known_keys"]
 

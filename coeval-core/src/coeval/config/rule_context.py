@@ -18,7 +18,8 @@ from coeval.config.errors import Severity, ValidationIssue, format_path
 from coeval.shipped_interfaces import SHIPPED_INTERFACES
 
 if TYPE_CHECKING:
-    from coeval.contract.types import InterfaceFacts, TaskDataReaderFactory
+    from coeval.config.data_readers import TaskDataReaderFactory
+    from coeval.config.interface_facts import InterfaceFacts
 
 __all__ = ["ALL_RULES", "ENVIRONMENT_RULES", "KNOWN_METRICS", "Path_", "RuleContext", "judged_factors", "model_roles", "resolve_run_reference", "run_folder_path", "section_items"]
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import attrs
-
+from coeval.config.data_readers import TaskDataFacts, TaskDataReader, TaskDataReaderFactory
+from coeval.config.interface_facts import InterfaceFacts, TokenSeconds
 from coeval.contract.evaluation import (
     EvaluationCall,
     EvaluationFailed,
@@ -119,104 +119,6 @@ class BenchmarkAdapter(Protocol):
     class attributes ``name``, ``title``, ``hub_id``...)."""
 
     def item(self, row: Mapping[str, Any], index: int, split: str) -> Any: ...
-
-
-class TaskDataFacts(Protocol):
-    """What a run needs to know of a task's own data before reading it in phase 3."""
-
-    #: the content hash of the data (``--continue`` refuses a changed file as drift)
-    @property
-    def sha256(self) -> str: ...
-
-    #: how many rows it holds (``sampling.total`` is at most this)
-    @property
-    def rows(self) -> int: ...
-
-    #: label column -> its values, sorted (the task's target attributes)
-    @property
-    def label_values(self) -> Mapping[str, Sequence[str]]: ...
-
-
-@runtime_checkable
-class TaskDataReader(Protocol):
-    """Reads a task's own datapoints (``tasks[].data``) for validation, loading and phase 3.
-
-    ``spec`` is the task's ``data`` mapping; a relative file is relative to ``base_dir`` (the
-    config's folder). Both raise :class:`ValueError` when the data cannot be read as
-    configured, with optional attributes ``key`` (the ``data`` key at fault: ``file``,
-    ``prompt``, ``labels.0``...), ``column`` and ``columns`` (the file's), which validation
-    turns into a did-you-mean."""
-
-    def inspect_data(self, spec: Mapping[str, Any], base_dir: Path, /) -> TaskDataFacts:
-        """Check the data against its settings; its hash, row count and label values."""
-        ...
-
-    def task_rows(self, task: str, spec: Mapping[str, Any], base_dir: Path, now: str, /) -> list[dict[str, Any]]:
-        """The datapoint record of every row, in file order (under the teacher ``{task}-data``)."""
-        ...
-
-
-#: ``factory()`` -> a :class:`TaskDataReader` (called when data is read, so registering costs nothing).
-TaskDataReaderFactory = Callable[[], TaskDataReader]
-
-
-@attrs.frozen
-class TokenSeconds:
-    """How fast a local engine reads a prompt and writes a reply, for the plan's time
-    estimate (what ``seconds_per_token`` of :class:`InterfaceFacts` may return)."""
-
-    #: seconds per prompt token read
-    prompt: float
-    #: seconds per reply token written
-    reply: float
-    #: seconds per reply token written under a JSON schema (a grammar can slow the engine's
-    #: sampling); None: as ``reply``
-    structured: float | None = None
-    #: the engine that runs the model's calls (models with equal values share one), when it
-    #: keeps its last prompt so that a prompt beginning like it reads only the rest
-    #: (llama.cpp's prompt cache); None: every prompt is read whole
-    engine: str | None = None
-
-
-@attrs.frozen
-class InterfaceFacts:
-    """What a registered interface declares about itself; the core keeps no table of
-    interfaces, so validation, planning and the run ask these."""
-
-    name: str
-    #: a model of this interface must name ``parameters.model``
-    requires_model: bool = True
-    #: its models make no calls: their datapoints come from elsewhere (``coeval ingest``)
-    virtual_teacher: bool = False
-    #: a batch runner is registered for it, so ``experiment.batch`` and ``batch_enabled`` may name it
-    batches: bool = False
-    #: item-quality rule ids that say nothing about this interface's teachers
-    exempt_item_checks: tuple[str, ...] = ()
-    #: environment variables its SDK reads for the key, in order of preference (the key
-    #: file's entry and a model's ``access_key`` come first)
-    key_env: tuple[str, ...] = ()
-    #: fields of a structured key-file entry -> environment variables to fall back on
-    key_fields: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict, hash=False)
-    #: the sampling keys ``parameters`` may hold besides CoEval's own settings (rule V-45);
-    #: None: not declared, not checked
-    sampling_keys: frozenset[str] | None = None
-    #: the engines a ``parameters.cluster`` block may serve its models with, the default
-    #: first (rule V-55); empty: its models are not served on a cluster
-    cluster_engines: tuple[str, ...] = ()
-    #: typical output tokens per second of one call, for the plan's time estimate (None: a
-    #: default speed)
-    tokens_per_s: float | None = None
-    #: its calls run one at a time on this machine, whatever the concurrency (a local engine
-    #: in the run's process): the time estimate adds them up rather than overlapping them
-    one_at_a_time: bool = False
-    #: seconds one call takes per token it reads or writes (a float), or per prompt and per
-    #: reply token (:class:`TokenSeconds`), for the model's settings (a local engine: measured
-    #: on this machine, or from its file size and threads); None or returning None: ``tokens_per_s``
-    seconds_per_token: Callable[[ModelConfig], float | TokenSeconds | None] | None = attrs.field(
-        default=None, hash=False)
-    #: ``check(parameters, model_name)``: why a model's ``parameters`` cannot be used (rule
-    #: V-20, before any call), or None; None: no check beyond the sampling keys
-    parameter_problem: Callable[[Mapping[str, Any], str], str | None] | None = attrs.field(default=None, hash=False)
 
 
 #: ``check(candidate, context)`` -> None to accept, or the reason to reject (:mod:`coeval.quality`).

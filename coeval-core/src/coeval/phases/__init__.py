@@ -5,8 +5,8 @@ by the core plugin like any third-party phase (``register_phases``); see
 
 The names below load :mod:`coeval.phases.base` on first use, so that importing one module
 of the package loads nothing else. The run order and the modes of every registered phase,
-the standard five and any plugin's, are the contract's (:mod:`coeval.contract.phase_order`,
-:mod:`coeval.contract.phase_modes`), so that the config's loader reads them too.
+the standard five and any plugin's, are the config's (:mod:`coeval.config.phase_order`,
+:mod:`coeval.config.phase_modes`), so that the config's loader reads them too.
 """
 
 from __future__ import annotations

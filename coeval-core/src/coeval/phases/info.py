@@ -9,7 +9,7 @@ phase may leave out (``title``, ``short``, ``plan``) have plain fallbacks here.
 from __future__ import annotations
 
 from coeval.config.model import Config
-from coeval.contract.phase_modes import default_mode, phase_modes
+from coeval.config.phase_modes import default_mode, phase_modes
 from coeval.phases.base import Phase, PlannedCalls, RunView
 
 __all__ = ["configured_mode", "phase_short", "phase_title", "planned_calls"]

@@ -61,7 +61,7 @@ def row_plan(view: RunView, task: TaskConfig, now: str, held: Mapping[str, Any] 
     assert task.data is not None
     spec = task.data.spec()
     try:
-        rows = data_reader(spec, readers_of(view.registries)).task_rows(task.name, spec, data_folder(view.config.source), now)
+        rows = data_reader(spec, readers_of(view.registries.task_data_readers)).task_rows(task.name, spec, data_folder(view.config.source), now)
     except (TaskDataReaderMissing, ValueError) as exc:
         raise PhaseError(f"task {task.name}: {exc}") from None
     if held is None:

@@ -1,6 +1,6 @@
 """Which registered phases a run goes through, in which mode, and whose models they call.
 
-The phases themselves come in run order from :func:`coeval.contract.phase_order.ordered_phases`;
+The phases themselves come in run order from :func:`coeval.config.phase_order.ordered_phases`;
 this module selects among them for one run (``--continue`` skips the complete ones) and
 decides which models need an interface, and which calls go through a batch API.
 """
@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable, Mapping, MutableMapping, Seque
 from typing import Any
 
 from coeval.config.model import Config, ModelConfig
-from coeval.contract.phase_modes import phase_modes
+from coeval.config.phase_modes import phase_modes
 from coeval.phase_ids import DATA_GENERATION, EVALUATION, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.base import Phase, RunView, Survey
 from coeval.phases.info import configured_mode

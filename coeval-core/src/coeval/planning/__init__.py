@@ -22,9 +22,9 @@ from rich.console import Console
 from rich.table import Table
 
 from coeval.config.model import Config, ModelConfig, TaskConfig
+from coeval.config.phase_order import ordered_phases
 from coeval.config.validate import judged_factors, run_folder_path
 from coeval.console import output_console
-from coeval.contract.phase_order import ordered_phases
 from coeval.phase_ids import RECORD_PHASES, SHORT_TITLES, TITLES
 from coeval.phases.base import PlannedCalls, RunView
 from coeval.phases.info import configured_mode, phase_short, phase_title, planned_calls

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coeval.config.credentials import KeyStore
+from coeval.config.phase_order import ordered_phases
 from coeval.console.logs import get_logger
-from coeval.contract.phase_order import ordered_phases
 from coeval.phases.base import PhaseContext, PhaseError, PhaseResult
 from coeval.plugins.manager import registries as installed
 from coeval.scheduler.batching.executor import ProviderBatchExecutor

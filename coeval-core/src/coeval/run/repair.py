@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coeval.contract.phase_order import ordered_phases
+from coeval.config.phase_order import ordered_phases
 from coeval.phase_ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.base import RunView
 from coeval.planning.ingested import merge_ingested

@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 from coeval.config.credentials import redact
 from coeval.config.model import Config
+from coeval.config.phase_order import ordered_phases
 from coeval.console.logs import run_logging
 from coeval.console.progress import NullProgress, ProgressReporter
-from coeval.contract.phase_order import ordered_phases
 from coeval.phase_ids import RECORD_PHASES
 from coeval.phases.base import Phase, RunView
 from coeval.phases.info import configured_mode

@@ -9,7 +9,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import Config
-from coeval.contract.phase_order import ordered_phases
+from coeval.config.phase_order import ordered_phases
 from coeval.interfaces.base import Interface
 from coeval.phases.base import Phase, PhaseResult
 from coeval.phases.run_selection import run_mode

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coeval.config.model import Config
+from coeval.config.phase_order import ordered_phases
 from coeval.config.validate import resolve_run_reference
-from coeval.contract.phase_order import ordered_phases
 from coeval.phase_ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.base import PhaseRefusedError, RunView
 from coeval.phases.info import configured_mode, planned_calls

@@ -1,25 +1,31 @@
 """Which modes a registered phase accepts, and which it gets when the config says none.
 
-Read from the phase objects (the five standard ones and any plugin's) through their
-registered shape (:class:`coeval.contract.types.Phase`), so the config's loader can check
-``experiment.phases`` and fill in defaults for phases it has no fixed list of.
+Read from the phase objects (the five standard ones and any plugin's), so the config's
+loader can check ``experiment.phases`` and fill in defaults for phases it has no fixed list
+of. It reads only a phase's ``name`` and optional ``modes`` (:class:`NamedPhase`), which
+every registered :class:`coeval.contract.types.Phase` has.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from coeval.contract.types import Phase
-
-__all__ = ["ALL_MODES", "default_mode", "phase_modes", "registered_modes"]
+__all__ = ["ALL_MODES", "NamedPhase", "default_mode", "phase_modes", "registered_modes"]
 
 #: Modes a phase accepts when it does not say (the seed's four).
 ALL_MODES = ("New", "Keep", "Extend", "Model")
 
 
-def phase_modes(phase: Phase) -> tuple[str, ...]:
+class NamedPhase(Protocol):
+    """What is read of a registered phase here: its id (``modes``, when it has them, is
+    looked up as an optional attribute)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+def phase_modes(phase: NamedPhase) -> tuple[str, ...]:
     """The modes ``phase`` accepts."""
     modes = getattr(phase, "modes", None)
     return tuple(str(m) for m in modes) if modes else ALL_MODES
@@ -35,6 +41,6 @@ def default_mode(modes: Iterable[str], *, resumed: bool) -> str:
     return accepted[0]
 
 
-def registered_modes(phases: Iterable[Phase]) -> dict[str, tuple[str, ...]]:
+def registered_modes(phases: Iterable[NamedPhase]) -> dict[str, tuple[str, ...]]:
     """Phase id -> accepted modes, for every registered phase (in the order given)."""
     return {str(p.name): phase_modes(p) for p in phases}

@@ -4,17 +4,30 @@ the batch fetcher). Which of them one run goes through is :mod:`coeval.phases.ru
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from coeval.phase_ids import STANDARD_PHASE_IDS as PHASE_IDS
-
-if TYPE_CHECKING:
-    from coeval.contract.registries import Registries
 
 __all__ = ["ordered_phases"]
 
 
-def ordered_phases(registries: Registries) -> list[Any]:
+class _Registered(Protocol):
+    """One registration (an entry of a registry): the phase object is its ``value``."""
+
+    @property
+    def value(self) -> Any: ...
+
+
+class HasPhases(Protocol):
+    """What is read of the registries here: the registered phases
+    (:class:`coeval.contract.registries.Registries` has them)."""
+
+    @property
+    def phases(self) -> Iterable[_Registered]: ...
+
+
+def ordered_phases(registries: HasPhases) -> list[Any]:
     """Registered phases in run order: the standard five first, others after what they
     name in ``after`` (registration order otherwise)."""
     entries = [e.value for e in registries.phases]
