@@ -118,9 +118,9 @@ def sdk_pool(calls: int, latency_ms: float = 200.0, latency_sigma: float = 1.0, 
 def _bare_interface(work: Path, server_url: str) -> tuple[Any, dict[str, Any]]:
     """The ``openai`` interface of the medium shape's first model, pointed at the fake
     server, and the body it builds for a judge-sized prompt with a schema."""
-    from coeval.config import load_config
     from coeval.config.credentials import KeyStore
     from coeval.interfaces.base import GenerateRequest
+    from coeval.plugins.config_loading import load_config
     from coeval.plugins.manager import registries
 
     params = {"base_url": f"{server_url}/v1", "timeout": 60, "self_hosted": False}

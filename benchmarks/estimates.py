@@ -46,9 +46,9 @@ CODE_ROWS = 48
 
 
 def _estimate(config_path: Path, keys: str | None, samples: int) -> Any:
-    from coeval.config import load_config
     from coeval.planning.cost import estimate_cost
     from coeval.planning.cost.machine_speed import speed_factor
+    from coeval.plugins.config_loading import load_config
     from coeval.plugins.manager import registries
 
     speed_factor.cache_clear()  # measured now, as a `coeval plan` process of its own would
@@ -59,8 +59,8 @@ def _estimate(config_path: Path, keys: str | None, samples: int) -> Any:
 
 def _run(config_path: Path, keys: str | None) -> tuple[float, float, dict[str, float]]:
     """Run the config in this process: (wall s, CPU s, phase -> its own wall s)."""
-    from coeval.config import load_config
     from coeval.console.progress import ProgressReporter
+    from coeval.plugins.config_loading import load_config
     from coeval.run.options import RunOptions
     from coeval.run.runner import arun_experiment
 

@@ -66,8 +66,8 @@ def _import_sdks(config: Any) -> None:
 
 def _run(config_path: Path, keys_file: Path | None, *, pipeline: bool = False) -> tuple[Any, Any, float, float]:
     """Run the experiment in this process; (result, progress, wall s, cpu s)."""
-    from coeval.config import load_config
     from coeval.console.progress import ProgressReporter
+    from coeval.plugins.config_loading import load_config
     from coeval.plugins.manager import registries
     from coeval.run.options import RunOptions
     from coeval.run.runner import arun_experiment

@@ -65,8 +65,8 @@ def build_run(datapoints: int) -> tuple[Path, Path, float]:
 
 def _seed_run(root: Path) -> None:
     """A real run of the medium shape with 2 datapoints per teacher, on the mock."""
-    from coeval.config import load_config
     from coeval.console.progress import NullProgress
+    from coeval.plugins.config_loading import load_config
     from coeval.run.options import RunOptions
     from coeval.run.runner import arun_experiment
 

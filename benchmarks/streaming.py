@@ -152,11 +152,11 @@ def phase(datapoints: int = PHASE_DATAPOINTS, run_s: float = 5.0) -> dict[str, A
 
 def _phase_child(config: str, run_s: float) -> dict[str, Any]:
     started = time.perf_counter()
-    from coeval.config import load_config
     from coeval.interfaces.base import GenerateRequest, GenerateResult
     from coeval.interfaces.mock import MockInterface
     from coeval.phases.evaluation import EvaluationPhase
     from coeval.phases.responses import usable_datapoints  # noqa: F401  (imported before timing)
+    from coeval.plugins.config_loading import load_config
     from coeval.run.options import RunOptions
     from coeval.run.runner import run_experiment
 

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from coeval.config import load_config
+from coeval.plugins.config_loading import load_config
 from coeval.run.options import RunOptions
 from coeval.run.runner import run_experiment
 from coeval_analysis import analyze, load_run

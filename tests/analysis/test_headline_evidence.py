@@ -187,7 +187,7 @@ def test_the_issue_run_a_code_task_with_a_reference_column_and_a_judge_grading_b
     (its code is the reference's text), is shown beside the ranking."""
     import json
 
-    from coeval.config import load_config
+    from coeval.plugins.config_loading import load_config
     from coeval.run.options import RunOptions
     from coeval.run.runner import run_experiment
 

@@ -138,7 +138,7 @@ def test_logged_task_and_teacher_make_a_valid_config(finished_run: Path) -> None
     """What the pipeline merges into the config on --continue passes config validation."""
     import copy
 
-    from coeval.config import load_config
+    from coeval.plugins.config_loading import load_config
     from coeval_benchmarks.adapters import builtin_adapters
 
     from tests.benchmarks.conftest import CONFIG

@@ -7,11 +7,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, ClassVar
 
-from coeval.config import load_config
 from coeval.config.model import Config
 from coeval.interfaces.base import GenerateRequest, GenerateResult
 from coeval.interfaces.mock import MockInterface
 from coeval.planning.cost.samples import in_estimate_sample
+from coeval.plugins.config_loading import load_config
 from coeval.run.options import RunOptions
 from coeval.run.runner import RunResult, run_experiment
 from coeval.storage.records import latest_by_id

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
-from coeval.config.loader import load_config
 from coeval.phases.evaluation_rounds import DesignScope, look_sizes, round_plan
 from coeval.planning.adaptive_range import adaptive_range
+from coeval.plugins.config_loading import load_config
 
 
 def _config(folder: Path, adaptive: Any = None, *, judges: int = 3) -> Path:

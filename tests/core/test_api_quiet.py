@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
-from coeval.config import load_config
+from coeval.plugins.config_loading import load_config
 from coeval.run.options import RunOptions
 from coeval.run.runner import run_experiment
 

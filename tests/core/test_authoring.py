@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
-from coeval.config import load_config
+from coeval.plugins.config_loading import load_config
 
 ROOT = Path(__file__).parents[2]
 

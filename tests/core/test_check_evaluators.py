@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coeval.config import ConfigError, load_config
+from coeval.config import ConfigError
 from coeval.config.model import TaskConfig
 from coeval.evaluators.base import EvaluationRequest, Scorer, Scoring
 from coeval.evaluators.checks import CHECK_NAMES, CheckEvaluator
 from coeval.planning import plan_experiment
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import _collect as collect_registries
 from coeval.plugins.manager import get_plugin_manager
 

@@ -485,12 +485,8 @@ KNOWN_PHASE_ID_LITERALS = dict[str, int]()
 KNOWN_INTERFACE_LITERALS = {'coeval.cli.init_templates': 2, 'coeval.config.cluster_block': 1, 'coeval.contract.registries': 1}
 
 #: "importer -> imported" package -> how many modules make that import, against the layer table
-#: of docs/architecture.md: the config's loader asks the plugin manager for the installed
-#: registries and resolve_auto_interface
-KNOWN_UPWARD_IMPORTS = {
-    "config -> plugins": 1,
-}
+#: of docs/architecture.md
+KNOWN_UPWARD_IMPORTS = dict[str, int]()
 
 #: sub-packages of coeval in an import cycle, every import counted
-KNOWN_PACKAGE_CYCLE = {"config", "console", "contract", "evaluators", "interfaces", "phases", "plugins", "quality",
-                       "scheduler", "storage"}
+KNOWN_PACKAGE_CYCLE = set[str]()

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
-from coeval.config import ConfigError, load_config
+from coeval.config import ConfigError
 from coeval.config._yaml import read_yaml
 from coeval.config.model import Config, SamplingConfig
+from coeval.plugins.config_loading import load_config
 
 ROOT = Path(__file__).parents[2]
 

@@ -7,9 +7,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from coeval.config import ConfigError, load_config
+from coeval.config import ConfigError
 from coeval.config._schema_check import config_schema, did_you_mean
 from coeval.config.model import ExperimentConfig, ModelConfig, SamplingConfig, TaskConfig
+from coeval.plugins.config_loading import load_config
 
 ROOT = Path(__file__).parents[2]
 CONFIGS = [*sorted((ROOT / "docs" / "examples").glob("*.yaml")), ROOT / "examples" / "mock_smoke.yaml"]

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
-from coeval.config import load_config
 from coeval.planning.cost import estimate_cost, price_for
+from coeval.plugins.config_loading import load_config
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = ROOT / "docs" / "examples"

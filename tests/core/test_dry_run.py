@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from coeval.cli.main import cli
-from coeval.config import load_config
 from coeval.interfaces.base import Interface
 from coeval.planning import format_plan, plan_experiment
+from coeval.plugins.config_loading import load_config
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = ROOT / "docs" / "examples"

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from coeval.authoring.describe import describe_html
 from coeval.cli.main import cli
-from coeval.config import load_config
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import registries
 
 #: mock teachers write short datapoints, far from a typical model's size: the heuristic

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.config import ConfigError, load_config
+from coeval.config import ConfigError
 from coeval.config.model import ModelConfig, TaskConfig
 from coeval.config.validate import judged_factors
 from coeval.evaluators.base import (
@@ -23,6 +23,7 @@ from coeval.evaluators.base import (
     as_evaluator,
 )
 from coeval.evaluators.calls import calls_per_response
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import Evaluator, collect_registries, get_plugin_manager
 from coeval.run.options import RunOptions
 from coeval.run.runner import arun_experiment

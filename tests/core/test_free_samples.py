@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from coeval.config import load_config
 from coeval.planning.cost import estimate_cost
+from coeval.plugins.config_loading import load_config
 
 from .pipeline_support import task
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from coeval.config import ConfigError, load_config
+from coeval.config import ConfigError
+from coeval.plugins.config_loading import load_config
 
 
 def _raw(**model_extra: Any) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pluggy
 from coeval import RegisterInterface, hookimpl
-from coeval.config import validate_config
 from coeval.interfaces.mock import MockInterface
+from coeval.plugins.config_loading import validate_config
 
 
 def _config(interface: str, **params: Any) -> dict[str, Any]:

@@ -10,10 +10,11 @@ import coeval
 import pluggy
 import pytest
 from coeval import RegisterBatchRunner, RegisterInterface, RegisterReport, RegisterRunEnd, hookimpl
-from coeval.config import ConfigError, load_config
+from coeval.config import ConfigError
 from coeval.contract.errors import DuplicateRegistrationError
 from coeval.interfaces.mock import MockInterface
 from coeval.planning import batch_phases
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import collect, registries
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,12 +14,13 @@ from click.testing import CliRunner
 from coeval.authoring.describe import describe_html
 from coeval.cli.main import cli
 from coeval.cli.status_cmd import collect_status
-from coeval.config import ConfigError, load_config
+from coeval.config import ConfigError
 from coeval.contract.hookspecs import hookimpl
 from coeval.interfaces.base import GenerateRequest
 from coeval.phases.base import PhaseContext, RunView, Survey
 from coeval.phases.run_selection import run_mode
 from coeval.planning import format_plan, plan_experiment
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import PlannedCalls, Registries, get_plugin_manager, registries, reset_plugins
 from coeval.scheduler.work import WorkItem, WorkOutcome
 

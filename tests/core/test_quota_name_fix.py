@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from coeval.config import validate_config
 from coeval.config.names import close_name
+from coeval.plugins.config_loading import validate_config
 
 MODELS = ["smollm2-greedy", "smollm2-warm", "smollm2-hot", "gpt-4o"]
 

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
-from coeval.config import load_config
 from coeval.config.model import Config
 from coeval.planning.cost import estimate_cost
+from coeval.plugins.config_loading import load_config
 
 from tests.core.pipeline_support import folder, lines, make_config, meta, mock_model, run, task
 

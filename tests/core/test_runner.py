@@ -167,7 +167,7 @@ def test_an_interface_whose_distribution_is_missing_fails_before_any_call(tmp_pa
 
 
 def test_the_config_snapshot_loads_back(tmp_path):
-    from coeval.storage.snapshot import read_config_snapshot
+    from coeval.plugins.config_loading import read_config_snapshot
 
     cfg = make_config(tmp_path, [mock_model("m", seed=4)], [task(total=2, label_attributes=["topic"])],
                       quota={"m": {"max_calls": 100}}, budget_usd=5.0, seed=9)

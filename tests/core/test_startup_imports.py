@@ -9,6 +9,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 #: libraries that only the commands needing them may load
 HEAVY = ("duckdb", "pandas", "numpy", "pyarrow", "torch", "transformers", "structlog", "rich")
 
@@ -42,5 +44,17 @@ def test_the_config_model_does_not_pull_in_the_loader() -> None:
 
 
 def test_the_loader_names_still_come_from_the_config_package() -> None:
-    code = "from coeval.config import load_config, structure_config, validate_config"
-    assert _loaded_after(code, ("coeval.config.loader",)) == ["coeval.config.loader"]
+    code = "from coeval.config import structure_config"
+    assert _loaded_after(code, ("coeval.config.loader", "coeval.plugins.manager")) == ["coeval.config.loader"]
+
+
+def test_load_config_is_read_against_the_plugins_from_the_package_root() -> None:
+    import coeval
+    from coeval.plugins import config_loading
+
+    assert coeval.load_config is config_loading.load_config
+    assert coeval.validate_config is config_loading.validate_config
+    import coeval.config
+
+    with pytest.raises(AttributeError, match=r"use coeval\.load_config"):
+        coeval.config.load_config  # noqa: B018 - the attribute's error says where it went

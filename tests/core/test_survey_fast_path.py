@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.config import load_config
 from coeval.phases import evaluation as evaluation_module
 from coeval.phases.base import RunView
 from coeval.phases.evaluation import EvaluationPhase
 from coeval.phases.responses import ResponseCollectionPhase
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import registries
 from coeval.run.options import RunOptions
 from coeval.run.runner import run_experiment

@@ -17,8 +17,9 @@ import yaml
 from click.testing import CliRunner
 from coeval import RegisterEvaluator, RegisterTaskDataReader, hookimpl
 from coeval.cli.main import cli
-from coeval.config import ConfigError, load_config
+from coeval.config import ConfigError
 from coeval.evaluators.label import LabelEvaluator
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import new_plugin_manager, registries, use_plugin_manager
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pluggy
 import pytest
 from coeval import RegisterInterface, hookimpl
-from coeval.config import load_config
 from coeval.config.model import ModelConfig
 from coeval.interfaces.base import GenerateRequest, GenerateResult, Interface, Usage
 from coeval.planning.cost import estimate as estimate_module
@@ -23,6 +22,7 @@ from coeval.planning.cost.estimate import (
 )
 from coeval.planning.cost.measure import Measured
 from coeval.planning.cost.samples import SampleResults, _gather_warm
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import registries
 
 

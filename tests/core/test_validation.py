@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from coeval.cli.main import cli
-from coeval.config import ConfigError, load_config, validate_config
+from coeval.config import ConfigError
 from coeval.config.validate import ALL_RULES
+from coeval.plugins.config_loading import load_config, validate_config
 
 CORPUS = Path(__file__).parent / "broken_configs"
 CASES = sorted(CORPUS.glob("*.yaml"))

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.config import load_config
+from coeval.plugins.config_loading import load_config
 from coeval.run.options import RunOptions
 from coeval.run.runner import run_experiment
 from coeval.scheduler.batching import PendingStore

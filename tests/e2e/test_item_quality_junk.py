@@ -14,7 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from coeval.cli.main import cli
-from coeval.config import load_config
+from coeval.plugins.config_loading import load_config
 from coeval.quality.placeholders import template_placeholders
 from coeval.quality.text import normalise
 from coeval.run.options import RunOptions

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.config import load_config
 from coeval.config.credentials import KeyStore
+from coeval.plugins.config_loading import load_config
 from coeval.run.batch_fetch import fetch_pending_batches
 from coeval.run.options import RunOptions
 from coeval.run.runner import run_experiment

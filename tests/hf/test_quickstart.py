@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from coeval.config import load_config
+from coeval.plugins.config_loading import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"

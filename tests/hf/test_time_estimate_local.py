@@ -9,7 +9,6 @@ from pathlib import Path
 import attrs
 import pytest
 import yaml
-from coeval.config import load_config
 from coeval.config.model import Config, ModelConfig
 from coeval.contract.types import TokenSeconds
 from coeval.phase_ids import DATA_GENERATION, EVALUATION, RESPONSE_COLLECTION
@@ -17,6 +16,7 @@ from coeval.planning.cost import estimate_cost
 from coeval.planning.cost.estimate import _LOCAL_CALL_S, _PHASE_START_S
 from coeval.planning.cost.prompt_reads import read_share
 from coeval.planning.cost.requests import RequestBuilder
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import registries
 from coeval_hf import llamacpp_speed
 from coeval_hf.embedded import embedded_model_path

@@ -80,8 +80,8 @@ def test_probe_disable_makes_no_call(fake: Any, tmp_path: Path) -> None:
 
 
 def test_probe_resume_probes_only_models_with_work_left(fake: Any, tmp_path: Path) -> None:
-    from coeval.config import load_config
     from coeval.config.credentials import KeyStore
+    from coeval.plugins.config_loading import load_config
     from coeval.run.options import RunOptions
     from coeval.run.probe import probe_models
     from coeval.run.runner import run_experiment

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.config import load_config
 from coeval.config.model import ModelConfig
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import get_plugin_manager
 from coeval_providers.pricing import (
     PRICING_ENV,

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.config import Config, ConfigError, load_config
+from coeval.config import Config, ConfigError
 from coeval.planning import plan_experiment
+from coeval.plugins.config_loading import load_config
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
-from coeval.config.loader import load_config
 from coeval.config.secret_settings import mask
 from coeval.interfaces.base import GenerateRequest
+from coeval.plugins.config_loading import load_config
 from coeval.run.drift import settings_of
 from coeval.storage.snapshot import config_to_mapping
 from coeval_testing import fake_server

@@ -26,7 +26,6 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from coeval.config.credentials import Credentials, redact
     from coeval.config.errors import ConfigError, ValidationIssue
-    from coeval.config.loader import load_config, validate_config
     from coeval.config.model import Config, ModelConfig, TaskConfig
     from coeval.contract.evaluation import (
         EvaluationCall,
@@ -79,6 +78,7 @@ if TYPE_CHECKING:
     from coeval.interfaces.batch import BatchJobStatus, BatchRunner
     from coeval.phases.base import Phase, PhaseContext, PhaseError, PlannedCalls, RunView, Survey
     from coeval.planning import plan_experiment
+    from coeval.plugins.config_loading import load_config, validate_config
     from coeval.prompts.errors import OutputParseError
     from coeval.run.runner import run_experiment
     from coeval.scheduler.work import WorkOutcome
@@ -89,8 +89,8 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "ConfigError": "coeval.config",
     "ValidationIssue": "coeval.config",
-    "load_config": "coeval.config",
-    "validate_config": "coeval.config",
+    "load_config": "coeval.plugins.config_loading",
+    "validate_config": "coeval.plugins.config_loading",
     "plan_experiment": "coeval.planning",
     "run_experiment": "coeval.run.runner",
     "hookimpl": "coeval.contract.hookspecs",

@@ -17,7 +17,7 @@ __all__ = ["command"]
 
 
 def _cluster_models(config_path: str) -> list[dict[str, Any]]:
-    from coeval.config.loader import load_config  # on use: `coeval --help` lists this command
+    from coeval.plugins.config_loading import load_config  # on use: `coeval --help` lists this command
 
     config = load_config(config_path, check_filesystem=False)
     models = [{"name": m.name, "interface": m.interface, "parameters": dict(m.parameters)}

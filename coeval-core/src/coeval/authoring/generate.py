@@ -20,11 +20,11 @@ import attrs
 from coeval.authoring.describe import readable
 from coeval.config._yaml import load_yaml_guarded
 from coeval.config.errors import ConfigError
-from coeval.config.loader import load_config
 from coeval.config.model import Config
 from coeval.config.validate import resolve_run_reference
 from coeval.config.yaml_out import dump_config_yaml
 from coeval.phase_ids import ATTRIBUTE_MAPPING, MAPPING_PHASES, RUBRIC_MAPPING
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import Registry
 from coeval.run.options import RunOptions
 from coeval.run.runner import arun_experiment

@@ -20,11 +20,12 @@ import click
 from coeval.authoring.describe import readable
 from coeval.config.credentials import KeyStore, redact
 from coeval.config.errors import ConfigError
-from coeval.config.loader import load_config, structure_config
+from coeval.config.loader import structure_config
 from coeval.config.model import PHASE_IDS, PHASE_MODES, ROLES
 from coeval.config.yaml_out import dump_config_yaml
 from coeval.contract.status import missing_interface
 from coeval.interfaces.base import GenerateRequest
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import registries
 from coeval.prompts.judging import extract_json
 from coeval.shipped_interfaces import AUTO_INTERFACE, DEFAULT_INTERFACE, SHIPPED_INTERFACES

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coeval.cli.errors import UserError
-from coeval.config.loader import load_config
+from coeval.plugins.config_loading import load_config
 
 __all__ = ["DEFAULT_CONFIG", "choose_config_path", "run_path_from"]
 

@@ -10,7 +10,7 @@ import click
 from coeval.cli.config_arg import choose_config_path
 from coeval.cli.errors import echo_issues, user_errors
 from coeval.config.credentials import KeyStore
-from coeval.config.loader import load_config
+from coeval.plugins.config_loading import load_config
 from coeval.run.probe import probe_models
 
 

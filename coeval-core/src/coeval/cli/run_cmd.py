@@ -21,8 +21,8 @@ from coeval.cli.spend_check import DEFAULT_CONFIRM_ABOVE_USD, check_spend
 from coeval.cli.verbosity import verbosity, verbosity_options
 from coeval.config.credentials import KeyStore
 from coeval.config.errors import ConfigError
-from coeval.config.loader import load_config
 from coeval.planning import format_plan, plan_experiment
+from coeval.plugins.config_loading import load_config
 from coeval.run.limits import limit_datapoints, limit_note, record_limit
 from coeval.run.options import RunOptions
 from coeval.run.selection import select, unknown_names

@@ -28,6 +28,7 @@ from coeval.planning.call_figures import call_figures, figures_table
 from coeval.planning.cost.against import against_table, estimate_against_actual
 from coeval.planning.cost.report import read_estimate
 from coeval.planning.ingested import merge_ingested
+from coeval.plugins.config_loading import read_config_snapshot
 from coeval.plugins.manager import registries as _registries
 from coeval.quality import rejections
 from coeval.record_schema import ERROR, EVALUATED_AT, GENERATED_AT, ID
@@ -43,7 +44,6 @@ from coeval.storage.meta_check import BadRunFile, check_meta
 from coeval.storage.record_inputs import stale_note, stale_records
 from coeval.storage.records import load_phase_records, record_status
 from coeval.storage.run_folder import RunFolder
-from coeval.storage.snapshot import read_config_snapshot
 
 if TYPE_CHECKING:
     from coeval.config.model import Config

@@ -9,9 +9,9 @@ import click
 from coeval.authoring.wizard import WizardError, build_interactively, draft_config, write_config
 from coeval.cli.errors import UserError, user_errors
 from coeval.config.credentials import KeyStore
-from coeval.config.loader import load_config
 from coeval.config.phase_modes import registered_modes
 from coeval.config.phase_order import ordered_phases
+from coeval.plugins.config_loading import load_config
 from coeval.plugins.manager import registries
 from coeval.run.probe import probe_models
 

@@ -12,7 +12,7 @@ import copy
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import cattrs
@@ -33,7 +33,7 @@ from coeval.config.validate import KNOWN_METRICS, Validator
 from coeval.shipped_interfaces import AUTO_INTERFACE, SHIPPED_INTERFACES
 
 if TYPE_CHECKING:
-    from coeval.plugins.manager import Registries
+    from coeval.config.interface_facts import InterfaceFacts
 
 __all__ = ["RESUME_DEFAULT_MODES", "load_config", "read_config_file", "structure_config", "validate_config"]
 
@@ -86,15 +86,23 @@ def _file_issue(source: str, message: str, fix: str) -> ValidationIssue:
     return ValidationIssue("V-00", "(file)", message, fix, source=source)
 
 
-def _resolve(registries: Registries | None) -> Registries:
-    """The registries handed in, or (for callers of the public API that pass none) those of
-    the installed plugins."""
-    if registries is not None:
-        return registries
-    # lazy: the plugin layer builds on coeval.config, which reaches up only when given no registries
-    from coeval.plugins.manager import registries as installed
+class Contributions(Protocol):
+    """What the loader reads of the plugins' registries
+    (:class:`coeval.contract.registries.Registries` has it): the names a config may use."""
 
-    return installed()
+    interfaces: Any
+    phases: Any
+    evaluators: Any
+    metrics: Any
+    item_checks: Any
+    task_data_readers: Any
+
+    def interface_facts(self, name: str) -> InterfaceFacts | None: ...
+
+
+#: ``interface: auto`` -> the interface a routing plugin picks for the model, given which
+#: providers have credentials (None: none); None when no installed plugin routes ``auto``.
+AutoResolver = Callable[[ModelConfig, Callable[[str], bool]], "str | None"]
 
 
 def validate_config(
@@ -106,7 +114,8 @@ def validate_config(
     resume_from: str | None = None,
     allow_existing_run: bool = False,
     environment_as_warnings: bool = False,
-    registries: Registries | None = None,
+    registries: Contributions,
+    resolve_auto: AutoResolver | None = None,
 ) -> list[ValidationIssue]:
     """Every problem of a config (errors and warnings), without raising.
 
@@ -122,6 +131,7 @@ def validate_config(
             allow_existing_run=allow_existing_run,
             environment_as_warnings=environment_as_warnings,
             registries=registries,
+            resolve_auto=resolve_auto,
         )
     except ConfigError as exc:
         return list(exc.issues)
@@ -137,7 +147,8 @@ def load_config(
     resume_from: str | None = None,
     allow_existing_run: bool = False,
     environment_as_warnings: bool = False,
-    registries: Registries | None = None,
+    registries: Contributions,
+    resolve_auto: AutoResolver | None = None,
 ) -> Config:
     """Load, validate and structure an experiment config.
 
@@ -149,7 +160,9 @@ def load_config(
     run join an existing folder (``--only-models`` shards). ``environment_as_warnings``
     reports rules that depend on the disk, credentials and plugins as warnings rather than
     errors (``--dry-run``). ``registries`` are the plugins' contributions the config may
-    name (interfaces, metrics, phases...); those of the installed plugins when None.
+    name (interfaces, metrics, phases...) and ``resolve_auto`` the routing of
+    ``interface: auto``: :func:`coeval.plugins.config_loading.load_config` hands in the
+    installed plugins' (the loader sits below the plugin layer and cannot ask it).
 
     Raises :class:`ConfigError` listing every problem; warnings end up in ``config.warnings``.
     """
@@ -167,7 +180,7 @@ def load_config(
         if isinstance(experiment, dict):
             experiment["resume_from"] = resume_from
 
-    regs = _resolve(registries)
+    regs = registries
     interfaces = {name: facts for name in regs.interfaces.names() if (facts := regs.interface_facts(name))}
     phases = registered_modes(ordered_phases(regs))
     validator = Validator(
@@ -189,7 +202,7 @@ def load_config(
     issues += validator.run()
     if not any(i.is_error for i in issues):
         already = len(validator.issues)
-        _resolve_auto_interfaces(raw, validator, keys_file, set(SHIPPED_INTERFACES) | set(interfaces))
+        _resolve_auto_interfaces(raw, validator, keys_file, set(SHIPPED_INTERFACES) | set(interfaces), resolve_auto)
         issues += validator.issues[already:]
     if isinstance(raw, Mapping):  # header and URL credentials are masked wherever text is printed
         register_setting_secrets(raw.get("models"))
@@ -207,7 +220,7 @@ def _with_warnings(config: Config, warnings: tuple[ValidationIssue, ...]) -> Con
 
 
 def _resolve_auto_interfaces(
-    raw: dict[str, Any], validator: Validator, keys_file: Any, valid: set[str]
+    raw: dict[str, Any], validator: Validator, keys_file: Any, valid: set[str], resolve: AutoResolver | None
 ) -> None:
     """Replace ``interface: auto`` by the provider the routing plugin picks (V-35).
 
@@ -216,18 +229,13 @@ def _resolve_auto_interfaces(
     autos = [(i, m) for i, m in enumerate(raw.get("models", [])) if m.get("interface") == AUTO_INTERFACE]
     if not autos:
         return
-    from coeval.plugins.manager import get_plugin_manager  # lazy: the plugin layer builds on coeval.config
-
     keys = KeyStore.load(keys_file)
-    hook = get_plugin_manager().hook.resolve_auto_interface
     for i, model in autos:
         has_credentials: Callable[[str], bool] = keys.has_provider
-        chosen = hook(model=structure_model(model), has_credentials=has_credentials)
+        chosen = resolve(structure_model(model), has_credentials) if resolve is not None else None
         wanted = (model.get("parameters") or {}).get("model", "?")
         if not chosen:
-            routing = (
-                "" if hook.get_hookimpls() else " (no installed plugin routes auto; install coeval-providers)"
-            )
+            routing = "" if resolve is not None else " (no installed plugin routes auto; install coeval-providers)"
             validator.add(
                 "V-35",
                 ("models", i, "interface"),

@@ -39,6 +39,7 @@ from coeval.config.phase_order import ordered_phases
 from coeval.phase_ids import DATA_GENERATION, EVALUATION, MAPPING_PHASES, RECORD_PHASES, RESPONSE_COLLECTION
 from coeval.phases.base import RunView
 from coeval.planning.ingested import merge_ingested
+from coeval.plugins.config_loading import read_config_snapshot
 from coeval.record_schema import DATAPOINT_ID, ERROR_KIND, ID, RESPONSE_ID, STATUS
 from coeval.run.drift import settings_of
 from coeval.run.ledger import written_calls
@@ -54,7 +55,6 @@ from coeval.storage.meta_check import meta_problems
 from coeval.storage.records import FAILED, record_status, usable_datapoint, usable_response
 from coeval.storage.run_folder import PHASE_DIRS, RunFolder, atomic_write_json, atomic_write_text, utc_now
 from coeval.storage.safe_files import UnsafeRunFile, read_run_file
-from coeval.storage.snapshot import read_config_snapshot
 
 if TYPE_CHECKING:
     from coeval.plugins.manager import Registries

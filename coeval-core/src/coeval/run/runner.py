@@ -1,6 +1,6 @@
 """Run an experiment: the five phases (and any plugin phases) over one run folder.
 
-    from coeval.config import load_config
+    from coeval.plugins.config_loading import load_config
     from coeval.run.runner import run_experiment
     from coeval.run.options import RunOptions
 

@@ -2,7 +2,8 @@
 
 Written at the start of each run (``--continue`` rewrites it, since the config may have
 changed, a raised quota say). ``coeval status`` and ``coeval repair`` read it back to know
-what a run is expected to contain.
+what a run is expected to contain
+(:func:`coeval.plugins.config_loading.read_config_snapshot`).
 """
 
 from __future__ import annotations
@@ -13,16 +14,12 @@ from typing import Any
 import attrs
 import yaml
 
-from coeval.config._yaml import load_yaml_guarded
 from coeval.config.credentials import redact
-from coeval.config.errors import ConfigError
-from coeval.config.loader import load_config, structure_config
 from coeval.config.model import Config
 from coeval.config.secret_settings import scrub_settings
 from coeval.storage.run_folder import RunFolder, atomic_write_text
-from coeval.storage.safe_files import check_run_file, read_run_file
 
-__all__ = ["SECRET_PARAMETER_KEYS", "config_to_mapping", "read_config_snapshot", "write_config_snapshot"]
+__all__ = ["SECRET_PARAMETER_KEYS", "config_to_mapping", "write_config_snapshot"]
 
 #: Parameter names that hold credentials (some interfaces accept them inline).
 SECRET_PARAMETER_KEYS = frozenset(
@@ -85,25 +82,3 @@ def write_config_snapshot(run: RunFolder, config: Config) -> None:
     text = redact(yaml.safe_dump(config_to_mapping(config), sort_keys=False, allow_unicode=True))
     _keep_previous_snapshot(run, text)
     atomic_write_text(run.config_path, text)
-
-
-def read_config_snapshot(run: RunFolder) -> Config | None:
-    """The config stored in a run folder, or None when there is none (or it cannot be read).
-    A FIFO, device or outside link in its place is :class:`UnsafeRunFile`, not None."""
-    check_run_file(run.config_path, run.root)
-    if not run.config_path.is_file():
-        return None
-    try:
-        raw = load_yaml_guarded(read_run_file(run.config_path, run.root).decode("utf-8"), str(run.config_path))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return None
-    if not isinstance(raw, Mapping):
-        return None
-    try:
-        return load_config(dict(raw), check_filesystem=False)
-    except ConfigError:
-        pass
-    try:  # a legacy-format snapshot, or of a config an older version accepted
-        return structure_config(dict(raw), source=str(run.config_path))
-    except Exception:
-        return None
