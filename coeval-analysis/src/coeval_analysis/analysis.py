@@ -36,7 +36,6 @@ from coeval_analysis.ranking.headline import (
     teacher_weights,
     unrelated_weight,
 )
-from coeval_analysis.ranking.judge_entries import finite_or_none as _num
 from coeval_analysis.ranking.judge_entries import judge_entries, record_facts
 from coeval_analysis.ranking.pass_rates import pass_rate_summary, pass_rate_table
 from coeval_analysis.stats.agreement import icc, krippendorff_alpha, landis_koch, pairwise_agreement
@@ -46,6 +45,7 @@ from coeval_analysis.stats.diagnostic_ranking import DiagnosticRanking, diagnost
 from coeval_analysis.stats.diagnostics import self_preference, teacher_discrimination, verbosity
 from coeval_analysis.stats.icc_bootstrap import icc_intervals
 from coeval_analysis.stats.measurement import TAU
+from coeval_analysis.stats.numbers import finite_or_none
 from coeval_analysis.stats.reference import evaluator_scores, gold_report, label_report
 from coeval_analysis.stats.scores import ScoreModel
 from coeval_analysis.warnings.headline_notes import headline_notes
@@ -250,7 +250,7 @@ def _evidence(headline: HeadlineRanking, students: list[str], checks: pd.DataFra
     parts, then pass@k of code tasks with several samples (shown beside: pass@1 counts)."""
     cols = []
     for e in headline.evidence:
-        per = {s: {"score": _num(e.score[i]), "ci": [_num(e.low[i]), _num(e.high[i])], "n": int(e.n[i])}
+        per = {s: {"score": finite_or_none(e.score[i]), "ci": [finite_or_none(e.low[i]), finite_or_none(e.high[i])], "n": int(e.n[i])}
                for i, s in enumerate(students) if np.isfinite(e.score[i])}  # fmt: skip
         cols.append({"key": e.key, "kind": e.kind, "title": e.title, "in_headline": e.in_headline, "students": per})
     at_k = checks[checks["factor"].astype(str).str.match(r"pass@\d+$") & (checks["factor"] != "pass@1")] if len(
@@ -258,7 +258,7 @@ def _evidence(headline: HeadlineRanking, students: list[str], checks: pd.DataFra
     for key, rows in at_k.groupby("factor", sort=True) if len(at_k) else ():
         if rows["task"].nunique() > 1:  # one task's k: a column per k would mix tasks; shown per task in checks
             continue
-        per = {str(r.student): {"score": _num(r.pass_rate), "ci": [_num(r.ci_low), _num(r.ci_high)], "n": int(r.n)}
+        per = {str(r.student): {"score": finite_or_none(r.pass_rate), "ci": [finite_or_none(r.ci_low), finite_or_none(r.ci_high)], "n": int(r.n)}
                for r in rows.itertuples(index=False)}  # fmt: skip
         cols.append({"key": str(key), "kind": "pass@k", "title": str(key), "in_headline": False, "students": per})
     return {"columns": cols, "combined": headline.combined}
@@ -317,8 +317,8 @@ def _agreement(
         p["strength"] = landis_koch(p["kappa"])
     out["pairwise"] = pairs
     values = np.where(levels >= 0, levels.astype(np.float64), np.nan)
-    out["krippendorff_alpha"] = _num(krippendorff_alpha(values, "ordinal"))
-    out["krippendorff_alpha_nominal"] = _num(krippendorff_alpha(values, "nominal"))
+    out["krippendorff_alpha"] = finite_or_none(krippendorff_alpha(values, "ordinal"))
+    out["krippendorff_alpha_nominal"] = finite_or_none(krippendorff_alpha(values, "nominal"))
     # per task alpha
     unit_task = model.item_task[model.resp_item[uniq // F]]
     for t in np.unique(unit_task):
@@ -326,7 +326,7 @@ def _agreement(
             continue
         sel = unit_task == t
         out["by_task"][model.tasks[t]] = {
-            "krippendorff_alpha": _num(krippendorff_alpha(values[sel], "ordinal")),
+            "krippendorff_alpha": finite_or_none(krippendorff_alpha(values[sel], "ordinal")),
             "n_units": int(sel.sum()),
         }
     # ICC on items scored by every judge in the set
@@ -346,12 +346,12 @@ def _agreement(
         if boot.n_boot and (unit_item >= 0).all():  # a datapoint's units move together
             r.update(icc_intervals(mat, unit_item, boot, opts.level))
         res = {
-            "icc3_1": _num(r["icc3_1"]),
-            "icc3_k": _num(r["icc3_k"]),
-            "icc2_1": _num(r["icc2_1"]),
-            "icc3_1_ci": [_num(x) for x in r["icc3_1_ci"]],
-            "icc3_k_ci": [_num(x) for x in r["icc3_k_ci"]],
-            "icc2_1_ci": [_num(x) for x in r["icc2_1_ci"]],
+            "icc3_1": finite_or_none(r["icc3_1"]),
+            "icc3_k": finite_or_none(r["icc3_k"]),
+            "icc2_1": finite_or_none(r["icc2_1"]),
+            "icc3_1_ci": [finite_or_none(x) for x in r["icc3_1_ci"]],
+            "icc3_k_ci": [finite_or_none(x) for x in r["icc3_k_ci"]],
+            "icc2_1_ci": [finite_or_none(x) for x in r["icc2_1_ci"]],
             "n_items": int(r["n_items"]),
         }
     res["judges"] = [model.judges[j] for j in chosen] if len(chosen) >= 2 else []
@@ -392,22 +392,22 @@ def _students(
         scored = bool(np.isfinite(h.score[i]))
         rr = comp.rank_range[i]
         entry: dict[str, Any] = {
-            "score": _num(score[i]),
-            "ci": [_num(row["ci_low"]), _num(row["ci_high"])] if row is not None else [None, None],
+            "score": finite_or_none(score[i]),
+            "ci": [finite_or_none(row["ci_low"]), finite_or_none(row["ci_high"])] if row is not None else [None, None],
             "rank": int(rank[i]),
-            "headline_score": _num(h.score[i]),
-            "headline_ci": [_num(headline.ci[0][i]), _num(headline.ci[1][i])],
+            "headline_score": finite_or_none(h.score[i]),
+            "headline_ci": [finite_or_none(headline.ci[0][i]), finite_or_none(headline.ci[1][i])],
             "headline_rank": int(rrank[i]) if scored else None,
-            "judged_score": _num(headline.judged[i]),
+            "judged_score": finite_or_none(headline.judged[i]),
             "rank_range": list(rr) if rr else None,
             "rank_label": rank_label(rr) if rr or not scored else str(rrank[i]),
             "rank_ci": list(rci) if (rci := comp.rank_ci[i]) else None,
-            "diagnostic_score": _num(robust.score[i]),
-            "diagnostic_ci": [_num(robust.ci[0][i]), _num(robust.ci[1][i])],
+            "diagnostic_score": finite_or_none(robust.score[i]),
+            "diagnostic_ci": [finite_or_none(robust.ci[0][i]), finite_or_none(robust.ci[1][i])],
             "diagnostic_rank": int(urank[i]),
             "n_responses": int(row["n"]) if row is not None else 0,
             "n_items": int(n_items[i]),
-            "unrelated_judge_weight": _num(unrelated[i]),
+            "unrelated_judge_weight": finite_or_none(unrelated[i]),
             "determined": why_not[i] is None if scored else None,
             "not_determined": why_not[i],
             **missing.get(s, {}),
@@ -485,8 +485,8 @@ def _headline_summary(r: HeadlineRanking) -> dict[str, Any]:
         "scorers": list(r.judges),
         "families": dict(sorted(r.families.items())),
         "n_conflicted": int(h.n_conflicted.sum()),
-        "judge_weights": {j: _num(h.judge_weight[k]) for k, j in enumerate(r.judges)},
-        "judge_leniency": {j: _num(h.judge_leniency[k]) for k, j in enumerate(r.judges)},
+        "judge_weights": {j: finite_or_none(h.judge_weight[k]) for k, j in enumerate(r.judges)},
+        "judge_leniency": {j: finite_or_none(h.judge_leniency[k]) for k, j in enumerate(r.judges)},
     }
 
 
@@ -498,8 +498,8 @@ def _breakdowns(slices: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
                 "slice": r.slice,
                 "task": r.task or None,
                 "student": r.student,
-                "score": _num(r.score),
-                "ci": [_num(r.ci_low), _num(r.ci_high)],
+                "score": finite_or_none(r.score),
+                "ci": [finite_or_none(r.ci_low), finite_or_none(r.ci_high)],
                 "n": int(r.n),
             }
             for r in g.itertuples(index=False)
@@ -511,7 +511,7 @@ def _evaluator_summary(ev: pd.DataFrame) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for r in ev.itertuples(index=False):
         out.setdefault(str(r.evaluator), {}).setdefault(str(r.factor), {})[str(r.student)] = {
-            "score": _num(r.score),
+            "score": finite_or_none(r.score),
             "n": int(r.n),
         }
     return out

@@ -28,6 +28,7 @@ from coeval_analysis.stats.agreement import cohen_kappa, confusion
 from coeval_analysis.stats.bootstrap import Bootstrap, percentile_interval
 from coeval_analysis.stats.comparisons import compare_students, rank_label
 from coeval_analysis.stats.correlation import pearson
+from coeval_analysis.stats.numbers import finite_or_none
 from coeval_analysis.stats.scores import GOLD, ScoreModel
 
 __all__ = [
@@ -209,14 +210,10 @@ def human_ranking(
     for i in order:
         rr = comp.rank_range[i]
         students[model.students[i]] = {
-            "score": float(score[i]), "ci": [_num(lo[i]), _num(hi[i])], "n_answers": int(counts[i]),
+            "score": float(score[i]), "ci": [finite_or_none(lo[i]), finite_or_none(hi[i])], "n_answers": int(counts[i]),
             "rank_range": list(rr) if rr else None, "rank_label": rank_label(rr) if rr else None,
         }  # fmt: skip
     return {"students": students, "min_answers": MIN_HUMAN_ANSWERS}
-
-
-def _num(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
 
 
 def labels_needed(

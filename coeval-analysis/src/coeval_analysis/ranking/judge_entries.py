@@ -12,20 +12,10 @@ import pandas as pd
 from coeval_analysis.loading.run_data import LLM_JUDGE, RunData
 from coeval_analysis.ranking.headline import HeadlineRanking
 from coeval_analysis.stats.diagnostic_ranking import DiagnosticRanking
+from coeval_analysis.stats.numbers import finite_or_none
 from coeval_analysis.stats.scores import ScoreModel
 
-__all__ = ["finite_or_none", "judge_entries", "record_facts"]
-
-
-def finite_or_none(x: Any) -> float | None:
-    """A number for summary.json: None for a missing or non-finite value (JSON has no NaN)."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if np.isfinite(x) else None
-
-
-_num = finite_or_none
+__all__ = ["judge_entries", "record_facts"]
 
 
 def record_facts(recs: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -67,21 +57,21 @@ def judge_entries(
             h = headline.headline
             entry.update(
                 {
-                    "weight": _num(h.judge_weight[j]),
-                    "weight_ci": [_num(headline.weight_ci[0][j]), _num(headline.weight_ci[1][j])],
-                    "consensus_r": _num(h.judge_r[j]),
-                    "leniency": _num(h.judge_leniency[j]),
+                    "weight": finite_or_none(h.judge_weight[j]),
+                    "weight_ci": [finite_or_none(headline.weight_ci[0][j]), finite_or_none(headline.weight_ci[1][j])],
+                    "consensus_r": finite_or_none(h.judge_r[j]),
+                    "leniency": finite_or_none(h.judge_leniency[j]),
                     **_judge_model(headline, j),
                     "family": headline.families.get(name),
                     "n_conflicted": int(h.n_conflicted[j]),
-                    "unadjusted_weight": _num(robust.judge_weight[j]),
+                    "unadjusted_weight": finite_or_none(robust.judge_weight[j]),
                     "unadjusted_weight_ci": [
-                        _num(robust.judge_weight_ci[0][j]),
-                        _num(robust.judge_weight_ci[1][j]),
+                        finite_or_none(robust.judge_weight_ci[0][j]),
+                        finite_or_none(robust.judge_weight_ci[1][j]),
                     ],
                     "n_units": int(robust.judge_units[j]),
-                    "mean_score": _num(pm[pj == j].mean()) if (pj == j).any() else None,
-                    "mean_kappa": _num(np.mean([p["kappa"] for p in mine])) if mine else None,
+                    "mean_score": finite_or_none(pm[pj == j].mean()) if (pj == j).any() else None,
+                    "mean_kappa": finite_or_none(np.mean([p["kappa"] for p in mine])) if mine else None,
                 }
             )
         elif entry["evaluator"] == LLM_JUDGE:  # every record failed: it contributes nothing
@@ -111,12 +101,12 @@ def _judge_model(r: HeadlineRanking, j: int) -> dict[str, Any]:
     if j >= len(f.scale):
         return {}
     return {
-        "scale": _num(m.scale[j]),
-        "reliability": _num(f.reliability[j]),
-        "noise_sd": _num(np.sqrt(f.noise[j])),
-        "taste_sd": _num(np.sqrt(f.taste[j])),
-        "family_bias": _num(f.bias[j]) if r.headline.n_conflicted[j] else None,
-        "family_bias_sd": _num(np.sqrt(f.bias_var[j])) if r.headline.n_conflicted[j] else None,
-        "family_bias_prior_share": _num(f.bias_prior_share[j]) if r.headline.n_conflicted[j] else None,
+        "scale": finite_or_none(m.scale[j]),
+        "reliability": finite_or_none(f.reliability[j]),
+        "noise_sd": finite_or_none(np.sqrt(f.noise[j])),
+        "taste_sd": finite_or_none(np.sqrt(f.taste[j])),
+        "family_bias": finite_or_none(f.bias[j]) if r.headline.n_conflicted[j] else None,
+        "family_bias_sd": finite_or_none(np.sqrt(f.bias_var[j])) if r.headline.n_conflicted[j] else None,
+        "family_bias_prior_share": finite_or_none(f.bias_prior_share[j]) if r.headline.n_conflicted[j] else None,
         "checked": bool(f.checked[j]) if j < len(f.checked) else False,
     }

@@ -17,6 +17,7 @@ from coeval_analysis.labels.exact_match import normalise_label, precision_recall
 from coeval_analysis.stats.bootstrap import Bootstrap
 from coeval_analysis.stats.correlation import pearson, spearman
 from coeval_analysis.stats.diagnostic_ranking import DiagnosticRanking
+from coeval_analysis.stats.numbers import finite_or_none
 from coeval_analysis.stats.scores import GOLD, ScoreModel, dense_mean
 
 __all__ = ["evaluator_scores", "gold_report", "label_report"]
@@ -56,11 +57,11 @@ def gold_report(
     lo, hi = boot.ratio_ci(num, den, level)
     students = {
         s: {
-            "gold_score": _num(score[i]),
-            "gold_ci": [_num(lo[i]), _num(hi[i])],
+            "gold_score": finite_or_none(score[i]),
+            "gold_ci": [finite_or_none(lo[i]), finite_or_none(hi[i])],
             "n": int(tot[i]),
-            "diagnostic_score": _num(robust.score[i]),
-            "robust_score": _num(robust.score[i]),  # schema 2's name, for one release
+            "diagnostic_score": finite_or_none(robust.score[i]),
+            "robust_score": finite_or_none(robust.score[i]),  # schema 2's name, for one release
         }
         for i, s in enumerate(model.students)
         if tot[i] > 0
@@ -133,5 +134,3 @@ def label_report(labels: pd.DataFrame, grid: dict[str, dict[str, list[str]]] | N
     return out
 
 
-def _num(x: float) -> float | None:
-    return None if not np.isfinite(x) else float(x)
