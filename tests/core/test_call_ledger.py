@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult
+from coeval.interfaces.base import FatalModelError, GenerateRequest, GenerateResult, TransientModelError
 from coeval.interfaces.sending import announce_send
-from coeval.scheduler import Scheduler, SchedulerLimits
+from coeval.scheduler import RetryPolicy, Scheduler, SchedulerLimits
 from coeval.storage.call_ledger import (
     CallLedger,
     LedgerError,
@@ -175,6 +175,21 @@ def test_an_announced_start_that_cannot_be_written_stops_the_request_and_the_pha
     assert iface.total_calls == 1  # the second request never reached the interface's send
     assert scheduler.calls["m"] == 1  # nor the quota
     assert rec.by_status() == {"ok": 1, "skipped": 3}
+
+
+def test_a_refused_connection_takes_its_start_back_and_a_failed_call_is_ended() -> None:
+    # the first attempt's connection is refused (the server never saw it), the second gets a
+    # 500 (the server saw it): only the second counts as a call
+    refused = TransientModelError("connection refused")
+    refused.__cause__ = ConnectionRefusedError(111, "Connection refused")
+    iface = ScriptedInterface(script={"p0": [refused, TransientModelError("HTTP 500")]}, cost=0.01,
+                              default_concurrency=1, max_concurrency=1)
+    journal = _Journal(iface)
+    limits = SchedulerLimits(retry=RetryPolicy(base_delay_s=0.001, max_delay_s=0.002))
+    run(Scheduler({"m": iface}, limits, journal=journal).run("evaluation", make_items(iface, 1, Recorder())))
+    assert journal.events == [("start", "m:p0", "0"), ("not_sent", "m:p0"),
+                              ("start", "m:p0", "1"), ("end", "m:p0", "None"),
+                              ("start", "m:p0", "2"), ("end", "m:p0", "0.01")]
 
 
 def test_the_budget_counts_calls_in_flight_at_their_estimate() -> None:
