@@ -47,11 +47,11 @@ CODE_ROWS = 48
 
 def _estimate(config_path: Path, keys: str | None, samples: int) -> Any:
     from coeval.planning.cost import estimate_cost
-    from coeval.planning.cost.machine_speed import speed_factor
+    from coeval.planning.cost.machine_speed import reading
     from coeval.plugins.config_loading import load_config
     from coeval.plugins.manager import registries
 
-    speed_factor.cache_clear()  # measured now, as a `coeval plan` process of its own would
+    reading.cache_clear()  # measured now, as a `coeval plan` process of its own would
     config = load_config(config_path, keys_file=keys, check_filesystem=False)  # as `coeval plan` reads it
     registries()
     return estimate_cost(config, samples=samples, keys_file=keys)
@@ -74,7 +74,16 @@ def _run(config_path: Path, keys: str | None) -> tuple[float, float, dict[str, f
     return wall, cpu, {t.phase_id: round(t.elapsed, 2) for t in progress.trackers}
 
 
-def _row(estimate: Any, wall: float, cpu: float, phases: dict[str, float]) -> dict[str, Any]:
+def _machine_now() -> dict[str, float]:
+    """What the estimate read of the machine: its pace against the reference machine's, the
+    processes wanting each core, and the factor the CPU bound was scaled by."""
+    from coeval.planning.cost.machine_speed import reading
+
+    now = reading()
+    return {"pace": round(now.pace, 3), "share": round(now.share, 2), "factor": round(now.factor, 3)}
+
+
+def _row(estimate: Any, wall: float, cpu: float, phases: dict[str, float], machine: dict[str, float]) -> dict[str, Any]:
     ratio = estimate.seconds / wall if wall else float("nan")
     low, high = estimate.seconds_range
     return {
@@ -88,6 +97,7 @@ def _row(estimate: Any, wall: float, cpu: float, phases: dict[str, float]) -> di
         "cpu_ms_per_call": round(cpu * 1000 / estimate.total_calls, 3) if estimate.total_calls else None,
         "phases_estimated_s": {p: round(s, 1) for p, s in estimate.phase_seconds.items() if s},
         "phases_actual_s": phases,
+        "machine_at_estimate": machine,
         "ok": TARGET_LOW <= ratio <= TARGET_HIGH,
     }
 
@@ -95,7 +105,8 @@ def _row(estimate: Any, wall: float, cpu: float, phases: dict[str, float]) -> di
 def _estimate_and_run(config_path: Path, keys_file: Path | None = None, samples: int = 0) -> dict[str, Any]:
     keys = str(keys_file) if keys_file else None
     estimate = _estimate(config_path, keys, samples)
-    return _row(estimate, *_run(config_path, keys))
+    machine = _machine_now()
+    return _row(estimate, *_run(config_path, keys), machine)
 
 
 def mock(total: int | None = None) -> dict[str, Any]:
@@ -149,9 +160,10 @@ def after_a_run() -> dict[str, Any]:
         past = write_yaml(work / "past.yaml", _quickstart_shape(work / "past"))
         _run(past, None)
         estimate = _estimate(past, None, 0)  # the past run's folder: its records give the latency
+        machine = _machine_now()
         fresh = write_yaml(work / "fresh.yaml", _quickstart_shape(work / "fresh"))
         return {"shape": "quick start's shape on mocks (0.5-1.5 s), after one run of it",
-                **_row(estimate, *_run(fresh, None))}
+                **_row(estimate, *_run(fresh, None), machine)}
 
 
 def _code_rows(n: int) -> list[dict[str, Any]]:
@@ -234,6 +246,8 @@ def run(only: list[str] | None = None, total: int | None = None, repeat: int = 1
         tries = [shapes[name]() for _ in range(max(1, repeat))]
         row = dict(tries[0])
         row["ratios"] = [t["ratio"] for t in tries]
+        row["estimated_and_actual_s"] = [(t["estimated_s"], t["actual_s"]) for t in tries]
+        row["machine_at_estimates"] = [t["machine_at_estimate"] for t in tries]
         row["in_ranges"] = [t["in_range"] for t in tries]
         row["ok"] = all(t["ok"] for t in tries)
         rows[name] = row
