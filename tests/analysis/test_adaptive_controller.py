@@ -72,3 +72,27 @@ def test_the_decision_does_not_hang_on_the_order_the_records_come_in() -> None:
         recoded, sorted_ids = _by_datapoint_id(grid, item_ids)
         decisions.append(decide(recoded, sim.judges, students, sorted_ids, look))
     assert decisions[0] == decisions[1]
+
+
+@pytest.mark.parametrize(("scenario", "seed"), [("decent", 0), ("family_top_flat", 2)])
+def test_the_look_where_the_run_ends_reports_the_ranking_the_design_reports(scenario: str, seed: int) -> None:
+    # decent, seed 0: a near-tie kept open to the last datapoint; family_top_flat: answered early
+    sim = simulate(SCENARIOS[scenario], seed)
+    j, judges = sim.judgments, sim.judges
+    design = Design()
+    outcome = play(j, judges, design, seed)
+    order = spread_order(j.item_teacher, np.random.default_rng([seed, 5252]))
+    sizes = look_sizes(j.n_items, design)
+    ids = [f"dp{i:03d}" for i in range(j.n_items)]
+    students = [f"s{k}" for k in range(j.n_students)]
+    last = len(outcome.looks) - 1
+    look = RoundLook(run_folder=Path("."), look=last, fractions=tuple(sizes / j.n_items),
+                     calibration=frozenset(ids[i] for i in order[: sizes[0]]),
+                     seen=frozenset(ids[i] for i in order[: sizes[last]]), judges=tuple(judges),
+                     students=tuple(students), settings={"stop_when": {"top": 1}}, seed=seed)
+    decision = decide(outcome.bought, judges, students, ids, look)  # the run holds what the design bought
+    assert decision.answered == outcome.answered
+    assert decision.open_students == tuple(students[s] for s in outcome.looks[-1].open)
+    reported = {s: v[0] for s, v in decision.scores.items()}
+    assert reported == pytest.approx({students[s]: float(outcome.intervals.score[s]) for s in range(j.n_students)})
+    assert max(reported, key=reported.__getitem__) == students[int(np.nanargmax(outcome.intervals.score))]

@@ -1,14 +1,15 @@
 """What counts how much in the ranking an adaptive design refits: a teacher whose datapoints
 do not tell the students apart counts for nothing, a judge with a taste for some students
 counts less than the judges that follow the answers, and the fit weighs each datapoint by
-its teacher's weight. All measured on the calibration slice."""
+its teacher's weight. The looks' weights are measured on the calibration slice, the reported
+ranking's on everything bought."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from coeval_analysis.adaptive.contrasts import AnswerScores, fit_intervals
-from coeval_analysis.adaptive.design import Design, play
+from coeval_analysis.adaptive.contrasts import AnswerScores, fit_intervals, judge_leniency
+from coeval_analysis.adaptive.design import Design, dense, play, slice_weights, spread_order
 from coeval_analysis.adaptive.weights import taste_discount, teacher_weights
 from coeval_analysis.stats.scenarios import SCENARIOS, Scenario, simulate
 from scipy.stats import t as student_t
@@ -76,4 +77,14 @@ def test_a_judge_with_a_taste_for_some_students_weighs_less_than_the_others() ->
     for seed in range(3):
         sim = simulate(sc, seed)
         outcome = play(sim.judgments, sim.judges, Design(), seed)
-        assert outcome.weight[3] < 0.5 * outcome.weight[:3].min()
+        # the looks' weights, measured on the calibration slice
+        j = sim.judgments
+        order = spread_order(j.item_teacher, np.random.default_rng([seed, 5252]))
+        in_slice = np.isin(np.arange(j.n_items), order[: outcome.looks[0].datapoints])
+        x, conflicted = dense(j)
+        calib = np.where(in_slice[None, :, None], x, np.nan)
+        kept = np.array(outcome.kept)
+        on_slice, _ = slice_weights(calib, conflicted, kept, judge_leniency(calib, kept), sim.judgments.item_teacher)
+        assert on_slice[3] < 0.5 * on_slice[:3].min()
+        # and the reported ranking's, refit on everything bought
+        assert outcome.weight[3] < outcome.weight[:3].min()

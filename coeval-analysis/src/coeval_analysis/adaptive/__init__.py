@@ -3,7 +3,8 @@
 :mod:`~coeval_analysis.adaptive.screening` stops judges that tell answers apart too little,
 :mod:`~coeval_analysis.adaptive.stopping` says when a design's question is answered,
 :mod:`~coeval_analysis.adaptive.contrasts` is the ranking refit at every look,
-:mod:`~coeval_analysis.adaptive.weights` how much each judge and teacher counts in it, and
+:mod:`~coeval_analysis.adaptive.weights` how much each judge and teacher counts in it,
+:mod:`~coeval_analysis.adaptive.refit` the ranking reported where the design stops, and
 :mod:`~coeval_analysis.adaptive.design` plays a design over a grid drawn in advance.
 """
 

@@ -22,8 +22,9 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from coeval_analysis.adaptive.stopping import Intervals
+from coeval_analysis.stats.headline import Judgments
 
-__all__ = ["AnswerScores", "answer_scores", "fit_intervals", "judge_leniency", "judge_weights"]
+__all__ = ["AnswerScores", "answer_scores", "dense", "fit_intervals", "judge_leniency", "judge_weights"]
 
 #: a datapoint's scores that vary less than this between two students still leave this
 #: much doubt: a dozen identical differences do not prove a difference of exactly that size
@@ -43,13 +44,27 @@ class AnswerScores:
     value: np.ndarray
 
 
-def judge_leniency(x: np.ndarray, judges: np.ndarray) -> np.ndarray:
+def dense(j: Judgments) -> tuple[np.ndarray, np.ndarray]:
+    """(judges, datapoints, students) scores (NaN: none) and conflicted flags."""
+    x = np.full((j.n_judges, j.n_items, j.n_students), np.nan)
+    c = np.zeros(x.shape, bool)
+    x[j.judge, j.item, j.student] = j.value
+    c[j.judge, j.item, j.student] = j.conflicted
+    return x, c
+
+
+def judge_leniency(x: np.ndarray, judges: np.ndarray, conflicted: np.ndarray | None = None) -> np.ndarray:
     """Per judge, its mean score less the mean of the ``judges`` given, over the answers all of
-    them graded; ``x``: (judges, datapoints, students) scores, NaN where none."""
+    them graded; ``x``: (judges, datapoints, students) scores, NaN where none. Answers one of
+    the ``judges`` is ``conflicted`` on (same shape; None: none) are left out: a judge's
+    favour for its family's students would otherwise count as leniency, and move the centre
+    every other judge's leniency is measured from."""
     out = np.zeros(x.shape[0])
     if judges.size == 0:
         return out
     common = ~np.isnan(x[judges]).any(0)
+    if conflicted is not None:
+        common &= ~conflicted[judges].any(0)
     if not common.any():
         return out
     means = np.array([float(np.mean(x[j][common])) if not np.isnan(x[j][common]).any() else np.nan

@@ -5,8 +5,10 @@ At each look it reads the run's judgments of the datapoints seen so far, screens
 on the calibration slice (:func:`~coeval_analysis.adaptive.screening.screen_judges`), weighs
 the kept ones by their agreement on the slice, refits the ranking
 (:mod:`~coeval_analysis.adaptive.contrasts`) at the look's share of alpha, and says whether
-``stop_when`` is answered and which students are still open. Everything it decides follows
-from the judgments and the seed, so a continued run decides as an uninterrupted one would.
+``stop_when`` is answered and which students are still open. At the look where the run ends
+(answered, or the last) the scores it records are the ranking refit on everything bought
+(:func:`~coeval_analysis.adaptive.refit.refit`), as the design reports. Everything it decides
+follows from the judgments and the seed, so a continued run decides as an uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from coeval.contract.adaptive import JudgeDecision, Rehearsal, RehearsalOutcome,
 
 from coeval_analysis.adaptive.contrasts import answer_scores, fit_intervals, judge_leniency
 from coeval_analysis.adaptive.design import dense, slice_weights, subset
+from coeval_analysis.adaptive.refit import refit
 from coeval_analysis.adaptive.screening import MIN_JUDGES, screen_judges
 from coeval_analysis.adaptive.stopping import answered, look_alphas, open_students, parse_stop_rule
 from coeval_analysis.stats.headline import Judgments
@@ -89,6 +92,8 @@ def decide(j: Judgments, judges: list[str], students: list[str], item_ids: list[
     iv = fit_intervals(answer_scores(x, conflicted, kept, leniency, weight), alpha, item_weight)
     done = answered(rule, iv)
     still = open_students(rule, iv)
+    if done or look.look >= len(alphas) - 1:  # where the run ends: the ranking refit on everything bought
+        iv = refit(j, kept, alpha).intervals
     scores = {
         students[s]: (float(iv.score[s]), float(iv.score_low[s]), float(iv.score_high[s]))
         for s in range(len(students)) if not math.isnan(float(iv.score[s]))

@@ -8,6 +8,8 @@ stops the judges that tell answers apart too little; they are bought no more. Af
 the design stops when its question is answered (:mod:`~coeval_analysis.adaptive.stopping`);
 otherwise the next round's datapoints are answered only by the students still open and graded
 by the kept judges: (student, judge) pairs that cannot change the answer are not bought.
+Where the design stops, the ranking it reports is refit with the weights of everything it
+bought (:mod:`~coeval_analysis.adaptive.refit`); the looks keep the slice's weights.
 
 A grid drawn in advance plays exactly like a mock run: a cell is read only once bought.
 """
@@ -21,7 +23,14 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
-from coeval_analysis.adaptive.contrasts import answer_scores, fit_intervals, judge_leniency, judge_weights
+from coeval_analysis.adaptive.contrasts import (
+    answer_scores,
+    dense,
+    fit_intervals,
+    judge_leniency,
+    judge_weights,
+)
+from coeval_analysis.adaptive.refit import refit
 from coeval_analysis.adaptive.screening import Screening, agreement, screen_judges
 from coeval_analysis.adaptive.stopping import (
     Intervals,
@@ -70,7 +79,10 @@ class Look:
 class Outcome:
     """What the design bought and what it concluded at the look where it stopped."""
 
+    #: the reported ranking: refit where the design stopped with the weights of everything
+    #: bought (:func:`~coeval_analysis.adaptive.refit.refit`), at the stopping look's level
     intervals: Intervals
+    look_intervals: Intervals  #: the stopping look's, with the slice's weights: what it decided on
     alpha: float  #: the level of ``intervals`` (its look's share of the error)
     looks: tuple[Look, ...]
     answered: bool  #: False: it ran out of datapoints first
@@ -79,24 +91,15 @@ class Outcome:
     answers: int  #: student answers bought (phase-4 calls)
     answers_full: int
     kept: tuple[int, ...]  #: judge codes still bought after the calibration slice
-    leniency: np.ndarray  #: per judge, measured on the calibration slice
-    weight: np.ndarray  #: per judge, its weight in an answer's score (from the slice)
-    item_weight: np.ndarray  #: per datapoint, its weight in the fit: its teacher's (from the slice)
+    leniency: np.ndarray  #: per judge, in the reported ranking (measured on everything bought)
+    weight: np.ndarray  #: per judge, its weight in an answer's score (the same)
+    item_weight: np.ndarray  #: per datapoint, its weight in the fit: its teacher's (the same)
     screening: Screening | None
     bought: Judgments  #: the rows bought, for a final refit
 
     @property
     def saved(self) -> float:
         return 1.0 - self.judgments / self.judgments_full if self.judgments_full else 0.0
-
-
-def dense(j: Judgments) -> tuple[np.ndarray, np.ndarray]:
-    """(judges, datapoints, students) scores (NaN: none) and conflicted flags."""
-    x = np.full((j.n_judges, j.n_items, j.n_students), np.nan)
-    c = np.zeros(x.shape, bool)
-    x[j.judge, j.item, j.student] = j.value
-    c[j.judge, j.item, j.student] = j.conflicted
-    return x, c
 
 
 def subset(j: Judgments, keep: np.ndarray) -> Judgments:
@@ -203,11 +206,12 @@ def play(j: Judgments, judges: Sequence[str], design: Design, seed: int) -> Outc
         answered_cells[np.ix_(thin, let_go)] = True
     assert iv is not None
     graded = bought & ~np.isnan(x)
-    rows = graded[j.judge, j.item, j.student]
+    got = subset(j, graded[j.judge, j.item, j.student])
+    final = refit(got, kept, looks[-1].alpha, design.weighted)
     return Outcome(
-        intervals=iv, alpha=looks[-1].alpha, looks=tuple(looks), answered=done,
+        intervals=final.intervals, look_intervals=iv, alpha=looks[-1].alpha, looks=tuple(looks), answered=done,
         judgments=int(graded.sum()), judgments_full=int(j.value.size),
         answers=int((answered_cells & answerable).sum()), answers_full=int(answerable.sum()),
-        kept=tuple(int(k) for k in kept), leniency=leniency, weight=weight, item_weight=item_weight,
-        screening=screening, bought=subset(j, rows),
+        kept=tuple(int(k) for k in kept), leniency=final.leniency, weight=final.weight,
+        item_weight=final.item_weight, screening=screening, bought=got,
     )  # fmt: skip

@@ -13,7 +13,9 @@ variance ``v``, measured at the level the ranking aggregates to: a student's mea
   teacher's datapoints by how well the students' scores on them follow the students' scores
   on the other teachers' datapoints.
 
-Both are fixed after the calibration slice, so every later look estimates the same thing.
+Both are fixed after the calibration slice, so every later look estimates the same thing;
+the ranking reported where the design stops measures the teachers' again on everything
+bought (:mod:`~coeval_analysis.adaptive.refit`).
 """
 
 from __future__ import annotations
