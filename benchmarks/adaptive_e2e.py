@@ -40,6 +40,7 @@ rather than the simulation's 0.4..0.7.
 
     python -m benchmarks.adaptive_e2e                          # 100 seeds x 7 scenarios
     python -m benchmarks.adaptive_e2e --seeds 10 --scenarios decent,reference_five
+    python -m benchmarks.adaptive_e2e --seeds 30 --scenarios decent --per-teacher 50   # 100 datapoints
 """
 
 from __future__ import annotations
@@ -172,8 +173,9 @@ def played(scenario: str, seed: int) -> tuple[dict[str, Any], dict[str, float]]:
     return {"models": [*teachers, *students, *judges]}, truth
 
 
-def config(models: dict[str, Any], storage: Path, experiment_id: str, seed: int, *, adaptive: bool) -> dict[str, Any]:
-    """One run's config: the models, one task of ``PER_TEACHER`` datapoints a teacher."""
+def config(models: dict[str, Any], storage: Path, experiment_id: str, seed: int, *, adaptive: bool,
+           per_teacher: int = PER_TEACHER) -> dict[str, Any]:
+    """One run's config: the models, one task of ``per_teacher`` datapoints a teacher."""
     experiment: dict[str, Any] = {"id": experiment_id, "storage_folder": str(storage), "seed": seed,
                                   "probe_mode": "disable"}  # fmt: skip
     if adaptive:
@@ -181,7 +183,7 @@ def config(models: dict[str, Any], storage: Path, experiment_id: str, seed: int,
     task = {"name": "qa", "description": "Answer a question about rivers.",
             "target_attributes": {"topic": ["deltas", "floods", "dams", "tides", "rapids"],
                                   "audience": ["child", "student", "engineer"]},
-            "rubric": dict(FACTORS), "sampling": {"total": PER_TEACHER}}  # fmt: skip
+            "rubric": dict(FACTORS), "sampling": {"total": per_teacher}}  # fmt: skip
     return {**models, "tasks": [task], "experiment": experiment}
 
 
@@ -233,7 +235,7 @@ def _compare(scores: dict[str, float], truth: dict[str, float]) -> tuple[bool, f
     return top, float(spearmanr(filled, [truth[n] for n in names])[0])
 
 
-def pair(scenario: str, seed: int) -> dict[str, Any]:
+def pair(scenario: str, seed: int, per_teacher: int = PER_TEACHER) -> dict[str, Any]:
     """One seed of ``scenario``: the full and the adaptive run, analysed and compared."""
     started = time.perf_counter()
     models, truth = played(scenario, seed)
@@ -242,7 +244,7 @@ def pair(scenario: str, seed: int) -> dict[str, Any]:
         runs: dict[str, Path] = {}
         for kind in ("full", "adaptive"):
             path = folder / f"{kind}.yaml"
-            path.write_text(yaml.safe_dump(config(models, folder, kind, seed, adaptive=kind == "adaptive")),
+            path.write_text(yaml.safe_dump(config(models, folder, kind, seed, adaptive=kind == "adaptive", per_teacher=per_teacher)),
                             encoding="utf-8")  # fmt: skip
             _run(path)
             runs[kind] = folder / kind
@@ -273,7 +275,7 @@ def pair(scenario: str, seed: int) -> dict[str, Any]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _pair_of(job: tuple[str, int]) -> dict[str, Any]:
+def _pair_of(job: tuple[str, int, int]) -> dict[str, Any]:
     return pair(*job)
 
 
@@ -296,7 +298,8 @@ def _aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def run(seeds: int = 100, scenarios: Iterable[str] | None = None, workers: int = 2) -> dict[str, Any]:
+def run(seeds: int = 100, scenarios: Iterable[str] | None = None, workers: int = 2,
+        per_teacher: int = PER_TEACHER) -> dict[str, Any]:
     """Every chosen scenario over seeds ``0..seeds-1``, full and adaptive; ``ok`` when in every
     scenario the adaptive run saves at least half the phase-5 calls on average, its design's
     ranking puts the best student first at least as often as the full run's headline, and its
@@ -306,7 +309,7 @@ def run(seeds: int = 100, scenarios: Iterable[str] | None = None, workers: int =
     if unknown:
         raise ValueError(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
     started = time.perf_counter()
-    jobs = [(name, seed) for name in chosen for seed in range(seeds)]
+    jobs = [(name, seed, per_teacher) for name in chosen for seed in range(seeds)]
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
             rows = list(pool.map(_pair_of, jobs))
@@ -323,7 +326,7 @@ def run(seeds: int = 100, scenarios: Iterable[str] | None = None, workers: int =
     checks = {"saved": worst["saved"] >= TARGET_SAVED, "top1": worst["top1"] >= 0.0,
               "rho": worst["rho"] >= -TARGET_RHO_DROP, "same_answers": all(s["same_answers"] for s in per.values())}
     return {"name": "adaptive_e2e", "seeds": seeds, "stop_when": dict(STOP_WHEN), "students": N_STUDENTS,
-            "datapoints": PER_TEACHER * len(TEACHERS), "scenarios": per, "worst": worst, "checks": checks,
+            "datapoints": per_teacher * len(TEACHERS), "scenarios": per, "worst": worst, "checks": checks,
             "ok": all(checks.values()), "workers": workers, "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
 
 
@@ -361,7 +364,8 @@ def row(r: dict[str, Any], verdict: str) -> tuple[str, str, str, str]:
     """The figure's line in the bench table."""
     w = r["worst"]
     return ("i2. adaptive evaluation end to end",
-            f"{r['seeds']} seeds x {len(r['scenarios'])} scenarios run on the mock, full and adaptive (stop when "
+            f"{r['seeds']} seeds x {len(r['scenarios'])} scenarios run on the mock ({r['datapoints']} datapoints), "
+            f"full and adaptive (stop when "
             f"top {r['stop_when']['top']}): phase-5 calls saved >= {w['saved']:.0%} per scenario; top-1 adaptive - "
             f"full >= {w['top1']:+.0%}; rho adaptive - full >= {w['rho']:+.3f}",
             f">= {TARGET_SAVED:.0%} saved, top-1 >= full, rho >= full - {TARGET_RHO_DROP}", verdict)  # fmt: skip
@@ -374,13 +378,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--scenarios", default=",".join(SCENARIOS),
                         help=f"comma-separated subset of {', '.join(SCENARIOS)}")  # fmt: skip
     parser.add_argument("--workers", type=int, default=2, help="processes running seeds at once (default 2)")
+    parser.add_argument("--per-teacher", type=int, default=PER_TEACHER,
+                        help=f"datapoints per teacher, {len(TEACHERS)} teachers (default {PER_TEACHER})")
     parser.add_argument("--out", default=None, help="also write the results here (JSON)")
     args = parser.parse_args(argv)
     chosen = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     unknown = [s for s in chosen if s not in SCENARIOS]
     if unknown:
         parser.error(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
-    r = run(args.seeds, chosen, args.workers)
+    r = run(args.seeds, chosen, args.workers, args.per_teacher)
     print(f"{r['seeds']} seeds x {len(r['scenarios'])} scenarios, {r['students']} students, {r['datapoints']} "
           f"datapoints, stop when top {r['stop_when']['top']}; {r['seconds']:.0f} s with {r['workers']} workers")  # fmt: skip
     print("\n".join(table(r)))
