@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from coeval_analysis.adaptive.contrasts import judge_leniency
 from coeval_analysis.adaptive.design import Design, dense, look_sizes, play, slice_weights, spread_order
+from coeval_analysis.adaptive.refit import refit
 from coeval_analysis.stats.headline import Judgments
 from coeval_analysis.stats.scenarios import SCENARIOS, simulate
 
@@ -71,3 +72,26 @@ def test_a_judge_favouring_a_student_does_not_shift_the_others_leniency() -> Non
     kept = np.arange(3)
     assert judge_leniency(x, kept, conflicted) == pytest.approx(shift)
     assert judge_leniency(x, kept)[1] == pytest.approx(-0.025)  # counted, the favour moves the centre
+
+
+def test_the_reported_ranking_is_not_moved_by_a_family_judge_favouring_its_student() -> None:
+    # every judge sees the same answers, shifted by its leniency; judges 0 and 1 share
+    # student 0's family and add 0.3 to its answers, judge 2 is unrelated
+    rng = np.random.default_rng(3)
+    student = np.array([0.1, 0.3, 0.0, -0.2, -0.1, 0.2])
+    datapoint = rng.normal(0.5, 0.1, 12)
+    base = datapoint[:, None] + student[None, :] + rng.normal(0, 0.02, (12, 6))
+    shift = np.array([0.05, -0.05, 0.0])
+    judge, item, who = np.meshgrid(np.arange(3), np.arange(12), np.arange(6), indexing="ij")
+    value = base[item, who] + shift[judge] + rng.normal(0, 0.01, judge.shape)
+    conflicted = (judge < 2) & (who == 0)
+    value = value + 0.3 * conflicted
+    grid = Judgments(item.ravel(), who.ravel(), judge.ravel(), value.ravel(), conflicted.ravel(), 12, 6, 3,
+                     np.repeat([0, 1], 6))
+    reported = refit(grid, np.arange(3), alpha=0.05)
+    assert reported.leniency == pytest.approx(shift - shift.mean(), abs=0.01)
+    # student 0 is placed by judge 2 alone, against the others as every judge places them
+    score = reported.intervals.score
+    expected = base.mean(0) - base.mean()
+    assert score - score.mean() == pytest.approx(expected - expected.mean(), abs=0.01)
+    assert int(np.argmax(score)) == 1

@@ -4,8 +4,10 @@ An adaptive run did not buy the full grid: the judges screened out after the cal
 slice graded only the slice, and the students let go at a look were judged no further. The
 headline refit on such a run reads those absent judgments as if the grid were whole, so the
 analysis says which judges were screened out and why, that their judgments are absent by
-design, and gives the design's own ranking: the intervals of the look where it stopped, at
-that look's share of alpha, which stay valid under its stopping.
+design, and gives the design's own ranking: the one recorded at the look where the run
+ended, refit on every judgment bought (:mod:`~coeval_analysis.adaptive.refit`), with
+intervals at that look's share of alpha. The looks decided on the calibration slice's
+weights, with intervals valid under the stopping.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ def adaptive_summary(meta: Mapping[str, Any]) -> dict[str, Any] | None:
         "saved_calls": record.get("saved_calls"),
         "ranking": ranking,
         "ranking_level": 1 - float(last["alpha"]) if isinstance(last.get("alpha"), int | float) else None,
-        "intervals": "the design's: valid under its stopping (alpha spent over a fixed number of looks)",
+        "intervals": "the design's, at the stopping look's share of alpha (spent over a fixed number of looks), "
+                     "weights refit on every judgment bought",
     }
 
 
@@ -79,8 +82,9 @@ def adaptive_console_lines(adaptive: Mapping[str, Any] | None) -> list[str]:
     if not adaptive or not adaptive.get("ranking"):
         return []
     level = adaptive.get("ranking_level")
-    head = f"Adaptive design's ranking ({level:.1%} intervals, valid under its stopping):" \
-        if isinstance(level, float) else "Adaptive design's ranking (valid under its stopping):"
+    weights = "weights refit on every judgment bought"
+    head = f"Adaptive design's ranking ({level:.1%} intervals at the stopping look, {weights}):" \
+        if isinstance(level, float) else f"Adaptive design's ranking ({weights}):"
     lines = [head]
     for place, row in enumerate(adaptive["ranking"], 1):
         lines.append(f"  {place}. {row['student']}  {row['score']:+.3f}  [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]")
