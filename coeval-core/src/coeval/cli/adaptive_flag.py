@@ -15,8 +15,9 @@ from coeval.storage.run_folder import RunFolder
 __all__ = ["INTERVALS_NOTE", "print_adaptive_end", "with_adaptive"]
 
 #: how an adaptive run's intervals are to be read (the run's end and ``coeval analyze``)
-INTERVALS_NOTE = ("an adaptive run's intervals are the design's, valid under its stopping (alpha spent over a "
-                  "fixed number of looks); the judgments it did not buy are absent by design, not missing")
+INTERVALS_NOTE = ("an adaptive run's intervals are the design's, at the level of the look where it stopped (alpha "
+                  "spent over a fixed number of looks), refit on every judgment it bought; the judgments it did not "
+                  "buy are absent by design, not missing")
 
 
 def with_adaptive(config: Config, *, only_models: tuple[str, ...] = ()) -> Config:
