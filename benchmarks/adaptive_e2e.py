@@ -165,11 +165,13 @@ def played(scenario: str, seed: int) -> tuple[dict[str, Any], dict[str, float]]:
     rng = np.random.default_rng([seed, list(SCENARIOS).index(scenario)])
     quality = rng.uniform(*QUALITY_RANGE, N_STUDENTS)
     judges, families = SCENARIOS[scenario](rng, quality)
-    students = [{"name": name, "interface": "mock", "roles": ["student"],
-                 "parameters": {"quality": round(float(q), 4)}, **({"family": families[name]} if name in families else {})}
-                for name, q in zip(_students(quality), quality, strict=True)]  # fmt: skip
+    truth = {name: round(float(q), 4) for name, q in zip(_students(quality), quality, strict=True)}
+    students: list[dict[str, Any]] = [
+        {"name": name, "interface": "mock", "roles": ["student"], "parameters": {"quality": q},
+         **({"family": families[name]} if name in families else {})}
+        for name, q in truth.items()
+    ]  # fmt: skip
     teachers = [{"name": t, "interface": "mock", "roles": ["teacher"]} for t in TEACHERS]
-    truth = {s["name"]: float(s["parameters"]["quality"]) for s in students}
     return {"models": [*teachers, *students, *judges]}, truth
 
 

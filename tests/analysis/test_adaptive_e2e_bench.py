@@ -3,6 +3,8 @@ and one seed run in full and adaptively, compared with the truth."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from benchmarks import adaptive_e2e
 from benchmarks.run import RUNNERS, _rows
 
 
-def _models(scenario: str, seed: int) -> tuple[dict[str, dict[str, object]], dict[str, float]]:
+def _models(scenario: str, seed: int) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
     models, truth = adaptive_e2e.played(scenario, seed)
     return {m["name"]: m for m in models["models"]}, truth
 
