@@ -71,6 +71,12 @@ PER_TEACHER = 20
 QUALITY_RANGE = (0.3, 0.8)
 FACTORS = {"correct": "The answer is right.", "complete": "The answer covers the question.",
            "clear": "The answer is easy to follow."}  # fmt: skip
+#: a mock teacher writes the same datapoint for the same attributes, and a mock student the same
+#: answer to it: every datapoint of a teacher takes its own pair (``sampling.target: all``), up to
+#: 120 datapoints a teacher
+TOPICS = ("deltas", "floods", "dams", "tides", "rapids", "estuaries", "glaciers", "springs", "canals", "levees",
+          "wetlands", "aquifers", "monsoons", "meanders", "waterfalls")  # fmt: skip
+AUDIENCES = ("child", "student", "engineer", "farmer", "sailor", "planner", "angler", "historian")
 #: the design asked for: the first place determined (the default of ``coeval run --adaptive``)
 STOP_WHEN = {"top": 1}
 #: the rankings compared: the full run's headline, the adaptive run's design ranking and its headline refit
@@ -183,9 +189,8 @@ def config(models: dict[str, Any], storage: Path, experiment_id: str, seed: int,
     if adaptive:
         experiment["adaptive"] = {"stop_when": dict(STOP_WHEN)}
     task = {"name": "qa", "description": "Answer a question about rivers.",
-            "target_attributes": {"topic": ["deltas", "floods", "dams", "tides", "rapids"],
-                                  "audience": ["child", "student", "engineer"]},
-            "rubric": dict(FACTORS), "sampling": {"total": per_teacher}}  # fmt: skip
+            "target_attributes": {"topic": list(TOPICS), "audience": list(AUDIENCES)},
+            "rubric": dict(FACTORS), "sampling": {"target": "all", "total": per_teacher}}  # fmt: skip
     return {**models, "tasks": [task], "experiment": experiment}
 
 
@@ -251,6 +256,7 @@ def pair(scenario: str, seed: int, per_teacher: int = PER_TEACHER) -> dict[str, 
             _run(path)
             runs[kind] = folder / kind
         full, adaptive = _summary(runs["full"]), _summary(runs["adaptive"])
+        inputs = {r.get("input") for r in _records(runs["full"], "phase4")}
         answers = {kind: {r["id"]: r.get("response") for r in _records(run, "phase4")} for kind, run in runs.items()}
         record = adaptive["adaptive"]
         scores = {
@@ -267,6 +273,7 @@ def pair(scenario: str, seed: int, per_teacher: int = PER_TEACHER) -> dict[str, 
             "saved": 1.0 - calls["adaptive"] / calls["full"],
             "answers_full": len(answers["full"]), "answers_adaptive": len(answers["adaptive"]),
             # the adaptive run's answers are the full run's (same seed, same datapoints)
+            "distinct_inputs": len(inputs),
             "same_answers": all(answers["full"].get(i) == text for i, text in answers["adaptive"].items()),
             "answered": str(record.get("stop_reason") or "").startswith("answered"),
             "stopped_judges": sorted(record.get("stopped_judges") or []),
@@ -293,6 +300,7 @@ def _aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "answers_saved": float(np.mean([1.0 - r["answers_adaptive"] / r["answers_full"] for r in rows])),
         "answered": float(np.mean([r["answered"] for r in rows])),
         "same_answers": all(r["same_answers"] for r in rows),
+        "distinct_inputs_min": int(min(r["distinct_inputs"] for r in rows)),
         "top1": {k: float(np.mean([r["top1"][k] for r in rows])) for k in KEYS},
         "rho": {k: float(np.mean([r["rho"][k] for r in rows])) for k in KEYS},
         "stopped_judges": {j: n / len(rows) for j, n in sorted(stopped.items())},

@@ -59,6 +59,7 @@ def test_one_seed_runs_full_and_adaptive_and_reports_what_was_saved_and_kept() -
     assert 0 < s["calls_adaptive"] < s["calls_full"]
     assert s["saved"] == pytest.approx(1 - s["calls_adaptive"] / s["calls_full"])
     assert s["same_answers"] is True
+    assert s["distinct_inputs_min"] == 40  # every datapoint its own input, so its own answers
     assert "j2" in s["stopped_judges"]  # the flat judge tells no answer apart: screened out
     assert set(s["top1"]) == set(s["rho"]) == {"full", "adaptive", "adaptive_headline"}
     assert all(-1.0 <= v <= 1.0 for v in s["rho"].values())
