@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from coeval_analysis.adaptive.contrasts import judge_leniency
 from coeval_analysis.adaptive.design import Design, dense, look_sizes, play, slice_weights, spread_order
-from coeval_analysis.adaptive.refit import refit
+from coeval_analysis.adaptive.refit import STRONG_TASTE, model_weights, refit
 from coeval_analysis.stats.headline import Judgments
 from coeval_analysis.stats.scenarios import SCENARIOS, simulate
 
@@ -95,3 +95,24 @@ def test_the_reported_ranking_is_not_moved_by_a_family_judge_favouring_its_stude
     expected = base.mean(0) - base.mean()
     assert score - score.mean() == pytest.approx(expected - expected.mean(), abs=0.01)
     assert int(np.argmax(score)) == 1
+
+
+def _with_taste(j: Judgments, judge: int, bias: np.ndarray) -> Judgments:
+    """``j`` with ``judge``'s every score of student s moved by ``bias[s]`` (kept in 0..1)."""
+    value = np.where(j.judge == judge, np.clip(j.value + bias[j.student], 0.0, 1.0), j.value)
+    return Judgments(j.item, j.student, j.judge, value, j.conflicted, j.n_items, j.n_students, j.n_judges,
+                     j.item_teacher)
+
+
+def test_a_kept_judge_biased_against_the_better_students_is_cut_in_the_reported_ranking() -> None:
+    """A judge that reads each answer faithfully but marks every student by a bias against its
+    quality (as the mock plays the reference run's contrary judge) looks sharp to the
+    measurement model, which takes the bias for the students' quality; its weight is cut."""
+    sim = simulate(SCENARIOS["decent"], 3)
+    kept = np.arange(4)
+    bias = -0.8 * (sim.quality - sim.quality.mean()) / sim.quality.std() * 0.15
+    plain = refit(sim.judgments, kept, 0.05)
+    biased = refit(_with_taste(sim.judgments, 3, bias), kept, 0.05)
+    assert plain.weight[3] == pytest.approx(model_weights(sim.judgments, kept)[3])  # chance strays: no cut
+    assert biased.weight[3] < STRONG_TASTE * np.median(biased.weight[:3])
+    assert int(np.nanargmax(biased.intervals.score)) == int(np.argmax(sim.quality))
