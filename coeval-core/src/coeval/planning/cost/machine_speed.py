@@ -37,7 +37,7 @@ import time
 
 import attrs
 
-__all__ = ["PAUSE_S", "REFERENCE_S", "ROUNDS", "MachineReading", "load_share", "reading", "speed_factor",
+__all__ = ["PAUSE_S", "REFERENCE_S", "ROUNDS", "MachineReading", "load_share", "reading", "runnable_now", "speed_factor",
            "work_seconds"]
 
 #: :func:`work_seconds` on the machine the CPU figures of :mod:`coeval.planning.cost.estimate`
