@@ -40,7 +40,7 @@ from coeval_analysis.adaptive.stopping import (
     look_alphas,
     open_students,
 )
-from coeval_analysis.adaptive.weights import taste_discount, teacher_weights
+from coeval_analysis.adaptive.weights import datapoint_deviations, taste_discount, teacher_weights
 from coeval_analysis.stats.headline import Judgments
 
 __all__ = ["Design", "Look", "Outcome", "calibration_weights", "dense", "look_sizes", "play", "slice_weights", "subset"]
@@ -123,9 +123,9 @@ def calibration_weights(calib: np.ndarray, conflicted: np.ndarray | None = None)
     the other judges' consensus and its spread within a datapoint make its weight, cut where
     its per-student means disagree with the others' persistently (a taste; ``conflicted``
     scores, of its own family's students, left out of that)."""
+    centred = datapoint_deviations(calib)
     with warnings.catch_warnings():  # datapoints outside the slice have no scores
         warnings.simplefilter("ignore", RuntimeWarning)
-        centred = calib - np.nanmean(calib, axis=2, keepdims=True)
         spread = np.sqrt(np.nanmean(centred**2, axis=(1, 2)))
     items = (~np.isnan(centred)).any(axis=(0, 2)).astype(float)
     r = agreement(centred, items)

@@ -34,7 +34,7 @@ import numpy as np
 
 from coeval_analysis.adaptive.contrasts import answer_scores, dense, fit_intervals, judge_leniency
 from coeval_analysis.adaptive.stopping import Intervals
-from coeval_analysis.adaptive.weights import taste_discount, teacher_weights
+from coeval_analysis.adaptive.weights import datapoint_deviations, taste_discount, teacher_weights
 from coeval_analysis.stats.headline import Judgments
 
 __all__ = ["STRONG_TASTE", "Refit", "model_weights", "refit"]
@@ -77,16 +77,6 @@ def model_weights(bought: Judgments, kept: np.ndarray) -> np.ndarray:
     return out
 
 
-def _own_family_left_out(x: np.ndarray, conflicted: np.ndarray) -> np.ndarray:
-    """(judges, datapoints, students) scores less their datapoint's mean per judge, a judge's
-    scores of its own family's students left out (a taste for them is counted elsewhere)."""
-    with warnings.catch_warnings():  # datapoints a judge did not grade have no mean
-        warnings.simplefilter("ignore", RuntimeWarning)
-        centred = x - np.nanmean(x, axis=2, keepdims=True)
-    out: np.ndarray = np.where(conflicted, np.nan, centred)
-    return out
-
-
 def refit(bought: Judgments, kept: np.ndarray, alpha: float, weighted: bool = True) -> Refit:
     """The ranking of everything ``bought`` by the ``kept`` judges (codes), at level ``1 - alpha``;
     ``weighted`` False: every judge and datapoint alike."""
@@ -94,7 +84,7 @@ def refit(bought: Judgments, kept: np.ndarray, alpha: float, weighted: bool = Tr
     leniency = judge_leniency(x, kept, conflicted)
     weight = model_weights(bought, kept) if weighted else np.ones(bought.n_judges)
     if weighted:
-        taste = taste_discount(_own_family_left_out(x, conflicted), weight)
+        taste = taste_discount(datapoint_deviations(x, conflicted), weight)
         weight = weight * np.where(taste < STRONG_TASTE, taste, 1.0)
     if not (weight[kept] > 0).any():  # no kept judge follows the answers: all count alike
         weight = np.ones(bought.n_judges)

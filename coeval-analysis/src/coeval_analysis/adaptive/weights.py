@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["MIN_STUDENTS", "loading_weight", "taste_discount", "teacher_weights"]
+__all__ = ["MIN_STUDENTS", "datapoint_deviations", "loading_weight", "taste_discount", "teacher_weights"]
 
 #: students a per-student fit needs before it says anything (fewer: no discount, equal teachers)
 MIN_STUDENTS = 4
@@ -50,6 +50,17 @@ def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
         warnings.simplefilter("ignore", RuntimeWarning)
         out: np.ndarray = np.nanmean(x, axis=axis)
         return out
+
+
+def datapoint_deviations(x: np.ndarray, conflicted: np.ndarray | None = None) -> np.ndarray:
+    """(judges, datapoints, students) scores ``x`` less each judge's mean on their datapoint
+    (NaN where none), with the ``conflicted`` scores, of a judge's own family's students, left
+    out (NaN): the input of :func:`taste_discount`, whose favour for them counts elsewhere."""
+    with warnings.catch_warnings():  # datapoints a judge did not grade have no mean
+        warnings.simplefilter("ignore", RuntimeWarning)
+        centred = x - np.nanmean(x, axis=2, keepdims=True)
+    out: np.ndarray = centred if conflicted is None else np.where(conflicted, np.nan, centred)
+    return out
 
 
 def taste_discount(centred: np.ndarray, weight: np.ndarray) -> np.ndarray:
